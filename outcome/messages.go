@@ -1,0 +1,172 @@
+package outcome
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Every message the gateway words about a turn's ending is worded in this
+// file, once. Clients branch on HarnessError's kind, but people read the
+// message: the same failure must read the same way whichever code path
+// produced it.
+
+// CancelledPrefix starts the message of every cancelled turn, whatever
+// cancelled it. It is part of the contract (documented on
+// acpgatev1.HarnessFailure.cancelled) so clients that match on text rather
+// than on the cancelled flag can rely on it too.
+const CancelledPrefix = "the prompt turn was cancelled"
+
+// MessagePartialBytes bounds the partial output quoted in an error message.
+//
+// It bounds a message, not the data: PartialOutput.text carries the whole
+// partial (up to the interpreter's cap). The bound only keeps an enormous
+// partial answer from bloating logs and status lines that show the message.
+const MessagePartialBytes = 4000
+
+// messageResultBytes bounds an off-contract result quoted in a protocol
+// violation message; the point is to show its shape, not to carry it.
+const messageResultBytes = 512
+
+func refusedMessage(method string) string {
+	return fmt.Sprintf("the agent refused the prompt: %s answered stopReason %q", method, "refusal")
+}
+
+func stoppedShortMessage(method, label string) string {
+	return fmt.Sprintf("the prompt turn stopped before completing: %s answered stopReason %q", method, label)
+}
+
+func cancelledMessage(method, cause string) string {
+	return fmt.Sprintf("%s%s: %s answered stopReason %q", CancelledPrefix, causeSuffix(cause), method, "cancelled")
+}
+
+func cancelledByErrorMessage(method, cause string, code int64, agentMessage string) string {
+	return fmt.Sprintf("%s%s: the agent answered %s with error code %d (%s) instead of stopReason %q",
+		CancelledPrefix, causeSuffix(cause), method, code, agentMessage, "cancelled")
+}
+
+func cancelGraceExpiredMessage(grace time.Duration) string {
+	return fmt.Sprintf("%s: the agent did not acknowledge session/cancel within the grace period of %s and was stopped",
+		CancelledPrefix, grace)
+}
+
+func causeSuffix(cause string) string {
+	if cause == "" {
+		return ""
+	}
+	return " (" + cause + ")"
+}
+
+func authRequiredMessage(method string, code int64, agentMessage string) string {
+	return fmt.Sprintf("the agent requires authentication: %s failed with code %d (%s); "+
+		"an unattended gateway cannot complete an interactive login, so the agent's credentials "+
+		"must be configured for the gateway (its env or auth_method)", method, code, agentMessage)
+}
+
+func rpcErrorMessage(method string, code int64, agentMessage string) string {
+	return fmt.Sprintf("%s failed with code %d: %s", method, code, agentMessage)
+}
+
+func neitherResultNorErrorMessage(method string) string {
+	return fmt.Sprintf("the agent's response to %s carried neither result nor error", method)
+}
+
+func bothResultAndErrorMessage(method string) string {
+	return fmt.Sprintf("the agent's response to %s carried both result and error", method)
+}
+
+func malformedErrorMessage(method, problem, raw string) string {
+	return fmt.Sprintf("the agent's error response to %s is not a JSON-RPC error object (%s): %s",
+		method, problem, quoteBounded(raw))
+}
+
+func notPromptResponseMessage(method, problem, raw string) string {
+	return fmt.Sprintf("the agent's result for %s is not an ACP PromptResponse (%s): %s",
+		method, problem, quoteBounded(raw))
+}
+
+func streamEndedMessage(method string, f Failure) string {
+	return fmt.Sprintf("the agent closed its stdout while %s was outstanding, so no answer can arrive%s",
+		method, f.exitSuffix())
+}
+
+func transportFailedMessage(method string, f Failure) string {
+	return fmt.Sprintf("communicating with the agent failed while %s was outstanding: %s%s",
+		method, f.Detail, f.exitSuffix())
+}
+
+func spawnFailedMessage(detail string) string {
+	return "the agent could not be started: " + detail
+}
+
+func protocolVersionMessage(got, want int) string {
+	return fmt.Sprintf("the agent speaks ACP protocol version %d, but the gateway speaks version %d", got, want)
+}
+
+func authMethodMessage(method string, advertised []string) string {
+	list := "none"
+	if len(advertised) > 0 {
+		list = strings.Join(advertised, ", ")
+	}
+	return fmt.Sprintf("the configured auth_method %q is not among the agent's advertised authMethods (%s)", method, list)
+}
+
+func capabilityMessage(primitive string) string {
+	return fmt.Sprintf("the agent does not support %s: it did not advertise the capability at initialize", primitive)
+}
+
+// exitSuffix says how the agent process ended, when that is known.
+func (f Failure) exitSuffix() string {
+	switch {
+	case f.Signal != "":
+		return fmt.Sprintf(" (the agent was terminated by signal %s)", f.Signal)
+	case f.ExitCode != nil:
+		return fmt.Sprintf(" (the agent exited with status %d)", *f.ExitCode)
+	default:
+		return ""
+	}
+}
+
+// withPartial appends the turn's partial text to a failure message, labelled
+// and bounded. Nothing is appended for an empty partial: a "partial output"
+// label with nothing behind it would read as though the agent had said
+// something.
+func withPartial(message, text string) string {
+	if text == "" {
+		return message
+	}
+	return message + "; partial output: " + boundForMessage(text)
+}
+
+// boundForMessage cuts text to MessagePartialBytes on a UTF-8 character
+// boundary and says so explicitly when it cut.
+func boundForMessage(text string) string {
+	if len(text) <= MessagePartialBytes {
+		return text
+	}
+	shown := cutAtRune(text, MessagePartialBytes)
+	return fmt.Sprintf("%s… [partial output cut for this message: %d of %d bytes shown]", shown, len(shown), len(text))
+}
+
+// quoteBounded renders an off-contract value for a message, cut short.
+func quoteBounded(raw string) string {
+	if len(raw) <= messageResultBytes {
+		return raw
+	}
+	shown := cutAtRune(raw, messageResultBytes)
+	return fmt.Sprintf("%s… [%d of %d bytes shown]", shown, len(shown), len(raw))
+}
+
+// cutAtRune returns the longest prefix of s of at most n bytes that does not
+// split a UTF-8 character.
+func cutAtRune(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	end := n
+	for end > 0 && !utf8.RuneStart(s[end]) {
+		end--
+	}
+	return s[:end]
+}

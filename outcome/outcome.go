@@ -1,0 +1,396 @@
+package outcome
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+
+	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+)
+
+// MethodPrompt is the ACP method whose response ends a turn.
+const MethodPrompt = "session/prompt"
+
+// DefaultPartialCap is how much of a failed turn's text PartialOutput.text
+// carries when the Interpreter sets no cap of its own.
+const DefaultPartialCap = 1 << 20
+
+// Ending is how the wait for an agent's response ended. Keeping the three
+// apart is the point: a response the agent sent, a stream that ended, and a
+// stream that failed are different facts, and only the first says anything
+// about what the agent decided.
+type Ending int
+
+const (
+	// Answered: the id-matched response arrived; Turn.Response holds it.
+	Answered Ending = iota + 1
+	// StreamEnded: the agent closed its stdout with the request outstanding.
+	StreamEnded
+	// TransportFailed: reading from or writing to the agent failed with the
+	// request outstanding; Turn.Failure.Detail says how.
+	TransportFailed
+)
+
+// Response is an id-matched JSON-RPC response exactly as the agent sent it.
+type Response struct {
+	// Result is the raw "result" member; nil when the member was absent.
+	Result json.RawMessage
+	// Error is the raw "error" member; nil when absent. A JSON null counts
+	// as absent, as several JSON-RPC implementations send "error": null.
+	Error json.RawMessage
+}
+
+// Failure describes a channel that broke before an answer arrived.
+type Failure struct {
+	// Detail is the underlying error text (for TransportFailed).
+	Detail string
+	// ExitCode is the agent's exit status, when it has exited.
+	ExitCode *int32
+	// Signal names the signal that terminated the agent, if one did.
+	Signal string
+	// StderrTail is the last of what the agent wrote to stderr.
+	StderrTail string
+}
+
+// Turn is everything known about a turn when it ends.
+type Turn struct {
+	// Method is the request whose ending is interpreted; MethodPrompt when
+	// empty. Errors from session/new and session/load are classified
+	// exactly like errors from session/prompt, naming their own method.
+	Method string
+	// Ending is how the wait for the response ended.
+	Ending Ending
+	// Response is the agent's answer, when Ending is Answered.
+	Response Response
+	// Failure describes the broken channel, when Ending is not Answered.
+	Failure Failure
+	// Text is every agent message of the turn, joined with "\n\n".
+	Text string
+	// FinalMessage is the last agent message alone, exactly as streamed.
+	FinalMessage string
+	// SessionID is the ACP session the turn ran in.
+	SessionID string
+	// TurnID is the gateway's identifier of the turn.
+	TurnID string
+	// CancelCause, when the gateway itself cancelled the turn, says why
+	// (for example "the client went away"). It only words the message of a
+	// cancelled ending; it never turns another ending into a cancellation.
+	CancelCause string
+}
+
+// Result is the interpretation of a turn: exactly one of Outcome and Error
+// is non-nil.
+type Result struct {
+	Outcome *acpgatev1.PromptOutcome
+	Error   *acpgatev1.HarnessError
+}
+
+// Interpreter turns a turn's ending into its Result.
+type Interpreter struct {
+	// PartialCap bounds PartialOutput.text in bytes; DefaultPartialCap when
+	// zero or negative.
+	PartialCap int
+}
+
+// Interpret classifies the ending of a turn. It never panics and always
+// returns exactly one of an outcome and an error; every error has a
+// non-empty message.
+func (in Interpreter) Interpret(t Turn) Result {
+	method := t.Method
+	if method == "" {
+		method = MethodPrompt
+	}
+	switch t.Ending {
+	case Answered:
+		return in.answered(method, t)
+	case StreamEnded:
+		return in.fail(t.Text, streamEndedMessage(method, t.Failure),
+			transport(acpgatev1.TransportReason_TRANSPORT_REASON_STREAM_ENDED, t.Failure))
+	case TransportFailed:
+		return in.fail(t.Text, transportFailedMessage(method, t.Failure),
+			transport(acpgatev1.TransportReason_TRANSPORT_REASON_TRANSPORT_FAILED, t.Failure))
+	default:
+		// A caller bug, not an agent behaviour; still an honest error
+		// rather than a panic or an invented outcome.
+		f := t.Failure
+		f.Detail = fmt.Sprintf("the gateway recorded no ending for %s (ending %d)", method, t.Ending)
+		return in.fail(t.Text, transportFailedMessage(method, f),
+			transport(acpgatev1.TransportReason_TRANSPORT_REASON_TRANSPORT_FAILED, f))
+	}
+}
+
+func (in Interpreter) answered(method string, t Turn) Result {
+	resultPresent := isPresent(t.Response.Result)
+	errorPresent := isPresent(t.Response.Error)
+	switch {
+	case resultPresent && errorPresent:
+		return in.fail(t.Text, bothResultAndErrorMessage(method), protocol(bothResultAndErrorMessage(method)))
+	case errorPresent:
+		return in.rpcError(method, t)
+	case !resultPresent && t.Response.Result == nil:
+		return in.fail(t.Text, neitherResultNorErrorMessage(method), protocol(neitherResultNorErrorMessage(method)))
+	}
+	if method != MethodPrompt {
+		// session/new and session/load results are decoded by their caller;
+		// the interpreter only classifies their failures.
+		return in.fail(t.Text, notPromptResponseMessage(method, "not a session/prompt response", string(t.Response.Result)),
+			protocol(notPromptResponseMessage(method, "not a session/prompt response", string(t.Response.Result))))
+	}
+	response, problem := decodePromptResponse(t.Response.Result)
+	if problem != "" {
+		msg := notPromptResponseMessage(method, problem, string(t.Response.Result))
+		return in.fail(t.Text, msg, protocol(msg))
+	}
+	switch response.StopReason {
+	case acpsdk.StopReasonEndTurn:
+		return Result{Outcome: &acpgatev1.PromptOutcome{
+			Text:         t.Text,
+			FinalMessage: t.FinalMessage,
+			StopKind:     acpgatev1.StopKind_STOP_KIND_END_TURN,
+			StopReason:   string(acpsdk.StopReasonEndTurn),
+			SessionId:    t.SessionID,
+			TurnId:       t.TurnID,
+			Usage:        usageOf(response.Usage),
+		}}
+	case acpsdk.StopReasonRefusal:
+		return in.fail(t.Text, refusedMessage(method), &acpgatev1.HarnessError{
+			Kind: &acpgatev1.HarnessError_PolicyRefused{PolicyRefused: &acpgatev1.PolicyRefusal{
+				Detection: acpgatev1.RefusalDetection_REFUSAL_DETECTION_STRUCTURED,
+			}},
+		})
+	case acpsdk.StopReasonCancelled:
+		return in.fail(t.Text, cancelledMessage(method, t.CancelCause), harness(&acpgatev1.HarnessFailure{
+			StopKind:  acpgatev1.StopKind_STOP_KIND_CANCELLED,
+			Cancelled: true,
+		}))
+	default: // max_tokens, max_turn_requests: decodePromptResponse admits no others.
+		return in.fail(t.Text, stoppedShortMessage(method, string(response.StopReason)), harness(&acpgatev1.HarnessFailure{
+			StopKind: StopKindOf(response.StopReason),
+		}))
+	}
+}
+
+// rpcError classifies a JSON-RPC error response.
+func (in Interpreter) rpcError(method string, t Turn) Result {
+	rpc, problem := decodeRPCError(t.Response.Error)
+	if problem != "" {
+		msg := malformedErrorMessage(method, problem, string(t.Response.Error))
+		return in.fail(t.Text, msg, protocol(msg))
+	}
+	code := int32(rpc.Code)
+	failure := &acpgatev1.HarnessFailure{RpcCode: &code, RpcMessage: rpc.Message}
+	var msg string
+	switch rpc.Code {
+	case CodeAuthRequired:
+		failure.AuthRequired = true
+		msg = authRequiredMessage(method, rpc.Code, rpc.Message)
+	case CodeRequestCancelled:
+		failure.Cancelled = true
+		msg = cancelledByErrorMessage(method, t.CancelCause, rpc.Code, rpc.Message)
+	default:
+		msg = rpcErrorMessage(method, rpc.Code, rpc.Message)
+	}
+	return in.fail(t.Text, msg, harness(failure))
+}
+
+// JSON-RPC error codes with a meaning of their own in ACP.
+const (
+	// CodeAuthRequired is ACP's "authentication required".
+	CodeAuthRequired = -32000
+	// CodeRequestCancelled is the JSON-RPC "request cancelled" code. A
+	// conforming agent answers a cancelled prompt with stopReason
+	// cancelled; one that answers with this code is still reporting a
+	// cancellation, not an opaque failure.
+	CodeRequestCancelled = -32800
+)
+
+type rpcErrorObject struct {
+	Code    *json.Number    `json:"code"`
+	Message *string         `json:"message"`
+	Data    json.RawMessage `json:"data"`
+}
+
+type decodedRPCError struct {
+	Code    int64
+	Message string
+}
+
+func decodeRPCError(raw json.RawMessage) (decodedRPCError, string) {
+	var obj rpcErrorObject
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&obj); err != nil {
+		return decodedRPCError{}, err.Error()
+	}
+	if obj.Code == nil {
+		return decodedRPCError{}, "code is missing"
+	}
+	code, err := obj.Code.Int64()
+	if err != nil || code < -1<<31 || code > 1<<31-1 {
+		return decodedRPCError{}, fmt.Sprintf("code %s is not a 32-bit integer", obj.Code.String())
+	}
+	var message string
+	if obj.Message != nil {
+		message = *obj.Message
+	}
+	return decodedRPCError{Code: code, Message: message}, ""
+}
+
+func decodePromptResponse(raw json.RawMessage) (acpsdk.PromptResponse, string) {
+	var response acpsdk.PromptResponse
+	if err := json.Unmarshal(raw, &response); err != nil {
+		return response, err.Error()
+	}
+	switch response.StopReason {
+	case "":
+		return response, "stopReason is missing"
+	case acpsdk.StopReasonEndTurn, acpsdk.StopReasonMaxTokens, acpsdk.StopReasonMaxTurnRequests,
+		acpsdk.StopReasonRefusal, acpsdk.StopReasonCancelled:
+		return response, ""
+	default:
+		return response, fmt.Sprintf("unknown stopReason %q", response.StopReason)
+	}
+}
+
+// StopKindOf maps an ACP stop reason to its StopKind.
+func StopKindOf(reason acpsdk.StopReason) acpgatev1.StopKind {
+	switch reason {
+	case acpsdk.StopReasonEndTurn:
+		return acpgatev1.StopKind_STOP_KIND_END_TURN
+	case acpsdk.StopReasonMaxTokens:
+		return acpgatev1.StopKind_STOP_KIND_MAX_TOKENS
+	case acpsdk.StopReasonMaxTurnRequests:
+		return acpgatev1.StopKind_STOP_KIND_MAX_TURN_REQUESTS
+	case acpsdk.StopReasonRefusal:
+		return acpgatev1.StopKind_STOP_KIND_REFUSAL
+	case acpsdk.StopReasonCancelled:
+		return acpgatev1.StopKind_STOP_KIND_CANCELLED
+	default:
+		return acpgatev1.StopKind_STOP_KIND_UNSPECIFIED
+	}
+}
+
+func usageOf(u *acpsdk.Usage) *acpgatev1.Usage {
+	if u == nil {
+		return nil
+	}
+	out := &acpgatev1.Usage{
+		InputTokens:  int64p(u.InputTokens),
+		OutputTokens: int64p(u.OutputTokens),
+		TotalTokens:  int64p(u.TotalTokens),
+	}
+	if u.ThoughtTokens != nil {
+		out.ThoughtTokens = int64p(*u.ThoughtTokens)
+	}
+	if u.CachedReadTokens != nil {
+		out.CachedReadTokens = int64p(*u.CachedReadTokens)
+	}
+	if u.CachedWriteTokens != nil {
+		out.CachedWriteTokens = int64p(*u.CachedWriteTokens)
+	}
+	return out
+}
+
+func int64p(v int) *int64 {
+	n := int64(v)
+	return &n
+}
+
+// isPresent reports whether a raw member was sent with a non-null value.
+func isPresent(raw json.RawMessage) bool {
+	return raw != nil && !bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
+}
+
+// fail completes a HarnessError: it sets the message (with the bounded
+// partial appended) and the full partial output.
+func (in Interpreter) fail(text, message string, e *acpgatev1.HarnessError) Result {
+	e.Message = withPartial(message, text)
+	e.Partial = in.partial(text)
+	return Result{Error: e}
+}
+
+func (in Interpreter) partial(text string) *acpgatev1.PartialOutput {
+	if text == "" {
+		return nil
+	}
+	limit := in.PartialCap
+	if limit <= 0 {
+		limit = DefaultPartialCap
+	}
+	kept := cutAtRune(text, limit)
+	return &acpgatev1.PartialOutput{
+		Text:       kept,
+		Truncated:  len(kept) < len(text),
+		TotalBytes: uint64(len(text)),
+	}
+}
+
+func transport(reason acpgatev1.TransportReason, f Failure) *acpgatev1.HarnessError {
+	return &acpgatev1.HarnessError{Kind: &acpgatev1.HarnessError_Transport{Transport: &acpgatev1.TransportFailure{
+		Reason:     reason,
+		Detail:     f.Detail,
+		ExitCode:   f.ExitCode,
+		Signal:     f.Signal,
+		StderrTail: f.StderrTail,
+	}}}
+}
+
+func protocol(detail string) *acpgatev1.HarnessError {
+	return &acpgatev1.HarnessError{Kind: &acpgatev1.HarnessError_Protocol{Protocol: &acpgatev1.ProtocolViolation{Detail: detail}}}
+}
+
+func harness(f *acpgatev1.HarnessFailure) *acpgatev1.HarnessError {
+	return &acpgatev1.HarnessError{Kind: &acpgatev1.HarnessError_Harness{Harness: f}}
+}
+
+// SpawnFailed is the error for an agent program that could not be started.
+func (in Interpreter) SpawnFailed(detail string) *acpgatev1.HarnessError {
+	return in.fail("", spawnFailedMessage(detail), transport(acpgatev1.TransportReason_TRANSPORT_REASON_SPAWN_FAILED, Failure{Detail: detail})).Error
+}
+
+// ProtocolViolation is the error for an agent that broke the wire contract
+// outside a response the interpreter decodes (an undecodable envelope, a
+// non-JSON line under strict framing, a malformed handshake result).
+func (in Interpreter) ProtocolViolation(detail, text string) *acpgatev1.HarnessError {
+	return in.fail(text, detail, protocol(detail)).Error
+}
+
+// UnsupportedProtocolVersion is the error for an agent that answered
+// initialize with a protocol version the gateway does not speak.
+func (in Interpreter) UnsupportedProtocolVersion(got, want int) *acpgatev1.HarnessError {
+	return in.ProtocolViolation(protocolVersionMessage(got, want), "")
+}
+
+// AuthMethodNotAdvertised is the error for a configured auth_method the
+// agent did not offer; it lists what the agent did offer.
+func (in Interpreter) AuthMethodNotAdvertised(method string, advertised []string) *acpgatev1.HarnessError {
+	return in.fail("", authMethodMessage(method, advertised), harness(&acpgatev1.HarnessFailure{AuthRequired: true})).Error
+}
+
+// CancelGraceExpired is the error for a cancelled turn whose agent did not
+// answer session/prompt within the grace period and was stopped.
+func (in Interpreter) CancelGraceExpired(grace time.Duration, text string) *acpgatev1.HarnessError {
+	return in.fail(text, cancelGraceExpiredMessage(grace), harness(&acpgatev1.HarnessFailure{
+		StopKind:  acpgatev1.StopKind_STOP_KIND_CANCELLED,
+		Cancelled: true,
+	})).Error
+}
+
+// CapabilityNotSupported is the gateway's rejection of a request needing an
+// ACP primitive the agent did not advertise.
+func (in Interpreter) CapabilityNotSupported(primitive string) *acpgatev1.HarnessError {
+	return in.fail("", capabilityMessage(primitive), &acpgatev1.HarnessError{
+		Kind: &acpgatev1.HarnessError_CapabilityNotSupported{CapabilityNotSupported: &acpgatev1.CapabilityNotSupported{Primitive: primitive}},
+	}).Error
+}
+
+// StaleTarget is the gateway's rejection of a request whose target no
+// longer applies.
+func (in Interpreter) StaleTarget(detail string) *acpgatev1.HarnessError {
+	return in.fail("", detail, &acpgatev1.HarnessError{
+		Kind: &acpgatev1.HarnessError_StaleTarget{StaleTarget: &acpgatev1.StaleTarget{Detail: detail}},
+	}).Error
+}
