@@ -86,6 +86,11 @@ func notPromptResponseMessage(method, problem, raw string) string {
 		method, problem, quoteBounded(raw))
 }
 
+func malformedResultMessage(method, problem, raw string) string {
+	return fmt.Sprintf("the agent's result for %s does not decode as its ACP response (%s): %s",
+		method, problem, quoteBounded(raw))
+}
+
 func streamEndedMessage(method string, f Failure) string {
 	return fmt.Sprintf("the agent closed its stdout while %s was outstanding, so no answer can arrive%s",
 		method, f.exitSuffix())

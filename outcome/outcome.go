@@ -134,10 +134,10 @@ func (in Interpreter) answered(method string, t Turn) Result {
 		return in.fail(t.Text, neitherResultNorErrorMessage(method), protocol(neitherResultNorErrorMessage(method)))
 	}
 	if method != MethodPrompt {
-		// session/new and session/load results are decoded by their caller;
-		// the interpreter only classifies their failures.
-		return in.fail(t.Text, notPromptResponseMessage(method, "not a session/prompt response", string(t.Response.Result)),
-			protocol(notPromptResponseMessage(method, "not a session/prompt response", string(t.Response.Result))))
+		// Handshake results are decoded by their caller, which knows their
+		// type; the interpreter classifies only their failures. Reaching
+		// here is a caller bug, reported as what it is rather than guessed.
+		return Result{Error: in.MalformedResult(method, "the interpreter decodes only session/prompt results", t.Response.Result)}
 	}
 	response, problem := decodePromptResponse(t.Response.Result)
 	if problem != "" {
@@ -356,6 +356,13 @@ func (in Interpreter) SpawnFailed(detail string) *acpgatev1.HarnessError {
 // non-JSON line under strict framing, a malformed handshake result).
 func (in Interpreter) ProtocolViolation(detail, text string) *acpgatev1.HarnessError {
 	return in.fail(text, detail, protocol(detail)).Error
+}
+
+// MalformedResult is the error for a handshake result (initialize,
+// authenticate, session/new, session/load) that does not decode as the
+// response ACP defines for the method.
+func (in Interpreter) MalformedResult(method, problem string, raw []byte) *acpgatev1.HarnessError {
+	return in.ProtocolViolation(malformedResultMessage(method, problem, string(raw)), "")
 }
 
 // UnsupportedProtocolVersion is the error for an agent that answered

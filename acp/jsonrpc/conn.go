@@ -1,0 +1,423 @@
+// Package jsonrpc is the gateway's JSON-RPC 2.0 connection to an ACP agent:
+// newline-delimited JSON over the agent's stdin and stdout.
+//
+// It exists, rather than a general-purpose JSON-RPC library, to keep the
+// three ways a request can end distinct: the agent answered (an id-matched
+// response, exactly as sent), the agent's stdout ended, or reading from or
+// writing to it failed. A connection that reports a vanished peer in the
+// shape of an error response, or that logs and skips an undecodable answer,
+// would make the gateway assert a cause that did not happen.
+//
+// Threading model: one reader goroutine per connection reads lines in order.
+// Responses are routed to their waiting Call by id. Notifications are handed
+// to Handler.Notify on the reader goroutine, in arrival order, so a slow
+// consumer slows the reader and, through the pipe, the agent: memory does not
+// grow. Requests from the agent are served concurrently, each on its own
+// goroutine, so an agent waiting for one answer never blocks the stream.
+// Writes go through one mutex, one line at a time.
+package jsonrpc
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"regexp"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/acpgate/acpgate/outcome"
+)
+
+// DefaultMaxFrameBytes is the longest line accepted from an agent when
+// Options.MaxFrameBytes is not set.
+const DefaultMaxFrameBytes = 16 << 20
+
+// ErrorObject is a JSON-RPC error, as the gateway sends it to an agent.
+type ErrorObject struct {
+	Code    int64  `json:"code"`
+	Message string `json:"message"`
+	Data    any    `json:"data,omitempty"`
+}
+
+func (e *ErrorObject) Error() string { return fmt.Sprintf("JSON-RPC error %d: %s", e.Code, e.Message) }
+
+// Standard JSON-RPC error codes the gateway answers with.
+const (
+	CodeInvalidRequest = -32600
+	CodeMethodNotFound = -32601
+	CodeInvalidParams  = -32602
+	CodeInternalError  = -32603
+)
+
+// Handler serves what the agent sends on its own initiative.
+type Handler interface {
+	// Request serves one request from the agent on its own goroutine. The
+	// context is cancelled when the connection closes. Returning a non-nil
+	// *ErrorObject answers with that error.
+	Request(ctx context.Context, method string, params json.RawMessage) (any, *ErrorObject)
+	// Notify handles one notification on the reader goroutine, in arrival
+	// order. It may block: that is the connection's backpressure.
+	Notify(method string, params json.RawMessage)
+}
+
+// Options configure a Conn.
+type Options struct {
+	// MaxFrameBytes is the longest line accepted; a longer one fails the
+	// connection. DefaultMaxFrameBytes when zero.
+	MaxFrameBytes int
+	// StrictFraming makes a line that is not a JSON-RPC message a protocol
+	// violation that ends the connection. Otherwise such lines (real agents
+	// sometimes print stray text on stdout) are logged, counted and skipped.
+	StrictFraming bool
+	// Logger receives diagnostics; slog.Default() when nil.
+	Logger *slog.Logger
+}
+
+// EndKind is how a connection's input ended.
+type EndKind int
+
+const (
+	// EndStream: the agent closed its stdout.
+	EndStream EndKind = iota + 1
+	// EndTransport: reading failed, or a line exceeded the frame limit.
+	EndTransport
+	// EndViolation: the agent broke the framing contract under strict
+	// framing.
+	EndViolation
+	// EndClosed: the gateway closed the connection itself.
+	EndClosed
+)
+
+// End records why a connection's input ended.
+type End struct {
+	Kind   EndKind
+	Detail string
+}
+
+// Reply is how one call ended: with the agent's response, or with the end
+// of the connection before any response arrived.
+type Reply struct {
+	// Response is the id-matched response; valid when End is nil.
+	Response outcome.Response
+	// End is set when the connection ended with the call outstanding.
+	End *End
+	// Violation is set when a line that names this call's id arrived but
+	// does not decode: the agent answered, in a form that breaks the wire
+	// contract.
+	Violation string
+}
+
+// Stats counts the irregularities a connection tolerated.
+type Stats struct {
+	// SkippedLines counts stdout lines that were not JSON-RPC messages.
+	SkippedLines uint64
+	// UnmatchedResponses counts responses that matched no outstanding call.
+	UnmatchedResponses uint64
+}
+
+// Conn is a JSON-RPC connection to one agent.
+type Conn struct {
+	opts    Options
+	log     *slog.Logger
+	handler Handler
+
+	writeMu sync.Mutex
+	w       *bufio.Writer
+	wbuf    bytes.Buffer
+
+	mu      sync.Mutex
+	nextID  int64
+	pending map[int64]chan Reply
+	end     *End
+
+	done     chan struct{} // closed when the reader has ended
+	ctx      context.Context
+	cancel   context.CancelFunc
+	handlers sync.WaitGroup
+
+	skipped   atomic.Uint64
+	unmatched atomic.Uint64
+}
+
+// New starts a connection reading r and writing w. The reader goroutine runs
+// until r ends or fails; Close waits for it and for every request handler.
+func New(r io.Reader, w io.Writer, h Handler, opts Options) *Conn {
+	if opts.MaxFrameBytes <= 0 {
+		opts.MaxFrameBytes = DefaultMaxFrameBytes
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &Conn{
+		opts:    opts,
+		log:     log,
+		handler: h,
+		w:       bufio.NewWriterSize(w, 64<<10),
+		pending: make(map[int64]chan Reply),
+		done:    make(chan struct{}),
+		ctx:     ctx,
+		cancel:  cancel,
+	}
+	go c.read(r)
+	return c
+}
+
+// Done is closed when the connection's input has ended.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Ended reports why the input ended, or nil while it is still open.
+func (c *Conn) Ended() *End {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.end
+}
+
+// Stats returns the connection's counters.
+func (c *Conn) Stats() Stats {
+	return Stats{SkippedLines: c.skipped.Load(), UnmatchedResponses: c.unmatched.Load()}
+}
+
+// Call sends a request and waits for its reply. It returns an error only
+// when the request could not be sent or ctx ended first; every way the agent
+// can end the call is a Reply.
+func (c *Conn) Call(ctx context.Context, method string, params any) (Reply, error) {
+	ch, id, err := c.Start(method, params)
+	if err != nil {
+		return Reply{}, err
+	}
+	select {
+	case reply := <-ch:
+		return reply, nil
+	case <-ctx.Done():
+		c.forget(id)
+		return Reply{}, ctx.Err()
+	}
+}
+
+// Start sends a request and returns the channel its single Reply arrives on.
+// It is for callers that must do other work while they wait (a prompt turn
+// that may need to cancel). If the write fails because the agent's input is
+// gone, the reply reports how the connection ended.
+func (c *Conn) Start(method string, params any) (<-chan Reply, int64, error) {
+	ch := make(chan Reply, 1)
+	c.mu.Lock()
+	if c.end != nil {
+		end := *c.end
+		c.mu.Unlock()
+		ch <- Reply{End: &end}
+		return ch, 0, nil
+	}
+	c.nextID++
+	id := c.nextID
+	c.pending[id] = ch
+	c.mu.Unlock()
+
+	msg := struct {
+		JSONRPC string `json:"jsonrpc"`
+		ID      int64  `json:"id"`
+		Method  string `json:"method"`
+		Params  any    `json:"params,omitempty"`
+	}{"2.0", id, method, params}
+	if err := c.write(msg); err != nil {
+		var encodeErr *json.UnsupportedTypeError
+		if errors.As(err, &encodeErr) {
+			c.forget(id)
+			return nil, 0, fmt.Errorf("encoding %s: %w", method, err)
+		}
+		// The agent stopped reading: its stdin is closed or broken. The
+		// reader will observe how its stdout ended and answer the call.
+		c.log.Debug("writing to the agent failed", "method", method, "err", err)
+	}
+	return ch, id, nil
+}
+
+// Notify sends a notification.
+func (c *Conn) Notify(method string, params any) error {
+	msg := struct {
+		JSONRPC string `json:"jsonrpc"`
+		Method  string `json:"method"`
+		Params  any    `json:"params,omitempty"`
+	}{"2.0", method, params}
+	return c.write(msg)
+}
+
+func (c *Conn) forget(id int64) {
+	c.mu.Lock()
+	delete(c.pending, id)
+	c.mu.Unlock()
+}
+
+// Close stops serving: it cancels request handlers and waits for them and
+// for the reader. The caller must have made the reader's input end (by
+// closing or killing the agent) or Close blocks until it does.
+func (c *Conn) Close() {
+	c.cancel()
+	<-c.done
+	c.handlers.Wait()
+}
+
+func (c *Conn) write(msg any) error {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	c.wbuf.Reset()
+	enc := json.NewEncoder(&c.wbuf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(msg); err != nil { // Encode appends the '\n'.
+		return err
+	}
+	if _, err := c.w.Write(c.wbuf.Bytes()); err != nil {
+		return err
+	}
+	return c.w.Flush()
+}
+
+// envelope is any JSON-RPC message; which members are present says which.
+type envelope struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  json.RawMessage `json:"error"`
+}
+
+func (c *Conn) read(r io.Reader) {
+	reader := newLineReader(r, c.opts.MaxFrameBytes)
+	end := End{Kind: EndStream}
+	for {
+		line, err := reader.next()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				end = End{Kind: EndTransport, Detail: err.Error()}
+			}
+			break
+		}
+		if v := c.dispatch(line); v != "" {
+			end = End{Kind: EndViolation, Detail: v}
+			break
+		}
+		if c.ctx.Err() != nil {
+			end = End{Kind: EndClosed, Detail: "the gateway closed the connection"}
+			break
+		}
+	}
+	c.mu.Lock()
+	c.end = &end
+	pending := c.pending
+	c.pending = nil
+	c.mu.Unlock()
+	for _, ch := range pending {
+		e := end
+		ch <- Reply{End: &e}
+	}
+	close(c.done)
+}
+
+// dispatch routes one line. It returns a description of a framing violation
+// that must end the connection, or "".
+func (c *Conn) dispatch(line []byte) string {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return ""
+	}
+	var env envelope
+	if line[0] != '{' || json.Unmarshal(line, &env) != nil {
+		return c.stray(line)
+	}
+	hasID := len(env.ID) > 0 && !bytes.Equal(env.ID, []byte("null"))
+	switch {
+	case env.Method != "" && hasID:
+		c.handlers.Add(1)
+		go c.serve(env)
+	case env.Method != "":
+		c.handler.Notify(env.Method, env.Params)
+	case hasID:
+		c.route(env)
+	default:
+		return c.stray(line)
+	}
+	return ""
+}
+
+func (c *Conn) stray(line []byte) string {
+	shown := line
+	if len(shown) > 200 {
+		shown = shown[:200]
+	}
+	if id, ok := undecodableAnswer(line); ok {
+		c.mu.Lock()
+		ch, pending := c.pending[id]
+		delete(c.pending, id)
+		c.mu.Unlock()
+		if pending {
+			ch <- Reply{Violation: fmt.Sprintf("the agent answered request %d with a line that is not valid JSON: %q", id, shown)}
+			return ""
+		}
+	}
+	if c.opts.StrictFraming {
+		return fmt.Sprintf("the agent wrote a line that is not a JSON-RPC message on stdout (strict framing): %q", shown)
+	}
+	c.skipped.Add(1)
+	c.log.Warn("skipping a stdout line that is not a JSON-RPC message", "line", string(shown))
+	return ""
+}
+
+// answerID finds the id member of a broken JSON-RPC response line.
+var answerID = regexp.MustCompile(`^\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d+)\s*,\s*"(?:result|error)"`)
+
+// undecodableAnswer recognises a line that starts like a response to one of
+// our requests but is not valid JSON. Only this narrow shape counts: any
+// other stray text stays stray.
+func undecodableAnswer(line []byte) (int64, bool) {
+	m := answerID.FindSubmatch(line)
+	if m == nil {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(string(m[1]), 10, 64)
+	return id, err == nil
+}
+
+func (c *Conn) route(env envelope) {
+	id, err := strconv.ParseInt(string(env.ID), 10, 64)
+	c.mu.Lock()
+	ch, ok := c.pending[id]
+	if ok && err == nil {
+		delete(c.pending, id)
+	}
+	c.mu.Unlock()
+	if err != nil || !ok {
+		c.unmatched.Add(1)
+		c.log.Warn("a response matched no outstanding request", "id", string(env.ID))
+		return
+	}
+	ch <- Reply{Response: outcome.Response{Result: env.Result, Error: env.Error}}
+}
+
+func (c *Conn) serve(env envelope) {
+	defer c.handlers.Done()
+	result, rpcErr := c.handler.Request(c.ctx, env.Method, env.Params)
+	msg := struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Result  any             `json:"result,omitempty"`
+		Error   *ErrorObject    `json:"error,omitempty"`
+	}{JSONRPC: "2.0", ID: env.ID}
+	if rpcErr != nil {
+		msg.Error = rpcErr
+	} else {
+		if result == nil {
+			result = struct{}{}
+		}
+		msg.Result = result
+	}
+	if err := c.write(msg); err != nil {
+		c.log.Debug("answering the agent failed", "method", env.Method, "err", err)
+	}
+}

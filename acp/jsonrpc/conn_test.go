@@ -1,0 +1,282 @@
+package jsonrpc
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// peer is the agent's end of a connection under test.
+type peer struct {
+	t      *testing.T
+	toConn *io.PipeWriter // the agent's stdout
+	lines  *bufio.Scanner // what the connection wrote (the agent's stdin)
+	conn   *Conn
+	notes  chan string
+}
+
+type recordingHandler struct{ notes chan string }
+
+func (h recordingHandler) Request(ctx context.Context, method string, params json.RawMessage) (any, *ErrorObject) {
+	if method == "echo" {
+		return json.RawMessage(params), nil
+	}
+	return nil, &ErrorObject{Code: CodeMethodNotFound, Message: "no " + method}
+}
+
+func (h recordingHandler) Notify(method string, params json.RawMessage) {
+	h.notes <- method + " " + string(params)
+}
+
+func newPeer(t *testing.T, opts Options) *peer {
+	t.Helper()
+	agentOut, connIn := io.Pipe()
+	// An OS pipe, as with a real agent: the connection's writes must not
+	// wait for the peer to read them.
+	connOut, agentIn, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Logger = slog.New(slog.DiscardHandler)
+	notes := make(chan string, 100)
+	c := New(agentOut, agentIn, recordingHandler{notes}, opts)
+	p := &peer{t: t, toConn: connIn, lines: bufio.NewScanner(connOut), conn: c, notes: notes}
+	t.Cleanup(func() {
+		_ = connIn.Close()
+		c.Close()
+		_ = connOut.Close()
+		_ = agentIn.Close()
+	})
+	return p
+}
+
+func (p *peer) send(line string) {
+	p.t.Helper()
+	if _, err := io.WriteString(p.toConn, line+"\n"); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+func (p *peer) read() map[string]any {
+	p.t.Helper()
+	if !p.lines.Scan() {
+		p.t.Fatal("the connection wrote nothing")
+	}
+	var m map[string]any
+	if err := json.Unmarshal(p.lines.Bytes(), &m); err != nil {
+		p.t.Fatalf("the connection wrote invalid JSON %q: %v", p.lines.Text(), err)
+	}
+	return m
+}
+
+func (p *peer) start(method string) <-chan Reply {
+	p.t.Helper()
+	ch, _, err := p.conn.Start(method, map[string]int{"x": 1})
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	if got := p.read()["method"]; got != method {
+		p.t.Fatalf("sent %v", got)
+	}
+	return ch
+}
+
+func wait(t *testing.T, ch <-chan Reply) Reply {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(5 * time.Second):
+		t.Fatal("no reply")
+		return Reply{}
+	}
+}
+
+func TestAnAnsweredCallCarriesTheResponseExactlyAsSent(t *testing.T) {
+	p := newPeer(t, Options{})
+	ch := p.start("m")
+	p.send(`{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn", "extra": [1, 2]}}`)
+	r := wait(t, ch)
+	if r.End != nil || string(r.Response.Result) != `{"stopReason":"end_turn", "extra": [1, 2]}` || r.Response.Error != nil {
+		t.Errorf("reply %+v result %s", r, r.Response.Result)
+	}
+}
+
+func TestAnErrorResponseIsAnAnswerNotAnEnding(t *testing.T) {
+	p := newPeer(t, Options{})
+	ch := p.start("m")
+	p.send(`{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"boom"}}`)
+	r := wait(t, ch)
+	if r.End != nil || string(r.Response.Error) != `{"code":-32603,"message":"boom"}` {
+		t.Errorf("reply %+v", r)
+	}
+}
+
+func TestEOFWithACallOutstandingIsStreamEnded(t *testing.T) {
+	p := newPeer(t, Options{})
+	ch := p.start("m")
+	_ = p.toConn.Close()
+	r := wait(t, ch)
+	if r.End == nil || r.End.Kind != EndStream {
+		t.Fatalf("reply %+v", r)
+	}
+	// A call made after the end is answered at once with the same ending.
+	late, _, _ := p.conn.Start("late", nil)
+	if r := wait(t, late); r.End == nil || r.End.Kind != EndStream {
+		t.Errorf("late reply %+v", r)
+	}
+}
+
+func TestAReadErrorWithACallOutstandingIsTransportFailed(t *testing.T) {
+	p := newPeer(t, Options{})
+	ch := p.start("m")
+	_ = p.toConn.CloseWithError(errors.New("disk on fire"))
+	r := wait(t, ch)
+	if r.End == nil || r.End.Kind != EndTransport || !strings.Contains(r.End.Detail, "disk on fire") {
+		t.Fatalf("reply %+v", r.End)
+	}
+}
+
+func TestALineOverTheFrameLimitIsTransportFailed(t *testing.T) {
+	p := newPeer(t, Options{MaxFrameBytes: 1024})
+	ch := p.start("m")
+	go p.send(`{"jsonrpc":"2.0","method":"n","params":"` + strings.Repeat("x", 5000) + `"}`)
+	r := wait(t, ch)
+	if r.End == nil || r.End.Kind != EndTransport || !strings.Contains(r.End.Detail, "frame limit of 1024 bytes") {
+		t.Fatalf("reply %+v", r.End)
+	}
+}
+
+func TestALineExactlyAtTheFrameLimitIsAccepted(t *testing.T) {
+	p := newPeer(t, Options{MaxFrameBytes: 70 << 10})
+	prefix, suffix := `{"jsonrpc":"2.0","method":"n","params":"`, `"}`
+	line := prefix + strings.Repeat("y", 70<<10-len(prefix)-len(suffix)) + suffix
+	go p.send(line)
+	select {
+	case n := <-p.notes:
+		if len(n) != len("n ")+len(line)-len(prefix)-len(suffix)+2 {
+			t.Errorf("notification of %d bytes", len(n))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the notification never arrived")
+	}
+}
+
+func TestStrayLinesAreSkippedAndCountedUnlessFramingIsStrict(t *testing.T) {
+	p := newPeer(t, Options{})
+	ch := p.start("m")
+	p.send("starting up...")
+	p.send(`[1,2,3]`)
+	p.send(`{"jsonrpc":"2.0"}`)
+	p.send(`{"jsonrpc":"2.0","id":1,"result":{}}`)
+	if r := wait(t, ch); r.End != nil {
+		t.Fatalf("reply %+v", r)
+	}
+	if s := p.conn.Stats(); s.SkippedLines != 3 {
+		t.Errorf("skipped %d", s.SkippedLines)
+	}
+
+	strict := newPeer(t, Options{StrictFraming: true})
+	ch = strict.start("m")
+	strict.send("starting up...")
+	r := wait(t, ch)
+	if r.End == nil || r.End.Kind != EndViolation || !strings.Contains(r.End.Detail, "starting up") {
+		t.Errorf("strict reply %+v", r.End)
+	}
+}
+
+func TestAnUndecodableAnswerToACallIsAViolationOfThatCall(t *testing.T) {
+	p := newPeer(t, Options{})
+	ch := p.start("m")
+	p.send(`{"jsonrpc":"2.0","id":1,"result":`)
+	r := wait(t, ch)
+	if r.Violation == "" || r.End != nil {
+		t.Fatalf("reply %+v", r)
+	}
+}
+
+func TestAResponseMatchingNoCallIsCounted(t *testing.T) {
+	p := newPeer(t, Options{})
+	ch := p.start("m")
+	p.send(`{"jsonrpc":"2.0","id":99,"result":{}}`)
+	p.send(`{"jsonrpc":"2.0","id":"abc","result":{}}`)
+	p.send(`{"jsonrpc":"2.0","id":1,"result":{}}`)
+	wait(t, ch)
+	if s := p.conn.Stats(); s.UnmatchedResponses != 2 {
+		t.Errorf("unmatched %d", s.UnmatchedResponses)
+	}
+}
+
+func TestNotificationsArriveInOrderAndRequestsAreAnswered(t *testing.T) {
+	p := newPeer(t, Options{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := range 100 {
+			p.send(`{"jsonrpc":"2.0","method":"n","params":` + strings.Repeat("1", i+1) + `}`)
+		}
+		p.send(`{"jsonrpc":"2.0","id":"req-1","method":"echo","params":{"a":1}}`)
+		p.send(`{"jsonrpc":"2.0","id":7,"method":"terminal/create","params":{}}`)
+	}()
+	for i := range 100 {
+		if n := <-p.notes; n != "n "+strings.Repeat("1", i+1) {
+			t.Fatalf("notification %d out of order: %s", i, n)
+		}
+	}
+	answers := map[string]map[string]any{}
+	for range 2 {
+		m := p.read()
+		id, _ := json.Marshal(m["id"])
+		answers[string(id)] = m
+	}
+	wg.Wait()
+	if r := answers[`"req-1"`]; r == nil || r["result"].(map[string]any)["a"] != float64(1) {
+		t.Errorf("echo answer %v", r)
+	}
+	if r := answers[`7`]; r == nil || r["error"].(map[string]any)["code"] != float64(CodeMethodNotFound) {
+		t.Errorf("unknown method answer %v", r)
+	}
+}
+
+func TestCallReturnsWhenItsContextEnds(t *testing.T) {
+	p := newPeer(t, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := p.conn.Call(ctx, "slow", nil)
+		errc <- err
+	}()
+	p.read()
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Errorf("err %v", err)
+	}
+}
+
+func FuzzDispatchNeverPanics(f *testing.F) {
+	for _, s := range []string{`{"jsonrpc":"2.0","id":1,"result":{}}`, `{"id":1,"result":`, `garbage`, `{"method":"x"}`, `{"id":null}`, `{"id":1,"method":"y","params":[]}`, "\xff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		notes := make(chan string, 1000)
+		c := &Conn{opts: Options{MaxFrameBytes: 1 << 20}, log: slog.New(slog.DiscardHandler), handler: recordingHandler{notes},
+			pending: map[int64]chan Reply{1: make(chan Reply, 1)}, w: bufio.NewWriter(io.Discard)}
+		c.ctx, c.cancel = context.WithCancel(context.Background())
+		defer c.cancel()
+		_ = c.dispatch([]byte(line))
+		c.handlers.Wait()
+	})
+}

@@ -1,0 +1,47 @@
+package jsonrpc
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+)
+
+// lineReader splits a stream into lines without ever holding more than the
+// frame limit of one line in memory.
+type lineReader struct {
+	r     *bufio.Reader
+	limit int
+	buf   []byte
+}
+
+func newLineReader(r io.Reader, limit int) *lineReader {
+	return &lineReader{r: bufio.NewReaderSize(r, 64<<10), limit: limit}
+}
+
+// next returns the next line without its terminator. The slice is valid
+// until the following call. A final line without a terminator is returned
+// before io.EOF.
+func (l *lineReader) next() ([]byte, error) {
+	l.buf = l.buf[:0]
+	for {
+		chunk, err := l.r.ReadSlice('\n')
+		if len(l.buf)+len(chunk) > l.limit+1 { // +1: the terminator
+			return nil, fmt.Errorf("the agent sent a line longer than the frame limit of %d bytes", l.limit)
+		}
+		if err == nil {
+			if len(l.buf) == 0 {
+				return chunk[:len(chunk)-1], nil // no copy on the common path
+			}
+			l.buf = append(l.buf, chunk[:len(chunk)-1]...)
+			return l.buf, nil
+		}
+		l.buf = append(l.buf, chunk...)
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err == io.EOF && len(l.buf) > 0 {
+			return l.buf, nil
+		}
+		return nil, err
+	}
+}

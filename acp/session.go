@@ -1,0 +1,358 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/acpgate/acpgate/acp/jsonrpc"
+	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+	"github.com/acpgate/acpgate/outcome"
+)
+
+// ProtocolVersion is the ACP protocol version the gateway speaks.
+const ProtocolVersion = 1
+
+// Defaults for Config's durations.
+const (
+	DefaultCancelGrace       = 10 * time.Second
+	DefaultStopGrace         = 2 * time.Second
+	DefaultPermissionTimeout = 5 * time.Minute
+)
+
+// Config is how to run one agent and what it may do.
+type Config struct {
+	// Agent is the configured agent name, used in events and logs.
+	Agent string
+	// Process says how to start the agent; Open sets its Dir.
+	Process ProcessSpec
+	// ClientVersion is reported in clientInfo at initialize.
+	ClientVersion string
+	// AuthMethod, when set, is passed to authenticate after initialize.
+	AuthMethod string
+	// FS says which fs/* requests the agent may make.
+	FS FSAccess
+	// Permission says how session/request_permission is answered.
+	Permission PermissionPolicy
+	// MCPServers are passed to session/new and session/load.
+	MCPServers []acpsdk.McpServer
+	// StrictFraming makes non-JSON lines on stdout a protocol violation.
+	StrictFraming bool
+	// MaxFrameBytes bounds one line from the agent.
+	MaxFrameBytes int
+	// CancelGrace is how long a cancelled turn waits for the agent's
+	// answer before the agent is stopped. DefaultCancelGrace when zero.
+	CancelGrace time.Duration
+	// StopGrace is how long closing waits after closing stdin, and again
+	// after SIGTERM, before escalating. DefaultStopGrace when zero.
+	StopGrace time.Duration
+	// PartialCap bounds PartialOutput.text; see outcome.Interpreter.
+	PartialCap int
+	// Logger receives diagnostics; slog.Default() when nil.
+	Logger *slog.Logger
+}
+
+// OpenOptions choose the session to open.
+type OpenOptions struct {
+	// Cwd is the session's working directory: absolute and existing.
+	Cwd string
+	// LoadSessionID, when set, resumes that session with session/load.
+	LoadSessionID string
+	// Replay receives the history an agent replays during session/load.
+	Replay func(*acpgatev1.PromptEvent)
+}
+
+// AgentInfo is what the agent said about itself at initialize.
+type AgentInfo struct {
+	ProtocolVersion int
+	Name            string
+	Version         string
+	Capabilities    acpsdk.AgentCapabilities
+	AuthMethods     []string
+}
+
+// Error is a failure the agent caused (or the gateway's own typed
+// rejection), carrying its classification.
+type Error struct {
+	Proto *acpgatev1.HarnessError
+}
+
+func (e *Error) Error() string { return e.Proto.GetMessage() }
+
+// Errors that mean no turn ran, for reasons of the caller's making.
+var (
+	ErrBusy   = errors.New("the session is already running a turn (ACP allows one at a time)")
+	ErrClosed = errors.New("the session is closed")
+)
+
+// Session is one ACP session on its own agent process.
+type Session struct {
+	cfg    Config
+	log    *slog.Logger
+	interp outcome.Interpreter
+	proc   *process
+	conn   *jsonrpc.Conn
+	info   AgentInfo
+	cwd    string // resolved, symlink-free
+
+	mu       sync.Mutex
+	id       string
+	turn     *turn
+	replay   func(*acpgatev1.PromptEvent)
+	closed   bool
+	commands *acpgatev1.AvailableCommands
+	mode     string
+	permSeq  int
+	pending  map[string]*pendingPermission
+
+	closeOnce sync.Once
+}
+
+// Open starts the agent, performs the ACP handshake (initialize, then
+// authenticate when configured) and opens a session (session/new, or
+// session/load when opts.LoadSessionID is set). Every failure the agent
+// causes is an *Error; the agent is stopped before Open returns one.
+func Open(ctx context.Context, cfg Config, opts OpenOptions) (*Session, error) {
+	if cfg.CancelGrace <= 0 {
+		cfg.CancelGrace = DefaultCancelGrace
+	}
+	if cfg.StopGrace <= 0 {
+		cfg.StopGrace = DefaultStopGrace
+	}
+	if cfg.Permission.Timeout <= 0 {
+		cfg.Permission.Timeout = DefaultPermissionTimeout
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log = log.With("agent", cfg.Agent)
+	interp := outcome.Interpreter{PartialCap: cfg.PartialCap}
+	cwd, err := filepath.EvalSymlinks(opts.Cwd)
+	if err == nil && !filepath.IsAbs(cwd) {
+		err = fmt.Errorf("working directory %q is not absolute", opts.Cwd)
+	}
+	if err != nil {
+		return nil, &Error{interp.SpawnFailed(err.Error())}
+	}
+	spec := cfg.Process
+	spec.Dir = cwd
+	if spec.StderrLine == nil {
+		spec.StderrLine = func(line string) { log.Debug("agent stderr", "line", line) }
+	}
+	proc, err := startProcess(spec)
+	if err != nil {
+		return nil, &Error{interp.SpawnFailed(err.Error())}
+	}
+	s := &Session{
+		cfg:     cfg,
+		log:     log.With("pid", proc.pid()),
+		interp:  interp,
+		proc:    proc,
+		cwd:     cwd,
+		pending: make(map[string]*pendingPermission),
+	}
+	s.conn = jsonrpc.New(proc.stdout, proc.stdin, s, jsonrpc.Options{
+		MaxFrameBytes: cfg.MaxFrameBytes,
+		StrictFraming: cfg.StrictFraming,
+		Logger:        s.log,
+	})
+	if err := s.handshake(ctx, opts); err != nil {
+		s.proc.kill()
+		s.conn.Close()
+		return nil, err
+	}
+	s.log = s.log.With("session", s.id)
+	return s, nil
+}
+
+// initializeResult decodes the parts of InitializeResponse the gateway
+// uses. authMethods are decoded by id only: agents describe them in shapes
+// that vary between protocol revisions, and only the id is needed.
+type initializeResult struct {
+	ProtocolVersion   int                      `json:"protocolVersion"`
+	AgentCapabilities acpsdk.AgentCapabilities `json:"agentCapabilities"`
+	AgentInfo         *acpsdk.Implementation   `json:"agentInfo"`
+	AuthMethods       []struct {
+		ID string `json:"id"`
+	} `json:"authMethods"`
+}
+
+func (s *Session) handshake(ctx context.Context, opts OpenOptions) error {
+	var init initializeResult
+	if err := s.call(ctx, "initialize", acpsdk.InitializeRequest{
+		ProtocolVersion: ProtocolVersion,
+		ClientCapabilities: acpsdk.ClientCapabilities{
+			Fs:       acpsdk.FileSystemCapabilities{ReadTextFile: s.cfg.FS.Read, WriteTextFile: s.cfg.FS.Write},
+			Terminal: false,
+		},
+		ClientInfo: &acpsdk.Implementation{Name: "acpgate", Version: s.cfg.ClientVersion},
+	}, &init); err != nil {
+		return err
+	}
+	if init.ProtocolVersion != ProtocolVersion {
+		return &Error{s.interp.UnsupportedProtocolVersion(init.ProtocolVersion, ProtocolVersion)}
+	}
+	s.info = AgentInfo{ProtocolVersion: init.ProtocolVersion, Capabilities: init.AgentCapabilities}
+	if init.AgentInfo != nil {
+		s.info.Name, s.info.Version = init.AgentInfo.Name, init.AgentInfo.Version
+	}
+	for _, m := range init.AuthMethods {
+		s.info.AuthMethods = append(s.info.AuthMethods, m.ID)
+	}
+	if m := s.cfg.AuthMethod; m != "" {
+		if !contains(s.info.AuthMethods, m) {
+			return &Error{s.interp.AuthMethodNotAdvertised(m, s.info.AuthMethods)}
+		}
+		var ignored json.RawMessage
+		if err := s.call(ctx, "authenticate", acpsdk.AuthenticateRequest{MethodId: m}, &ignored); err != nil {
+			return err
+		}
+	}
+	mcp := s.cfg.MCPServers
+	if mcp == nil {
+		mcp = []acpsdk.McpServer{}
+	}
+	if opts.LoadSessionID == "" {
+		var created acpsdk.NewSessionResponse
+		if err := s.call(ctx, "session/new", acpsdk.NewSessionRequest{Cwd: s.cwd, McpServers: mcp}, &created); err != nil {
+			return err
+		}
+		if created.SessionId == "" {
+			return &Error{s.interp.MalformedResult("session/new", "sessionId is empty", nil)}
+		}
+		s.setID(string(created.SessionId))
+		return nil
+	}
+	if !s.info.Capabilities.LoadSession {
+		return &Error{s.interp.CapabilityNotSupported("session/load")}
+	}
+	// The id is known before the call so the replayed history, which
+	// names it, is recognised as this session's.
+	s.mu.Lock()
+	s.id, s.replay = opts.LoadSessionID, opts.Replay
+	s.mu.Unlock()
+	var ignored json.RawMessage
+	err := s.call(ctx, "session/load", acpsdk.LoadSessionRequest{SessionId: acpsdk.SessionId(opts.LoadSessionID), Cwd: s.cwd, McpServers: mcp}, &ignored)
+	s.mu.Lock()
+	s.replay = nil
+	s.mu.Unlock()
+	return err
+}
+
+func (s *Session) setID(id string) {
+	s.mu.Lock()
+	s.id = id
+	s.mu.Unlock()
+}
+
+// call makes one handshake request and decodes its result.
+func (s *Session) call(ctx context.Context, method string, params, result any) error {
+	reply, err := s.conn.Call(ctx, method, params)
+	if err != nil {
+		return fmt.Errorf("%s: %w", method, err)
+	}
+	if reply.End != nil {
+		return &Error{s.endError(method, reply.End, "")}
+	}
+	if reply.Violation != "" {
+		return &Error{s.interp.ProtocolViolation(reply.Violation, "")}
+	}
+	r := reply.Response
+	if len(r.Error) > 0 && string(r.Error) != "null" || len(r.Result) == 0 {
+		return &Error{s.interp.Interpret(outcome.Turn{Method: method, Ending: outcome.Answered, Response: r}).Error}
+	}
+	if err := json.Unmarshal(r.Result, result); err != nil {
+		return &Error{s.interp.MalformedResult(method, err.Error(), r.Result)}
+	}
+	return nil
+}
+
+// endError classifies a connection that ended with a request outstanding.
+func (s *Session) endError(method string, end *jsonrpc.End, text string) *acpgatev1.HarnessError {
+	if end.Kind == jsonrpc.EndViolation {
+		return s.interp.ProtocolViolation(end.Detail, text)
+	}
+	turn := outcome.Turn{Method: method, Ending: outcome.StreamEnded, Text: text, Failure: s.failure(end.Detail)}
+	if end.Kind != jsonrpc.EndStream {
+		turn.Ending = outcome.TransportFailed
+	}
+	return s.interp.Interpret(turn).Error
+}
+
+// failure gathers what is known about a broken channel: the agent's exit
+// status (waiting briefly, since an agent that closed its stdout is
+// usually exiting) and the tail of its stderr.
+func (s *Session) failure(detail string) outcome.Failure {
+	f := outcome.Failure{Detail: detail}
+	if s.proc.waitExit(500 * time.Millisecond) {
+		f.ExitCode, f.Signal, _ = s.proc.exitStatus()
+		// Let stderr drain what the agent wrote before it exited.
+		select {
+		case <-s.proc.stderrDone:
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	f.StderrTail = s.proc.tail.String()
+	return f
+}
+
+// ID returns the ACP session id the agent minted or reloaded.
+func (s *Session) ID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.id
+}
+
+// Cwd returns the session's resolved working directory.
+func (s *Session) Cwd() string { return s.cwd }
+
+// Info returns what the agent said about itself at initialize.
+func (s *Session) Info() AgentInfo { return s.info }
+
+// Done is closed when the connection to the agent has ended (the agent
+// exited or closed its stdout, or the session was closed).
+func (s *Session) Done() <-chan struct{} { return s.conn.Done() }
+
+// Stats returns the connection's counters of tolerated irregularities.
+func (s *Session) Stats() jsonrpc.Stats { return s.conn.Stats() }
+
+// Pid returns the agent's process id.
+func (s *Session) Pid() int { return s.proc.pid() }
+
+// Close cancels a running turn (waiting up to the cancel grace for it to
+// end), then stops the agent: close stdin, grace, SIGTERM, grace, SIGKILL,
+// reap. It returns when the agent process group is gone.
+func (s *Session) Close() {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		t := s.turn
+		s.mu.Unlock()
+		if t != nil {
+			t.requestCancel(s, "the session is closing")
+			select {
+			case <-t.ended:
+			case <-time.After(s.cfg.CancelGrace + time.Second):
+			}
+		}
+		s.proc.stop(s.cfg.StopGrace)
+		s.conn.Close()
+	})
+}
+
+func contains(list []string, v string) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}

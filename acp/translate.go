@@ -1,0 +1,336 @@
+package acp
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+
+	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+)
+
+// The translation from ACP's JSON shapes to the contract's protobuf events.
+// It is the one place that knows both vocabularies.
+
+// update is a decoded session/update: the event to emit and what it means
+// for message accumulation.
+type update struct {
+	event *acpgatev1.PromptEvent
+	// chunk is set for agent_message_chunk: its message id and text (text
+	// content only; other content passes through as events only).
+	chunk *chunkInfo
+	// splits is true for updates after which an id-less message ends: the
+	// agent turned to tools.
+	splits bool
+	// commands and mode update the session's state outside turns too.
+	commands *acpgatev1.AvailableCommands
+	mode     string
+}
+
+type chunkInfo struct {
+	messageID string
+	text      string
+	isText    bool
+}
+
+// updateKind extracts the sessionUpdate discriminator without decoding the
+// rest of the update.
+type updateHead struct {
+	SessionID string          `json:"sessionId"`
+	Update    json.RawMessage `json:"update"`
+}
+
+type kindHead struct {
+	SessionUpdate string `json:"sessionUpdate"`
+}
+
+// decodeUpdate decodes the params of a session/update notification. An
+// update kind this version does not model becomes a raw event, so nothing
+// is silently dropped; an update that does not decode as its kind also
+// passes through raw, with the decoding problem logged by the caller.
+func decodeUpdate(params json.RawMessage) (sessionID string, u update, err error) {
+	var head updateHead
+	if err := json.Unmarshal(params, &head); err != nil {
+		return "", update{}, fmt.Errorf("session/update params: %w", err)
+	}
+	var kind kindHead
+	if err := json.Unmarshal(head.Update, &kind); err != nil {
+		return head.SessionID, update{}, fmt.Errorf("session/update update: %w", err)
+	}
+	u, err = translateUpdate(kind.SessionUpdate, head.Update)
+	if err != nil {
+		return head.SessionID, rawUpdate(kind.SessionUpdate, head.Update), err
+	}
+	return head.SessionID, u, nil
+}
+
+func rawUpdate(kind string, raw json.RawMessage) update {
+	var compact bytes.Buffer
+	if json.Compact(&compact, raw) != nil {
+		compact.Reset()
+		compact.Write(raw)
+	}
+	return update{event: &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_Raw{
+		Raw: &acpgatev1.RawUpdate{Kind: kind, Json: compact.String()},
+	}}}
+}
+
+func translateUpdate(kind string, raw json.RawMessage) (update, error) {
+	switch kind {
+	case "agent_message_chunk":
+		var v acpsdk.SessionUpdateAgentMessageChunk
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return update{}, err
+		}
+		chunk, info := messageChunk(v.MessageId, v.Content)
+		return update{event: &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_AgentMessageChunk{AgentMessageChunk: chunk}}, chunk: &info}, nil
+	case "agent_thought_chunk":
+		var v acpsdk.SessionUpdateAgentThoughtChunk
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return update{}, err
+		}
+		chunk, _ := messageChunk(v.MessageId, v.Content)
+		return update{event: &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_AgentThoughtChunk{AgentThoughtChunk: chunk}}}, nil
+	case "user_message_chunk":
+		var v acpsdk.SessionUpdateUserMessageChunk
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return update{}, err
+		}
+		chunk, _ := messageChunk(v.MessageId, v.Content)
+		return update{event: &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_UserMessageChunk{UserMessageChunk: chunk}}}, nil
+	case "tool_call":
+		var v acpsdk.SessionUpdateToolCall
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return update{}, err
+		}
+		return update{splits: true, event: &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_ToolCall{ToolCall: &acpgatev1.ToolCall{
+			ToolCallId:    string(v.ToolCallId),
+			Title:         v.Title,
+			Kind:          string(v.Kind),
+			Status:        string(v.Status),
+			Content:       toolContents(v.Content),
+			Locations:     locations(v.Locations),
+			RawInputJson:  jsonOf(v.RawInput),
+			RawOutputJson: jsonOf(v.RawOutput),
+		}}}}, nil
+	case "tool_call_update":
+		var v acpsdk.ToolCallUpdate
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return update{}, err
+		}
+		return update{splits: true, event: &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_ToolCallUpdate{ToolCallUpdate: toolCallUpdate(v)}}}, nil
+	case "plan":
+		var v acpsdk.SessionUpdatePlan
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return update{}, err
+		}
+		plan := &acpgatev1.Plan{}
+		for _, e := range v.Entries {
+			plan.Entries = append(plan.Entries, &acpgatev1.PlanEntry{Content: e.Content, Priority: string(e.Priority), Status: string(e.Status)})
+		}
+		return update{event: &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_Plan{Plan: plan}}}, nil
+	case "available_commands_update":
+		var v acpsdk.SessionAvailableCommandsUpdate
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return update{}, err
+		}
+		cmds := &acpgatev1.AvailableCommands{}
+		for _, c := range v.AvailableCommands {
+			cmd := &acpgatev1.AvailableCommand{Name: c.Name, Description: c.Description}
+			if c.Input != nil && c.Input.Unstructured != nil {
+				cmd.InputHint = c.Input.Unstructured.Hint
+			}
+			cmds.Commands = append(cmds.Commands, cmd)
+		}
+		return update{commands: cmds, event: &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_AvailableCommands{AvailableCommands: cmds}}}, nil
+	case "current_mode_update":
+		var v acpsdk.SessionCurrentModeUpdate
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return update{}, err
+		}
+		return update{mode: string(v.CurrentModeId), event: &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_CurrentMode{
+			CurrentMode: &acpgatev1.CurrentMode{ModeId: string(v.CurrentModeId)},
+		}}}, nil
+	case "usage_update":
+		var v acpsdk.SessionUsageUpdate
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return update{}, err
+		}
+		size, used := int64(v.Size), int64(v.Used)
+		usage := &acpgatev1.Usage{ContextSize: &size, ContextUsed: &used}
+		if v.Cost != nil {
+			amount := v.Cost.Amount
+			usage.CostAmount, usage.CostCurrency = &amount, v.Cost.Currency
+		}
+		return update{event: &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_Usage{Usage: usage}}}, nil
+	default:
+		return rawUpdate(kind, raw), nil
+	}
+}
+
+func messageChunk(id *string, content acpsdk.ContentBlock) (*acpgatev1.MessageChunk, chunkInfo) {
+	chunk := &acpgatev1.MessageChunk{Content: ContentToProto(content)}
+	info := chunkInfo{}
+	if id != nil {
+		chunk.MessageId, info.messageID = *id, *id
+	}
+	if content.Text != nil {
+		chunk.Text = content.Text.Text
+		info.text, info.isText = content.Text.Text, true
+	}
+	return chunk, info
+}
+
+// ContentToProto converts an ACP content block to the contract's.
+func ContentToProto(c acpsdk.ContentBlock) *acpgatev1.ContentBlock {
+	switch {
+	case c.Text != nil:
+		return &acpgatev1.ContentBlock{Block: &acpgatev1.ContentBlock_Text{Text: c.Text.Text}}
+	case c.Image != nil:
+		return &acpgatev1.ContentBlock{Block: &acpgatev1.ContentBlock_Image{Image: &acpgatev1.ImageContent{
+			Data: c.Image.Data, MimeType: c.Image.MimeType, Uri: deref(c.Image.Uri),
+		}}}
+	case c.Audio != nil:
+		return &acpgatev1.ContentBlock{Block: &acpgatev1.ContentBlock_Audio{Audio: &acpgatev1.AudioContent{
+			Data: c.Audio.Data, MimeType: c.Audio.MimeType,
+		}}}
+	case c.ResourceLink != nil:
+		l := c.ResourceLink
+		link := &acpgatev1.ResourceLink{Uri: l.Uri, Name: l.Name, MimeType: deref(l.MimeType), Title: deref(l.Title), Description: deref(l.Description)}
+		if l.Size != nil {
+			size := int64(*l.Size)
+			link.Size = &size
+		}
+		return &acpgatev1.ContentBlock{Block: &acpgatev1.ContentBlock_ResourceLink{ResourceLink: link}}
+	case c.Resource != nil:
+		r := &acpgatev1.EmbeddedResource{}
+		switch res := c.Resource.Resource; {
+		case res.TextResourceContents != nil:
+			r.Uri, r.MimeType = res.TextResourceContents.Uri, deref(res.TextResourceContents.MimeType)
+			r.Contents = &acpgatev1.EmbeddedResource_Text{Text: res.TextResourceContents.Text}
+		case res.BlobResourceContents != nil:
+			r.Uri, r.MimeType = res.BlobResourceContents.Uri, deref(res.BlobResourceContents.MimeType)
+			r.Contents = &acpgatev1.EmbeddedResource_Blob{Blob: res.BlobResourceContents.Blob}
+		}
+		return &acpgatev1.ContentBlock{Block: &acpgatev1.ContentBlock_Resource{Resource: r}}
+	default:
+		return &acpgatev1.ContentBlock{}
+	}
+}
+
+// ContentFromProto converts a prompt content block to ACP's. A block with no
+// arm set is an error: sending it would be sending nothing.
+func ContentFromProto(b *acpgatev1.ContentBlock) (acpsdk.ContentBlock, error) {
+	switch v := b.GetBlock().(type) {
+	case *acpgatev1.ContentBlock_Text:
+		return acpsdk.TextBlock(v.Text), nil
+	case *acpgatev1.ContentBlock_Image:
+		block := acpsdk.ImageBlock(v.Image.GetData(), v.Image.GetMimeType())
+		if v.Image.GetUri() != "" {
+			uri := v.Image.GetUri()
+			block.Image.Uri = &uri
+		}
+		return block, nil
+	case *acpgatev1.ContentBlock_Audio:
+		return acpsdk.ContentBlock{Audio: &acpsdk.ContentBlockAudio{Type: "audio", Data: v.Audio.GetData(), MimeType: v.Audio.GetMimeType()}}, nil
+	case *acpgatev1.ContentBlock_ResourceLink:
+		l := v.ResourceLink
+		link := &acpsdk.ContentBlockResourceLink{Type: "resource_link", Uri: l.GetUri(), Name: l.GetName(),
+			MimeType: ptrIf(l.GetMimeType()), Title: ptrIf(l.GetTitle()), Description: ptrIf(l.GetDescription())}
+		if l.Size != nil {
+			size := int(l.GetSize())
+			link.Size = &size
+		}
+		return acpsdk.ContentBlock{ResourceLink: link}, nil
+	case *acpgatev1.ContentBlock_Resource:
+		r := v.Resource
+		var res acpsdk.EmbeddedResourceResource
+		switch c := r.GetContents().(type) {
+		case *acpgatev1.EmbeddedResource_Text:
+			res.TextResourceContents = &acpsdk.TextResourceContents{Uri: r.GetUri(), MimeType: ptrIf(r.GetMimeType()), Text: c.Text}
+		case *acpgatev1.EmbeddedResource_Blob:
+			res.BlobResourceContents = &acpsdk.BlobResourceContents{Uri: r.GetUri(), MimeType: ptrIf(r.GetMimeType()), Blob: c.Blob}
+		default:
+			return acpsdk.ContentBlock{}, fmt.Errorf("an embedded resource needs text or blob contents")
+		}
+		return acpsdk.ContentBlock{Resource: &acpsdk.ContentBlockResource{Type: "resource", Resource: res}}, nil
+	default:
+		return acpsdk.ContentBlock{}, fmt.Errorf("a content block has no content")
+	}
+}
+
+func toolCallUpdate(v acpsdk.ToolCallUpdate) *acpgatev1.ToolCallUpdate {
+	u := &acpgatev1.ToolCallUpdate{
+		ToolCallId:    string(v.ToolCallId),
+		Title:         v.Title,
+		Content:       toolContents(v.Content),
+		Locations:     locations(v.Locations),
+		RawInputJson:  jsonOf(v.RawInput),
+		RawOutputJson: jsonOf(v.RawOutput),
+	}
+	if v.Kind != nil {
+		k := string(*v.Kind)
+		u.Kind = &k
+	}
+	if v.Status != nil {
+		s := string(*v.Status)
+		u.Status = &s
+	}
+	return u
+}
+
+func toolContents(in []acpsdk.ToolCallContent) []*acpgatev1.ToolCallContent {
+	var out []*acpgatev1.ToolCallContent
+	for _, c := range in {
+		switch {
+		case c.Content != nil:
+			out = append(out, &acpgatev1.ToolCallContent{Item: &acpgatev1.ToolCallContent_Content{Content: ContentToProto(c.Content.Content)}})
+		case c.Diff != nil:
+			out = append(out, &acpgatev1.ToolCallContent{Item: &acpgatev1.ToolCallContent_Diff{Diff: &acpgatev1.Diff{
+				Path: c.Diff.Path, OldText: c.Diff.OldText, NewText: c.Diff.NewText,
+			}}})
+		case c.Terminal != nil:
+			out = append(out, &acpgatev1.ToolCallContent{Item: &acpgatev1.ToolCallContent_TerminalId{TerminalId: c.Terminal.TerminalId}})
+		}
+	}
+	return out
+}
+
+func locations(in []acpsdk.ToolCallLocation) []*acpgatev1.ToolCallLocation {
+	var out []*acpgatev1.ToolCallLocation
+	for _, l := range in {
+		loc := &acpgatev1.ToolCallLocation{Path: l.Path}
+		if l.Line != nil {
+			line := int64(*l.Line)
+			loc.Line = &line
+		}
+		out = append(out, loc)
+	}
+	return out
+}
+
+func jsonOf(v any) string {
+	if v == nil {
+		return ""
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func ptrIf(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

@@ -1,0 +1,294 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/acpgate/acpgate/acp/jsonrpc"
+	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+	"github.com/acpgate/acpgate/outcome"
+)
+
+// PromptOptions configure one turn.
+type PromptOptions struct {
+	// TurnID identifies the turn in its outcome.
+	TurnID string
+	// Timeout, when positive, cancels the turn once it has run this long.
+	Timeout time.Duration
+	// Emit receives the turn's events in order, one call at a time, never
+	// after Prompt returns. It may block: that slows the agent, which is
+	// the backpressure that keeps memory bounded. It must return once the
+	// consumer is gone (for example by discarding).
+	Emit func(*acpgatev1.PromptEvent)
+}
+
+// turn is the state of one running prompt turn.
+type turn struct {
+	id   string
+	emit func(*acpgatev1.PromptEvent)
+
+	mu       sync.Mutex
+	acc      accumulator
+	finished bool
+
+	cancelOnce sync.Once
+	cancelled  chan struct{} // closed when a cancel was requested
+	cause      string        // why, set before cancelled is closed
+	ended      chan struct{} // closed when the turn has its result
+}
+
+// apply handles one update of the turn, on the connection's reader.
+func (t *turn) apply(u update) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.finished {
+		return
+	}
+	if u.chunk != nil {
+		t.acc.chunk(*u.chunk)
+	}
+	if u.splits {
+		t.acc.split()
+	}
+	t.emit(u.event)
+}
+
+// permission emits a permission event; a new request also ends an id-less
+// message, since the agent has turned to tools.
+func (t *turn) permission(p *acpgatev1.PermissionRequest, splits bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.finished {
+		return
+	}
+	if splits {
+		t.acc.split()
+	}
+	t.emit(&acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_PermissionRequested{PermissionRequested: p}})
+}
+
+// finish stops the turn's events and returns its text.
+func (t *turn) finish() (text, final string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.finished = true
+	return t.acc.finish()
+}
+
+// requestCancel asks the agent to cancel the turn (once): session/cancel,
+// and every pending permission request of the turn is answered cancelled.
+func (t *turn) requestCancel(s *Session, cause string) {
+	t.cancelOnce.Do(func() {
+		t.cause = cause
+		close(t.cancelled)
+		if err := s.conn.Notify("session/cancel", acpsdk.CancelNotification{SessionId: acpsdk.SessionId(s.ID())}); err != nil {
+			s.log.Debug("sending session/cancel failed", "err", err)
+		}
+	})
+}
+
+func (t *turn) isCancelled() bool {
+	select {
+	case <-t.cancelled:
+		return true
+	default:
+		return false
+	}
+}
+
+// Prompt runs one turn: it sends session/prompt, emits an event for every
+// update, and returns the interpretation of the agent's answer. Cancelling
+// ctx cancels the turn (session/cancel) and still waits for the answer, up
+// to the cancel grace, so the turn always gets its honest ending.
+//
+// The returned error is ErrBusy or ErrClosed (no turn ran) or a failure to
+// encode the request; every ending of a turn that ran is the Result.
+func (s *Session) Prompt(ctx context.Context, prompt []acpsdk.ContentBlock, opts PromptOptions) (outcome.Result, error) {
+	emit := opts.Emit
+	if emit == nil {
+		emit = func(*acpgatev1.PromptEvent) {}
+	}
+	t := &turn{id: opts.TurnID, emit: emit, cancelled: make(chan struct{}), ended: make(chan struct{})}
+	s.mu.Lock()
+	switch {
+	case s.closed:
+		s.mu.Unlock()
+		return outcome.Result{}, ErrClosed
+	case s.turn != nil:
+		s.mu.Unlock()
+		return outcome.Result{}, ErrBusy
+	}
+	s.turn = t
+	id := s.id
+	s.mu.Unlock()
+	defer close(t.ended)
+
+	replies, _, err := s.conn.Start(outcome.MethodPrompt, acpsdk.PromptRequest{SessionId: acpsdk.SessionId(id), Prompt: prompt})
+	if err != nil {
+		s.endTurn(t)
+		return outcome.Result{}, err
+	}
+	var timeout <-chan time.Time
+	if opts.Timeout > 0 {
+		timer := time.NewTimer(opts.Timeout)
+		defer timer.Stop()
+		timeout = timer.C
+	}
+	var grace <-chan time.Time
+	cancelled := t.cancelled
+	done := ctx.Done()
+	for {
+		select {
+		case reply := <-replies:
+			return s.conclude(t, id, reply), nil
+		case <-done:
+			done = nil
+			t.requestCancel(s, "the client went away")
+		case <-timeout:
+			timeout = nil
+			t.requestCancel(s, fmt.Sprintf("the turn exceeded its timeout of %s", opts.Timeout))
+		case <-cancelled:
+			cancelled = nil
+			timer := time.NewTimer(s.cfg.CancelGrace)
+			defer timer.Stop()
+			grace = timer.C
+		case <-grace:
+			// The agent did not acknowledge the cancel: stop it. The
+			// session cannot continue without its agent.
+			s.log.Warn("the agent did not answer a cancelled turn in time; stopping it", "grace", s.cfg.CancelGrace)
+			s.markClosed()
+			s.proc.kill()
+			text, _ := t.finish()
+			s.endTurn(t)
+			return outcome.Result{Error: s.interp.CancelGraceExpired(s.cfg.CancelGrace, text)}, nil
+		}
+	}
+}
+
+// conclude interprets the reply that ended a turn.
+func (s *Session) conclude(t *turn, sessionID string, reply jsonrpc.Reply) outcome.Result {
+	text, final := t.finish()
+	s.endTurn(t)
+	if reply.End != nil {
+		// The channel broke: the session is over.
+		s.markClosed()
+		return outcome.Result{Error: s.endError(outcome.MethodPrompt, reply.End, text)}
+	}
+	if reply.Violation != "" {
+		return outcome.Result{Error: s.interp.ProtocolViolation(reply.Violation, text)}
+	}
+	cause := ""
+	if t.isCancelled() {
+		cause = t.cause
+	}
+	return s.interp.Interpret(outcome.Turn{
+		Ending:       outcome.Answered,
+		Response:     reply.Response,
+		Text:         text,
+		FinalMessage: final,
+		SessionID:    sessionID,
+		TurnID:       t.id,
+		CancelCause:  cause,
+	})
+}
+
+func (s *Session) endTurn(t *turn) {
+	s.mu.Lock()
+	if s.turn == t {
+		s.turn = nil
+	}
+	s.mu.Unlock()
+}
+
+func (s *Session) markClosed() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+}
+
+// Cancel asks the agent to cancel the running turn. It reports whether a
+// turn was running; the turn's Prompt call then returns its ending.
+func (s *Session) Cancel(cause string) bool {
+	s.mu.Lock()
+	t := s.turn
+	s.mu.Unlock()
+	if t == nil {
+		return false
+	}
+	t.requestCancel(s, cause)
+	return true
+}
+
+// Running reports the running turn's id, or "".
+func (s *Session) Running() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.turn == nil {
+		return ""
+	}
+	return s.turn.id
+}
+
+// AvailableCommands returns the commands the agent last advertised.
+func (s *Session) AvailableCommands() *acpgatev1.AvailableCommands {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.commands
+}
+
+// Notify implements jsonrpc.Handler: session/update notifications, in
+// arrival order, on the connection's reader.
+func (s *Session) Notify(method string, params json.RawMessage) {
+	if method != "session/update" {
+		s.log.Debug("ignoring a notification the gateway does not handle", "method", method)
+		return
+	}
+	sessionID, u, err := decodeUpdate(params)
+	if err != nil {
+		s.log.Warn("a session/update did not decode as its kind; passing it through raw", "err", err)
+		if u.event == nil {
+			return
+		}
+	}
+	s.mu.Lock()
+	if sessionID != s.id {
+		s.mu.Unlock()
+		s.log.Warn("ignoring a session/update for another session", "update_session", sessionID)
+		return
+	}
+	if u.commands != nil {
+		s.commands = u.commands
+	}
+	if u.mode != "" {
+		s.mode = u.mode
+	}
+	t, replay := s.turn, s.replay
+	s.mu.Unlock()
+	switch {
+	case t != nil:
+		t.apply(u)
+	case replay != nil:
+		replay(u.event)
+	default:
+		s.log.Debug("a session/update arrived outside a turn", "event", fmt.Sprintf("%T", u.event.GetEvent()))
+	}
+}
+
+// Request implements jsonrpc.Handler: the agent's own requests.
+func (s *Session) Request(ctx context.Context, method string, params json.RawMessage) (any, *jsonrpc.ErrorObject) {
+	switch method {
+	case "session/request_permission":
+		return s.requestPermission(ctx, params)
+	case "fs/read_text_file":
+		return s.readTextFile(params)
+	case "fs/write_text_file":
+		return s.writeTextFile(params)
+	default:
+		return nil, &jsonrpc.ErrorObject{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("acpgate does not serve %s", method)}
+	}
+}

@@ -1,0 +1,313 @@
+package config
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Defaults applied to settings a configuration file leaves out.
+const (
+	// DefaultListen is the address the gateway listens on.
+	DefaultListen = "127.0.0.1:7070"
+	// DefaultPermissionTimeout is how long the ask policy waits for a client
+	// to answer a permission request before falling back to reject.
+	DefaultPermissionTimeout = 5 * time.Minute
+	// DefaultTurnTimeout bounds one prompt turn.
+	DefaultTurnTimeout = 30 * time.Minute
+	// DefaultIdleTimeout is how long a session may go unused before it is
+	// closed.
+	DefaultIdleTimeout = 30 * time.Minute
+	// DefaultCancelGrace is how long an agent has to end a cancelled turn
+	// before it is stopped.
+	DefaultCancelGrace = 10 * time.Second
+	// DefaultMaxSessions bounds the sessions open across all agents.
+	DefaultMaxSessions = 256
+	// DefaultMaxPromptBytes bounds the size of one prompt (1 MiB).
+	DefaultMaxPromptBytes = 1 << 20
+	// DefaultMaxFrameBytes bounds the size of one JSON-RPC message read from
+	// an agent (16 MiB).
+	DefaultMaxFrameBytes = 16 << 20
+	// DefaultShutdownGrace is how long the gateway gives open sessions to end
+	// when it is asked to stop.
+	DefaultShutdownGrace = 10 * time.Second
+)
+
+// MinMaxFrameBytes is the smallest accepted limits.max_frame_bytes (64 KiB).
+// Agents' ordinary messages (initialize results, session updates) need room.
+const MinMaxFrameBytes = 64 << 10
+
+// Config is the whole configuration of the gateway.
+type Config struct {
+	// Listen is the host:port the gRPC service listens on.
+	Listen string
+	// Agents are the agent programs clients may run, in file order.
+	Agents []Agent
+	// Limits are the gateway-wide limits.
+	Limits Limits
+	// ShutdownGrace is how long open sessions get to end when the gateway
+	// stops.
+	ShutdownGrace time.Duration
+}
+
+// Agent describes one ACP agent program and how sessions with it are run.
+type Agent struct {
+	// Name identifies the agent to clients. It matches
+	// ^[a-z0-9][a-z0-9._-]{0,62}$ and is unique within the configuration.
+	Name string
+	// Description is a human-readable summary shown to clients.
+	Description string
+	// Command is the program to run: a path, or a name looked up in PATH.
+	Command string
+	// Args are the program's arguments, not including the program itself.
+	Args []string
+	// Env holds environment variables set explicitly for the agent, with
+	// ${VAR} references already expanded.
+	Env map[string]string
+	// InheritEnv names the gateway's environment variables passed through to
+	// the agent when they are set.
+	InheritEnv []string
+	// AuthMethod, when set, is the method id passed to ACP authenticate
+	// after initialize.
+	AuthMethod string
+	// Workspace is the absolute directory sessions run in. Empty means a
+	// fresh temporary directory per session, removed when it closes.
+	Workspace string
+	// PermissionPolicy decides the agent's permission requests.
+	PermissionPolicy Policy
+	// PermissionTimeout is how long the ask policy waits for the client
+	// before falling back to reject.
+	PermissionTimeout time.Duration
+	// FS is the file-system access offered to the agent.
+	FS FS
+	// StrictFraming makes any non-JSON-RPC line on the agent's stdout a
+	// protocol error instead of something to skip.
+	StrictFraming bool
+	// TurnTimeout bounds one prompt turn.
+	TurnTimeout time.Duration
+	// IdleTimeout is how long a session may go unused before it is closed.
+	IdleTimeout time.Duration
+	// CancelGrace is how long the agent has to end a cancelled turn before
+	// it is stopped.
+	CancelGrace time.Duration
+	// MaxSessions bounds this agent's open sessions; 0 means no per-agent
+	// limit (the gateway-wide limit still applies).
+	MaxSessions int
+	// MCPServers are passed to the agent in every session/new.
+	MCPServers []MCPServer
+}
+
+// FS is the file-system capability the gateway offers an agent: whether
+// the agent may ask the gateway to read or write text files in the session's
+// workspace.
+type FS struct {
+	// Read offers fs/read_text_file.
+	Read bool
+	// Write offers fs/write_text_file.
+	Write bool
+}
+
+// MCPServer is a stdio MCP server handed to the agent in session/new.
+type MCPServer struct {
+	// Name identifies the server to the agent; unique within the agent.
+	Name string
+	// Command is the server program.
+	Command string
+	// Args are the server program's arguments.
+	Args []string
+	// Env holds environment variables for the server, with ${VAR}
+	// references already expanded.
+	Env map[string]string
+}
+
+// Policy is how the gateway answers an agent's session/request_permission.
+type Policy string
+
+// The permission policies.
+const (
+	// PolicyReject refuses every permission request.
+	PolicyReject Policy = "reject"
+	// PolicyAllow grants every permission request.
+	PolicyAllow Policy = "allow"
+	// PolicyAsk forwards each request to the client and falls back to reject
+	// after the agent's PermissionTimeout.
+	PolicyAsk Policy = "ask"
+)
+
+// Valid reports whether p is one of the defined policies.
+func (p Policy) Valid() bool {
+	return p == PolicyReject || p == PolicyAllow || p == PolicyAsk
+}
+
+// Limits are the gateway-wide limits.
+type Limits struct {
+	// MaxSessions bounds the sessions open across all agents.
+	MaxSessions int
+	// MaxPromptBytes bounds the size of one prompt.
+	MaxPromptBytes int
+	// MaxFrameBytes bounds one JSON-RPC message read from an agent.
+	MaxFrameBytes int
+}
+
+// Error is one problem found in a configuration.
+type Error struct {
+	// Source names the configuration, usually its file path; it may be "".
+	Source string
+	// Line is the 1-based line the problem is on, or 0 when it has none
+	// (a required setting that is missing from the whole file, say).
+	Line int
+	// Msg says what is wrong and with which setting.
+	Msg string
+}
+
+// Error formats the problem as source:line: message.
+func (e *Error) Error() string {
+	switch {
+	case e.Source != "" && e.Line > 0:
+		return e.Source + ":" + strconv.Itoa(e.Line) + ": " + e.Msg
+	case e.Source != "":
+		return e.Source + ": " + e.Msg
+	case e.Line > 0:
+		return "line " + strconv.Itoa(e.Line) + ": " + e.Msg
+	default:
+		return e.Msg
+	}
+}
+
+// Load reads the configuration file at path and parses it with Parse.
+// lookupEnv resolves ${VAR} references; nil means no variable is set.
+func Load(path string, lookupEnv func(string) (string, bool)) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading configuration: %w", err)
+	}
+	return Parse(data, path, lookupEnv)
+}
+
+// Parse decodes and validates a YAML configuration. source names it in error
+// messages (normally the file path). lookupEnv resolves ${VAR} references;
+// nil means no variable is set. Settings that are left out get their
+// defaults.
+//
+// On failure the error joins every problem found, each an *Error, ordered by
+// line; the returned Config is nil.
+func Parse(data []byte, source string, lookupEnv func(string) (string, bool)) (*Config, error) {
+	root, err := parseYAML(data, source)
+	if err != nil {
+		return nil, err
+	}
+	d := newDecoder(source, lookupEnv)
+	c := defaults()
+	d.config(root, c)
+	v := &checker{source: source, lines: d.lines, bad: d.bad}
+	v.config(c)
+	errs := append(d.errs, v.errs...)
+	if len(errs) > 0 {
+		return nil, joinByLine(errs)
+	}
+	return c, nil
+}
+
+// Validate checks a Config built in code (Default's, or a test's) by the
+// same rules Parse applies. The errors carry no source or line.
+func (c *Config) Validate() error {
+	v := &checker{}
+	v.config(c)
+	return joinByLine(v.errs)
+}
+
+// Default is the configuration used when there is no configuration file:
+// one agent, "demo", which runs self (the path of the running acpgate
+// executable) with the argument demo-agent. It passes through PATH and HOME,
+// rejects permission requests and may read but not write files. Everything
+// else has its default.
+func Default(self string) *Config {
+	c := defaults()
+	a := defaultAgent()
+	a.Name = "demo"
+	a.Description = "built-in demo agent"
+	a.Command = self
+	a.Args = []string{"demo-agent"}
+	a.InheritEnv = []string{"PATH", "HOME"}
+	a.FS = FS{Read: true, Write: false}
+	c.Agents = []Agent{a}
+	return c
+}
+
+// Environ is the agent's process environment as "KEY=VALUE" strings sorted
+// by key: each variable named in InheritEnv that lookupEnv reports set, then
+// the Env values, which win over inherited ones of the same name. Nothing
+// else of the gateway's environment is included. lookupEnv nil means nothing
+// is inherited.
+//
+// The result is never nil, even when empty: an exec.Cmd with a nil Env
+// would inherit the gateway's whole environment.
+func (a Agent) Environ(lookupEnv func(string) (string, bool)) []string {
+	vars := make(map[string]string, len(a.InheritEnv)+len(a.Env))
+	if lookupEnv != nil {
+		for _, name := range a.InheritEnv {
+			if v, ok := lookupEnv(name); ok {
+				vars[name] = v
+			}
+		}
+	}
+	for k, v := range a.Env {
+		vars[k] = v
+	}
+	keys := make([]string, 0, len(vars))
+	for k := range vars {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	env := make([]string, 0, len(keys))
+	for _, k := range keys {
+		env = append(env, k+"="+vars[k])
+	}
+	return env
+}
+
+// defaults is a Config with every top-level default and no agents.
+func defaults() *Config {
+	return &Config{
+		Listen: DefaultListen,
+		Limits: Limits{
+			MaxSessions:    DefaultMaxSessions,
+			MaxPromptBytes: DefaultMaxPromptBytes,
+			MaxFrameBytes:  DefaultMaxFrameBytes,
+		},
+		ShutdownGrace: DefaultShutdownGrace,
+	}
+}
+
+// defaultAgent is an Agent with every per-agent default.
+func defaultAgent() Agent {
+	return Agent{
+		PermissionPolicy:  PolicyReject,
+		PermissionTimeout: DefaultPermissionTimeout,
+		TurnTimeout:       DefaultTurnTimeout,
+		IdleTimeout:       DefaultIdleTimeout,
+		CancelGrace:       DefaultCancelGrace,
+	}
+}
+
+// joinByLine joins errs, ordering *Error values by line with the ones that
+// have no line last. It returns nil for no errors.
+func joinByLine(errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	key := func(err error) int {
+		var e *Error
+		if errors.As(err, &e) && e.Line > 0 {
+			return e.Line
+		}
+		return int(^uint(0) >> 1)
+	}
+	sorted := slices.Clone(errs)
+	slices.SortStableFunc(sorted, func(a, b error) int { return cmp.Compare(key(a), key(b)) })
+	return errors.Join(sorted...)
+}

@@ -1,0 +1,71 @@
+// Package config reads and checks acpgate's configuration: where the gateway
+// listens, which ACP agent programs it may run, and the limits it enforces.
+//
+// The file is YAML:
+//
+//	listen: 127.0.0.1:7070
+//	agents:
+//	  - name: gemini
+//	    description: Gemini CLI
+//	    command: gemini
+//	    args: [--acp]
+//	    env: {GEMINI_API_KEY: "${GEMINI_API_KEY}"}
+//	    inherit_env: [PATH, HOME]
+//	    auth_method: gemini-api-key
+//	    workspace: /srv/acpgate/gemini
+//	    permission_policy: reject
+//	    permission_timeout: 5m
+//	    fs: {read: true, write: false}
+//	    strict_framing: false
+//	    turn_timeout: 10m
+//	    idle_timeout: 30m
+//	    cancel_grace: 10s
+//	    max_sessions: 8
+//	    mcp_servers:
+//	      - name: files
+//	        command: /usr/bin/mcp-files
+//	        args: [--root, /srv]
+//	        env: {A: b}
+//	limits: {max_sessions: 256, max_prompt_bytes: 1048576, max_frame_bytes: 16777216}
+//	shutdown_grace: 10s
+//
+// # Decoding is strict
+//
+// A key the gateway does not know is an error naming the key and its line
+// (config.yaml:7: unknown key "comand" in agent "gemini"), and so is a key
+// given twice, a value of the wrong shape, or a duration that is not a Go
+// duration string (10m, 90s, 1h30m). A misspelt setting is never silently
+// ignored in favour of its default. An empty value (key:) or null means the
+// key was not given. Anchors and aliases are followed; merge keys (<<) are
+// not supported.
+//
+// # Environment references
+//
+// ${NAME} in an agent's command, args, workspace and env values, and in an
+// MCP server's command, args and env values, is replaced by the gateway's
+// environment variable NAME when the configuration is read. A variable that
+// is not set is an error naming it, so a missing credential stops the gateway
+// at start-up rather than failing the first prompt. $$ is a literal $; any
+// other $ is an error, so that a shell-style $NAME is never passed through
+// unexpanded by mistake. A variable set to the empty string expands to "".
+//
+// Inside a flow collection ({...} or [...]) YAML reads the braces of an
+// unquoted ${VAR} as structure, so there the value must be quoted:
+// env: {KEY: "${KEY}"}. In block style (KEY: ${KEY} on its own line) no
+// quotes are needed.
+//
+// # The agent's environment
+//
+// An agent process never inherits the gateway's environment wholesale: it
+// gets the variables named in inherit_env that are set, then the explicit env
+// values, and nothing else (see Agent.Environ).
+//
+// # Every problem at once
+//
+// Parse reports every problem it finds, joined with errors.Join, each an
+// *Error naming the file, the line and the setting, so one run of the gateway
+// shows everything that needs fixing.
+//
+// The package holds no mutable state; reading the environment is done only
+// through the lookup function the caller passes.
+package config

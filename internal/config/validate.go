@@ -1,0 +1,229 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// checker applies the rules a decoded Config must meet, collecting every
+// violation. lines and bad come from the decoder and may be nil (a Config
+// built in code has no lines).
+type checker struct {
+	source string
+	lines  map[string]int
+	bad    map[string]bool
+	errs   []error
+}
+
+// line finds the line of path, or of its nearest enclosing setting
+// ("agents[0].command" falls back to "agents[0]"), or 0.
+func (v *checker) line(path string) int {
+	for path != "" {
+		if l, ok := v.lines[path]; ok {
+			return l
+		}
+		cut := strings.LastIndexAny(path, ".[")
+		if cut < 0 {
+			break
+		}
+		path = path[:cut]
+	}
+	return 0
+}
+
+// add records a violation of the setting at path, unless decoding it already
+// failed.
+func (v *checker) add(path, format string, args ...any) {
+	if v.bad[path] {
+		return
+	}
+	v.errs = append(v.errs, &Error{Source: v.source, Line: v.line(path), Msg: fmt.Sprintf(format, args...)})
+}
+
+// config checks the whole configuration.
+func (v *checker) config(c *Config) {
+	switch _, _, err := net.SplitHostPort(c.Listen); {
+	case c.Listen == "":
+		v.add("listen", "listen: an address is required, such as %s", DefaultListen)
+	case err != nil:
+		v.add("listen", "listen: %q is not a host:port address", c.Listen)
+	}
+
+	if len(c.Agents) == 0 {
+		v.add("agents", "agents: at least one agent is required")
+	}
+	firstByName := map[string]int{}
+	for i, a := range c.Agents {
+		path := fmt.Sprintf("agents[%d]", i)
+		if v.bad[path] {
+			continue
+		}
+		label := agentLabel(a.Name, i)
+		v.agent(a, path, label)
+		if a.Name == "" {
+			continue
+		}
+		if first, dup := firstByName[a.Name]; dup {
+			v.add(path+".name", "%s: duplicate name, first used by agents[%d]%s", label, first, v.at(fmt.Sprintf("agents[%d]", first)))
+			continue
+		}
+		firstByName[a.Name] = i
+	}
+
+	v.positive("limits.max_sessions", "limits.max_sessions", c.Limits.MaxSessions)
+	v.positive("limits.max_prompt_bytes", "limits.max_prompt_bytes", c.Limits.MaxPromptBytes)
+	switch m := c.Limits.MaxFrameBytes; {
+	case m < MinMaxFrameBytes:
+		v.add("limits.max_frame_bytes", "limits.max_frame_bytes: must be at least %d (64 KiB), got %d", MinMaxFrameBytes, m)
+	case c.Limits.MaxPromptBytes > m:
+		v.add("limits.max_prompt_bytes", "limits.max_prompt_bytes: %d is larger than limits.max_frame_bytes (%d); a prompt that size could never be sent to an agent", c.Limits.MaxPromptBytes, m)
+	}
+	v.timeout("shutdown_grace", "shutdown_grace", c.ShutdownGrace)
+}
+
+// at is " (line N)" for the line of path, or "" when it has none.
+func (v *checker) at(path string) string {
+	if l := v.line(path); l > 0 {
+		return fmt.Sprintf(" (line %d)", l)
+	}
+	return ""
+}
+
+// agent checks one agent; path and label locate and name it.
+func (v *checker) agent(a Agent, path, label string) {
+	p := func(key string) string { return path + "." + key }
+	switch {
+	case a.Name == "":
+		v.add(p("name"), "%s: name is required", label)
+	case !validAgentName(a.Name):
+		v.add(p("name"), "%s: name must be 1 to 63 lowercase letters, digits, '.', '_' or '-', starting with a letter or digit (^[a-z0-9][a-z0-9._-]{0,62}$)", label)
+	}
+	v.command(p("command"), label, a.Command)
+	v.args(p("args"), label+": args", a.Args)
+	v.env(p("env"), label+": env", a.Env)
+	for i, name := range a.InheritEnv {
+		if problem := envNameProblem(name); problem != "" {
+			v.add(fmt.Sprintf("%s[%d]", p("inherit_env"), i), "%s: inherit_env[%d]: %s", label, i, problem)
+		}
+	}
+	if a.Workspace != "" && !filepath.IsAbs(a.Workspace) {
+		v.add(p("workspace"), "%s: workspace %q must be an absolute path", label, a.Workspace)
+	}
+	if !a.PermissionPolicy.Valid() {
+		v.add(p("permission_policy"), "%s: permission_policy %q must be one of %s, %s or %s", label, a.PermissionPolicy, PolicyReject, PolicyAllow, PolicyAsk)
+	}
+	v.timeout(p("permission_timeout"), label+": permission_timeout", a.PermissionTimeout)
+	v.timeout(p("turn_timeout"), label+": turn_timeout", a.TurnTimeout)
+	v.timeout(p("idle_timeout"), label+": idle_timeout", a.IdleTimeout)
+	v.timeout(p("cancel_grace"), label+": cancel_grace", a.CancelGrace)
+	if a.MaxSessions < 0 {
+		v.add(p("max_sessions"), "%s: max_sessions must not be negative (0 means no per-agent limit), got %d", label, a.MaxSessions)
+	}
+
+	firstByName := map[string]int{}
+	for i, s := range a.MCPServers {
+		spath := fmt.Sprintf("%s[%d]", p("mcp_servers"), i)
+		if v.bad[spath] {
+			continue
+		}
+		slabel := mcpLabel(label, s.Name, i)
+		if s.Name == "" {
+			v.add(spath+".name", "%s: name is required", slabel)
+		} else if first, dup := firstByName[s.Name]; dup {
+			v.add(spath+".name", "%s: duplicate name, first used by mcp_servers[%d]%s", slabel, first, v.at(fmt.Sprintf("%s[%d]", p("mcp_servers"), first)))
+		} else {
+			firstByName[s.Name] = i
+		}
+		v.command(spath+".command", slabel, s.Command)
+		v.args(spath+".args", slabel+": args", s.Args)
+		v.env(spath+".env", slabel+": env", s.Env)
+	}
+}
+
+// command checks a required program to run.
+func (v *checker) command(path, label, command string) {
+	switch {
+	case command == "":
+		v.add(path, "%s: command is required", label)
+	case strings.ContainsRune(command, 0):
+		v.add(path, "%s: command contains a NUL byte", label)
+	}
+}
+
+// args checks program arguments: a NUL byte cannot be passed to a process.
+func (v *checker) args(path, label string, args []string) {
+	for i, arg := range args {
+		if strings.ContainsRune(arg, 0) {
+			v.add(fmt.Sprintf("%s[%d]", path, i), "%s[%d] contains a NUL byte", label, i)
+		}
+	}
+}
+
+// env checks environment variables set explicitly, in name order so the
+// messages come out the same every time.
+func (v *checker) env(path, label string, env map[string]string) {
+	for _, name := range sortedKeys(env) {
+		if problem := envNameProblem(name); problem != "" {
+			v.add(path+"."+name, "%s %q: %s", label, name, problem)
+		} else if strings.ContainsRune(env[name], 0) {
+			v.add(path+"."+name, "%s %s: the value contains a NUL byte", label, name)
+		}
+	}
+}
+
+// positive checks a limit that must be greater than zero.
+func (v *checker) positive(path, label string, n int) {
+	if n <= 0 {
+		v.add(path, "%s: must be positive, got %d", label, n)
+	}
+}
+
+// timeout checks a duration that must be greater than zero.
+func (v *checker) timeout(path, label string, d time.Duration) {
+	if d <= 0 {
+		v.add(path, "%s: must be positive, got %s", label, d)
+	}
+}
+
+// validAgentName reports whether name matches ^[a-z0-9][a-z0-9._-]{0,62}$.
+func validAgentName(name string) bool {
+	if len(name) == 0 || len(name) > 63 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+		case (c == '.' || c == '_' || c == '-') && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// envNameProblem says what makes name unusable as an environment variable
+// name, or "" when it is usable.
+func envNameProblem(name string) string {
+	switch {
+	case name == "":
+		return "an environment variable name must not be empty"
+	case strings.ContainsAny(name, "=\x00"):
+		return "an environment variable name must not contain '=' or a NUL byte"
+	}
+	return ""
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

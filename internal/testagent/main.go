@@ -1,0 +1,186 @@
+// Command testagent is a scriptable fake Agent Client Protocol (ACP) agent for
+// tests of acpgate. It speaks JSON-RPC 2.0 on stdin/stdout, one JSON object per
+// line, protocol version 1, written by hand (no ACP SDK) so that it can also
+// break the wire protocol on purpose.
+//
+// Each session/prompt carries its own script: the text of all "text" content
+// blocks of the prompt, concatenated as-is (no separator is added), is read
+// one directive per line. The script is parsed completely before anything runs:
+// an unknown directive or a bad argument answers the prompt with JSON-RPC error
+// -32602 naming the line, and nothing else is sent.
+//
+// # Command-line flags
+//
+//	--protocol-version N        protocolVersion reported by initialize (default 1).
+//	--auth-methods a,b          advertised authMethods: [{"id":"a","name":"a"},...].
+//	                            authenticate answers {} for an advertised methodId,
+//	                            error -32602 otherwise.
+//	--load-session              advertise agentCapabilities.loadSession. session/load
+//	                            then replays a user_message_chunk "earlier question"
+//	                            and an agent_message_chunk "earlier answer" before
+//	                            answering {}. Without the flag session/load is -32601.
+//	--session-new-error C:MSG   answer session/new and session/load with JSON-RPC
+//	                            error code C, message MSG.
+//	--exit-on-initialize N      exit with status N on receiving initialize, unanswered.
+//	--stray-startup             print the non-JSON line "starting up..." on stdout
+//	                            before reading anything.
+//
+// # Agent-side methods
+//
+//	initialize     -> {"protocolVersion":N,"agentCapabilities":{"loadSession":F,
+//	                   "promptCapabilities":{"image":true,"audio":false,
+//	                   "embeddedContext":true}},"agentInfo":{"name":"testagent",
+//	                   "version":"1.0.0"},"authMethods":[...]}
+//	authenticate   -> {} or -32602
+//	session/new    -> {"sessionId":"sess-<n>"}, n counting from 1 per process
+//	session/load   -> replay (see --load-session), then {}
+//	session/prompt -> runs the script; default answer {"stopReason":"end_turn"}.
+//	                  The sessionId must come from session/new or session/load
+//	                  (otherwise -32602).
+//	session/cancel -> (notification) cancels the session's running turns: the
+//	                  script stops before its next directive (sleep and hang are
+//	                  interrupted) and the prompt is answered
+//	                  {"stopReason":"cancelled"}. Waits for the client's answer to
+//	                  permission/fs/terminal requests are NOT interrupted: ACP
+//	                  requires the client to answer them (permission with outcome
+//	                  cancelled).
+//	anything else  -> -32601 for requests; unknown notifications are ignored.
+//
+// A line that is not JSON gets a -32700 error with id null. The agent's own
+// requests use integer ids 0, 1, 2, ... per process; a client response is
+// matched to them by that id (a string id such as "0" does not match); a
+// response matching no pending request is reported on stderr and ignored.
+// Nothing else is ever written to stderr except by the stderr directive.
+// On stdin EOF the process exits with status 0, even mid-script.
+//
+// # Script directives
+//
+// Blank lines are ignored. TEXT arguments of chunk, chunk@ID, thought, user
+// and write unescape the two-character sequences \n (newline) and \\
+// (backslash). Updates are session/update notifications for the prompt's
+// session.
+//
+//	chunk TEXT            agent_message_chunk {"type":"text","text":TEXT}, no messageId
+//	chunk@ID TEXT         the same with "messageId":"ID"
+//	thought TEXT          agent_thought_chunk with text TEXT
+//	user TEXT             user_message_chunk with text TEXT
+//	image                 agent_message_chunk {"type":"image","data":"aGk=","mimeType":"image/png"}
+//	tool ID TITLE         tool_call {"toolCallId":ID,"title":TITLE,"kind":"read","status":"pending"}
+//	tool_done ID          tool_call_update {"toolCallId":ID,"status":"completed",
+//	                      "content":[{"type":"content","content":{"type":"text","text":"done"}}]}
+//	plan A|B|C            plan, one entry per |-separated item (priority medium, status pending)
+//	usage SIZE USED       usage_update {"size":SIZE,"used":USED}
+//	raw KIND              an update {"sessionUpdate":KIND,"x":1}
+//	permission ID         session/request_permission for tool call ID with options
+//	                      allow (allow_once) and reject (reject_once); waits for the
+//	                      answer, then chunk "permission:<optionId>",
+//	                      "permission:cancelled", "permission-error:<code>:<message>"
+//	                      or "permission-invalid:<result>"
+//	read PATH [LINE [LIMIT]]  fs/read_text_file; chunk "read:<content>" or
+//	                      "read-error:<code>:<message>"
+//	write PATH TEXT       fs/write_text_file with content TEXT; chunk "write:ok" or
+//	                      "write-error:<code>:<message>"
+//	terminal              terminal/create {"command":"echo","args":["testagent"]};
+//	                      chunk "terminal:ok" or "terminal-error:<code>"
+//	sleep MS              pause MS milliseconds (interrupted by cancel)
+//	hang                  wait forever (interrupted by cancel)
+//	ignore_cancel         from now on session/cancel is ignored for this turn: sleep
+//	                      and hang run to their end, and the script goes on to its
+//	                      normal ending (so "ignore_cancel" + "hang" never answers)
+//	flood N SIZE          N agent_message_chunk updates, messageId "flood", text of
+//	                      SIZE 'x' bytes each, written in one buffered burst
+//	stderr BYTES          write exactly BYTES bytes of 'e' lines to stderr
+//	stray TEXT            write TEXT verbatim (not JSON, not unescaped) as a stdout line
+//	oversized BYTES       one agent_message_chunk line whose text alone is BYTES
+//	                      bytes, so the whole line is longer than BYTES
+//	grandchild            start /bin/sleep 300 (same process group, stdio on
+//	                      /dev/null) and chunk "grandchild:<pid>"
+//
+// Endings: the first one reached ends the script; later lines are not run.
+//
+//	stop REASON               {"stopReason":REASON}, any string
+//	stop_usage REASON IN OUT  {"stopReason":REASON,"usage":{"inputTokens":IN,
+//	                          "outputTokens":OUT,"totalTokens":IN+OUT}}
+//	error CODE MESSAGE...     JSON-RPC error response {"code":CODE,"message":MESSAGE}
+//	neither                   {"jsonrpc":"2.0","id":<id>} (no result, no error)
+//	exit N                    exit with status N at once, unanswered
+//	close_stdout              close stdout and keep running, unanswered, until
+//	                          stdin EOF (or a kill)
+//	garbage_response          the truncated line {"jsonrpc":"2.0","id":<id>,"result":
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// config is the agent-level behaviour chosen on the command line.
+type config struct {
+	protocolVersion int
+	authMethods     []string
+	loadSession     bool
+	sessionNewErr   *rpcError // nil: session/new succeeds
+	exitOnInit      int       // < 0: answer initialize normally
+	strayStartup    bool
+}
+
+func parseFlags(args []string) (config, error) {
+	fs := flag.NewFlagSet("testagent", flag.ContinueOnError)
+	var cfg config
+	var auth, newErr string
+	fs.IntVar(&cfg.protocolVersion, "protocol-version", 1, "protocolVersion reported at initialize")
+	fs.StringVar(&auth, "auth-methods", "", "comma-separated authMethods ids to advertise")
+	fs.BoolVar(&cfg.loadSession, "load-session", false, "advertise and implement session/load")
+	fs.StringVar(&newErr, "session-new-error", "", "CODE:MESSAGE error for session/new and session/load")
+	fs.IntVar(&cfg.exitOnInit, "exit-on-initialize", -1, "exit with this status on initialize")
+	fs.BoolVar(&cfg.strayStartup, "stray-startup", false, `print "starting up..." on stdout first`)
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	for _, id := range strings.Split(auth, ",") {
+		if id = strings.TrimSpace(id); id != "" {
+			cfg.authMethods = append(cfg.authMethods, id)
+		}
+	}
+	if newErr != "" {
+		code, msg, ok := strings.Cut(newErr, ":")
+		n, err := strconv.Atoi(code)
+		if !ok || err != nil {
+			return cfg, fmt.Errorf("--session-new-error wants CODE:MESSAGE, got %q", newErr)
+		}
+		cfg.sessionNewErr = &rpcError{Code: n, Message: msg}
+	}
+	return cfg, nil
+}
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testagent:", err)
+		os.Exit(2)
+	}
+	a := newAgent(cfg, os.Stdout)
+	if cfg.strayStartup {
+		a.out.writeRaw([]byte("starting up..."))
+	}
+	in := bufio.NewReaderSize(os.Stdin, 1<<20)
+	for {
+		line, err := in.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			a.handleLine(line)
+		}
+		if err != nil {
+			// EOF (or a broken stdin): the client is gone, and so are we,
+			// whatever scripts are still running or sleeping.
+			os.Exit(0)
+		}
+	}
+}
