@@ -259,7 +259,9 @@ type ringBuffer struct {
 	pos  int
 }
 
-func newRingBuffer(n int) *ringBuffer { return &ringBuffer{buf: make([]byte, 0, min(n, 4096)), size: n} }
+func newRingBuffer(n int) *ringBuffer {
+	return &ringBuffer{buf: make([]byte, 0, min(n, 4096)), size: n}
+}
 
 func (r *ringBuffer) Write(b []byte) {
 	r.mu.Lock()
