@@ -280,6 +280,9 @@ func (a *agent) newSession(m *message) {
 	a.mu.Lock()
 	a.lastSession++
 	id := fmt.Sprintf("sess-%d", a.lastSession)
+	if a.cfg.uniqueSessions {
+		id = fmt.Sprintf("sess-%d-%d", os.Getpid(), a.lastSession)
+	}
 	a.sessions[id] = true
 	a.mu.Unlock()
 	a.reply(m.ID, obj{"sessionId": id})

@@ -24,6 +24,8 @@
 //	--exit-on-initialize N      exit with status N on receiving initialize, unanswered.
 //	--stray-startup             print the non-JSON line "starting up..." on stdout
 //	                            before reading anything.
+//	--unique-sessions           mint session ids "sess-<pid>-<n>" instead, unique
+//	                            across agent processes (as real agents' UUIDs are).
 //
 // # Agent-side methods
 //
@@ -127,6 +129,7 @@ type config struct {
 	sessionNewErr   *rpcError // nil: session/new succeeds
 	exitOnInit      int       // < 0: answer initialize normally
 	strayStartup    bool
+	uniqueSessions  bool
 }
 
 func parseFlags(args []string) (config, error) {
@@ -139,6 +142,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&newErr, "session-new-error", "", "CODE:MESSAGE error for session/new and session/load")
 	fs.IntVar(&cfg.exitOnInit, "exit-on-initialize", -1, "exit with this status on initialize")
 	fs.BoolVar(&cfg.strayStartup, "stray-startup", false, `print "starting up..." on stdout first`)
+	fs.BoolVar(&cfg.uniqueSessions, "unique-sessions", false, `mint session ids "sess-<pid>-<n>", unique across processes`)
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}

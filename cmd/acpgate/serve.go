@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/acpgate/acpgate/internal/config"
+	"github.com/acpgate/acpgate/internal/demoagent"
+	"github.com/acpgate/acpgate/server"
+)
+
+// runServe is `acpgate serve`: run the gateway until SIGINT or SIGTERM.
+func runServe(ctx context.Context, args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "configuration file (YAML); without one, the built-in demo agent is served as agent \"demo\"")
+	listen := fs.String("listen", "", "address to listen on, overriding the configuration (127.0.0.1:0 picks a free port)")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "acpgate serve: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		fmt.Fprintf(stderr, "acpgate serve: --log-level: %v\n", err)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	cfg, err := loadConfig(*configPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "acpgate serve: %v\n", err)
+		return 2
+	}
+	if *listen != "" {
+		cfg.Listen = *listen
+	}
+	gw, err := server.New(server.Options{Config: cfg, Version: version(), Logger: log})
+	if err != nil {
+		fmt.Fprintf(stderr, "acpgate serve: %v\n", err)
+		return 1
+	}
+	lis, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		gw.Close()
+		fmt.Fprintf(stderr, "acpgate serve: %v\n", err)
+		return 1
+	}
+	srv := server.NewGRPCServer(gw)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(lis) }()
+	fmt.Fprintf(stderr, "acpgate listening on %s\n", lis.Addr())
+
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down", "grace", cfg.ShutdownGrace)
+	case err := <-served:
+		log.Error("the server stopped", "err", err)
+		gw.Close()
+		return 1
+	}
+	graceCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
+	defer cancel()
+	srv.Shutdown(graceCtx, gw)
+	if err := <-served; err != nil && !errors.Is(err, net.ErrClosed) {
+		log.Warn("serve returned", "err", err)
+	}
+	log.Info("stopped")
+	return 0
+}
+
+func loadConfig(path string) (*config.Config, error) {
+	if path != "" {
+		return config.Load(path, os.LookupEnv)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("locating the acpgate executable for the demo agent: %w", err)
+	}
+	return config.Default(self), nil
+}
+
+// runDemoAgent is `acpgate demo-agent`: the built-in ACP agent on stdio.
+func runDemoAgent(ctx context.Context, args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("demo-agent", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	delay := fs.Duration("chunk-delay", 0, "pause between streamed updates (default 30ms; negative for none)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if err := demoagent.Run(ctx, os.Stdin, os.Stdout, demoagent.Options{ChunkDelay: *delay, Logger: log}); err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintf(stderr, "acpgate demo-agent: %v\n", err)
+		return 1
+	}
+	return 0
+}

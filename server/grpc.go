@@ -1,0 +1,144 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"runtime/debug"
+	"time"
+
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
+
+	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+)
+
+// ServiceName is the gRPC service's full name, as health checks name it.
+const ServiceName = "acpgate.v1.AgentGateway"
+
+// Keepalive enforcement: clients may ping at most every 10 s, also without
+// an active stream; the server pings an idle connection after 1 min and
+// drops it when the ping goes unanswered for 20 s, so a vanished client's
+// turn is cancelled rather than left running.
+var (
+	keepaliveEnforcement = keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}
+	keepaliveParams      = keepalive.ServerParameters{Time: time.Minute, Timeout: 20 * time.Second}
+)
+
+// GRPCServer is the gRPC server around a Gateway, with the standard health
+// service and server reflection.
+type GRPCServer struct {
+	*grpc.Server
+	Health *health.Server
+}
+
+// NewGRPCServer builds the gRPC server for g: panic recovery, structured
+// request logging, request validation, keepalive enforcement, message size
+// limits, health (SERVING) and reflection.
+//
+// Receive limit: the largest prompt the gateway accepts plus 64 KiB of
+// envelope. Send limit: unbounded, since a completed turn's outcome carries
+// the whole answer; a client receiving a very large outcome may need to
+// raise its own receive limit (grpc's default is 4 MiB).
+func NewGRPCServer(g *Gateway) *GRPCServer {
+	log := g.log
+	recover := recovery.WithRecoveryHandlerContext(func(ctx context.Context, p any) error {
+		log.Error("a handler panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+		return status.Error(codes.Internal, "internal error")
+	})
+	logger := logging.LoggerFunc(func(ctx context.Context, level logging.Level, msg string, fields ...any) {
+		log.Log(ctx, slog.Level(level), msg, fields...)
+	})
+	logOpts := []logging.Option{logging.WithLogOnEvents(logging.FinishCall)}
+	s := grpc.NewServer(
+		grpc.ChainUnaryInterceptor(
+			logging.UnaryServerInterceptor(logger, logOpts...),
+			recovery.UnaryServerInterceptor(recover),
+			validateUnary,
+		),
+		grpc.ChainStreamInterceptor(
+			logging.StreamServerInterceptor(logger, logOpts...),
+			recovery.StreamServerInterceptor(recover),
+		),
+		grpc.KeepaliveEnforcementPolicy(keepaliveEnforcement),
+		grpc.KeepaliveParams(keepaliveParams),
+		grpc.MaxRecvMsgSize(g.cfg.Limits.MaxPromptBytes+64<<10),
+		grpc.MaxSendMsgSize(math.MaxInt32),
+	)
+	acpgatev1.RegisterAgentGatewayServer(s, g)
+	h := health.NewServer()
+	h.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	h.SetServingStatus(ServiceName, healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(s, h)
+	reflection.Register(s)
+	return &GRPCServer{Server: s, Health: h}
+}
+
+// validateUnary rejects malformed unary requests before they reach a
+// handler, so every handler can assume its required fields are present.
+// (Prompt, the one streaming call, validates its request itself: its rules
+// depend on the gateway's limits.)
+func validateUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if err := validate(req); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	return handler(ctx, req)
+}
+
+func validate(req any) error {
+	switch r := req.(type) {
+	case *acpgatev1.CreateSessionRequest:
+		if r.GetAgent() == "" {
+			return fmt.Errorf("agent is required")
+		}
+	case *acpgatev1.GetSessionRequest:
+		return requireSession(r.GetSessionId())
+	case *acpgatev1.CloseSessionRequest:
+		return requireSession(r.GetSessionId())
+	case *acpgatev1.CancelRequest:
+		return requireSession(r.GetSessionId())
+	case *acpgatev1.ResolvePermissionRequest:
+		if err := requireSession(r.GetSessionId()); err != nil {
+			return err
+		}
+		if r.GetRequestId() == "" {
+			return fmt.Errorf("request_id is required")
+		}
+	}
+	return nil
+}
+
+func requireSession(id string) error {
+	if id == "" {
+		return fmt.Errorf("session_id is required")
+	}
+	return nil
+}
+
+// Shutdown drains the service gracefully: health goes NOT_SERVING, new
+// calls are refused, running turns are cancelled and get their terminal,
+// agents are stopped, and the server stops — hard, once ctx ends.
+func (s *GRPCServer) Shutdown(ctx context.Context, g *Gateway) {
+	s.Health.Shutdown() // every service NOT_SERVING
+	g.Drain(ctx)
+	stopped := make(chan struct{})
+	go func() {
+		s.GracefulStop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-ctx.Done():
+		s.Stop()
+		<-stopped
+	}
+	g.Close()
+}
