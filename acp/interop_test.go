@@ -302,6 +302,8 @@ func tsAsk(t *testing.T, s *acp.Session, answer string) (outcome.Result, []*acpg
 	t.Helper()
 	rec := tsNewEvents()
 	stop := make(chan struct{})
+	stopWatching := sync.OnceFunc(func() { close(stop) })
+	defer stopWatching() // also when tsPrompt fails the test
 	resolved := make(chan error, 1)
 	go func() {
 		for {
@@ -320,7 +322,7 @@ func tsAsk(t *testing.T, s *acp.Session, answer string) (outcome.Result, []*acpg
 		}
 	}()
 	r, events := tsPrompt(t, s, "permission", rec)
-	close(stop)
+	stopWatching()
 	if err := <-resolved; err != nil {
 		t.Fatalf("resolving the permission request: %v", err)
 	}
@@ -416,6 +418,8 @@ func TestInteropTypeScriptSDK(t *testing.T) {
 		s := tsOpen(t, node, script, nil)
 		rec := tsNewEvents()
 		stop := make(chan struct{})
+		stopWatching := sync.OnceFunc(func() { close(stop) })
+		defer stopWatching() // also when tsPrompt fails the test
 		cancelled := make(chan bool, 1)
 		go func() {
 			for {
@@ -433,7 +437,7 @@ func TestInteropTypeScriptSDK(t *testing.T) {
 		}()
 		start := time.Now()
 		r, _ := tsPrompt(t, s, "wait", rec)
-		close(stop)
+		stopWatching()
 		if !<-cancelled {
 			t.Fatal("Cancel was not called on a running turn")
 		}
@@ -490,6 +494,8 @@ func TestInteropTypeScriptSDK(t *testing.T) {
 		})
 		rec := tsNewEvents()
 		stop := make(chan struct{})
+		stopWatching := sync.OnceFunc(func() { close(stop) })
+		defer stopWatching() // also when tsPrompt fails the test
 		cancelled := make(chan bool, 1)
 		go func() {
 			for {
@@ -506,7 +512,7 @@ func TestInteropTypeScriptSDK(t *testing.T) {
 			}
 		}()
 		r, events := tsPrompt(t, s, "permission", rec)
-		close(stop)
+		stopWatching()
 		if !<-cancelled {
 			t.Fatal("Cancel was not called on a running turn")
 		}

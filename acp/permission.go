@@ -8,6 +8,7 @@ import (
 	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/acpgate/acpgate/acp/jsonrpc"
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
@@ -84,9 +85,12 @@ func (s *Session) requestPermission(ctx context.Context, params json.RawMessage)
 		event.Options = append(event.Options, &acpgatev1.PermissionOption{OptionId: string(o.OptionId), Name: o.Name, Kind: string(o.Kind)})
 	}
 	decision := s.decide(ctx, t, requestID, event, req.Options)
-	event.Decision = decision
 	if t != nil {
-		t.permission(event, s.cfg.Permission.Mode != PolicyAsk)
+		// A new event: under the ask policy the undecided one has already
+		// been emitted, and an emitted event is never changed afterwards.
+		decided := proto.Clone(event).(*acpgatev1.PermissionRequest)
+		decided.Decision = decision
+		t.permission(decided, s.cfg.Permission.Mode != PolicyAsk)
 	}
 	s.log.Info("answered a permission request", "request", requestID, "option", decision.OptionId,
 		"cancelled", decision.Cancelled, "decided_by", decision.DecidedBy.String(), "reason", decision.Reason)

@@ -1,0 +1,642 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/test/bufconn"
+
+	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+	"github.com/acpgate/acpgate/internal/config"
+	"github.com/acpgate/acpgate/internal/testutil"
+	"github.com/acpgate/acpgate/outcome"
+	"github.com/acpgate/acpgate/server"
+)
+
+var testAgent, acpgateBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "server-test")
+	if err != nil {
+		panic(err)
+	}
+	if testAgent, err = testutil.Build(dir, "github.com/acpgate/acpgate/internal/testagent"); err != nil {
+		panic(err)
+	}
+	if acpgateBin, err = testutil.Build(dir, "github.com/acpgate/acpgate/cmd/acpgate"); err != nil {
+		panic(err)
+	}
+	code := m.Run()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// gatewayYAML configures agents backed by the test agent.
+func gatewayYAML(workspace string) string {
+	return fmt.Sprintf(`
+listen: 127.0.0.1:0
+shutdown_grace: 5s
+limits: {max_sessions: 6, max_prompt_bytes: 4096, max_frame_bytes: 1048576}
+agents:
+  - name: test
+    command: "${TESTAGENT}"
+    args: [--unique-sessions]
+    inherit_env: [PATH]
+    permission_policy: ask
+    permission_timeout: 30s
+    cancel_grace: 3s
+  - name: limited
+    command: "${TESTAGENT}"
+    args: [--unique-sessions]
+    max_sessions: 1
+  - name: needs-login
+    command: "${TESTAGENT}"
+    args: [--session-new-error, "-32000:Authentication required"]
+  - name: missing
+    command: /nonexistent/agent-binary
+  - name: ws
+    command: "${TESTAGENT}"
+    args: [--unique-sessions]
+    workspace: %s
+`, workspace)
+}
+
+type harness struct {
+	client acpgatev1.AgentGatewayClient
+	health healthpb.HealthClient
+	conn   *grpc.ClientConn
+	gw     *server.Gateway
+	srv    *server.GRPCServer
+	ws     string
+}
+
+func start(t *testing.T) *harness {
+	t.Helper()
+	ws := t.TempDir()
+	if err := os.Mkdir(filepath.Join(ws, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(ws, "escape")); err != nil {
+		t.Fatal(err)
+	}
+	lookup := func(k string) (string, bool) {
+		if k == "TESTAGENT" {
+			return testAgent, true
+		}
+		return os.LookupEnv(k)
+	}
+	cfg, err := config.Parse([]byte(gatewayYAML(ws)), "test.yaml", lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := server.New(server.Options{Config: cfg, Version: "test", LookupEnv: lookup, Logger: slog.New(slog.DiscardHandler), JanitorInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := server.NewGRPCServer(gw)
+	lis := bufconn.Listen(1 << 20)
+	go func() { _ = srv.Serve(lis) }()
+	conn, err := grpc.NewClient("passthrough:///bufnet",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{client: acpgatev1.NewAgentGatewayClient(conn), health: healthpb.NewHealthClient(conn), conn: conn, gw: gw, srv: srv, ws: ws}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx, gw)
+		_ = conn.Close()
+	})
+	return h
+}
+
+// collect runs a Prompt to its end and checks the stream invariants.
+func collect(t *testing.T, stream grpc.ServerStreamingClient[acpgatev1.PromptEvent]) []*acpgatev1.PromptEvent {
+	t.Helper()
+	var events []*acpgatev1.PromptEvent
+	for {
+		e, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("the stream ended with %v after %d events", err, len(events))
+		}
+		events = append(events, e)
+	}
+	checkInvariants(t, events)
+	return events
+}
+
+func checkInvariants(t *testing.T, events []*acpgatev1.PromptEvent) {
+	t.Helper()
+	if len(events) < 2 {
+		t.Fatalf("a turn's stream has at least started and a terminal: %v", events)
+	}
+	if events[0].GetStarted() == nil {
+		t.Errorf("the first event is %T, not started", events[0].GetEvent())
+	}
+	for i, e := range events {
+		if e.GetSeq() != uint64(i+1) {
+			t.Errorf("event %d has seq %d", i, e.GetSeq())
+		}
+		if e.GetTime() == nil {
+			t.Errorf("event %d has no time", i)
+		}
+		terminal := e.GetOutcome() != nil || e.GetError() != nil
+		if terminal != (i == len(events)-1) {
+			t.Errorf("event %d (%T): terminal events come exactly once, last", i, e.GetEvent())
+		}
+	}
+}
+
+func oneShot(t *testing.T, h *harness, agent, script string) []*acpgatev1.PromptEvent {
+	t.Helper()
+	stream, err := h.client.Prompt(context.Background(), &acpgatev1.PromptRequest{Agent: agent, Text: script})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return collect(t, stream)
+}
+
+func last(events []*acpgatev1.PromptEvent) *acpgatev1.PromptEvent { return events[len(events)-1] }
+
+func TestEveryTerminalClassReachesTheClientOnItsArm(t *testing.T) {
+	h := start(t)
+	cases := []struct {
+		name, agent, script string
+		check               func(*testing.T, *acpgatev1.PromptEvent)
+	}{
+		{"outcome", "test", "chunk@a one\nchunk@b two\nstop end_turn", func(t *testing.T, e *acpgatev1.PromptEvent) {
+			if o := e.GetOutcome(); o.GetText() != "one\n\ntwo" || o.GetFinalMessage() != "two" || !strings.HasPrefix(o.GetSessionId(), "sess-") {
+				t.Errorf("%v", e)
+			}
+		}},
+		{"tool_only_outcome", "test", "tool t Read\ntool_done t\nstop end_turn", func(t *testing.T, e *acpgatev1.PromptEvent) {
+			if e.GetOutcome() == nil || e.GetOutcome().GetText() != "" {
+				t.Errorf("%v", e)
+			}
+		}},
+		{"policy_refused", "test", "chunk no\nstop refusal", func(t *testing.T, e *acpgatev1.PromptEvent) {
+			if e.GetError().GetPolicyRefused() == nil || e.GetError().GetPartial().GetText() != "no" {
+				t.Errorf("%v", e)
+			}
+		}},
+		{"harness_max_tokens", "test", "stop max_tokens", func(t *testing.T, e *acpgatev1.PromptEvent) {
+			if e.GetError().GetHarness().GetStopKind() != acpgatev1.StopKind_STOP_KIND_MAX_TOKENS {
+				t.Errorf("%v", e)
+			}
+		}},
+		{"harness_max_turn_requests", "test", "stop max_turn_requests", func(t *testing.T, e *acpgatev1.PromptEvent) {
+			if e.GetError().GetHarness().GetStopKind() != acpgatev1.StopKind_STOP_KIND_MAX_TURN_REQUESTS {
+				t.Errorf("%v", e)
+			}
+		}},
+		{"harness_cancelled_by_agent", "test", "stop cancelled", func(t *testing.T, e *acpgatev1.PromptEvent) {
+			if !e.GetError().GetHarness().GetCancelled() {
+				t.Errorf("%v", e)
+			}
+		}},
+		{"harness_auth_required_on_prompt", "test", "error -32000 log in", func(t *testing.T, e *acpgatev1.PromptEvent) {
+			if !e.GetError().GetHarness().GetAuthRequired() {
+				t.Errorf("%v", e)
+			}
+		}},
+		{"harness_auth_required_on_session_new", "needs-login", "chunk never", func(t *testing.T, e *acpgatev1.PromptEvent) {
+			if !e.GetError().GetHarness().GetAuthRequired() || !strings.Contains(e.GetError().GetMessage(), "session/new") {
+				t.Errorf("%v", e)
+			}
+		}},
+		{"harness_request_cancelled", "test", "error -32800 stop", func(t *testing.T, e *acpgatev1.PromptEvent) {
+			if !e.GetError().GetHarness().GetCancelled() {
+				t.Errorf("%v", e)
+			}
+		}},
+		{"harness_rpc_code", "test", "error -32099 odd", func(t *testing.T, e *acpgatev1.PromptEvent) {
+			if e.GetError().GetHarness().GetRpcCode() != -32099 {
+				t.Errorf("%v", e)
+			}
+		}},
+		{"protocol_neither", "test", "neither", func(t *testing.T, e *acpgatev1.PromptEvent) {
+			if e.GetError().GetProtocol() == nil {
+				t.Errorf("%v", e)
+			}
+		}},
+		{"protocol_unknown_stop_reason", "test", "stop teleported", func(t *testing.T, e *acpgatev1.PromptEvent) {
+			if e.GetError().GetProtocol() == nil {
+				t.Errorf("%v", e)
+			}
+		}},
+		{"transport_stream_ended", "test", "chunk bye\nexit 3", func(t *testing.T, e *acpgatev1.PromptEvent) {
+			tr := e.GetError().GetTransport()
+			if tr.GetReason() != acpgatev1.TransportReason_TRANSPORT_REASON_STREAM_ENDED || tr.GetExitCode() != 3 || e.GetError().GetPartial().GetText() != "bye" {
+				t.Errorf("%v", e)
+			}
+		}},
+		{"transport_stdout_closed", "test", "close_stdout", func(t *testing.T, e *acpgatev1.PromptEvent) {
+			if e.GetError().GetTransport().GetReason() != acpgatev1.TransportReason_TRANSPORT_REASON_STREAM_ENDED {
+				t.Errorf("%v", e)
+			}
+		}},
+		{"transport_failed_oversized_frame", "test", "oversized 2000000", func(t *testing.T, e *acpgatev1.PromptEvent) {
+			if e.GetError().GetTransport().GetReason() != acpgatev1.TransportReason_TRANSPORT_REASON_TRANSPORT_FAILED {
+				t.Errorf("%v", e)
+			}
+		}},
+		{"transport_spawn_failed", "missing", "chunk never", func(t *testing.T, e *acpgatev1.PromptEvent) {
+			if e.GetError().GetTransport().GetReason() != acpgatev1.TransportReason_TRANSPORT_REASON_SPAWN_FAILED {
+				t.Errorf("%v", e)
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.check(t, last(oneShot(t, h, c.agent, c.script)))
+		})
+	}
+}
+
+func TestChunksArriveInOrderBeforeTheTerminal(t *testing.T) {
+	h := start(t)
+	var script strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&script, "chunk@m c%d,\n", i)
+	}
+	script.WriteString("stop end_turn")
+	events := oneShot(t, h, "test", script.String())
+	if len(events) != 202 {
+		t.Fatalf("%d events", len(events))
+	}
+	var text strings.Builder
+	for i, e := range events[1:201] {
+		if got, want := e.GetAgentMessageChunk().GetText(), fmt.Sprintf("c%d,", i); got != want {
+			t.Fatalf("chunk %d is %q, want %q", i, got, want)
+		}
+		text.WriteString(e.GetAgentMessageChunk().GetText())
+	}
+	if last(events).GetOutcome().GetText() != text.String() {
+		t.Error("the outcome's text is not the chunks joined")
+	}
+}
+
+func TestRequestsThatRunNoTurnGetAStatus(t *testing.T) {
+	h := start(t)
+	sess, err := h.client.CreateSession(context.Background(), &acpgatev1.CreateSessionRequest{Agent: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		req  *acpgatev1.PromptRequest
+		code codes.Code
+	}{
+		{"empty_prompt", &acpgatev1.PromptRequest{Agent: "test"}, codes.InvalidArgument},
+		{"both_session_and_agent", &acpgatev1.PromptRequest{Agent: "test", SessionId: sess.GetId(), Text: "x"}, codes.InvalidArgument},
+		{"neither_session_nor_agent", &acpgatev1.PromptRequest{Text: "x"}, codes.InvalidArgument},
+		{"oversized_prompt", &acpgatev1.PromptRequest{Agent: "test", Text: strings.Repeat("x", 5000)}, codes.InvalidArgument},
+		{"empty_content_block", &acpgatev1.PromptRequest{Agent: "test", Prompt: []*acpgatev1.ContentBlock{{}}}, codes.InvalidArgument},
+		{"unknown_agent", &acpgatev1.PromptRequest{Agent: "nobody", Text: "x"}, codes.NotFound},
+		{"unknown_session", &acpgatev1.PromptRequest{SessionId: "sess-404", Text: "x"}, codes.NotFound},
+		{"hostile_cwd", &acpgatev1.PromptRequest{Agent: "ws", Cwd: "../../etc", Text: "x"}, codes.InvalidArgument},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			stream, err := h.client.Prompt(context.Background(), c.req)
+			if err == nil {
+				_, err = stream.Recv()
+			}
+			if status.Code(err) != c.code {
+				t.Errorf("got %v, want %v", err, c.code)
+			}
+		})
+	}
+}
+
+func TestCreateSessionFailuresCarryTheHarnessErrorAsADetail(t *testing.T) {
+	h := start(t)
+	for _, c := range []struct {
+		agent string
+		code  codes.Code
+		check func(*acpgatev1.HarnessError) bool
+	}{
+		{"needs-login", codes.FailedPrecondition, func(e *acpgatev1.HarnessError) bool { return e.GetHarness().GetAuthRequired() }},
+		{"missing", codes.Unavailable, func(e *acpgatev1.HarnessError) bool {
+			return e.GetTransport().GetReason() == acpgatev1.TransportReason_TRANSPORT_REASON_SPAWN_FAILED
+		}},
+	} {
+		_, err := h.client.CreateSession(context.Background(), &acpgatev1.CreateSessionRequest{Agent: c.agent})
+		st := status.Convert(err)
+		if st.Code() != c.code {
+			t.Errorf("%s: %v", c.agent, err)
+			continue
+		}
+		var found bool
+		for _, d := range st.Details() {
+			if e, ok := d.(*acpgatev1.HarnessError); ok && c.check(e) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s: no matching HarnessError detail in %v", c.agent, st.Details())
+		}
+	}
+	_, err := h.client.CreateSession(context.Background(), &acpgatev1.CreateSessionRequest{Agent: "test", LoadSessionId: "old"})
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "session/load") {
+		t.Errorf("load without the capability: %v", err)
+	}
+	if _, err := h.client.CreateSession(context.Background(), &acpgatev1.CreateSessionRequest{Agent: "nobody"}); status.Code(err) != codes.NotFound {
+		t.Errorf("unknown agent: %v", err)
+	}
+	if _, err := h.client.CreateSession(context.Background(), &acpgatev1.CreateSessionRequest{}); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("no agent: %v", err)
+	}
+}
+
+func TestHostileWorkingDirectoriesAreRejected(t *testing.T) {
+	h := start(t)
+	for _, cwd := range []string{"/etc", "..", "sub/../../x", "escape", "missing", "bad\x00dir"} {
+		_, err := h.client.CreateSession(context.Background(), &acpgatev1.CreateSessionRequest{Agent: "ws", Cwd: cwd})
+		if status.Code(err) != codes.InvalidArgument {
+			t.Errorf("cwd %q: %v", cwd, err)
+		}
+	}
+	s, err := h.client.CreateSession(context.Background(), &acpgatev1.CreateSessionRequest{Agent: "ws", Cwd: "sub"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	real, _ := filepath.EvalSymlinks(filepath.Join(h.ws, "sub"))
+	if s.GetCwd() != real {
+		t.Errorf("cwd %q, want %q", s.GetCwd(), real)
+	}
+}
+
+func TestSessionLifecycleAndTheOneTurnRule(t *testing.T) {
+	h := start(t)
+	ctx := context.Background()
+	s, err := h.client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.GetState() != acpgatev1.SessionState_SESSION_STATE_IDLE || s.GetAgent() != "test" {
+		t.Errorf("%v", s)
+	}
+	stream, err := h.client.Prompt(ctx, &acpgatev1.PromptRequest{SessionId: s.GetId(), Text: "chunk working\nhang"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := stream.Recv()
+	if first.GetStarted().GetSessionId() != s.GetId() {
+		t.Errorf("started %v", first)
+	}
+	if _, err := stream.Recv(); err != nil { // the chunk: the turn is running
+		t.Fatal(err)
+	}
+	busy, err := h.client.Prompt(ctx, &acpgatev1.PromptRequest{SessionId: s.GetId(), Text: "x"})
+	if err == nil {
+		_, err = busy.Recv()
+	}
+	if status.Code(err) != codes.FailedPrecondition {
+		t.Errorf("a second prompt on a busy session: %v", err)
+	}
+	got, _ := h.client.GetSession(ctx, &acpgatev1.GetSessionRequest{SessionId: s.GetId()})
+	if got.GetState() != acpgatev1.SessionState_SESSION_STATE_RUNNING || got.GetCurrentTurnId() != first.GetStarted().GetTurnId() {
+		t.Errorf("%v", got)
+	}
+	c, err := h.client.Cancel(ctx, &acpgatev1.CancelRequest{SessionId: s.GetId()})
+	if err != nil || !c.GetCancelled() {
+		t.Fatalf("%v %v", c, err)
+	}
+	var events []*acpgatev1.PromptEvent
+	events = append(events, first, &acpgatev1.PromptEvent{Seq: 2, Time: first.GetTime(), Event: &acpgatev1.PromptEvent_AgentMessageChunk{}})
+	events = append(events, collect2(t, stream)...)
+	checkInvariants(t, events)
+	e := last(events).GetError()
+	if !e.GetHarness().GetCancelled() || !strings.HasPrefix(e.GetMessage(), outcome.CancelledPrefix+" (cancel requested through the Cancel call)") {
+		t.Errorf("%v", e)
+	}
+	list, _ := h.client.ListSessions(ctx, &acpgatev1.ListSessionsRequest{})
+	if len(list.GetSessions()) != 1 || list.GetSessions()[0].GetTurns() != 1 {
+		t.Errorf("%v", list)
+	}
+	if _, err := h.client.CloseSession(ctx, &acpgatev1.CloseSessionRequest{SessionId: s.GetId()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.client.GetSession(ctx, &acpgatev1.GetSessionRequest{SessionId: s.GetId()}); status.Code(err) != codes.NotFound {
+		t.Errorf("a closed session is gone: %v", err)
+	}
+}
+
+// collect2 reads the rest of a stream without the invariant check.
+func collect2(t *testing.T, stream grpc.ServerStreamingClient[acpgatev1.PromptEvent]) []*acpgatev1.PromptEvent {
+	t.Helper()
+	var events []*acpgatev1.PromptEvent
+	for {
+		e, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return events
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		events = append(events, e)
+	}
+}
+
+func TestAClientThatCancelsItsCallCancelsTheTurn(t *testing.T) {
+	h := start(t)
+	ctx := context.Background()
+	s, err := h.client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	callCtx, cancel := context.WithCancel(ctx)
+	stream, err := h.client.Prompt(callCtx, &acpgatev1.PromptRequest{SessionId: s.GetId(), Text: "chunk x\nhang"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := stream.Recv(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancel()
+	// The agent got session/cancel and answered it (it stays alive: a
+	// grace-period kill would end the session), so the session is idle
+	// again well before the 3 s cancel grace.
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		got, err := h.client.GetSession(ctx, &acpgatev1.GetSessionRequest{SessionId: s.GetId()})
+		if err != nil {
+			t.Fatalf("the session ended instead of answering the cancel: %v", err)
+		}
+		if got.GetState() == acpgatev1.SessionState_SESSION_STATE_IDLE {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the turn did not end after the client went away")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	events := collectOK(t, h, s.GetId(), "chunk next\nstop end_turn")
+	if last(events).GetOutcome().GetText() != "next" {
+		t.Errorf("the session runs the next turn: %v", last(events))
+	}
+}
+
+func collectOK(t *testing.T, h *harness, session, script string) []*acpgatev1.PromptEvent {
+	t.Helper()
+	stream, err := h.client.Prompt(context.Background(), &acpgatev1.PromptRequest{SessionId: session, Text: script})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return collect(t, stream)
+}
+
+func TestPermissionsAreAskedAndResolvedThroughTheAPI(t *testing.T) {
+	h := start(t)
+	ctx := context.Background()
+	s, err := h.client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := h.client.Prompt(ctx, &acpgatev1.PromptRequest{SessionId: s.GetId(), Text: "permission t1\nstop end_turn"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []*acpgatev1.PromptEvent
+	for {
+		e, err := stream.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		events = append(events, e)
+		if p := e.GetPermissionRequested(); p != nil {
+			if p.GetDecision() != nil {
+				t.Fatalf("asked before decided: %v", p)
+			}
+			if _, err := h.client.ResolvePermission(ctx, &acpgatev1.ResolvePermissionRequest{SessionId: s.GetId(), RequestId: p.GetRequestId(), OptionId: "bogus"}); status.Code(err) != codes.InvalidArgument {
+				t.Errorf("unknown option: %v", err)
+			}
+			if _, err := h.client.ResolvePermission(ctx, &acpgatev1.ResolvePermissionRequest{SessionId: s.GetId(), RequestId: p.GetRequestId(), OptionId: "allow"}); err != nil {
+				t.Fatal(err)
+			}
+			_, err := h.client.ResolvePermission(ctx, &acpgatev1.ResolvePermissionRequest{SessionId: s.GetId(), RequestId: p.GetRequestId(), OptionId: "allow"})
+			if status.Code(err) != codes.FailedPrecondition {
+				t.Errorf("a decided request is stale: %v", err)
+			}
+			break
+		}
+	}
+	events = append(events, collect2(t, stream)...)
+	checkInvariants(t, events)
+	if last(events).GetOutcome().GetText() != "permission:allow" {
+		t.Errorf("%v", last(events))
+	}
+	if d := events[2].GetPermissionRequested().GetDecision(); d.GetDecidedBy() != acpgatev1.PermissionDecider_PERMISSION_DECIDER_CLIENT {
+		t.Errorf("decision event %v", events[2])
+	}
+}
+
+func TestSessionLimitsAreResourceExhausted(t *testing.T) {
+	h := start(t)
+	ctx := context.Background()
+	if _, err := h.client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: "limited"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: "limited"}); status.Code(err) != codes.ResourceExhausted {
+		t.Errorf("per-agent limit: %v", err)
+	}
+	for range 5 {
+		if _, err := h.client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: "test"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := h.client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: "test"}); status.Code(err) != codes.ResourceExhausted {
+		t.Errorf("gateway limit: %v", err)
+	}
+}
+
+func TestListAgentsReportsCapabilitiesOnceKnown(t *testing.T) {
+	h := start(t)
+	ctx := context.Background()
+	before, _ := h.client.ListAgents(ctx, &acpgatev1.ListAgentsRequest{})
+	if len(before.GetAgents()) != 5 || before.GetAgents()[0].GetCapabilities() != nil || before.GetAgents()[0].GetPermissionPolicy() != "ask" {
+		t.Fatalf("%v", before)
+	}
+	oneShot(t, h, "test", "stop end_turn")
+	after, _ := h.client.ListAgents(ctx, &acpgatev1.ListAgentsRequest{})
+	caps := after.GetAgents()[0].GetCapabilities()
+	if caps.GetAgentName() != "testagent" || !caps.GetPromptImage() || caps.GetProtocolVersion() != 1 {
+		t.Errorf("%v", caps)
+	}
+}
+
+func TestShutdownCancelsRunningTurnsAndRefusesNewCalls(t *testing.T) {
+	h := start(t)
+	ctx := context.Background()
+	stream, err := h.client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: "test", Text: "chunk x\nhang"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := stream.Recv(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		h.srv.Shutdown(sctx, h.gw)
+	}()
+	rest := collect2(t, stream)
+	e := last(rest).GetError()
+	if !e.GetHarness().GetCancelled() || !strings.Contains(e.GetMessage(), "shutting down") {
+		t.Errorf("%v", e)
+	}
+	<-done
+	hc, err := h.health.Check(ctx, &healthpb.HealthCheckRequest{Service: server.ServiceName})
+	if err == nil && hc.GetStatus() == healthpb.HealthCheckResponse_SERVING {
+		t.Errorf("still serving after shutdown")
+	}
+	sessions, err := h.client.ListSessions(ctx, &acpgatev1.ListSessionsRequest{})
+	if err == nil && len(sessions.GetSessions()) != 0 {
+		t.Errorf("sessions left: %v", sessions)
+	}
+}
+
+func TestHealthServes(t *testing.T) {
+	h := start(t)
+	for _, svc := range []string{"", server.ServiceName} {
+		hc, err := h.health.Check(context.Background(), &healthpb.HealthCheckRequest{Service: svc})
+		if err != nil || hc.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+			t.Errorf("%q: %v %v", svc, hc, err)
+		}
+	}
+}
