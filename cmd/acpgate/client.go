@@ -196,7 +196,7 @@ func newFlagSet(name, synopsis, summary string, stderr io.Writer) *flag.FlagSet 
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: acpgate %s %s\n\n%s\n", name, synopsis, summary)
+		fmt.Fprintf(stderr, "usage: %s\n\n%s\n", strings.TrimSpace("acpgate "+name+" "+synopsis), summary)
 		hasFlags := false
 		fs.VisitAll(func(*flag.Flag) { hasFlags = true })
 		if hasFlags {
@@ -568,8 +568,10 @@ func (s *humanSink) endOut() {
 	}
 }
 
-// breakLine puts the next stderr text on a line of its own when stdout and
-// stderr share a terminal and stdout is in the middle of a line.
+// breakLine starts stderr text on a fresh line while stdout is in the middle
+// of a line, so that a terminal showing both does not glue a note to the
+// answer. It writes only to stderr (stdout stays exactly the answer); when
+// stderr goes elsewhere, the cost is an empty line there.
 func (s *humanSink) breakLine() {
 	if s.outAny && s.outLast != '\n' && !s.lineBroke {
 		_, _ = io.WriteString(s.err, "\n")
@@ -703,7 +705,10 @@ func (s *humanSink) describePermission(p *acpgatev1.PermissionRequest) string {
 		answer = d.GetOptionId()
 		for _, o := range p.GetOptions() {
 			if o.GetOptionId() == d.GetOptionId() {
-				answer = firstNonEmpty(o.GetKind(), o.GetName(), o.GetOptionId())
+				answer = firstNonEmpty(o.GetName(), o.GetOptionId())
+				if o.GetKind() != "" {
+					answer += " (" + o.GetKind() + ")"
+				}
 				break
 			}
 		}
@@ -712,7 +717,7 @@ func (s *humanSink) describePermission(p *acpgatev1.PermissionRequest) string {
 	if d.GetReason() != "" {
 		by += ": " + d.GetReason()
 	}
-	return fmt.Sprintf("%s → %s (by %s)", title, answer, by)
+	return fmt.Sprintf("%s → %s, by %s", title, answer, by)
 }
 
 func describePlan(p *acpgatev1.Plan) string {

@@ -1,0 +1,252 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+	"github.com/acpgate/acpgate/internal/testutil"
+)
+
+var (
+	binsOnce              sync.Once
+	binsErr               error
+	acpgatePath, agentBin string
+)
+
+// binaries builds the real acpgate and test agent once per test run.
+func binaries(t *testing.T) (string, string) {
+	t.Helper()
+	binsOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "acpgate-e2e")
+		if err != nil {
+			binsErr = err
+			return
+		}
+		if acpgatePath, binsErr = testutil.Build(dir, "github.com/acpgate/acpgate/cmd/acpgate"); binsErr != nil {
+			return
+		}
+		agentBin, binsErr = testutil.Build(dir, "github.com/acpgate/acpgate/internal/testagent")
+	})
+	if binsErr != nil {
+		t.Fatal(binsErr)
+	}
+	return acpgatePath, agentBin
+}
+
+// served is a running `acpgate serve` process.
+type served struct {
+	cmd    *exec.Cmd
+	addr   string
+	stderr *strings.Builder
+	mu     *sync.Mutex
+	exited chan error
+}
+
+func serve(t *testing.T, args ...string) *served {
+	t.Helper()
+	bin, _ := binaries(t)
+	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(os.Environ(), "ACPGATE_E2E_AGENT="+agentBin)
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &served{cmd: cmd, stderr: &strings.Builder{}, mu: &sync.Mutex{}, exited: make(chan error, 1)}
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			line := sc.Text()
+			s.mu.Lock()
+			s.stderr.WriteString(line + "\n")
+			s.mu.Unlock()
+			if addr, ok := strings.CutPrefix(line, "acpgate listening on "); ok {
+				ready <- addr
+			}
+		}
+		s.exited <- cmd.Wait()
+	}()
+	select {
+	case s.addr = <-ready:
+	case err := <-s.exited:
+		t.Fatalf("acpgate exited before listening: %v\n%s", err, s.log())
+	case <-time.After(20 * time.Second):
+		t.Fatalf("acpgate never listened:\n%s", s.log())
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+	})
+	return s
+}
+
+func (s *served) log() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stderr.String()
+}
+
+func (s *served) client(t *testing.T) (acpgatev1.AgentGatewayClient, healthpb.HealthClient) {
+	t.Helper()
+	conn, err := grpc.NewClient(s.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return acpgatev1.NewAgentGatewayClient(conn), healthpb.NewHealthClient(conn)
+}
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "acpgate.yaml")
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+const e2eConfig = `
+shutdown_grace: 5s
+agents:
+  - name: test
+    command: "${ACPGATE_E2E_AGENT}"
+    args: [--unique-sessions]
+`
+
+func TestTheBinaryServesTheDemoAgentWithNoConfiguration(t *testing.T) {
+	s := serve(t)
+	bin, _ := binaries(t)
+	out, err := exec.Command(bin, "prompt", "--addr", s.addr, "--agent", "demo", "hello").Output()
+	if err != nil {
+		t.Fatalf("prompt: %v", err)
+	}
+	if !strings.Contains(string(out), `You said: "hello"`) {
+		t.Errorf("output %q", out)
+	}
+	cmd := exec.Command(bin, "prompt", "--addr", s.addr, "--agent", "demo", "please refuse")
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 6 {
+		t.Errorf("a refusal exits 6: %v", err)
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	if err := <-s.exited; err != nil {
+		t.Errorf("acpgate did not exit 0 on SIGTERM: %v\n%s", err, s.log())
+	}
+}
+
+func TestSIGTERMCancelsRunningTurnsDeliversTheirTerminalAndLeavesNoAgent(t *testing.T) {
+	s := serve(t, "--config", writeConfig(t, e2eConfig))
+	client, health := s.client(t)
+	ctx := context.Background()
+	stream, err := client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: "test", Text: "grandchild\nhang"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var grandchild int
+	for grandchild == 0 {
+		e, err := stream.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if text, ok := strings.CutPrefix(e.GetAgentMessageChunk().GetText(), "grandchild:"); ok {
+			grandchild, _ = strconv.Atoi(text)
+		}
+	}
+	if hc, err := health.Check(ctx, &healthpb.HealthCheckRequest{}); err != nil || hc.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("health %v %v", hc, err)
+	}
+	agents := processesRunning(agentBin)
+	if len(agents) == 0 {
+		t.Fatal("no agent process found while a turn runs")
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	var terminal *acpgatev1.PromptEvent
+	for {
+		e, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("the stream ended with %v instead of its terminal", err)
+		}
+		terminal = e
+	}
+	if !terminal.GetError().GetHarness().GetCancelled() {
+		t.Errorf("terminal %v", terminal)
+	}
+	select {
+	case err := <-s.exited:
+		if err != nil {
+			t.Errorf("exit: %v\n%s", err, s.log())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("acpgate did not exit")
+	}
+	for _, pid := range append(agents, grandchild) {
+		if alive(pid) {
+			t.Errorf("process %d outlived the gateway", pid)
+		}
+	}
+}
+
+func TestAnInvalidConfigurationFailsAtStartNamingEveryProblem(t *testing.T) {
+	bin, _ := binaries(t)
+	path := writeConfig(t, "agents:\n  - name: Bad Name\n    comand: x\n")
+	out, err := exec.Command(bin, "serve", "--config", path).CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+		t.Fatalf("exit %v: %s", err, out)
+	}
+	for _, want := range []string{`:3: unknown key "comand"`, "Bad Name"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// processesRunning lists the pids whose executable is path.
+func processesRunning(path string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil && exe == path && alive(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// alive reports whether pid runs (a zombie counts as gone: its reaping is
+// its parent's business, and it holds no resources).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(b))
+	return len(fields) > 2 && fields[2] != "Z"
+}
