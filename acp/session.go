@@ -82,6 +82,10 @@ type AgentInfo struct {
 // rejection), carrying its classification.
 type Error struct {
 	Proto *acpgatev1.HarnessError
+	// Info is what the agent said at initialize, when the failure came
+	// later in the handshake (for example session/new asking for
+	// authentication); nil otherwise.
+	Info *AgentInfo
 }
 
 func (e *Error) Error() string { return e.Proto.GetMessage() }
@@ -140,7 +144,7 @@ func Open(ctx context.Context, cfg Config, opts OpenOptions) (*Session, error) {
 		err = fmt.Errorf("working directory %q is not absolute", opts.Cwd)
 	}
 	if err != nil {
-		return nil, &Error{interp.SpawnFailed(err.Error())}
+		return nil, &Error{Proto: interp.SpawnFailed(err.Error())}
 	}
 	spec := cfg.Process
 	spec.Dir = cwd
@@ -149,7 +153,7 @@ func Open(ctx context.Context, cfg Config, opts OpenOptions) (*Session, error) {
 	}
 	proc, err := startProcess(spec)
 	if err != nil {
-		return nil, &Error{interp.SpawnFailed(err.Error())}
+		return nil, &Error{Proto: interp.SpawnFailed(err.Error())}
 	}
 	s := &Session{
 		cfg:     cfg,
@@ -167,6 +171,11 @@ func Open(ctx context.Context, cfg Config, opts OpenOptions) (*Session, error) {
 	if err := s.handshake(ctx, opts); err != nil {
 		s.proc.kill()
 		s.conn.Close()
+		var agentErr *Error
+		if errors.As(err, &agentErr) && s.info.ProtocolVersion == ProtocolVersion {
+			info := s.info
+			agentErr.Info = &info
+		}
 		return nil, err
 	}
 	s.log = s.log.With("session", s.id)
@@ -198,7 +207,7 @@ func (s *Session) handshake(ctx context.Context, opts OpenOptions) error {
 		return err
 	}
 	if init.ProtocolVersion != ProtocolVersion {
-		return &Error{s.interp.UnsupportedProtocolVersion(init.ProtocolVersion, ProtocolVersion)}
+		return &Error{Proto: s.interp.UnsupportedProtocolVersion(init.ProtocolVersion, ProtocolVersion)}
 	}
 	s.info = AgentInfo{ProtocolVersion: init.ProtocolVersion, Capabilities: init.AgentCapabilities}
 	if init.AgentInfo != nil {
@@ -209,7 +218,7 @@ func (s *Session) handshake(ctx context.Context, opts OpenOptions) error {
 	}
 	if m := s.cfg.AuthMethod; m != "" {
 		if !contains(s.info.AuthMethods, m) {
-			return &Error{s.interp.AuthMethodNotAdvertised(m, s.info.AuthMethods)}
+			return &Error{Proto: s.interp.AuthMethodNotAdvertised(m, s.info.AuthMethods)}
 		}
 		var ignored json.RawMessage
 		if err := s.call(ctx, "authenticate", acpsdk.AuthenticateRequest{MethodId: m}, &ignored); err != nil {
@@ -226,13 +235,13 @@ func (s *Session) handshake(ctx context.Context, opts OpenOptions) error {
 			return err
 		}
 		if created.SessionId == "" {
-			return &Error{s.interp.MalformedResult("session/new", "sessionId is empty", nil)}
+			return &Error{Proto: s.interp.MalformedResult("session/new", "sessionId is empty", nil)}
 		}
 		s.setID(string(created.SessionId))
 		return nil
 	}
 	if !s.info.Capabilities.LoadSession {
-		return &Error{s.interp.CapabilityNotSupported("session/load")}
+		return &Error{Proto: s.interp.CapabilityNotSupported("session/load")}
 	}
 	// The id is known before the call so the replayed history, which
 	// names it, is recognised as this session's.
@@ -260,17 +269,17 @@ func (s *Session) call(ctx context.Context, method string, params, result any) e
 		return fmt.Errorf("%s: %w", method, err)
 	}
 	if reply.End != nil {
-		return &Error{s.endError(method, reply.End, "")}
+		return &Error{Proto: s.endError(method, reply.End, "")}
 	}
 	if reply.Violation != "" {
-		return &Error{s.interp.ProtocolViolation(reply.Violation, "")}
+		return &Error{Proto: s.interp.ProtocolViolation(reply.Violation, "")}
 	}
 	r := reply.Response
 	if len(r.Error) > 0 && string(r.Error) != "null" || len(r.Result) == 0 {
-		return &Error{s.interp.Interpret(outcome.Turn{Method: method, Ending: outcome.Answered, Response: r}).Error}
+		return &Error{Proto: s.interp.Interpret(outcome.Turn{Method: method, Ending: outcome.Answered, Response: r}).Error}
 	}
 	if err := json.Unmarshal(r.Result, result); err != nil {
-		return &Error{s.interp.MalformedResult(method, err.Error(), r.Result)}
+		return &Error{Proto: s.interp.MalformedResult(method, err.Error(), r.Result)}
 	}
 	return nil
 }

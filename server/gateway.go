@@ -454,6 +454,10 @@ func (g *Gateway) open(ctx context.Context, agent, cwd, loadID string, oneShot b
 	}
 	sess, err := acp.Open(ctx, entry.acp, acp.OpenOptions{Cwd: dir, LoadSessionID: loadID})
 	if err != nil {
+		var agentErr *acp.Error
+		if errors.As(err, &agentErr) && agentErr.Info != nil {
+			entry.noteCapabilities(*agentErr.Info)
+		}
 		release()
 		if tempDir != "" {
 			_ = os.RemoveAll(tempDir)

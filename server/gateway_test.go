@@ -594,6 +594,14 @@ func TestListAgentsReportsCapabilitiesOnceKnown(t *testing.T) {
 	if caps.GetAgentName() != "testagent" || !caps.GetPromptImage() || caps.GetProtocolVersion() != 1 {
 		t.Errorf("%v", caps)
 	}
+	// An agent that initializes but then refuses the session is still known.
+	if _, err := h.client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: "needs-login"}); err == nil {
+		t.Fatal("needs-login opened a session")
+	}
+	after, _ = h.client.ListAgents(ctx, &acpgatev1.ListAgentsRequest{})
+	if after.GetAgents()[2].GetCapabilities().GetAgentName() != "testagent" {
+		t.Errorf("capabilities of an agent that refused the session: %v", after.GetAgents()[2])
+	}
 }
 
 func TestShutdownCancelsRunningTurnsAndRefusesNewCalls(t *testing.T) {

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs what the full test suite needs beyond Go, pinned, and only what
+# is missing: grpcurl, the Node packages of the interop agent and the Node
+# client, and Debian's Python gRPC packages and protoc for the Python client.
+# Safe to run repeatedly. Debian packages need root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+GRPCURL_VERSION=v1.9.4
+gobin="$(go env GOPATH)/bin"
+
+if [ ! -x "$gobin/grpcurl" ]; then
+  echo "installing grpcurl $GRPCURL_VERSION"
+  go install "github.com/fullstorydev/grpcurl/cmd/grpcurl@$GRPCURL_VERSION"
+fi
+
+for dir in acp/testdata/tsagent clients/node; do
+  [ -f "$dir/package-lock.json" ] || continue
+  if [ ! -d "$dir/node_modules" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules" ]; then
+    echo "installing Node packages in $dir"
+    (cd "$dir" && npm ci --no-audit --no-fund)
+    touch "$dir/node_modules"
+  fi
+done
+
+debs=(protobuf-compiler protobuf-compiler-grpc python3-grpcio python3-protobuf)
+missing=()
+for p in "${debs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "missing Debian packages: ${missing[*]} (run as root, or: sudo apt-get install ${missing[*]})" >&2
+    exit 1
+  fi
+  echo "installing Debian packages: ${missing[*]}"
+  apt-get update
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+fi
