@@ -5,7 +5,7 @@ GO       ?= go
 TOOL     := $(GO) tool -modfile=tools/go.mod
 FUZZTIME ?= 20s
 
-.PHONY: all generate lint test fuzz check-generated breaking build
+.PHONY: all deps generate lint test go-test fuzz interop smoke conformance check-generated breaking build
 
 all: lint test
 
@@ -21,14 +21,31 @@ lint:
 	$(GO) vet ./...
 	$(TOOL) staticcheck ./...
 
-## test: the whole test suite under the race detector, plus a bounded fuzz run.
-test: build
-	$(GO) test -race -count=1 ./...
-	$(MAKE) fuzz
+## deps: install what the suite needs beyond Go (pinned; only what is missing).
+deps:
+	bash scripts/install-deps.sh
+
+## test: everything — Go tests under the race detector (with the TypeScript
+## SDK interop test required), bounded fuzzing, the grpcurl smoke test
+## against the real binary, and the cross-language conformance suite.
+test: deps build go-test fuzz smoke conformance
+
+go-test:
+	ACPGATE_REQUIRE_INTEROP=1 $(GO) test -race -count=1 ./...
 
 ## fuzz: run each fuzz target for FUZZTIME.
 fuzz:
 	$(GO) test ./outcome -run '^$$' -fuzz '^FuzzInterpretAlwaysYieldsExactlyOne$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./acp/jsonrpc -run '^$$' -fuzz '^FuzzDispatchNeverPanics$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./acp -run '^$$' -fuzz '^FuzzTheChunkFastPathAgreesWithTheGeneralPath$$' -fuzztime $(FUZZTIME)
+
+## smoke: grpcurl lists, describes, health-checks and prompts the real binary.
+smoke:
+	GRPCURL="$$($(GO) env GOPATH)/bin/grpcurl" bash scripts/grpcurl-smoke.sh
+
+## conformance: Go, Python and Node clients must see byte-identical terminals.
+conformance:
+	bash conformance/run.sh
 
 ## check-generated: fail when gen/ does not match proto/.
 check-generated: generate

@@ -45,11 +45,61 @@ type kindHead struct {
 	SessionUpdate string `json:"sessionUpdate"`
 }
 
+// chunkParams decodes a session/update whose update is a text chunk in one
+// pass. Message chunks are nearly all of an agent's traffic, and
+// encoding/json's cost is per pass over the bytes: the general path (find
+// the kind, then decode the SDK's union types, each of which decodes twice)
+// reads a chunk's text about ten times, this one twice.
+type chunkParams struct {
+	SessionID string `json:"sessionId"`
+	Update    struct {
+		SessionUpdate string  `json:"sessionUpdate"`
+		MessageID     *string `json:"messageId"`
+		Content       *struct {
+			Type string  `json:"type"`
+			Text *string `json:"text"`
+		} `json:"content"`
+	} `json:"update"`
+}
+
+// decodeTextChunk is the fast path for text message chunks. ok is false for
+// anything else, which then takes the general path.
+func decodeTextChunk(params json.RawMessage) (sessionID string, u update, ok bool) {
+	var p chunkParams
+	if json.Unmarshal(params, &p) != nil {
+		return "", update{}, false
+	}
+	c := p.Update.Content
+	if c == nil || c.Type != "text" || c.Text == nil {
+		return "", update{}, false
+	}
+	chunk := &acpgatev1.MessageChunk{
+		Text:    *c.Text,
+		Content: &acpgatev1.ContentBlock{Block: &acpgatev1.ContentBlock_Text{Text: *c.Text}},
+	}
+	if p.Update.MessageID != nil {
+		chunk.MessageId = *p.Update.MessageID
+	}
+	switch p.Update.SessionUpdate {
+	case "agent_message_chunk":
+		info := chunkInfo{messageID: chunk.MessageId, text: chunk.Text, isText: true}
+		return p.SessionID, update{chunk: &info, event: &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_AgentMessageChunk{AgentMessageChunk: chunk}}}, true
+	case "agent_thought_chunk":
+		return p.SessionID, update{event: &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_AgentThoughtChunk{AgentThoughtChunk: chunk}}}, true
+	case "user_message_chunk":
+		return p.SessionID, update{event: &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_UserMessageChunk{UserMessageChunk: chunk}}}, true
+	}
+	return "", update{}, false
+}
+
 // decodeUpdate decodes the params of a session/update notification. An
 // update kind this version does not model becomes a raw event, so nothing
 // is silently dropped; an update that does not decode as its kind also
 // passes through raw, with the decoding problem logged by the caller.
 func decodeUpdate(params json.RawMessage) (sessionID string, u update, err error) {
+	if sessionID, u, ok := decodeTextChunk(params); ok {
+		return sessionID, u, nil
+	}
 	var head updateHead
 	if err := json.Unmarshal(params, &head); err != nil {
 		return "", update{}, fmt.Errorf("session/update params: %w", err)
