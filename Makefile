@@ -5,13 +5,14 @@ GO       ?= go
 TOOL     := $(GO) tool -modfile=tools/go.mod
 FUZZTIME ?= 20s
 
-.PHONY: all deps generate lint test go-test fuzz interop smoke conformance check-generated breaking build
+.PHONY: all deps generate generate-python lint test go-test fuzz interop smoke conformance check-generated breaking build
 
 all: lint test
 
 ## generate: regenerate gen/ from proto/ with buf and local plugins.
 generate:
 	$(TOOL) buf generate
+	@$(MAKE) --no-print-directory generate-python 2>/dev/null || echo "(Python stubs not regenerated: run make deps for Debian's protoc)"
 
 ## lint: buf lint, gofmt, go vet, staticcheck.
 lint:
@@ -47,10 +48,14 @@ smoke:
 conformance:
 	bash conformance/run.sh
 
-## check-generated: fail when gen/ does not match proto/.
-check-generated: generate
-	@git diff --exit-code -- gen/ || { echo "gen/ is stale: run make generate and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- gen/)" || { echo "gen/ has untracked generated files"; git status --porcelain -- gen/; exit 1; }
+## generate-python: regenerate clients/python/acpgate/v1 from proto/ (Debian's protoc).
+generate-python:
+	bash clients/python/generate.sh
+
+## check-generated: fail when gen/ or the Python stubs do not match proto/.
+check-generated: generate generate-python
+	@git diff --exit-code -- gen/ clients/python/ || { echo "generated code is stale: run make generate generate-python and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- gen/ clients/python/)" || { echo "untracked generated files"; git status --porcelain -- gen/ clients/python/; exit 1; }
 
 ## breaking: buf breaking against the previous commit, once there is one.
 breaking:

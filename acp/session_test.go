@@ -160,12 +160,12 @@ func TestEveryEndingThroughARealProcess(t *testing.T) {
 		script string
 		check  func(*testing.T, outcome.Result)
 	}{
-		{"end_turn_with_several_messages", "chunk@a Hello, \nchunk@a world.\nchunk@b Second.\nstop_usage end_turn 3 4", func(t *testing.T, r outcome.Result) {
+		{"end_turn_with_several_messages", "chunk@a Hello, \nchunk@a world.\nusage 1000 42\nchunk@b Second.\nstop_usage end_turn 3 4", func(t *testing.T, r outcome.Result) {
 			o := r.Outcome
 			if o == nil || o.GetText() != "Hello, world.\n\nSecond." || o.GetFinalMessage() != "Second." || o.GetStopReason() != "end_turn" {
 				t.Fatalf("outcome %v error %v", o, r.Error)
 			}
-			if o.GetSessionId() != "sess-1" || o.GetTurnId() != "turn-x" || o.GetUsage().GetTotalTokens() != 7 {
+			if o.GetSessionId() != "sess-1" || o.GetTurnId() != "turn-x" || o.GetUsage().GetTotalTokens() != 7 || o.GetUsage().GetContextUsed() != 42 {
 				t.Errorf("outcome %v", o)
 			}
 		}},

@@ -35,6 +35,7 @@ type turn struct {
 	mu       sync.Mutex
 	acc      accumulator
 	finished bool
+	usage    *acpgatev1.Usage // the last usage_update of the turn
 
 	cancelOnce sync.Once
 	cancelled  chan struct{} // closed when a cancel was requested
@@ -54,6 +55,9 @@ func (t *turn) apply(u update) {
 	}
 	if u.splits {
 		t.acc.split()
+	}
+	if usage := u.event.GetUsage(); usage != nil {
+		t.usage = usage
 	}
 	t.emit(u.event)
 }
@@ -78,6 +82,24 @@ func (t *turn) finish() (text, final string) {
 	defer t.mu.Unlock()
 	t.finished = true
 	return t.acc.finish()
+}
+
+// withContextUsage completes a completed turn's usage with what the agent
+// reported during the turn (usage_update: context window and cost), beside
+// the token counts of its answer, so the outcome carries every figure the
+// agent reported and is absent only when it reported none.
+func (t *turn) withContextUsage(o *acpgatev1.PromptOutcome) {
+	t.mu.Lock()
+	reported := t.usage
+	t.mu.Unlock()
+	if reported == nil {
+		return
+	}
+	if o.Usage == nil {
+		o.Usage = &acpgatev1.Usage{}
+	}
+	o.Usage.ContextSize, o.Usage.ContextUsed = reported.ContextSize, reported.ContextUsed
+	o.Usage.CostAmount, o.Usage.CostCurrency = reported.CostAmount, reported.CostCurrency
 }
 
 // requestCancel asks the agent to cancel the turn (once): session/cancel,
@@ -165,7 +187,7 @@ func (s *Session) Prompt(ctx context.Context, prompt []acpsdk.ContentBlock, opts
 			s.proc.kill()
 			text, _ := t.finish()
 			s.endTurn(t)
-			return outcome.Result{Error: s.interp.CancelGraceExpired(s.cfg.CancelGrace, text)}, nil
+			return outcome.Result{Error: s.interp.CancelGraceExpired(s.cfg.CancelGrace, t.cause, text)}, nil
 		}
 	}
 }
@@ -186,7 +208,7 @@ func (s *Session) conclude(t *turn, sessionID string, reply jsonrpc.Reply) outco
 	if t.isCancelled() {
 		cause = t.cause
 	}
-	return s.interp.Interpret(outcome.Turn{
+	result := s.interp.Interpret(outcome.Turn{
 		Ending:       outcome.Answered,
 		Response:     reply.Response,
 		Text:         text,
@@ -195,6 +217,10 @@ func (s *Session) conclude(t *turn, sessionID string, reply jsonrpc.Reply) outco
 		TurnID:       t.id,
 		CancelCause:  cause,
 	})
+	if result.Outcome != nil {
+		t.withContextUsage(result.Outcome)
+	}
+	return result
 }
 
 func (s *Session) endTurn(t *turn) {

@@ -46,9 +46,9 @@ func cancelledByErrorMessage(method, cause string, code int64, agentMessage stri
 		CancelledPrefix, causeSuffix(cause), method, code, agentMessage, "cancelled")
 }
 
-func cancelGraceExpiredMessage(grace time.Duration) string {
-	return fmt.Sprintf("%s: the agent did not acknowledge session/cancel within the grace period of %s and was stopped",
-		CancelledPrefix, grace)
+func cancelGraceExpiredMessage(grace time.Duration, cause string) string {
+	return fmt.Sprintf("%s%s: the agent did not acknowledge session/cancel within the grace period of %s and was stopped",
+		CancelledPrefix, causeSuffix(cause), grace)
 }
 
 func causeSuffix(cause string) string {

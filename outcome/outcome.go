@@ -378,12 +378,12 @@ func (in Interpreter) AuthMethodNotAdvertised(method string, advertised []string
 }
 
 // CancelGraceExpired is the error for a cancelled turn whose agent did not
-// answer session/prompt within the grace period and was stopped.
-func (in Interpreter) CancelGraceExpired(grace time.Duration, text string) *acpgatev1.HarnessError {
-	return in.fail(text, cancelGraceExpiredMessage(grace), harness(&acpgatev1.HarnessFailure{
-		StopKind:  acpgatev1.StopKind_STOP_KIND_CANCELLED,
-		Cancelled: true,
-	})).Error
+// answer session/prompt within the grace period and was stopped. cause says
+// why the turn was cancelled, as Turn.CancelCause does. stop_kind stays
+// unspecified: the agent never answered with a stop reason, and the
+// contract reports only what the agent said.
+func (in Interpreter) CancelGraceExpired(grace time.Duration, cause, text string) *acpgatev1.HarnessError {
+	return in.fail(text, cancelGraceExpiredMessage(grace, cause), harness(&acpgatev1.HarnessFailure{Cancelled: true})).Error
 }
 
 // CapabilityNotSupported is the gateway's rejection of a request needing an

@@ -339,12 +339,12 @@ func TestGatewayErrorsAreClassifiedAndWorded(t *testing.T) {
 				}
 				mustContain(t, e.GetMessage(), `"api-key"`, "oauth, cloud")
 			}},
-		{"an_expired_cancel_grace_is_a_cancellation_saying_the_agent_was_stopped", in.CancelGraceExpired(10*time.Second, "so far"),
+		{"an_expired_cancel_grace_is_a_cancellation_saying_the_agent_was_stopped", in.CancelGraceExpired(10*time.Second, "cancel requested by a client", "so far"),
 			func(t *testing.T, e *acpgatev1.HarnessError) {
-				if !e.GetHarness().GetCancelled() {
+				if !e.GetHarness().GetCancelled() || e.GetHarness().GetStopKind() != acpgatev1.StopKind_STOP_KIND_UNSPECIFIED {
 					t.Errorf("kind %v", e.GetKind())
 				}
-				mustHavePrefix(t, e.GetMessage(), outcome.CancelledPrefix)
+				mustHavePrefix(t, e.GetMessage(), outcome.CancelledPrefix+" (cancel requested by a client)")
 				mustContain(t, e.GetMessage(), "did not acknowledge", "10s", "stopped", "partial output: so far")
 			}},
 		{"a_missing_capability_names_the_primitive", in.CapabilityNotSupported("session/load"),

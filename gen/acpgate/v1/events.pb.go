@@ -406,7 +406,9 @@ type TurnStarted struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The gateway's identifier of the turn; PromptOutcome.turn_id repeats it.
 	TurnId string `protobuf:"bytes,1,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
-	// The ACP session the turn runs in.
+	// The ACP session the turn runs in. Empty in a one-shot turn whose agent
+	// could not be started or refused the handshake: no session exists, and
+	// the next event is the `error` terminal.
 	SessionId string `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// The configured agent name.
 	Agent         string `protobuf:"bytes,3,opt,name=agent,proto3" json:"agent,omitempty"`

@@ -64,6 +64,13 @@ type AgentGatewayClient interface {
 	// one terminal event. With `session_id` it runs on an open session; with
 	// `agent` it is one-shot: start the agent, open a session, run the turn,
 	// close the session. Cancelling the call cancels the turn.
+	//
+	// One-shot set-up failures are in-band: when the agent cannot be started
+	// or fails the handshake (initialize, authenticate, session/new), the
+	// stream is `started` (with an empty `session_id`, since no session was
+	// opened) followed by the `error` terminal, and status OK, so a one-shot
+	// caller handles one shape. CreateSession reports the same failures as a
+	// status with the HarnessError attached.
 	Prompt(ctx context.Context, in *PromptRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[PromptEvent], error)
 	// Cancel cancels the turn running on a session (ACP `session/cancel`).
 	// The open Prompt stream then ends with the cancellation terminal.
@@ -205,6 +212,13 @@ type AgentGatewayServer interface {
 	// one terminal event. With `session_id` it runs on an open session; with
 	// `agent` it is one-shot: start the agent, open a session, run the turn,
 	// close the session. Cancelling the call cancels the turn.
+	//
+	// One-shot set-up failures are in-band: when the agent cannot be started
+	// or fails the handshake (initialize, authenticate, session/new), the
+	// stream is `started` (with an empty `session_id`, since no session was
+	// opened) followed by the `error` terminal, and status OK, so a one-shot
+	// caller handles one shape. CreateSession reports the same failures as a
+	// status with the HarnessError attached.
 	Prompt(*PromptRequest, grpc.ServerStreamingServer[PromptEvent]) error
 	// Cancel cancels the turn running on a session (ACP `session/cancel`).
 	// The open Prompt stream then ends with the cancellation terminal.

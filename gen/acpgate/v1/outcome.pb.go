@@ -361,8 +361,9 @@ type PromptOutcome struct {
 	SessionId string `protobuf:"bytes,5,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// The gateway's identifier of this turn, as announced in TurnStarted.
 	TurnId string `protobuf:"bytes,6,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
-	// What the agent reported about token usage for the turn; absent when the
-	// agent reported nothing.
+	// What the agent reported about the turn's usage: the token counts of
+	// its `session/prompt` answer and the last `usage_update` (context window,
+	// cost) sent during the turn. Absent when the agent reported neither.
 	Usage         *Usage `protobuf:"bytes,7,opt,name=usage,proto3" json:"usage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -845,7 +846,9 @@ type HarnessFailure struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The stop reason the agent reported, when it answered with one
 	// (STOP_KIND_MAX_TOKENS, STOP_KIND_MAX_TURN_REQUESTS or
-	// STOP_KIND_CANCELLED); STOP_KIND_UNSPECIFIED for a JSON-RPC error.
+	// STOP_KIND_CANCELLED); STOP_KIND_UNSPECIFIED when it answered with a
+	// JSON-RPC error or did not answer at all (an agent stopped after ignoring
+	// a cancel).
 	StopKind StopKind `protobuf:"varint,1,opt,name=stop_kind,json=stopKind,proto3,enum=acpgate.v1.StopKind" json:"stop_kind,omitempty"`
 	// The JSON-RPC error code, when the agent answered with an error
 	// response. Unset otherwise; note that 0 is a code, not "no code".

@@ -128,6 +128,13 @@ class AgentGatewayServicer(object):
         one terminal event. With `session_id` it runs on an open session; with
         `agent` it is one-shot: start the agent, open a session, run the turn,
         close the session. Cancelling the call cancels the turn.
+
+        One-shot set-up failures are in-band: when the agent cannot be started
+        or fails the handshake (initialize, authenticate, session/new), the
+        stream is `started` (with an empty `session_id`, since no session was
+        opened) followed by the `error` terminal, and status OK, so a one-shot
+        caller handles one shape. CreateSession reports the same failures as a
+        status with the HarnessError attached.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
