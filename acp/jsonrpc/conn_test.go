@@ -62,10 +62,12 @@ func newPeer(t *testing.T, opts Options) *peer {
 	return p
 }
 
+// send writes one line as the agent. It may run on its own goroutine, so
+// it reports with Error, not Fatal.
 func (p *peer) send(line string) {
 	p.t.Helper()
 	if _, err := io.WriteString(p.toConn, line+"\n"); err != nil {
-		p.t.Fatal(err)
+		p.t.Error(err)
 	}
 }
 
