@@ -79,6 +79,10 @@ agents:
     command: "${TESTAGENT}"
     args: [--unique-sessions]
     workspace: %s
+  - name: idle
+    command: "${TESTAGENT}"
+    args: [--unique-sessions]
+    idle_timeout: 300ms
 `, workspace)
 }
 
@@ -585,7 +589,7 @@ func TestListAgentsReportsCapabilitiesOnceKnown(t *testing.T) {
 	h := start(t)
 	ctx := context.Background()
 	before, _ := h.client.ListAgents(ctx, &acpgatev1.ListAgentsRequest{})
-	if len(before.GetAgents()) != 5 || before.GetAgents()[0].GetCapabilities() != nil || before.GetAgents()[0].GetPermissionPolicy() != "ask" {
+	if len(before.GetAgents()) != 6 || before.GetAgents()[0].GetCapabilities() != nil || before.GetAgents()[0].GetPermissionPolicy() != "ask" {
 		t.Fatalf("%v", before)
 	}
 	oneShot(t, h, "test", "stop end_turn")
@@ -646,5 +650,30 @@ func TestHealthServes(t *testing.T) {
 		if err != nil || hc.GetStatus() != healthpb.HealthCheckResponse_SERVING {
 			t.Errorf("%q: %v %v", svc, hc, err)
 		}
+	}
+}
+
+func TestAnIdleSessionIsClosedAfterItsIdleTimeout(t *testing.T) {
+	h := start(t)
+	ctx := context.Background()
+	s, err := h.client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: "idle"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A turn longer than the idle timeout does not count as idle.
+	events := collectOK(t, h, s.GetId(), "sleep 600\nchunk still here\nstop end_turn")
+	if last(events).GetOutcome().GetText() != "still here" {
+		t.Fatalf("%v", last(events))
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, err := h.client.GetSession(ctx, &acpgatev1.GetSessionRequest{SessionId: s.GetId()})
+		if status.Code(err) == codes.NotFound {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the idle session was never closed")
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
