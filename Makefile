@@ -5,7 +5,7 @@ GO       ?= go
 TOOL     := $(GO) tool -modfile=tools/go.mod
 FUZZTIME ?= 20s
 
-.PHONY: all deps generate generate-python lint test go-test fuzz interop smoke conformance check-generated breaking build
+.PHONY: all deps generate generate-python lint test go-test fuzz interop smoke conformance check-generated breaking build bench bench-smoke
 
 all: lint test
 
@@ -65,3 +65,11 @@ breaking:
 
 build:
 	$(GO) build ./...
+
+## bench: the benchmark harness (about 8 minutes on 2 cores); writes docs/benchmarks.md.
+bench:
+	$(GO) run ./bench/cmd/acpbench run -out docs/benchmarks.md
+
+## bench-smoke: every benchmark client and section on tiny shapes; fails on any lost chunk.
+bench-smoke:
+	$(GO) run ./bench/cmd/acpbench run -smoke

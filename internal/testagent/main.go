@@ -91,6 +91,15 @@
 //	                      normal ending (so "ignore_cancel" + "hang" never answers)
 //	flood N SIZE          N agent_message_chunk updates, messageId "flood", text of
 //	                      SIZE 'x' bytes each, written in one buffered burst
+//	flood_timed N SIZE [RATE]  N agent_message_chunk updates, messageId "flood",
+//	                      text of SIZE bytes (at least 30): the chunk's index as
+//	                      9 digits, a space, its send time in Unix nanoseconds as
+//	                      19 digits, a space, then 'x' padding. Without RATE (or
+//	                      0) one buffered burst, each chunk stamped as it enters
+//	                      the buffer; with RATE, paced at RATE chunks/s: every
+//	                      wake-up (about 1 ms apart) writes and flushes the
+//	                      chunks then due, each stamped as it is written.
+//	                      Cancel stops the flood early.
 //	stderr BYTES          write exactly BYTES bytes of 'e' lines to stderr
 //	stray TEXT            write TEXT verbatim (not JSON, not unescaped) as a stdout line
 //	oversized BYTES       one agent_message_chunk line whose text alone is BYTES

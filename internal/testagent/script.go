@@ -372,6 +372,32 @@ func parseDirective(name, rest string) (step, error) {
 			return false
 		}, nil
 
+	case "flood_timed":
+		f, err := fields(rest, 2, 3)
+		if err != nil {
+			return nil, err
+		}
+		v, err := ints(f)
+		if err != nil {
+			return nil, err
+		}
+		for _, x := range v {
+			if x < 0 {
+				return nil, fmt.Errorf("argument %d is negative", x)
+			}
+		}
+		if v[1] < stampLen {
+			return nil, fmt.Errorf("SIZE %d is shorter than the %d-byte stamp", v[1], stampLen)
+		}
+		rate := 0
+		if len(v) == 3 {
+			rate = v[2]
+		}
+		return func(t *turn) bool {
+			floodTimed(t, v[0], v[1], rate)
+			return false
+		}, nil
+
 	case "stderr":
 		v, err := intArgs(rest, 1)
 		if err != nil {

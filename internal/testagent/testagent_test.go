@@ -664,6 +664,74 @@ func TestFlood(t *testing.T) {
 	jsonEq(t, resp["result"], `{"stopReason":"end_turn"}`)
 }
 
+func TestFloodTimed(t *testing.T) {
+	check := func(t *testing.T, updates []any, n, size int, from, to time.Time) []int64 {
+		t.Helper()
+		if len(updates) != n {
+			t.Fatalf("%d updates, want %d", len(updates), n)
+		}
+		var stamps []int64
+		for i, u := range updates {
+			text, _ := get(u, "content.text").(string)
+			if get(u, "messageId") != "flood" || len(text) != size {
+				t.Fatalf("update %d: %v", i, u)
+			}
+			idx, err1 := strconv.Atoi(text[:9])
+			ns, err2 := strconv.ParseInt(text[10:29], 10, 64)
+			if err1 != nil || err2 != nil || idx != i || text[9] != ' ' || text[29] != ' ' || strings.Trim(text[30:], "x") != "" {
+				t.Fatalf("update %d: bad stamp in %.40q", i, text)
+			}
+			if ns < from.UnixNano() || ns > to.UnixNano() {
+				t.Fatalf("update %d: send time %d outside the turn [%d, %d]", i, ns, from.UnixNano(), to.UnixNano())
+			}
+			stamps = append(stamps, ns)
+		}
+		return stamps
+	}
+	t.Run("burst", func(t *testing.T) {
+		p := start(t)
+		sid := p.newSession()
+		from := time.Now()
+		p.prompt(1, sid, "flood_timed 3000 64")
+		updates, resp := p.turn(1)
+		check(t, updates, 3000, 64, from, time.Now())
+		jsonEq(t, resp["result"], `{"stopReason":"end_turn"}`)
+	})
+	t.Run("paced", func(t *testing.T) {
+		p := start(t)
+		sid := p.newSession()
+		from := time.Now()
+		p.prompt(1, sid, "flood_timed 200 100 1000\nstop end_turn")
+		updates, resp := p.turn(1)
+		stamps := check(t, updates, 200, 100, from, time.Now())
+		// 200 chunks at 1,000/s span about 199 ms.
+		if span := time.Duration(stamps[199] - stamps[0]); span < 190*time.Millisecond || span > 2*time.Second {
+			t.Fatalf("200 chunks at 1000/s took %v", span)
+		}
+		jsonEq(t, resp["result"], `{"stopReason":"end_turn"}`)
+	})
+	t.Run("cancel", func(t *testing.T) {
+		p := start(t)
+		sid := p.newSession()
+		p.prompt(1, sid, "flood_timed 100000 64 100")
+		p.next()
+		p.cancel(sid)
+		updates, resp := p.turn(1)
+		if len(updates) > 1000 {
+			t.Fatalf("%d more updates after cancel", len(updates))
+		}
+		jsonEq(t, resp["result"], `{"stopReason":"cancelled"}`)
+	})
+	t.Run("bad arguments", func(t *testing.T) {
+		p := start(t)
+		sid := p.newSession()
+		for i, script := range []string{"flood_timed 10 29", "flood_timed 10", "flood_timed 10 64 -1", "flood_timed 1 64 1 1"} {
+			p.prompt(i+1, sid, script)
+			jsonEq(t, get(p.next(), "error.code"), `-32602`)
+		}
+	})
+}
+
 func TestStderr(t *testing.T) {
 	p := start(t)
 	sid := p.newSession()

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+func stamped(i int, sent int64, size int) string {
+	s := fmt.Sprintf("%09d %019d ", i, sent)
+	return s + strings.Repeat("x", size-len(s))
+}
+
+func TestVerifier(t *testing.T) {
+	v := verifier{size: 64}
+	for _, i := range []int{0, 1, 2} {
+		if got := v.chunk(stamped(i, 1234567890123456789, 64)); got != 1234567890123456789 {
+			t.Fatalf("send time %d", got)
+		}
+	}
+	if v.bad != 0 || v.chunks != 3 || v.bytes != 192 {
+		t.Fatalf("in order: %+v", v)
+	}
+	v.chunk(stamped(4, 1, 64)) // 3 is missing
+	v.chunk(stamped(3, 1, 64)) // and arrives late
+	v.chunk(stamped(5, 1, 63)) // short
+	if v.bad != 3 || v.badMsg == "" {
+		t.Fatalf("disorder not seen: %+v", v)
+	}
+}
+
+func TestMergeCountsLoss(t *testing.T) {
+	j := Job{N: 5, Size: 64}
+	s := newStream(j)
+	s.t0 = time.Now()
+	for i := range 3 {
+		s.chunk(stamped(i, time.Now().UnixNano(), 64))
+	}
+	r := merge(j, "floor", time.Second, cpuMark{}, []*stream{s})
+	if r.Lost != 2 || !r.failed() {
+		t.Fatalf("%+v", r)
+	}
+	s.broke = true
+	if r := merge(j, "peer", time.Second, cpuMark{}, []*stream{s}); r.Lost != 0 || !r.Broke {
+		t.Fatalf("a broken peer's missing chunks are not loss: %+v", r)
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	var lat []int64
+	for i := range 1000 {
+		lat = append(lat, int64(1000-i))
+	}
+	l := summarize(lat)
+	if l.P50 != 501 || l.P99 != 991 || l.Max != 1000 || l.Count != 1000 {
+		t.Fatalf("%+v", l)
+	}
+}
+
+func TestFormatting(t *testing.T) {
+	for _, c := range []struct {
+		got, want string
+	}{
+		{fmtInt(1234567), "1,234,567"},
+		{fmtInt(-1234), "-1,234"},
+		{fmtInt(999), "999"},
+		{fmtDur(1500), "1 µs"},
+		{fmtDur(2_500_000), "2.50 ms"},
+		{fmtDur(25_000_000), "25.0 ms"},
+		{fmtDur(2_500_000_000), "2.50 s"},
+		{fmtDurF(math.NaN()), "—"},
+		{mmm([]float64{3, 1, 2}, fmtRatio), "2.00 (1.00 – 3.00)"},
+		{mmm(nil, fmtRatio), "—"},
+		{size(65536), "64 KiB"},
+		{size(64), "64 B"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}
+
+func TestRatiosPairRuns(t *testing.T) {
+	ok := func(turn int64) Result { return Result{Chunks: 100, Turn: turn} }
+	broke := Result{Broke: true, Err: "x"}
+	got := ratios([]Result{ok(1e9), ok(2e9), ok(1e9)}, []Result{ok(5e8), broke, ok(1e9)}, Result.rate)
+	if len(got) != 2 || got[0] != 0.5 || got[1] != 1 {
+		t.Fatalf("%v", got)
+	}
+}

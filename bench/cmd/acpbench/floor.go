@@ -1,0 +1,235 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+)
+
+// The floor is the least a client can do with ACP: write the three requests
+// by hand, split the agent's stdout into lines and decode each one with one
+// json.Unmarshal into a struct shaped after ACP's schema (minNotification),
+// counting chunks. No queue, no dispatch, no second goroutine. floor-sdk is
+// the same reader decoding each update as the SDK's SessionNotification,
+// whose union types decode in several passes.
+
+// agentProc is a test agent started on pipes.
+type agentProc struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout io.ReadCloser
+	dir    string
+}
+
+func startAgent(bin string) (*agentProc, error) {
+	dir, err := os.MkdirTemp("", "acpbench-session-")
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin)
+	cmd.Dir = dir
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	return &agentProc{cmd: cmd, stdin: stdin, stdout: stdout, dir: dir}, nil
+}
+
+// stop closes the agent's stdin (it exits at EOF) and kills it if it has
+// not exited within a second.
+func (a *agentProc) stop() {
+	_ = a.stdin.Close()
+	done := make(chan struct{})
+	go func() {
+		_ = a.cmd.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+		_ = a.cmd.Process.Kill()
+		<-done
+	}
+	_ = os.RemoveAll(a.dir)
+}
+
+func runFloor(ctx context.Context, j Job) Result {
+	return runStreams(ctx, j, floorTurn)
+}
+
+// runStreams runs the job's turns concurrently, each on its own stream.
+func runStreams(ctx context.Context, j Job, turn func(context.Context, Job, *stream)) Result {
+	ss := make([]*stream, j.streams())
+	for i := range ss {
+		ss[i] = newStream(j)
+	}
+	cpu0 := markCPU(j.GatewayPID)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, s := range ss {
+		wg.Go(func() { turn(ctx, j, s) })
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	cpu1 := markCPU(j.GatewayPID)
+	return merge(j, j.Client, wall, cpuMark{cpu1.client - cpu0.client, cpu1.gateway - cpu0.gateway}, ss)
+}
+
+// floorMessage is one line from the agent, decoded in one pass: Params
+// points to a *minNotification (floor) or an *acp.SessionNotification
+// (floor-sdk).
+type floorMessage struct {
+	ID     *int64          `json:"id"`
+	Method string          `json:"method"`
+	Params any             `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func floorTurn(ctx context.Context, j Job, s *stream) {
+	s.t0 = time.Now()
+	a, err := startAgent(j.Agent)
+	if err != nil {
+		s.err = err
+		return
+	}
+	defer a.stop()
+	stop := context.AfterFunc(ctx, func() { _ = a.cmd.Process.Kill() })
+	defer stop()
+
+	r := bufio.NewReaderSize(a.stdout, 1<<20)
+	var long []byte
+	readLine := func() ([]byte, error) {
+		line, err := r.ReadSlice('\n')
+		if err == nil {
+			return line, nil
+		}
+		long = append(long[:0], line...)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			line, err = r.ReadSlice('\n')
+			long = append(long, line...)
+		}
+		return long, err
+	}
+	send := func(id int64, method string, params any) error {
+		b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+		if err != nil {
+			return err
+		}
+		_, err = a.stdin.Write(append(b, '\n'))
+		return err
+	}
+	sdk := j.Client == "floor-sdk"
+	var sdkParams acp.SessionNotification
+	var minParams minNotification
+	// await reads until the response to id, handing each update to s.
+	await := func(id int64) (json.RawMessage, error) {
+		for {
+			line, err := readLine()
+			if err != nil {
+				return nil, fmt.Errorf("reading the agent's stdout: %w", err)
+			}
+			var m floorMessage
+			if sdk {
+				m.Params = &sdkParams
+			} else {
+				m.Params = &minParams
+			}
+			if err := json.Unmarshal(line, &m); err != nil {
+				return nil, fmt.Errorf("decoding %.80q: %w", line, err)
+			}
+			switch {
+			case m.Method == "session/update" && sdk:
+				if c := sdkParams.Update.AgentMessageChunk; c != nil && c.Content.Text != nil {
+					s.chunk(c.Content.Text.Text)
+				}
+				sdkParams = acp.SessionNotification{}
+			case m.Method == "session/update":
+				if u := minParams.Update; u.SessionUpdate == "agent_message_chunk" && u.Content.Type == "text" {
+					s.chunk(u.Content.Text)
+				}
+				minParams = minNotification{}
+			case m.Method == "" && m.ID != nil && *m.ID == id:
+				if m.Error != nil {
+					return nil, fmt.Errorf("JSON-RPC error %d: %s", m.Error.Code, m.Error.Message)
+				}
+				return m.Result, nil
+			}
+		}
+	}
+
+	if err := send(1, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}}); err != nil {
+		s.err = err
+		return
+	}
+	if _, err := await(1); err != nil {
+		s.err = fmt.Errorf("initialize: %w", err)
+		return
+	}
+	s.startup = time.Now()
+	if err := send(2, "session/new", map[string]any{"cwd": a.dir, "mcpServers": []any{}}); err != nil {
+		s.err = err
+		return
+	}
+	res, err := await(2)
+	if err != nil {
+		s.err = fmt.Errorf("session/new: %w", err)
+		return
+	}
+	var sess struct {
+		SessionID string `json:"sessionId"`
+	}
+	_ = json.Unmarshal(res, &sess)
+	s.prompt()
+	if err := send(3, "session/prompt", map[string]any{"sessionId": sess.SessionID,
+		"prompt": []any{map[string]any{"type": "text", "text": j.script()}}}); err != nil {
+		s.err = err
+		return
+	}
+	res, err = await(3)
+	s.ended()
+	if err != nil {
+		s.err = fmt.Errorf("session/prompt: %w", err)
+		return
+	}
+	var pr struct {
+		StopReason string `json:"stopReason"`
+	}
+	if _ = json.Unmarshal(res, &pr); pr.StopReason != "end_turn" {
+		s.err = fmt.Errorf("session/prompt answered %s", res)
+	}
+}
+
+// minNotification is session/update's params as ACP's schema types them, for
+// a text chunk: every field the gateway needs, nothing more.
+type minNotification struct {
+	SessionID string `json:"sessionId"`
+	Update    struct {
+		SessionUpdate string `json:"sessionUpdate"`
+		MessageID     string `json:"messageId"`
+		Content       struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	} `json:"update"`
+}

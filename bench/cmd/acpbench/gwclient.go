@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"time"
+	"unsafe"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+)
+
+// The gateway client is a Go gRPC client calling one-shot Prompt on
+// `acpgate serve` over loopback TCP. Every event's seq, every chunk's index
+// and the outcome's text (length and CRC of the chunks' concatenation) are
+// checked.
+
+// floodAgent is the test agent's name in the benchmark's gateway
+// configuration.
+const floodAgent = "flood"
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+func dialGateway(ctx context.Context, addr string) (*grpc.ClientConn, acpgatev1.AgentGatewayClient, error) {
+	conn, err := grpc.NewClient(addr,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		// A completed turn's outcome carries the whole text (twice: text
+		// and final_message), far over gRPC's default 4 MiB.
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<30)))
+	if err != nil {
+		return nil, nil, err
+	}
+	client := acpgatev1.NewAgentGatewayClient(conn)
+	// Connect now, so that no turn's time includes dialing.
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := client.ListAgents(cctx, &acpgatev1.ListAgentsRequest{}, grpc.WaitForReady(true)); err != nil {
+		conn.Close()
+		return nil, nil, fmt.Errorf("connecting to the gateway at %s: %w", addr, err)
+	}
+	return conn, client, nil
+}
+
+func runGateway(ctx context.Context, j Job) Result {
+	conn, client, err := dialGateway(ctx, j.Addr)
+	if err != nil {
+		return Result{Client: "gateway", Err: err.Error()}
+	}
+	defer conn.Close()
+	return runStreams(ctx, j, func(ctx context.Context, j Job, s *stream) {
+		gatewayTurn(ctx, client, j, s, 0, nil)
+	})
+}
+
+// gatewayTurn runs one one-shot Prompt. With readRate > 0 the client reads
+// at most readRate chunks/s; progress, when set, is told the count of chunks
+// read after each one.
+func gatewayTurn(ctx context.Context, client acpgatev1.AgentGatewayClient, j Job, s *stream, readRate int, progress func(int64)) {
+	s.t0 = time.Now()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	st, err := client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: floodAgent, Text: j.script()})
+	if err != nil {
+		s.err = err
+		return
+	}
+	var seq uint64
+	var crc uint32
+	terminal := false
+	for {
+		ev, err := st.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			s.err = fmt.Errorf("receiving: %w", err)
+			return
+		}
+		seq++
+		if ev.GetSeq() != seq && s.err == nil {
+			s.err = fmt.Errorf("event seq %d where %d was due", ev.GetSeq(), seq)
+		}
+		switch e := ev.GetEvent().(type) {
+		case *acpgatev1.PromptEvent_Started:
+			s.prompt()
+			s.startup = s.prompted
+		case *acpgatev1.PromptEvent_AgentMessageChunk:
+			text := e.AgentMessageChunk.GetText()
+			s.chunk(text)
+			crc = crc32.Update(crc, crcTable, bytesOf(text))
+			if progress != nil {
+				progress(s.v.chunks)
+			}
+			if readRate > 0 {
+				due := s.first.Add(time.Duration(s.v.chunks) * time.Second / time.Duration(readRate))
+				time.Sleep(time.Until(due))
+			}
+		case *acpgatev1.PromptEvent_Outcome:
+			s.ended()
+			terminal = true
+			text := e.Outcome.GetText()
+			if int64(len(text)) != s.v.bytes || crc32.Checksum(bytesOf(text), crcTable) != crc {
+				s.err = fmt.Errorf("the outcome's text (%d bytes) is not the chunks' concatenation (%d bytes)", len(text), s.v.bytes)
+			}
+		case *acpgatev1.PromptEvent_Error:
+			s.ended()
+			terminal = true
+			s.err = fmt.Errorf("the turn ended with a HarnessError: %s", e.Error.GetMessage())
+		}
+	}
+	if !terminal && s.err == nil {
+		s.err = errors.New("the stream ended without a terminal event")
+	}
+}
+
+// bytesOf views s as bytes without copying (the CRC only reads them).
+func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }

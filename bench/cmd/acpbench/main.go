@@ -1,0 +1,99 @@
+// Command acpbench is acpgate's benchmark harness: it measures the gateway
+// side by side with clients that talk ACP to the agent directly, and writes
+// the report (docs/benchmarks.md).
+//
+//	acpbench run [-smoke] [-runs N] [-out FILE]   run every section, write the report
+//	acpbench client -job JSON                     one measurement (used by run)
+//	acpbench report -json FILE [-out FILE]        render a report again from run's -json output
+//
+// Run it from the repository: it builds acpgate and the test agent from the
+// working tree first. See docs/benchmarks.md for what is measured and how.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	switch os.Args[1] {
+	case "run":
+		os.Exit(runDriver(os.Args[2:]))
+	case "client":
+		os.Exit(runClient(os.Args[2:]))
+	case "report":
+		os.Exit(runReport(os.Args[2:]))
+	default:
+		usage()
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: acpbench run [-smoke] [-runs N] [-out FILE] [-json FILE] | acpbench report -json FILE [-out FILE] | acpbench client -job JSON")
+	os.Exit(2)
+}
+
+// runClient runs one Job and prints its Result as JSON on stdout.
+func runClient(args []string) int {
+	fs := flag.NewFlagSet("client", flag.ContinueOnError)
+	spec := fs.String("job", "", "the Job, as JSON")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	var j Job
+	if err := json.Unmarshal([]byte(*spec), &j); err != nil {
+		fmt.Fprintln(os.Stderr, "acpbench client: -job:", err)
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), j.Timeout)
+	defer cancel()
+	var r Result
+	switch j.Client {
+	case "floor", "floor-sdk":
+		r = runFloor(ctx, j)
+	case "peer":
+		r = runPeer(ctx, j)
+	case "gateway":
+		r = runGateway(ctx, j)
+	default:
+		fmt.Fprintf(os.Stderr, "acpbench client: unknown client %q\n", j.Client)
+		return 2
+	}
+	fmt.Println(mustJSON(r))
+	return 0
+}
+
+// runReport renders the Markdown report from the raw results of a run.
+func runReport(args []string) int {
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	in := fs.String("json", "", "raw results written by acpbench run -json")
+	out := fs.String("out", "", "write the report here (default: standard output)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	b, err := os.ReadFile(*in)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "acpbench report:", err)
+		return 1
+	}
+	var r report
+	if err := json.Unmarshal(b, &r); err != nil {
+		fmt.Fprintln(os.Stderr, "acpbench report:", err)
+		return 1
+	}
+	if *out == "" {
+		fmt.Print(r.markdown())
+		return 0
+	}
+	if err := os.WriteFile(*out, []byte(r.markdown()), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "acpbench report:", err)
+		return 1
+	}
+	return 0
+}
