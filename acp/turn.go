@@ -3,6 +3,7 @@ package acp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -268,24 +269,32 @@ func (s *Session) AvailableCommands() *acpgatev1.AvailableCommands {
 }
 
 // Notify implements jsonrpc.Handler: session/update notifications, in
-// arrival order, on the connection's reader.
-func (s *Session) Notify(method string, params json.RawMessage) {
+// arrival order, on the connection's reader. It returns false only for
+// params that are not JSON at all.
+func (s *Session) Notify(method string, params json.RawMessage) bool {
 	if method != "session/update" {
+		if !json.Valid(params) {
+			return false
+		}
 		s.log.Debug("ignoring a notification the gateway does not handle", "method", method)
-		return
+		return true
 	}
 	sessionID, u, err := decodeUpdate(params)
+	var syntax *json.SyntaxError
+	if errors.As(err, &syntax) {
+		return false
+	}
 	if err != nil {
 		s.log.Warn("a session/update did not decode as its kind; passing it through raw", "err", err)
 		if u.event == nil {
-			return
+			return true
 		}
 	}
 	s.mu.Lock()
 	if sessionID != s.id {
 		s.mu.Unlock()
 		s.log.Warn("ignoring a session/update for another session", "update_session", sessionID)
-		return
+		return true
 	}
 	if u.commands != nil {
 		s.commands = u.commands
@@ -303,6 +312,7 @@ func (s *Session) Notify(method string, params json.RawMessage) {
 	default:
 		s.log.Debug("a session/update arrived outside a turn", "event", fmt.Sprintf("%T", u.event.GetEvent()))
 	}
+	return true
 }
 
 // Request implements jsonrpc.Handler: the agent's own requests.

@@ -62,8 +62,11 @@ type Handler interface {
 	// *ErrorObject answers with that error.
 	Request(ctx context.Context, method string, params json.RawMessage) (any, *ErrorObject)
 	// Notify handles one notification on the reader goroutine, in arrival
-	// order. It may block: that is the connection's backpressure.
-	Notify(method string, params json.RawMessage)
+	// order. It may block: that is the connection's backpressure. params
+	// is valid only during the call, and may not have been checked to be
+	// valid JSON: Notify returns false, having done nothing, when it is
+	// not, and the line is then handled as the stray line it is.
+	Notify(method string, params json.RawMessage) bool
 }
 
 // Options configure a Conn.
@@ -327,6 +330,9 @@ func (c *Conn) dispatch(line []byte) string {
 	if len(line) == 0 {
 		return ""
 	}
+	if method, params, ok := splitNotification(line); ok && c.handler.Notify(method, params) {
+		return ""
+	}
 	var env envelope
 	if line[0] != '{' || json.Unmarshal(line, &env) != nil {
 		return c.stray(line)
@@ -344,6 +350,35 @@ func (c *Conn) dispatch(line []byte) string {
 		return c.stray(line)
 	}
 	return ""
+}
+
+// notificationPrefix starts a notification in the member order agents
+// overwhelmingly write (the JSON-RPC libraries of the ACP SDKs among them).
+var notificationPrefix = []byte(`{"jsonrpc":"2.0","method":"`)
+
+// splitNotification finds the method and params of a notification line
+// written as {"jsonrpc":"2.0","method":M,"params":P} without decoding it.
+// Agents stream thousands of updates per turn, and decoding the envelope
+// before the params would read every update twice. The split is exact or
+// refused: P is everything between "params": and the line's final brace, so
+// if anything else followed P (an id, a second member) P is not one valid
+// JSON value, the handler's decoding fails, and the line takes the general
+// path.
+func splitNotification(line []byte) (method string, params []byte, ok bool) {
+	rest, ok := bytes.CutPrefix(line, notificationPrefix)
+	if !ok {
+		return "", nil, false
+	}
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 || bytes.IndexByte(rest[:end], '\\') >= 0 {
+		return "", nil, false
+	}
+	method = string(rest[:end])
+	rest, ok = bytes.CutPrefix(rest[end+1:], []byte(`,"params":`))
+	if !ok || len(rest) < 2 || rest[len(rest)-1] != '}' {
+		return "", nil, false
+	}
+	return method, rest[:len(rest)-1], true
 }
 
 func (c *Conn) stray(line []byte) string {

@@ -36,8 +36,12 @@ func (h recordingHandler) Request(ctx context.Context, method string, params jso
 	return nil, &ErrorObject{Code: CodeMethodNotFound, Message: "no " + method}
 }
 
-func (h recordingHandler) Notify(method string, params json.RawMessage) {
+func (h recordingHandler) Notify(method string, params json.RawMessage) bool {
+	if !json.Valid(params) {
+		return false
+	}
 	h.notes <- method + " " + string(params)
+	return true
 }
 
 func newPeer(t *testing.T, opts Options) *peer {
@@ -265,6 +269,42 @@ func TestCallReturnsWhenItsContextEnds(t *testing.T) {
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Errorf("err %v", err)
+	}
+}
+
+func TestTheNotificationFastPathIsExactOrRefused(t *testing.T) {
+	cases := []struct {
+		line, method, params string
+		ok                   bool
+	}{
+		{`{"jsonrpc":"2.0","method":"session/update","params":{"a":"}"}}`, "session/update", `{"a":"}"}`, true},
+		{`{"jsonrpc":"2.0","method":"m","params":[1]}`, "m", `[1]`, true},
+		// Anything after params makes the split value invalid JSON, so the
+		// handler refuses it and the general path sees the whole line.
+		{`{"jsonrpc":"2.0","method":"m","params":{},"id":3}`, "m", `{},"id":3`, true},
+		{`{"jsonrpc":"2.0","method":"a\"b","params":{}}`, "", "", false},
+		{`{"method":"m","params":{},"jsonrpc":"2.0"}`, "", "", false},
+		{`{"jsonrpc":"2.0","method":"m"}`, "", "", false},
+	}
+	for _, c := range cases {
+		method, params, ok := splitNotification([]byte(c.line))
+		if ok != c.ok || method != c.method || string(params) != c.params {
+			t.Errorf("%s: got %q %q %v", c.line, method, params, ok)
+		}
+	}
+}
+
+func TestARequestThatLooksLikeANotificationIsServedAsARequest(t *testing.T) {
+	p := newPeer(t, Options{})
+	p.send(`{"jsonrpc":"2.0","method":"echo","params":{"v":1},"id":42}`)
+	m := p.read()
+	if m["id"] != float64(42) || m["result"].(map[string]any)["v"] != float64(1) {
+		t.Errorf("answer %v", m)
+	}
+	select {
+	case n := <-p.notes:
+		t.Errorf("a request was also handled as a notification: %s", n)
+	default:
 	}
 }
 
