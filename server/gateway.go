@@ -246,6 +246,13 @@ func (g *Gateway) Prompt(req *acpgatev1.PromptRequest, stream acpgatev1.AgentGat
 		if err != nil {
 			return err
 		}
+		select {
+		case <-live.sess.Done():
+			// Its agent has gone; the janitor has not swept it yet.
+			g.remove(live)
+			return status.Errorf(codes.NotFound, "session %q has ended: its agent is gone", req.GetSessionId())
+		default:
+		}
 		if !live.claim(turnID) {
 			return status.Errorf(codes.FailedPrecondition, "session %q is already running a turn (ACP allows one at a time)", req.GetSessionId())
 		}
@@ -518,11 +525,7 @@ func (g *Gateway) remove(live *liveSession) {
 		}
 	}
 	g.mu.Unlock()
-	live.mu.Lock()
-	wasClosed := live.closed
-	live.mu.Unlock()
-	live.close()
-	if !wasClosed {
+	if live.close() {
 		live.agent.mu.Lock()
 		live.agent.open--
 		live.agent.mu.Unlock()

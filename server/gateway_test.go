@@ -677,3 +677,23 @@ func TestAnIdleSessionIsClosedAfterItsIdleTimeout(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+func TestASessionWhoseAgentDiedIsGone(t *testing.T) {
+	h := start(t)
+	ctx := context.Background()
+	s, err := h.client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := collectOK(t, h, s.GetId(), "exit 3")
+	if last(events).GetError().GetTransport().GetExitCode() != 3 {
+		t.Fatalf("%v", last(events))
+	}
+	stream, err := h.client.Prompt(ctx, &acpgatev1.PromptRequest{SessionId: s.GetId(), Text: "chunk x"})
+	if err == nil {
+		_, err = stream.Recv()
+	}
+	if status.Code(err) != codes.NotFound {
+		t.Errorf("a turn on a session whose agent exited: %v", err)
+	}
+}

@@ -77,17 +77,19 @@ func (l *liveSession) proto() *acpgatev1.Session {
 }
 
 // close stops the agent and removes a temporary workspace. Safe to call
-// more than once.
-func (l *liveSession) close() {
+// more than once and from several goroutines: it reports true to the one
+// call that did the closing, so bookkeeping is undone exactly once.
+func (l *liveSession) close() bool {
 	l.mu.Lock()
 	already := l.closed
 	l.closed = true
 	l.mu.Unlock()
 	if already {
-		return
+		return false
 	}
 	l.sess.Close()
 	if l.tempDir != "" {
 		_ = os.RemoveAll(l.tempDir)
 	}
+	return true
 }
