@@ -65,8 +65,8 @@ type chunkParams struct {
 // decodeTextChunk is the fast path for text message chunks. ok is false for
 // anything else, which then takes the general path.
 func decodeTextChunk(params json.RawMessage) (sessionID string, u update, ok bool) {
-	var p chunkParams
-	if json.Unmarshal(params, &p) != nil {
+	p, scanned := scanTextChunk(params)
+	if !scanned && json.Unmarshal(params, &p) != nil {
 		return "", update{}, false
 	}
 	c := p.Update.Content

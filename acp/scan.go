@@ -1,0 +1,205 @@
+package acp
+
+import (
+	"bytes"
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// scanTextChunk reads the params of a text chunk update without reflection:
+// an object whose members are only sessionId and update, where update holds
+// only sessionUpdate, messageId and content, and content only type and
+// text, every value a string. It refuses (ok false) anything else — another
+// member, a duplicate, a number, an escape it would have to interpret in a
+// key — and the caller then decodes with encoding/json, so the scanner never
+// decides what a message means, it only reads the common case faster. A
+// fuzz target holds it to encoding/json's answer.
+func scanTextChunk(params []byte) (p chunkParams, ok bool) {
+	s := scanner{b: params}
+	var seen [5]bool // sessionId, update, sessionUpdate, messageId, content
+	var content struct {
+		typ, text       string
+		hasType, hasTxt bool
+	}
+	if !s.object(func(key []byte) bool {
+		switch string(key) {
+		case "sessionId":
+			if seen[0] {
+				return false
+			}
+			seen[0] = true
+			v, ok := s.str()
+			p.SessionID = v
+			return ok
+		case "update":
+			if seen[1] {
+				return false
+			}
+			seen[1] = true
+			return s.object(func(key []byte) bool {
+				switch string(key) {
+				case "sessionUpdate":
+					if seen[2] {
+						return false
+					}
+					seen[2] = true
+					v, ok := s.str()
+					p.Update.SessionUpdate = v
+					return ok
+				case "messageId":
+					if seen[3] {
+						return false
+					}
+					seen[3] = true
+					v, ok := s.str()
+					p.Update.MessageID = &v
+					return ok
+				case "content":
+					if seen[4] {
+						return false
+					}
+					seen[4] = true
+					return s.object(func(key []byte) bool {
+						switch string(key) {
+						case "type":
+							if content.hasType {
+								return false
+							}
+							content.hasType = true
+							v, ok := s.str()
+							content.typ = v
+							return ok
+						case "text":
+							if content.hasTxt {
+								return false
+							}
+							content.hasTxt = true
+							v, ok := s.str()
+							content.text = v
+							return ok
+						}
+						return false
+					})
+				}
+				return false
+			})
+		}
+		return false
+	}) {
+		return chunkParams{}, false
+	}
+	s.space()
+	if s.i != len(s.b) || !seen[4] || !content.hasType || !content.hasTxt {
+		return chunkParams{}, false
+	}
+	text := content.text
+	p.Update.Content = &struct {
+		Type string  `json:"type"`
+		Text *string `json:"text"`
+	}{Type: content.typ, Text: &text}
+	return p, true
+}
+
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (s *scanner) space() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+func (s *scanner) consume(c byte) bool {
+	s.space()
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// object reads {"key": value, ...}, calling member for each key with the
+// scanner positioned at the value; member consumes the value.
+func (s *scanner) object(member func(key []byte) bool) bool {
+	if !s.consume('{') {
+		return false
+	}
+	if s.consume('}') {
+		return true
+	}
+	for {
+		s.space()
+		key, ok := s.plainString()
+		if !ok || !s.consume(':') {
+			return false
+		}
+		s.space()
+		if !member(key) {
+			return false
+		}
+		if s.consume(',') {
+			continue
+		}
+		return s.consume('}')
+	}
+}
+
+// plainString reads a string without escapes or control characters, as
+// valid UTF-8, and returns its bytes (valid until the buffer changes).
+func (s *scanner) plainString() ([]byte, bool) {
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return nil, false
+	}
+	start := s.i + 1
+	end := bytes.IndexByte(s.b[start:], '"')
+	if end < 0 {
+		return nil, false
+	}
+	raw := s.b[start : start+end]
+	for _, c := range raw {
+		if c < 0x20 || c == '\\' {
+			return nil, false
+		}
+	}
+	if !utf8.Valid(raw) {
+		return nil, false
+	}
+	s.i = start + end + 1
+	return raw, true
+}
+
+// str reads a string value. A string with escapes is handed to
+// encoding/json, which knows every rule (surrogates, invalid UTF-8); only
+// the plain case is read here.
+func (s *scanner) str() (string, bool) {
+	if raw, ok := s.plainString(); ok {
+		return string(raw), true
+	}
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return "", false
+	}
+	end := s.i + 1
+	for end < len(s.b) {
+		switch s.b[end] {
+		case '\\':
+			end += 2
+			continue
+		case '"':
+			var v string
+			if json.Unmarshal(s.b[s.i:end+1], &v) != nil {
+				return "", false
+			}
+			s.i = end + 1
+			return v, true
+		}
+		end++
+	}
+	return "", false
+}
