@@ -15,11 +15,21 @@ import "strings"
 //     message, since they are commentary on the same answer;
 //   - only text content counts as text; a message with no text is not a
 //     message, so no empty entry is ever joined into the result.
+//
+// Text is kept as the chunks' own strings and joined once, when the turn
+// ends: appending to a growing buffer would copy the answer again at every
+// doubling, which for a long answer was the largest single cost of a turn.
 type accumulator struct {
-	done    []string
-	current strings.Builder
+	done    []message // completed messages with text
+	current message
 	id      string
 	open    bool
+}
+
+// message is one message's text, as the chunks that carried it.
+type message struct {
+	parts []string
+	size  int
 }
 
 func (a *accumulator) chunk(c chunkInfo) {
@@ -29,8 +39,9 @@ func (a *accumulator) chunk(c chunkInfo) {
 	if !a.open {
 		a.open, a.id = true, c.messageID
 	}
-	if c.isText {
-		a.current.WriteString(c.text)
+	if c.isText && c.text != "" {
+		a.current.parts = append(a.current.parts, c.text)
+		a.current.size += len(c.text)
 	}
 }
 
@@ -40,22 +51,39 @@ func (a *accumulator) split() {
 		return
 	}
 	a.open = false
-	if a.current.Len() == 0 {
-		return
+	if a.current.size > 0 {
+		a.done = append(a.done, a.current)
 	}
-	a.done = append(a.done, a.current.String())
-	a.current.Reset()
+	a.current = message{}
 }
 
 // messageSeparator joins a turn's messages in PromptOutcome.text.
 const messageSeparator = "\n\n"
 
 // finish ends the turn's last message and returns the turn's text and its
-// final message.
+// final message. The text is built with one copy; the final message is the
+// text's own tail, not a second copy.
 func (a *accumulator) finish() (text, final string) {
 	a.split()
 	if len(a.done) == 0 {
 		return "", ""
 	}
-	return strings.Join(a.done, messageSeparator), a.done[len(a.done)-1]
+	total := len(messageSeparator) * (len(a.done) - 1)
+	for _, m := range a.done {
+		total += m.size
+	}
+	var b strings.Builder
+	b.Grow(total)
+	for i, m := range a.done {
+		if i > 0 {
+			b.WriteString(messageSeparator)
+		}
+		for _, p := range m.parts {
+			b.WriteString(p)
+		}
+	}
+	text = b.String()
+	last := a.done[len(a.done)-1].size
+	a.done = nil
+	return text, text[len(text)-last:]
 }
