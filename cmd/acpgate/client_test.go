@@ -621,8 +621,8 @@ func TestCLIAgents(t *testing.T) {
 
 func TestCLISessions(t *testing.T) {
 	f := &fakeGateway{sessions: &acpgatev1.ListSessionsResponse{Sessions: []*acpgatev1.Session{
-		{Id: "sess-1", Agent: "demo", Cwd: "/work/a", State: acpgatev1.SessionState_SESSION_STATE_IDLE, Turns: 3},
-		{Id: "sess-2", Agent: "gemini", Cwd: "/work/b c", State: acpgatev1.SessionState_SESSION_STATE_RUNNING, Turns: 1, CurrentTurnId: "t"},
+		{Id: "sess-1", Agent: "demo", Cwd: "/srv/a", State: acpgatev1.SessionState_SESSION_STATE_IDLE, Turns: 3},
+		{Id: "sess-2", Agent: "gemini", Cwd: "/srv/b c", State: acpgatev1.SessionState_SESSION_STATE_RUNNING, Turns: 1, CurrentTurnId: "t"},
 	}}}
 	addr := cliServe(t, f)
 	t.Setenv("ACPGATE_ADDR", addr) // the default address comes from the environment
@@ -633,8 +633,8 @@ func TestCLISessions(t *testing.T) {
 	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
 	want := [][]string{
 		{"ID", "AGENT", "STATE", "TURNS", "CWD"},
-		{"sess-1", "demo", "idle", "3", "/work/a"},
-		{"sess-2", "gemini", "running", "1", "/work/b c"},
+		{"sess-1", "demo", "idle", "3", "/srv/a"},
+		{"sess-2", "gemini", "running", "1", "/srv/b c"},
 	}
 	if len(lines) != len(want) {
 		t.Fatalf("want a header and 2 rows:\n%s", stdout)
