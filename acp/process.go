@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -151,7 +152,7 @@ func (p *process) drainStderr(onLine func(string)) {
 // newlines cannot grow the buffer.
 func emitLines(b []byte, onLine func(string)) []byte {
 	for {
-		i := indexByte(b, '\n')
+		i := bytes.IndexByte(b, '\n')
 		if i < 0 {
 			if len(b) > 4<<10 {
 				onLine(string(b))
@@ -162,15 +163,6 @@ func emitLines(b []byte, onLine func(string)) []byte {
 		onLine(string(b[:i]))
 		b = b[i+1:]
 	}
-}
-
-func indexByte(b []byte, c byte) int {
-	for i, x := range b {
-		if x == c {
-			return i
-		}
-	}
-	return -1
 }
 
 // Stdout returns the agent's stdout.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -217,7 +218,7 @@ func (s *Session) handshake(ctx context.Context, opts OpenOptions) error {
 		s.info.AuthMethods = append(s.info.AuthMethods, m.ID)
 	}
 	if m := s.cfg.AuthMethod; m != "" {
-		if !contains(s.info.AuthMethods, m) {
+		if !slices.Contains(s.info.AuthMethods, m) {
 			return &Error{Proto: s.interp.AuthMethodNotAdvertised(m, s.info.AuthMethods)}
 		}
 		var ignored json.RawMessage
@@ -355,13 +356,4 @@ func (s *Session) Close() {
 		s.proc.stop(s.cfg.StopGrace)
 		s.conn.Close()
 	})
-}
-
-func contains(list []string, v string) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }

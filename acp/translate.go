@@ -34,8 +34,9 @@ type chunkInfo struct {
 	isText    bool
 }
 
-// updateKind extracts the sessionUpdate discriminator without decoding the
-// rest of the update.
+// updateHead splits a session/update's params into the session id and the
+// raw update, and kindHead reads the update's discriminator, so the update
+// itself is decoded once, as its own kind.
 type updateHead struct {
 	SessionID string          `json:"sessionId"`
 	Update    json.RawMessage `json:"update"`
