@@ -113,7 +113,6 @@ type Session struct {
 	replay   func(*acpgatev1.PromptEvent)
 	closed   bool
 	commands *acpgatev1.AvailableCommands
-	mode     string
 	permSeq  int
 	pending  map[string]*pendingPermission
 

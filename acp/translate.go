@@ -23,9 +23,8 @@ type update struct {
 	// splits is true for updates after which an id-less message ends: the
 	// agent turned to tools.
 	splits bool
-	// commands and mode update the session's state outside turns too.
+	// commands updates the session's state outside turns too.
 	commands *acpgatev1.AvailableCommands
-	mode     string
 }
 
 type chunkInfo struct {
@@ -200,7 +199,7 @@ func translateUpdate(kind string, raw json.RawMessage) (update, error) {
 		if err := json.Unmarshal(raw, &v); err != nil {
 			return update{}, err
 		}
-		return update{mode: string(v.CurrentModeId), event: &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_CurrentMode{
+		return update{event: &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_CurrentMode{
 			CurrentMode: &acpgatev1.CurrentMode{ModeId: string(v.CurrentModeId)},
 		}}}, nil
 	case "usage_update":

@@ -251,16 +251,6 @@ func (s *Session) Cancel(cause string) bool {
 	return true
 }
 
-// Running reports the running turn's id, or "".
-func (s *Session) Running() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.turn == nil {
-		return ""
-	}
-	return s.turn.id
-}
-
 // AvailableCommands returns the commands the agent last advertised.
 func (s *Session) AvailableCommands() *acpgatev1.AvailableCommands {
 	s.mu.Lock()
@@ -298,9 +288,6 @@ func (s *Session) Notify(method string, params json.RawMessage) bool {
 	}
 	if u.commands != nil {
 		s.commands = u.commands
-	}
-	if u.mode != "" {
-		s.mode = u.mode
 	}
 	t, replay := s.turn, s.replay
 	s.mu.Unlock()
