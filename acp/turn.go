@@ -26,12 +26,16 @@ type PromptOptions struct {
 	// the backpressure that keeps memory bounded. It must return once the
 	// consumer is gone (for example by discarding).
 	Emit func(*acpgatev1.PromptEvent)
+	// OmitText leaves the text out of a completed turn's outcome
+	// (outcome.Turn.OmitText).
+	OmitText bool
 }
 
 // turn is the state of one running prompt turn.
 type turn struct {
-	id   string
-	emit func(*acpgatev1.PromptEvent)
+	id       string
+	emit     func(*acpgatev1.PromptEvent)
+	omitText bool
 
 	mu       sync.Mutex
 	acc      accumulator
@@ -136,7 +140,7 @@ func (s *Session) Prompt(ctx context.Context, prompt []acpsdk.ContentBlock, opts
 	if emit == nil {
 		emit = func(*acpgatev1.PromptEvent) {}
 	}
-	t := &turn{id: opts.TurnID, emit: emit, cancelled: make(chan struct{}), ended: make(chan struct{})}
+	t := &turn{id: opts.TurnID, emit: emit, omitText: opts.OmitText, cancelled: make(chan struct{}), ended: make(chan struct{})}
 	s.mu.Lock()
 	switch {
 	case s.closed:
@@ -216,6 +220,7 @@ func (s *Session) conclude(t *turn, sessionID string, reply jsonrpc.Reply) outco
 		FinalMessage: final,
 		SessionID:    sessionID,
 		TurnID:       t.id,
+		OmitText:     t.omitText,
 		CancelCause:  cause,
 	})
 	if result.Outcome != nil {

@@ -75,10 +75,36 @@ type Turn struct {
 	SessionID string
 	// TurnID is the gateway's identifier of the turn.
 	TurnID string
+	// OmitText leaves the text out of a completed turn's outcome, which
+	// then says so and gives the lengths (PromptRequest.omit_outcome_text).
+	// It never changes an error: a partial output is always reported.
+	OmitText bool
 	// CancelCause, when the gateway itself cancelled the turn, says why
 	// (for example "the client went away"). It only words the message of a
 	// cancelled ending; it never turns another ending into a cancellation.
 	CancelCause string
+}
+
+// completed is the outcome of a turn that ended with end_turn.
+func completed(t Turn, usage *acpgatev1.Usage) *acpgatev1.PromptOutcome {
+	o := &acpgatev1.PromptOutcome{
+		Text:         t.Text,
+		FinalMessage: t.FinalMessage,
+		StopKind:     acpgatev1.StopKind_STOP_KIND_END_TURN,
+		StopReason:   string(acpsdk.StopReasonEndTurn),
+		SessionId:    t.SessionID,
+		TurnId:       t.TurnID,
+		Usage:        usage,
+	}
+	if t.OmitText {
+		// The lengths stay, so that the omission is visible and an empty
+		// text still only ever means the agent said nothing.
+		o.Text, o.FinalMessage = "", ""
+		o.TextOmitted = true
+		o.TextBytes = uint64(len(t.Text))
+		o.FinalMessageBytes = uint64(len(t.FinalMessage))
+	}
+	return o
 }
 
 // Result is the interpretation of a turn: exactly one of Outcome and Error
@@ -146,15 +172,7 @@ func (in Interpreter) answered(method string, t Turn) Result {
 	}
 	switch response.StopReason {
 	case acpsdk.StopReasonEndTurn:
-		return Result{Outcome: &acpgatev1.PromptOutcome{
-			Text:         t.Text,
-			FinalMessage: t.FinalMessage,
-			StopKind:     acpgatev1.StopKind_STOP_KIND_END_TURN,
-			StopReason:   string(acpsdk.StopReasonEndTurn),
-			SessionId:    t.SessionID,
-			TurnId:       t.TurnID,
-			Usage:        usageOf(response.Usage),
-		}}
+		return Result{Outcome: completed(t, usageOf(response.Usage))}
 	case acpsdk.StopReasonRefusal:
 		return in.fail(t.Text, refusedMessage(method), &acpgatev1.HarnessError{
 			Kind: &acpgatev1.HarnessError_PolicyRefused{PolicyRefused: &acpgatev1.PolicyRefusal{

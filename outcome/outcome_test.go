@@ -87,6 +87,55 @@ var table = []struct {
 		},
 	},
 	{
+		name: "end_turn_with_the_text_omitted_gives_its_lengths_and_says_so",
+		turn: func() outcome.Turn {
+			t := answered(`{"stopReason":"end_turn"}`, "", "first answer\n\nsecond ünïcödé")
+			t.OmitText = true
+			return t
+		}(),
+		check: func(t *testing.T, r outcome.Result) {
+			o := mustOutcome(t, r)
+			if o.GetText() != "" || o.GetFinalMessage() != "" || !o.GetTextOmitted() {
+				t.Errorf("text %q final %q omitted %v", o.GetText(), o.GetFinalMessage(), o.GetTextOmitted())
+			}
+			if want := len("first answer\n\nsecond ünïcödé"); o.GetTextBytes() != uint64(want) {
+				t.Errorf("text_bytes %d, want %d", o.GetTextBytes(), want)
+			}
+			if want := len("second ünïcödé"); o.GetFinalMessageBytes() != uint64(want) {
+				t.Errorf("final_message_bytes %d, want %d", o.GetFinalMessageBytes(), want)
+			}
+		},
+	},
+	{
+		name: "end_turn_with_no_text_and_the_text_omitted_still_says_it_was_omitted",
+		turn: func() outcome.Turn {
+			t := answered(`{"stopReason":"end_turn"}`, "", "")
+			t.OmitText = true
+			return t
+		}(),
+		check: func(t *testing.T, r outcome.Result) {
+			o := mustOutcome(t, r)
+			if !o.GetTextOmitted() || o.GetTextBytes() != 0 || o.GetFinalMessageBytes() != 0 {
+				t.Errorf("outcome %v", o)
+			}
+		},
+	},
+	{
+		name: "omitting_the_text_never_omits_a_failures_partial",
+		turn: func() outcome.Turn {
+			t := answered(`{"stopReason":"refusal"}`, "", "I will not")
+			t.OmitText = true
+			return t
+		}(),
+		check: func(t *testing.T, r outcome.Result) {
+			e := mustError(t, r)
+			mustContain(t, e.GetMessage(), "; partial output: I will not")
+			if e.GetPartial().GetText() != "I will not" {
+				t.Errorf("partial %v", e.GetPartial())
+			}
+		},
+	},
+	{
 		name: "refusal_is_a_policy_refusal_with_the_partial_attached",
 		turn: answered(`{"stopReason":"refusal"}`, "", "I will not"),
 		check: func(t *testing.T, r outcome.Result) {
@@ -424,16 +473,17 @@ func TestAnUnknownEndingIsAnErrorNotAPanic(t *testing.T) {
 
 func FuzzInterpretAlwaysYieldsExactlyOne(f *testing.F) {
 	for _, row := range table {
-		f.Add(uint8(row.turn.Ending), []byte(row.turn.Response.Result), []byte(row.turn.Response.Error), row.turn.Text, row.turn.Failure.Detail)
+		f.Add(uint8(row.turn.Ending), []byte(row.turn.Response.Result), []byte(row.turn.Response.Error), row.turn.Text, row.turn.Failure.Detail, row.turn.OmitText)
 	}
-	f.Add(uint8(1), []byte(`{"stopReason":"end_turn","usage":{"inputTokens":"x"}}`), []byte(nil), "", "")
-	f.Add(uint8(1), []byte(nil), []byte(`{"code":1e400,"message":7}`), "\xff\xfe", "")
-	f.Fuzz(func(t *testing.T, ending uint8, result, rpcError []byte, text, detail string) {
+	f.Add(uint8(1), []byte(`{"stopReason":"end_turn","usage":{"inputTokens":"x"}}`), []byte(nil), "", "", false)
+	f.Add(uint8(1), []byte(nil), []byte(`{"code":1e400,"message":7}`), "\xff\xfe", "", true)
+	f.Fuzz(func(t *testing.T, ending uint8, result, rpcError []byte, text, detail string, omit bool) {
 		turn := outcome.Turn{
 			Ending:   outcome.Ending(ending % 5),
 			Response: outcome.Response{Result: nilIfEmpty(result), Error: nilIfEmpty(rpcError)},
 			Failure:  outcome.Failure{Detail: detail},
 			Text:     text,
+			OmitText: omit,
 		}
 		r := outcome.Interpreter{PartialCap: 64}.Interpret(turn)
 		mustBeExactlyOne(t, r)
@@ -450,6 +500,17 @@ func FuzzInterpretAlwaysYieldsExactlyOne(f *testing.F) {
 		}
 		if r.Outcome != nil && r.Outcome.GetStopReason() != "end_turn" {
 			t.Fatalf("an outcome other than end_turn: %v", r.Outcome)
+		}
+		if o := r.Outcome; o != nil {
+			if o.GetTextOmitted() != omit {
+				t.Fatalf("text_omitted %v for omit %v", o.GetTextOmitted(), omit)
+			}
+			if omit && (o.GetText() != "" || o.GetTextBytes() != uint64(len(text))) {
+				t.Fatalf("omitted outcome carries text %q or the wrong length %d (want %d)", o.GetText(), o.GetTextBytes(), len(text))
+			}
+			if !omit && (o.GetText() != text || o.GetTextBytes() != 0) {
+				t.Fatalf("outcome text %q (bytes %d), want %q", o.GetText(), o.GetTextBytes(), text)
+			}
 		}
 	})
 }

@@ -277,9 +277,10 @@ func (g *Gateway) Prompt(req *acpgatev1.PromptRequest, stream acpgatev1.AgentGat
 
 	out.send(started(turnID, live.sess.ID(), live.agent.cfg.Name))
 	result, err := live.sess.Prompt(ctx, blocks, acp.PromptOptions{
-		TurnID:  turnID,
-		Timeout: live.agent.cfg.TurnTimeout,
-		Emit:    out.send,
+		TurnID:   turnID,
+		Timeout:  live.agent.cfg.TurnTimeout,
+		Emit:     out.send,
+		OmitText: req.GetOmitOutcomeText(),
 	})
 	if err != nil {
 		// Not a turn's ending (busy or closed underneath us), but the

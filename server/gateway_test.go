@@ -308,6 +308,39 @@ func TestChunksArriveInOrderBeforeTheTerminal(t *testing.T) {
 	}
 }
 
+func TestAClientThatAssemblesTheChunksCanHaveTheOutcomeOmitTheText(t *testing.T) {
+	h := start(t)
+	script := "chunk@a first ünïcödé\nchunk@a  message\nchunk@b second\nstop end_turn"
+	ask := func(omit bool) []*acpgatev1.PromptEvent {
+		stream, err := h.client.Prompt(context.Background(), &acpgatev1.PromptRequest{Agent: "test", Text: script, OmitOutcomeText: omit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return collect(t, stream)
+	}
+	full := last(ask(false)).GetOutcome()
+	events := ask(true)
+	lean := last(events).GetOutcome()
+	if full.GetText() == "" || full.GetTextOmitted() || full.GetTextBytes() != 0 {
+		t.Fatalf("by default the outcome carries the text and nothing else: %v", full)
+	}
+	if lean.GetText() != "" || lean.GetFinalMessage() != "" || !lean.GetTextOmitted() {
+		t.Fatalf("asked to omit the text, the outcome is %v", lean)
+	}
+	if lean.GetTextBytes() != uint64(len(full.GetText())) || lean.GetFinalMessageBytes() != uint64(len(full.GetFinalMessage())) {
+		t.Errorf("lengths %d/%d, want %d/%d", lean.GetTextBytes(), lean.GetFinalMessageBytes(), len(full.GetText()), len(full.GetFinalMessage()))
+	}
+	var chunks int
+	for _, e := range events {
+		if e.GetAgentMessageChunk() != nil {
+			chunks++
+		}
+	}
+	if chunks != 3 {
+		t.Errorf("%d chunks streamed, want 3: omitting the outcome's text must not touch the stream", chunks)
+	}
+}
+
 func TestRequestsThatRunNoTurnGetAStatus(t *testing.T) {
 	h := start(t)
 	sess, err := h.client.CreateSession(context.Background(), &acpgatev1.CreateSessionRequest{Agent: "test"})

@@ -49,6 +49,7 @@ type scenario struct {
 	Agent                 string   `json:"agent"`
 	Session               bool     `json:"session"`
 	CancelAfterFirstChunk bool     `json:"cancel_after_first_chunk"`
+	OmitOutcomeText       bool     `json:"omit_outcome_text"`
 	Script                []string `json:"script"`
 }
 
@@ -124,7 +125,10 @@ func runScenario(client acpgatev1.AgentGatewayClient, sc scenario) ([]byte, erro
 	defer cancel()
 
 	out := map[string]any{"name": sc.Name, "arms": []any{}}
-	req := &acpgatev1.PromptRequest{Text: strings.Join(sc.Script, "\n")}
+	req := &acpgatev1.PromptRequest{
+		Text:            strings.Join(sc.Script, "\n"),
+		OmitOutcomeText: sc.OmitOutcomeText,
+	}
 	if sc.Session {
 		sess, err := client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: sc.Agent})
 		if err != nil {

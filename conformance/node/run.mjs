@@ -129,7 +129,7 @@ function deadline() {
 
 async function runScenario(gateway, sc) {
   const out = { name: sc.name, arms: [] };
-  const req = { text: sc.script.join("\n") };
+  const req = { text: sc.script.join("\n"), omit_outcome_text: sc.omit_outcome_text ?? false };
   let sessionId = null;
   if (sc.session) {
     try {
@@ -207,9 +207,15 @@ async function main() {
     process.stderr.write("usage: run.mjs --addr HOST:PORT [--scenarios FILE] [--only NAME]\n");
     return 2;
   }
-  const scenarios = JSON.parse(readFileSync(args.scenarios, "utf8")).scenarios.filter(
-    (sc) => !args.only || sc.name === args.only,
-  );
+  const all = JSON.parse(readFileSync(args.scenarios, "utf8")).scenarios;
+  for (const sc of all) {
+    // As the Go runner's decoder: a present key must be a JSON boolean.
+    if (typeof (sc.omit_outcome_text ?? false) !== "boolean") {
+      process.stderr.write(`run.mjs: scenario ${sc.name}: omit_outcome_text is not a boolean\n`);
+      return 1;
+    }
+  }
+  const scenarios = all.filter((sc) => !args.only || sc.name === args.only);
   if (scenarios.length === 0) {
     process.stderr.write("run.mjs: no scenario to run\n");
     return 1;

@@ -115,7 +115,8 @@ def violations(events, agent, session_id):
 
 def run_scenario(gateway, sc):
     out = {"name": sc["name"], "arms": []}
-    req = gateway_pb2.PromptRequest(text="\n".join(sc["script"]))
+    req = gateway_pb2.PromptRequest(text="\n".join(sc["script"]),
+                                    omit_outcome_text=sc.get("omit_outcome_text", False))
     session_id = None
     if sc.get("session"):
         try:
@@ -184,6 +185,11 @@ def main(argv):
 
     with open(args.scenarios, encoding="utf-8") as f:
         scenarios = json.load(f)["scenarios"]
+    for sc in scenarios:
+        # As the Go runner's decoder: a present key must be a JSON boolean.
+        if not isinstance(sc.get("omit_outcome_text", False), bool):
+            print(f"run.py: scenario {sc['name']}: omit_outcome_text is not a boolean", file=sys.stderr)
+            return 1
     scenarios = [sc for sc in scenarios if not args.only or sc["name"] == args.only]
     if not scenarios:
         print("run.py: no scenario to run", file=sys.stderr)

@@ -460,7 +460,7 @@ func (d *driver) check(what string, r Result) {
 // ---- sections ----
 
 func (d *driver) throughput() error {
-	clients := []string{"floor", "floor-sdk", "peer", "gateway"}
+	clients := []string{"floor", "floor-sdk", "peer", "gateway", gatewayOmit}
 	for _, sh := range d.plan.floods {
 		g, err := d.gateway()
 		if err != nil {
@@ -470,7 +470,7 @@ func (d *driver) throughput() error {
 		for rep := range sh.Runs {
 			for _, c := range clients {
 				var gw *gatewayProc
-				if c == "gateway" {
+				if c == "gateway" || c == gatewayOmit {
 					gw = g
 				}
 				r := d.job(gw, Job{Client: c, N: sh.N, Size: sh.Size, Timeout: 5 * time.Minute})

@@ -20,6 +20,11 @@ import (
 // and the outcome's text (length and CRC of the chunks' concatenation) are
 // checked.
 
+// gatewayOmit is the gateway client that sets
+// PromptRequest.omit_outcome_text: it keeps the chunks and gets only the
+// text's length in the outcome, as a client rendering the stream would.
+const gatewayOmit = "gateway-omit"
+
 // floodAgent is the test agent's name in the benchmark's gateway
 // configuration.
 const floodAgent = "flood"
@@ -49,7 +54,7 @@ func dialGateway(ctx context.Context, addr string) (*grpc.ClientConn, acpgatev1.
 func runGateway(ctx context.Context, j Job) Result {
 	conn, client, err := dialGateway(ctx, j.Addr)
 	if err != nil {
-		return Result{Client: "gateway", Err: err.Error()}
+		return Result{Client: j.Client, Err: err.Error()}
 	}
 	defer conn.Close()
 	return runStreams(ctx, j, func(ctx context.Context, j Job, s *stream) {
@@ -64,7 +69,8 @@ func gatewayTurn(ctx context.Context, client acpgatev1.AgentGatewayClient, j Job
 	s.t0 = time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	st, err := client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: floodAgent, Text: j.script()})
+	omit := j.Client == gatewayOmit
+	st, err := client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: floodAgent, Text: j.script(), OmitOutcomeText: omit})
 	if err != nil {
 		s.err = err
 		return
@@ -103,6 +109,15 @@ func gatewayTurn(ctx context.Context, client acpgatev1.AgentGatewayClient, j Job
 		case *acpgatev1.PromptEvent_Outcome:
 			s.ended()
 			terminal = true
+			if omit {
+				// The client has the text already: the outcome says how
+				// long it was, which the chunks must add up to.
+				if !e.Outcome.GetTextOmitted() || e.Outcome.GetText() != "" || int64(e.Outcome.GetTextBytes()) != s.v.bytes {
+					s.err = fmt.Errorf("asked to omit the text, the outcome has text_omitted %v, %d bytes of text and text_bytes %d (the chunks: %d bytes)",
+						e.Outcome.GetTextOmitted(), len(e.Outcome.GetText()), e.Outcome.GetTextBytes(), s.v.bytes)
+				}
+				break
+			}
 			text := e.Outcome.GetText()
 			if int64(len(text)) != s.v.bytes || crc32.Checksum(bytesOf(text), crcTable) != crc {
 				s.err = fmt.Errorf("the outcome's text (%d bytes) is not the chunks' concatenation (%d bytes)", len(text), s.v.bytes)

@@ -59,7 +59,7 @@ func runClient(args []string) int {
 		r = runFloor(ctx, j)
 	case "peer":
 		r = runPeer(ctx, j)
-	case "gateway":
+	case "gateway", gatewayOmit:
 		r = runGateway(ctx, j)
 	default:
 		fmt.Fprintf(os.Stderr, "acpbench client: unknown client %q\n", j.Client)

@@ -36,20 +36,26 @@ func lostOf(rs []Result) (lost, ooo, chunks int64) {
 
 func (r *report) verdicts() []verdict {
 	var out []verdict
-	flood := func(name, target string, want float64) {
-		v := verdict{Figure: "unpaced flood, " + strings.TrimSuffix(name, " flood") + " chunks: gateway / floor", Target: target}
+	flood := func(name, client, target string, want float64) {
+		who := "gateway"
+		if client == gatewayOmit {
+			who = "gateway with `omit_outcome_text`"
+		}
+		v := verdict{Figure: "unpaced flood, " + strings.TrimSuffix(name, " flood") + " chunks: " + who + " / floor", Target: target}
 		if sr := r.floodShape(name); sr != nil {
-			rat := ratios(sr.Runs["gateway"], sr.Runs["floor"], Result.rate)
-			lost, ooo, _ := lostOf(sr.Runs["gateway"])
-			errs := len(sr.Runs["gateway"]) - len(oks(sr.Runs["gateway"], Result.rate))
+			rat := ratios(sr.Runs[client], sr.Runs["floor"], Result.rate)
+			lost, ooo, _ := lostOf(sr.Runs[client])
+			errs := len(sr.Runs[client]) - len(oks(sr.Runs[client], Result.rate))
 			v.Known = len(rat) > 0
 			v.Measured = fmt.Sprintf("%s; %d lost, %d out of order, %d failed runs", mmm(rat, fmtRatio), lost, ooo, errs)
 			v.Met = v.Known && median(rat) >= want && lost == 0 && ooo == 0 && errs == 0
 		}
 		out = append(out, v)
 	}
-	flood("64 B flood", "≥ 0.5, zero loss", 0.5)
-	flood("64 KiB flood", "≥ 0.7, zero loss", 0.7)
+	flood("64 B flood", "gateway", "≥ 0.5, zero loss", 0.5)
+	flood("64 B flood", gatewayOmit, "≥ 0.5, zero loss", 0.5)
+	flood("64 KiB flood", "gateway", "≥ 0.7, zero loss", 0.7)
+	flood("64 KiB flood", gatewayOmit, "≥ 0.7, zero loss", 0.7)
 
 	lat := verdict{Figure: "paced 1,000 – 50,000 chunks/s: gateway p99 latency", Target: "≤ floor p99 + 1 ms, and ≤ peer p99"}
 	var parts []string
@@ -374,7 +380,7 @@ func (r *report) methodMD(w func(string, ...any)) {
 	w("One agent program, three ways of talking to it, in the same run:\n\n")
 	w("- **floor** — the least a client can do with ACP: spawn the agent, write `initialize`, `session/new` and `session/prompt` by hand, split its stdout into lines with a `bufio.Reader`, decode each line with one `json.Unmarshal` into a struct shaped after ACP's schema (session id, update kind, message id, content type and text), count chunks. No queue, no dispatch. **floor-sdk** is the same reader decoding each update as acp-go-sdk's `SessionNotification`, whose union types decode in several passes: what the floor costs with the SDK's types.\n")
 	w("- **peer** — what a team embedding the ACP SDK gets: acp-go-sdk v0.13.0's `NewClientSideConnection` driving the agent directly, its `SessionUpdate` handler counting chunks. v0.13.0 queues at most 1,024 notifications and closes the connection when its handler falls behind (`-32603`, *peer disconnected before response*); the harness records that as *broke* and compares with the peer only where it completes.\n")
-	w("- **gateway** — a Go gRPC client calling one-shot `Prompt` on `acpgate serve` over loopback TCP (one connection, receive limit raised to 1 GiB because a completed turn's `outcome` carries the whole text, twice: `text` and `final_message`). Every event's `seq`, every chunk's index and the outcome's text (length and CRC-32C of the chunks' concatenation) are checked.\n\n")
+	w("- **gateway** — a Go gRPC client calling one-shot `Prompt` on `acpgate serve` over loopback TCP (one connection, receive limit raised to 1 GiB because a completed turn's `outcome` carries the whole text, twice: `text` and `final_message`). Every event's `seq`, every chunk's index and the outcome's text (length and CRC-32C of the chunks' concatenation) are checked. **gateway-omit** is the same client setting `omit_outcome_text` on the request, as a client that renders the chunks as they come and needs no second copy of the answer would: the outcome then carries the text's length instead of the text, and the length is checked against the chunks received. It receives what the floor and the peer receive; the plain gateway client receives the answer a second time (twice over, in `text` and `final_message`, when the turn has one message).\n\n")
 	w("The agent is acpgate's test agent (`internal/testagent`) running the script `flood_timed N SIZE [RATE]`: N `agent_message_chunk` updates of SIZE bytes of text, each starting with its index and its send time (Unix nanoseconds, stamped as the line is written), then `end_turn`. Unpaced, the chunks go out as one buffered burst (about 800,000 chunks/s of 64 B here: the agent is never the bottleneck); paced, every wake-up (about 1 ms apart) writes the chunks then due, so pacing is exact on average and bursty at millisecond scale.\n\n")
 	w("Definitions:\n\n")
 	w("- **chunks/s** = chunks / turn time; the **turn** runs from the prompt (floor, peer: `session/prompt` written; gateway: the `started` event received, i.e. after the gateway has spawned the agent and opened the session) to the turn's ending received (the response; the gateway's `outcome`). **MB/s** is chunk text (10⁶ bytes) per second of turn. **first→last** is the chunk rate between the first and the last chunk, without the ending (the gateway's `outcome` carries the whole text again).\n")
@@ -392,13 +398,13 @@ func (r *report) throughputMD(w func(string, ...any)) {
 		sh := sr.Shape
 		w("### %s: %s chunks × %s, %s\n\n", sh.Name, fmtInt(float64(sh.N)), size(sh.Size), sh.Purpose)
 		w("| client | chunks/s | MB/s | turn | first→last chunks/s | CPU µs/chunk | runs |\n|---|---|---|---|---|---|---|\n")
-		for _, c := range []string{"floor", "floor-sdk", "peer", "gateway"} {
+		for _, c := range []string{"floor", "floor-sdk", "peer", "gateway", gatewayOmit} {
 			rs := sr.Runs[c]
 			if len(rs) == 0 {
 				continue
 			}
 			cpu := mmm(oks(rs, cpuPerChunk), fmtUs)
-			if c == "gateway" {
+			if c == "gateway" || c == gatewayOmit {
 				cpu += " (acpgate " + mmm(oks(rs, gatewayCPUPerChunk), fmtUs) + ")"
 			}
 			note := brokeNote(rs)
@@ -420,6 +426,9 @@ func (r *report) throughputMD(w func(string, ...any)) {
 			w("gateway / peer: none (the peer completed no run)")
 		}
 		w("; first→last chunk rate, gateway / floor %s.", mmm(ratios(sr.Runs["gateway"], sr.Runs["floor"], Result.streamRate), fmtRatio))
+		if om := ratios(sr.Runs[gatewayOmit], sr.Runs["floor"], Result.rate); len(om) > 0 {
+			w(" With `omit_outcome_text`, gateway / floor **%s**.", mmm(om, fmtRatio))
+		}
 		if sr.GatewayHWM > 0 {
 			w(" acpgate's peak RSS over this shape's runs: %s.", mib(sr.GatewayHWM))
 		}

@@ -772,9 +772,16 @@ type PromptRequest struct {
 	// Plain-text shortcut: when set, sent as a text block after `prompt`.
 	Text string `protobuf:"bytes,4,opt,name=text,proto3" json:"text,omitempty"`
 	// One-shot only: the working directory, as in CreateSessionRequest.cwd.
-	Cwd           string `protobuf:"bytes,5,opt,name=cwd,proto3" json:"cwd,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Cwd string `protobuf:"bytes,5,opt,name=cwd,proto3" json:"cwd,omitempty"`
+	// When true, a completed turn's PromptOutcome leaves `text` and
+	// `final_message` empty, sets `text_omitted` and reports their lengths
+	// instead. For clients that assemble the answer from the streamed chunks
+	// themselves: by default the outcome repeats the whole answer (twice when
+	// the turn had one message), which for a long answer costs more than
+	// streaming it did. A HarnessError's partial output is never omitted.
+	OmitOutcomeText bool `protobuf:"varint,6,opt,name=omit_outcome_text,json=omitOutcomeText,proto3" json:"omit_outcome_text,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *PromptRequest) Reset() {
@@ -840,6 +847,13 @@ func (x *PromptRequest) GetCwd() string {
 		return x.Cwd
 	}
 	return ""
+}
+
+func (x *PromptRequest) GetOmitOutcomeText() bool {
+	if x != nil {
+		return x.OmitOutcomeText
+	}
+	return false
 }
 
 // CancelRequest names the session whose turn to cancel.
@@ -1086,14 +1100,15 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\x13CloseSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x16\n" +
-	"\x14CloseSessionResponse\"\x9c\x01\n" +
+	"\x14CloseSessionResponse\"\xc8\x01\n" +
 	"\rPromptRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
 	"\x05agent\x18\x02 \x01(\tR\x05agent\x120\n" +
 	"\x06prompt\x18\x03 \x03(\v2\x18.acpgate.v1.ContentBlockR\x06prompt\x12\x12\n" +
 	"\x04text\x18\x04 \x01(\tR\x04text\x12\x10\n" +
-	"\x03cwd\x18\x05 \x01(\tR\x03cwd\".\n" +
+	"\x03cwd\x18\x05 \x01(\tR\x03cwd\x12*\n" +
+	"\x11omit_outcome_text\x18\x06 \x01(\bR\x0fomitOutcomeText\".\n" +
 	"\rCancelRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\".\n" +

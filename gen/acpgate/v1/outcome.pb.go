@@ -364,9 +364,21 @@ type PromptOutcome struct {
 	// What the agent reported about the turn's usage: the token counts of
 	// its `session/prompt` answer and the last `usage_update` (context window,
 	// cost) sent during the turn. Absent when the agent reported neither.
-	Usage         *Usage `protobuf:"bytes,7,opt,name=usage,proto3" json:"usage,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Usage *Usage `protobuf:"bytes,7,opt,name=usage,proto3" json:"usage,omitempty"`
+	// True when the client asked for the text to be left out
+	// (PromptRequest.omit_outcome_text): `text` and `final_message` are then
+	// empty whatever the agent said, and `text_bytes` and
+	// `final_message_bytes` give their lengths. False otherwise, so that an
+	// empty `text` keeps meaning "the agent said nothing".
+	TextOmitted bool `protobuf:"varint,8,opt,name=text_omitted,json=textOmitted,proto3" json:"text_omitted,omitempty"`
+	// Set only when `text_omitted`: the length in bytes of the omitted `text`,
+	// so that a client can check the answer it assembled from the chunks.
+	TextBytes uint64 `protobuf:"varint,9,opt,name=text_bytes,json=textBytes,proto3" json:"text_bytes,omitempty"`
+	// Set only when `text_omitted`: the length in bytes of the omitted
+	// `final_message`.
+	FinalMessageBytes uint64 `protobuf:"varint,10,opt,name=final_message_bytes,json=finalMessageBytes,proto3" json:"final_message_bytes,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *PromptOutcome) Reset() {
@@ -446,6 +458,27 @@ func (x *PromptOutcome) GetUsage() *Usage {
 		return x.Usage
 	}
 	return nil
+}
+
+func (x *PromptOutcome) GetTextOmitted() bool {
+	if x != nil {
+		return x.TextOmitted
+	}
+	return false
+}
+
+func (x *PromptOutcome) GetTextBytes() uint64 {
+	if x != nil {
+		return x.TextBytes
+	}
+	return 0
+}
+
+func (x *PromptOutcome) GetFinalMessageBytes() uint64 {
+	if x != nil {
+		return x.FinalMessageBytes
+	}
+	return 0
 }
 
 // HarnessError is every ending of a turn other than a completed one: the
@@ -1100,7 +1133,7 @@ const file_acpgate_v1_outcome_proto_rawDesc = "" +
 	"\x14_cached_write_tokensB\x0f\n" +
 	"\r_context_sizeB\x0f\n" +
 	"\r_context_usedB\x0e\n" +
-	"\f_cost_amount\"\xfd\x01\n" +
+	"\f_cost_amount\"\xef\x02\n" +
 	"\rPromptOutcome\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12#\n" +
 	"\rfinal_message\x18\x02 \x01(\tR\ffinalMessage\x121\n" +
@@ -1110,7 +1143,12 @@ const file_acpgate_v1_outcome_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x05 \x01(\tR\tsessionId\x12\x17\n" +
 	"\aturn_id\x18\x06 \x01(\tR\x06turnId\x12'\n" +
-	"\x05usage\x18\a \x01(\v2\x11.acpgate.v1.UsageR\x05usage\"\xfa\x03\n" +
+	"\x05usage\x18\a \x01(\v2\x11.acpgate.v1.UsageR\x05usage\x12!\n" +
+	"\ftext_omitted\x18\b \x01(\bR\vtextOmitted\x12\x1d\n" +
+	"\n" +
+	"text_bytes\x18\t \x01(\x04R\ttextBytes\x12.\n" +
+	"\x13final_message_bytes\x18\n" +
+	" \x01(\x04R\x11finalMessageBytes\"\xfa\x03\n" +
 	"\fHarnessError\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\tR\amessage\x123\n" +
 	"\apartial\x18\x02 \x01(\v2\x19.acpgate.v1.PartialOutputR\apartial\x12<\n" +
