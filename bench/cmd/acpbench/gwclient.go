@@ -98,6 +98,9 @@ func gatewayTurn(ctx context.Context, client acpgatev1.AgentGatewayClient, j Job
 		case *acpgatev1.PromptEvent_AgentMessageChunk:
 			text := e.AgentMessageChunk.GetText()
 			s.chunk(text)
+			if s.latency {
+				s.relayed = append(s.relayed, ev.GetTime().AsTime().UnixNano())
+			}
 			crc = crc32.Update(crc, crcTable, bytesOf(text))
 			if progress != nil {
 				progress(s.v.chunks)

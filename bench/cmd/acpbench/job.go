@@ -64,6 +64,12 @@ type Result struct {
 	Foreign int64 `json:"foreign"`
 
 	Lat *Latency `json:"lat,omitempty"`
+	// ToGateway and FromGateway split a gateway client's latency at the
+	// event's time, which the gateway stamps as it hands the chunk to gRPC:
+	// agent → gateway (reading, decoding, translating) and gateway → client
+	// (encoding, HTTP/2, the client's decoding).
+	ToGateway   *Latency `json:"to_gateway,omitempty"`
+	FromGateway *Latency `json:"from_gateway,omitempty"`
 }
 
 // Latency summarises arrival minus send over a turn's chunks.
@@ -139,6 +145,7 @@ type stream struct {
 	end      time.Time
 	sent     []int64 // per chunk: the agent's send time (Unix ns), when recording latency
 	arrived  []int64 // per chunk: arrival time (Unix ns), when recording latency
+	relayed  []int64 // per chunk: the gateway's event time (Unix ns), gateway clients only
 	latency  bool
 	gwPID    int
 	cpu0     cpuMark // at the prompt
@@ -152,6 +159,9 @@ func newStream(j Job) *stream {
 	if j.Latency {
 		s.sent = make([]int64, 0, j.N)
 		s.arrived = make([]int64, 0, j.N)
+		if j.Client == "gateway" || j.Client == gatewayOmit {
+			s.relayed = make([]int64, 0, j.N)
+		}
 	}
 	return s
 }
@@ -186,7 +196,7 @@ func (s *stream) chunk(text string) {
 // the whole job.
 func merge(j Job, client string, wall time.Duration, cpu cpuMark, ss []*stream) Result {
 	r := Result{Client: client, Streams: len(ss), Wall: int64(wall), CPU: int64(cpu.client), GatewayCPU: int64(cpu.gateway)}
-	var lat []int64
+	var lat, hop1, hop2 []int64
 	for _, s := range ss {
 		r.Chunks += s.v.chunks
 		r.Bytes += s.v.bytes
@@ -205,6 +215,10 @@ func merge(j Job, client string, wall time.Duration, cpu cpuMark, ss []*stream) 
 		}
 		for i := range s.sent {
 			lat = append(lat, s.arrived[i]-s.sent[i])
+		}
+		for i := range s.relayed {
+			hop1 = append(hop1, s.relayed[i]-s.sent[i])
+			hop2 = append(hop2, s.arrived[i]-s.relayed[i])
 		}
 	}
 	if len(ss) == 1 {
@@ -230,6 +244,8 @@ func merge(j Job, client string, wall time.Duration, cpu cpuMark, ss []*stream) 
 		}
 	}
 	r.Lat = summarize(lat)
+	r.ToGateway = summarize(hop1)
+	r.FromGateway = summarize(hop2)
 	return r
 }
 

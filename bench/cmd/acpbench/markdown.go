@@ -471,6 +471,47 @@ func (r *report) pacedMD(w func(string, ...any)) {
 		w("- %s/s: gateway p99 − floor p99, run by run: %s.\n", fmtInt(float64(p.Rate)), mmm(diff, fmtDurF))
 	}
 	w("\n")
+	r.hopsMD(w)
+}
+
+// hopsMD splits the gateway's latency at the event's time, which the
+// gateway stamps as it hands the chunk to gRPC.
+func (r *report) hopsMD(w func(string, ...any)) {
+	hop := func(rs []Result, get func(Result) *Latency, pick func(*Latency) int64) []float64 {
+		var out []float64
+		for _, x := range rs {
+			if l := get(x); x.ok() && l != nil {
+				out = append(out, float64(pick(l)))
+			}
+		}
+		return out
+	}
+	to := func(r Result) *Latency { return r.ToGateway }
+	from := func(r Result) *Latency { return r.FromGateway }
+	p50of := func(l *Latency) int64 { return l.P50 }
+	p99of := func(l *Latency) int64 { return l.P99 }
+	rows := 0
+	for _, p := range r.Paced {
+		if len(hop(p.Runs["gateway"], to, p99of)) > 0 {
+			rows++
+		}
+	}
+	if rows == 0 {
+		return
+	}
+	w("Where the gateway's latency goes: each chunk event's `time` is stamped by the gateway as it hands the chunk to gRPC, which splits the latency into agent → gateway (the agent's pipe, reading, decoding and translating the update) and gateway → client (protobuf encoding, HTTP/2 over loopback TCP, the client's decoding). One clock: all three processes run on this machine. Medians over the runs, per-run p99 range in brackets.\n\n")
+	w("| rate | agent → gateway p50 | agent → gateway p99 | gateway → client p50 | gateway → client p99 | floor p99 (agent → client) |\n|---|---|---|---|---|---|\n")
+	for _, p := range r.Paced {
+		gs := p.Runs["gateway"]
+		if len(hop(gs, to, p99of)) == 0 {
+			continue
+		}
+		w("| %s/s | %s | %s | %s | %s | %s |\n", fmtInt(float64(p.Rate)),
+			fmtDurF(median(hop(gs, to, p50of))), mmm(hop(gs, to, p99of), fmtDurF),
+			fmtDurF(median(hop(gs, from, p50of))), mmm(hop(gs, from, p99of), fmtDurF),
+			fmtDurF(median(oks(p.Runs["floor"], p99))))
+	}
+	w("\n")
 }
 
 func (r *report) breaksMD(w func(string, ...any)) {
