@@ -33,7 +33,7 @@ func BenchmarkDecodeChunk(b *testing.B) {
 					b.Fatal(err)
 				}
 				_, u, err := decodeUpdate(env.Params)
-				if err != nil || u.chunk == nil || len(u.chunk.text) != size {
+				if err != nil || !u.hasChunk || len(u.chunk.text) != size {
 					b.Fatal(err)
 				}
 			}

@@ -100,6 +100,22 @@ func scanTextChunk(params []byte) (p chunkParams, ok bool) {
 	return p, true
 }
 
+// wellKnown returns raw as a string, without allocating for the values
+// every chunk repeats: its update kind and its content type.
+func wellKnown(raw []byte) string {
+	switch string(raw) {
+	case "agent_message_chunk":
+		return "agent_message_chunk"
+	case "agent_thought_chunk":
+		return "agent_thought_chunk"
+	case "user_message_chunk":
+		return "user_message_chunk"
+	case "text":
+		return "text"
+	}
+	return string(raw)
+}
+
 type scanner struct {
 	b []byte
 	i int
@@ -180,7 +196,7 @@ func (s *scanner) plainString() ([]byte, bool) {
 // the plain case is read here.
 func (s *scanner) str() (string, bool) {
 	if raw, ok := s.plainString(); ok {
-		return string(raw), true
+		return wellKnown(raw), true
 	}
 	if s.i >= len(s.b) || s.b[s.i] != '"' {
 		return "", false

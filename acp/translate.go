@@ -17,9 +17,12 @@ import (
 // for message accumulation.
 type update struct {
 	event *acpgatev1.PromptEvent
-	// chunk is set for agent_message_chunk: its message id and text (text
-	// content only; other content passes through as events only).
-	chunk *chunkInfo
+	// chunk is an agent_message_chunk's message id and text (text content
+	// only; other content passes through as events only), when hasChunk.
+	// A value, not a pointer: a pointer would cost every chunk an
+	// allocation.
+	chunk    chunkInfo
+	hasChunk bool
 	// splits is true for updates after which an id-less message ends: the
 	// agent turned to tools.
 	splits bool
@@ -83,7 +86,7 @@ func decodeTextChunk(params json.RawMessage) (sessionID string, u update, ok boo
 	switch p.Update.SessionUpdate {
 	case "agent_message_chunk":
 		info := chunkInfo{messageID: chunk.MessageId, text: chunk.Text, isText: true}
-		return p.SessionID, update{chunk: &info, event: &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_AgentMessageChunk{AgentMessageChunk: chunk}}}, true
+		return p.SessionID, update{chunk: info, hasChunk: true, event: &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_AgentMessageChunk{AgentMessageChunk: chunk}}}, true
 	case "agent_thought_chunk":
 		return p.SessionID, update{event: &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_AgentThoughtChunk{AgentThoughtChunk: chunk}}}, true
 	case "user_message_chunk":
@@ -134,7 +137,7 @@ func translateUpdate(kind string, raw json.RawMessage) (update, error) {
 			return update{}, err
 		}
 		chunk, info := messageChunk(v.MessageId, v.Content)
-		return update{event: &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_AgentMessageChunk{AgentMessageChunk: chunk}}, chunk: &info}, nil
+		return update{event: &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_AgentMessageChunk{AgentMessageChunk: chunk}}, chunk: info, hasChunk: true}, nil
 	case "agent_thought_chunk":
 		var v acpsdk.SessionUpdateAgentThoughtChunk
 		if err := json.Unmarshal(raw, &v); err != nil {

@@ -56,7 +56,7 @@ func checkFastPathAgrees(t *testing.T, params []byte) {
 	if id != slowID || !proto.Equal(fast.event, slow.event) {
 		t.Fatalf("paths disagree on %s:\nfast %v\nslow %v", params, fast.event, slow.event)
 	}
-	if (fast.chunk == nil) != (slow.chunk == nil) || (fast.chunk != nil && *fast.chunk != *slow.chunk) {
+	if fast.hasChunk != slow.hasChunk || fast.chunk != slow.chunk {
 		t.Fatalf("paths disagree on accumulation of %s: %+v vs %+v", params, fast.chunk, slow.chunk)
 	}
 }

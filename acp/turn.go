@@ -55,8 +55,8 @@ func (t *turn) apply(u update) {
 	if t.finished {
 		return
 	}
-	if u.chunk != nil {
-		t.acc.chunk(*u.chunk)
+	if u.hasChunk {
+		t.acc.chunk(u.chunk)
 	}
 	if u.splits {
 		t.acc.split()
