@@ -1,6 +1,10 @@
 package acp
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/acpgate/acpgate/outcome"
+)
 
 // accumulator reassembles the agent's streamed answer into messages.
 //
@@ -19,17 +23,26 @@ import "strings"
 // Text is kept as the chunks' own strings and joined once, when the turn
 // ends: appending to a growing buffer would copy the answer again at every
 // doubling, which for a long answer was the largest single cost of a turn.
+//
+// With a limit, only the chunks that start within the first limit bytes of
+// the joined text are kept; the rest are counted. That is for a client that
+// assembles the answer itself (the outcome then omits the text): the
+// gateway holds a bounded beginning of the answer — all a failure's partial
+// output needs — instead of all of it.
 type accumulator struct {
+	limit   int       // keep chunks starting before this offset; 0: keep all
 	done    []message // completed messages with text
 	current message
 	id      string
 	open    bool
+	size    int // the joined text's length so far, separators included
 }
 
 // message is one message's text, as the chunks that carried it.
 type message struct {
 	parts []string
 	size  int
+	cut   bool // a chunk of it was counted, not kept
 }
 
 func (a *accumulator) chunk(c chunkInfo) {
@@ -39,10 +52,19 @@ func (a *accumulator) chunk(c chunkInfo) {
 	if !a.open {
 		a.open, a.id = true, c.messageID
 	}
-	if c.isText && c.text != "" {
-		a.current.parts = append(a.current.parts, c.text)
-		a.current.size += len(c.text)
+	if !c.isText || c.text == "" {
+		return
 	}
+	if a.current.size == 0 && len(a.done) > 0 {
+		a.size += len(messageSeparator)
+	}
+	if a.limit == 0 || a.size < a.limit {
+		a.current.parts = append(a.current.parts, c.text)
+	} else {
+		a.current.cut = true
+	}
+	a.current.size += len(c.text)
+	a.size += len(c.text)
 }
 
 // split ends the current message, if any.
@@ -61,19 +83,28 @@ func (a *accumulator) split() {
 const messageSeparator = "\n\n"
 
 // finish ends the turn's last message and returns the turn's text and its
-// final message. The text is built with one copy; the final message is the
+// final message, whole or (past the limit) as their kept beginnings and
+// lengths. The text is built with one copy; the final message is the
 // text's own tail, not a second copy.
-func (a *accumulator) finish() (text, final string) {
+func (a *accumulator) finish() (text, final outcome.Text) {
 	a.split()
 	if len(a.done) == 0 {
-		return "", ""
+		return outcome.Text{}, outcome.Text{}
 	}
-	total := len(messageSeparator) * (len(a.done) - 1)
-	for _, m := range a.done {
-		total += m.size
+	kept := 0
+	for i, m := range a.done {
+		if i > 0 {
+			kept += len(messageSeparator)
+		}
+		for _, p := range m.parts {
+			kept += len(p)
+		}
+		if m.cut {
+			break
+		}
 	}
 	var b strings.Builder
-	b.Grow(total)
+	b.Grow(kept)
 	for i, m := range a.done {
 		if i > 0 {
 			b.WriteString(messageSeparator)
@@ -81,9 +112,16 @@ func (a *accumulator) finish() (text, final string) {
 		for _, p := range m.parts {
 			b.WriteString(p)
 		}
+		if m.cut {
+			break
+		}
 	}
-	text = b.String()
-	last := a.done[len(a.done)-1].size
+	last := a.done[len(a.done)-1]
 	a.done = nil
-	return text, text[len(text)-last:]
+	text = outcome.Text{Kept: b.String(), Bytes: a.size}
+	final = outcome.Text{Bytes: last.size}
+	if text.Whole() {
+		final.Kept = text.Kept[len(text.Kept)-last.size:]
+	}
+	return text, final
 }

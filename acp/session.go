@@ -269,10 +269,10 @@ func (s *Session) call(ctx context.Context, method string, params, result any) e
 		return fmt.Errorf("%s: %w", method, err)
 	}
 	if reply.End != nil {
-		return &Error{Proto: s.endError(method, reply.End, "")}
+		return &Error{Proto: s.endError(method, reply.End, outcome.Text{})}
 	}
 	if reply.Violation != "" {
-		return &Error{Proto: s.interp.ProtocolViolation(reply.Violation, "")}
+		return &Error{Proto: s.interp.ProtocolViolation(reply.Violation, outcome.Text{})}
 	}
 	r := reply.Response
 	if len(r.Error) > 0 && string(r.Error) != "null" || len(r.Result) == 0 {
@@ -285,7 +285,7 @@ func (s *Session) call(ctx context.Context, method string, params, result any) e
 }
 
 // endError classifies a connection that ended with a request outstanding.
-func (s *Session) endError(method string, end *jsonrpc.End, text string) *acpgatev1.HarnessError {
+func (s *Session) endError(method string, end *jsonrpc.End, text outcome.Text) *acpgatev1.HarnessError {
 	if end.Kind == jsonrpc.EndViolation {
 		return s.interp.ProtocolViolation(end.Detail, text)
 	}

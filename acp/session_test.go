@@ -16,6 +16,7 @@ import (
 
 	acpsdk "github.com/coder/acp-go-sdk"
 	"go.uber.org/goleak"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/acpgate/acpgate/acp"
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
@@ -396,6 +397,38 @@ func TestAFloodArrivesWholeAndInOrder(t *testing.T) {
 	}
 	if n != 20000 || bytes != 20000*64 || len(r.Outcome.GetText()) != 20000*64 {
 		t.Errorf("events %d bytes %d text %d", n, bytes, len(r.Outcome.GetText()))
+	}
+}
+
+func TestATurnWhoseOutcomeOmitsTheTextReportsTheSameEndingsKeepingOnlyItsBeginning(t *testing.T) {
+	cfg := agentConfig()
+	cfg.PartialCap = 100 // the turn keeps about 4 KB of the text, not all 64 KB
+	run := func(script string, omit bool) outcome.Result {
+		t.Helper()
+		// A session each: some endings leave no agent behind.
+		r, err := open(t, cfg).Prompt(context.Background(), []acpsdk.ContentBlock{acpsdk.TextBlock(script)}, acp.PromptOptions{OmitText: omit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	const body = "flood 1000 64\nchunk@m2 the last message\n"
+	whole, omitted := run(body+"stop end_turn", false), run(body+"stop end_turn", true)
+	o := omitted.Outcome
+	if o == nil || !o.GetTextOmitted() || o.GetText() != "" || o.GetFinalMessage() != "" {
+		t.Fatalf("outcome %v, error %v", o, omitted.Error)
+	}
+	if o.GetTextBytes() != uint64(len(whole.Outcome.GetText())) || o.GetFinalMessageBytes() != uint64(len("the last message")) {
+		t.Errorf("lengths %d/%d, want %d/%d", o.GetTextBytes(), o.GetFinalMessageBytes(), len(whole.Outcome.GetText()), len("the last message"))
+	}
+	for _, stop := range []string{"stop refusal", "stop max_tokens", "exit 3"} {
+		want, got := run(body+stop, false), run(body+stop, true)
+		if want.Error == nil || !strings.Contains(want.Error.GetMessage(), "of 64") {
+			t.Fatalf("%s: want an error whose partial is cut from the whole text, got %v", stop, want.Error)
+		}
+		if !proto.Equal(want.Error, got.Error) {
+			t.Errorf("%s: with the text kept whole %v\nwith it omitted %v", stop, want.Error, got.Error)
+		}
 	}
 }
 

@@ -27,7 +27,8 @@ type PromptOptions struct {
 	// consumer is gone (for example by discarding).
 	Emit func(*acpgatev1.PromptEvent)
 	// OmitText leaves the text out of a completed turn's outcome
-	// (outcome.Turn.OmitText).
+	// (outcome.Turn.OmitText), and the turn then keeps only the beginning
+	// of the text that a failure's partial output needs.
 	OmitText bool
 }
 
@@ -82,7 +83,7 @@ func (t *turn) permission(p *acpgatev1.PermissionRequest, splits bool) {
 }
 
 // finish stops the turn's events and returns its text.
-func (t *turn) finish() (text, final string) {
+func (t *turn) finish() (text, final outcome.Text) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.finished = true
@@ -141,6 +142,11 @@ func (s *Session) Prompt(ctx context.Context, prompt []acpsdk.ContentBlock, opts
 		emit = func(*acpgatev1.PromptEvent) {}
 	}
 	t := &turn{id: opts.TurnID, emit: emit, omitText: opts.OmitText, cancelled: make(chan struct{}), ended: make(chan struct{})}
+	if opts.OmitText {
+		// The outcome will not carry the text: keep only what a failure's
+		// partial output needs, so a long answer costs bounded memory.
+		t.acc.limit = s.interp.KeepBytes()
+	}
 	s.mu.Lock()
 	switch {
 	case s.closed:

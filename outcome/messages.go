@@ -137,8 +137,8 @@ func (f Failure) exitSuffix() string {
 // and bounded. Nothing is appended for an empty partial: a "partial output"
 // label with nothing behind it would read as though the agent had said
 // something.
-func withPartial(message, text string) string {
-	if text == "" {
+func withPartial(message string, text Text) string {
+	if text.Len() == 0 {
 		return message
 	}
 	return message + "; partial output: " + boundForMessage(text)
@@ -146,12 +146,12 @@ func withPartial(message, text string) string {
 
 // boundForMessage cuts text to MessagePartialBytes on a UTF-8 character
 // boundary and says so explicitly when it cut.
-func boundForMessage(text string) string {
-	if len(text) <= MessagePartialBytes {
-		return text
+func boundForMessage(text Text) string {
+	if text.Len() <= MessagePartialBytes {
+		return text.Kept
 	}
-	shown := cutAtRune(text, MessagePartialBytes)
-	return fmt.Sprintf("%s… [partial output cut for this message: %d of %d bytes shown]", shown, len(shown), len(text))
+	shown := cutAtRune(text.Kept, MessagePartialBytes)
+	return fmt.Sprintf("%s… [partial output cut for this message: %d of %d bytes shown]", shown, len(shown), text.Len())
 }
 
 // quoteBounded renders an off-contract value for a message, cut short.

@@ -68,16 +68,17 @@ type Turn struct {
 	// Failure describes the broken channel, when Ending is not Answered.
 	Failure Failure
 	// Text is every agent message of the turn, joined with "\n\n".
-	Text string
+	Text Text
 	// FinalMessage is the last agent message alone, exactly as streamed.
-	FinalMessage string
+	FinalMessage Text
 	// SessionID is the ACP session the turn ran in.
 	SessionID string
 	// TurnID is the gateway's identifier of the turn.
 	TurnID string
 	// OmitText leaves the text out of a completed turn's outcome, which
 	// then says so and gives the lengths (PromptRequest.omit_outcome_text).
-	// It never changes an error: a partial output is always reported.
+	// It never changes an error: a partial output is always reported. A
+	// text not kept whole is omitted whatever OmitText says.
 	OmitText bool
 	// CancelCause, when the gateway itself cancelled the turn, says why
 	// (for example "the client went away"). It only words the message of a
@@ -85,25 +86,48 @@ type Turn struct {
 	CancelCause string
 }
 
+// Text is a turn's text as the gateway kept it: whole, or — when the
+// client assembles the answer from the chunks and the outcome leaves it out
+// — only its beginning and its length. A gateway streaming a long answer to
+// such a client then holds a bounded amount of it, not all of it, and still
+// reports a failure's partial output exactly: keep at least
+// Interpreter.KeepBytes bytes and the errors are those of the whole text.
+type Text struct {
+	// Kept is the text, or its first bytes.
+	Kept string
+	// Bytes is the whole text's length; zero means len(Kept): kept whole.
+	Bytes int
+}
+
+// WholeText is s, kept whole.
+func WholeText(s string) Text { return Text{Kept: s} }
+
+// Len is the whole text's length in bytes.
+func (t Text) Len() int { return max(len(t.Kept), t.Bytes) }
+
+// Whole reports whether Kept is all of the text.
+func (t Text) Whole() bool { return len(t.Kept) == t.Len() }
+
 // completed is the outcome of a turn that ended with end_turn.
 func completed(t Turn, usage *acpgatev1.Usage) *acpgatev1.PromptOutcome {
 	o := &acpgatev1.PromptOutcome{
-		Text:         t.Text,
-		FinalMessage: t.FinalMessage,
-		StopKind:     acpgatev1.StopKind_STOP_KIND_END_TURN,
-		StopReason:   string(acpsdk.StopReasonEndTurn),
-		SessionId:    t.SessionID,
-		TurnId:       t.TurnID,
-		Usage:        usage,
+		StopKind:   acpgatev1.StopKind_STOP_KIND_END_TURN,
+		StopReason: string(acpsdk.StopReasonEndTurn),
+		SessionId:  t.SessionID,
+		TurnId:     t.TurnID,
+		Usage:      usage,
 	}
-	if t.OmitText {
+	if t.OmitText || !t.Text.Whole() || !t.FinalMessage.Whole() {
 		// The lengths stay, so that the omission is visible and an empty
-		// text still only ever means the agent said nothing.
-		o.Text, o.FinalMessage = "", ""
+		// text still only ever means the agent said nothing. A text that
+		// was not kept whole is never handed over as though it were the
+		// answer.
 		o.TextOmitted = true
-		o.TextBytes = uint64(len(t.Text))
-		o.FinalMessageBytes = uint64(len(t.FinalMessage))
+		o.TextBytes = uint64(t.Text.Len())
+		o.FinalMessageBytes = uint64(t.FinalMessage.Len())
+		return o
 	}
+	o.Text, o.FinalMessage = t.Text.Kept, t.FinalMessage.Kept
 	return o
 }
 
@@ -324,25 +348,35 @@ func isPresent(raw json.RawMessage) bool {
 
 // fail completes a HarnessError: it sets the message (with the bounded
 // partial appended) and the full partial output.
-func (in Interpreter) fail(text, message string, e *acpgatev1.HarnessError) Result {
+func (in Interpreter) fail(text Text, message string, e *acpgatev1.HarnessError) Result {
 	e.Message = withPartial(message, text)
 	e.Partial = in.partial(text)
 	return Result{Error: e}
 }
 
-func (in Interpreter) partial(text string) *acpgatev1.PartialOutput {
-	if text == "" {
+func (in Interpreter) partialCap() int {
+	if in.PartialCap <= 0 {
+		return DefaultPartialCap
+	}
+	return in.PartialCap
+}
+
+// KeepBytes is how much of a text's beginning the interpreter reads: a
+// Text whose Kept holds at least this many bytes (or all of the text)
+// yields exactly the errors the whole text would. One byte past the
+// longest cut, because a cut on a character boundary looks at the byte
+// after it.
+func (in Interpreter) KeepBytes() int { return max(in.partialCap(), MessagePartialBytes) + 1 }
+
+func (in Interpreter) partial(text Text) *acpgatev1.PartialOutput {
+	if text.Len() == 0 {
 		return nil
 	}
-	limit := in.PartialCap
-	if limit <= 0 {
-		limit = DefaultPartialCap
-	}
-	kept := cutAtRune(text, limit)
+	kept := cutAtRune(text.Kept, in.partialCap())
 	return &acpgatev1.PartialOutput{
 		Text:       kept,
-		Truncated:  len(kept) < len(text),
-		TotalBytes: uint64(len(text)),
+		Truncated:  len(kept) < text.Len(),
+		TotalBytes: uint64(text.Len()),
 	}
 }
 
@@ -366,13 +400,13 @@ func harness(f *acpgatev1.HarnessFailure) *acpgatev1.HarnessError {
 
 // SpawnFailed is the error for an agent program that could not be started.
 func (in Interpreter) SpawnFailed(detail string) *acpgatev1.HarnessError {
-	return in.fail("", spawnFailedMessage(detail), transport(acpgatev1.TransportReason_TRANSPORT_REASON_SPAWN_FAILED, Failure{Detail: detail})).Error
+	return in.fail(Text{}, spawnFailedMessage(detail), transport(acpgatev1.TransportReason_TRANSPORT_REASON_SPAWN_FAILED, Failure{Detail: detail})).Error
 }
 
 // ProtocolViolation is the error for an agent that broke the wire contract
 // outside a response the interpreter decodes (an undecodable envelope, a
 // non-JSON line under strict framing, a malformed handshake result).
-func (in Interpreter) ProtocolViolation(detail, text string) *acpgatev1.HarnessError {
+func (in Interpreter) ProtocolViolation(detail string, text Text) *acpgatev1.HarnessError {
 	return in.fail(text, detail, protocol(detail)).Error
 }
 
@@ -380,19 +414,19 @@ func (in Interpreter) ProtocolViolation(detail, text string) *acpgatev1.HarnessE
 // authenticate, session/new, session/load) that does not decode as the
 // response ACP defines for the method.
 func (in Interpreter) MalformedResult(method, problem string, raw []byte) *acpgatev1.HarnessError {
-	return in.ProtocolViolation(malformedResultMessage(method, problem, string(raw)), "")
+	return in.ProtocolViolation(malformedResultMessage(method, problem, string(raw)), Text{})
 }
 
 // UnsupportedProtocolVersion is the error for an agent that answered
 // initialize with a protocol version the gateway does not speak.
 func (in Interpreter) UnsupportedProtocolVersion(got, want int) *acpgatev1.HarnessError {
-	return in.ProtocolViolation(protocolVersionMessage(got, want), "")
+	return in.ProtocolViolation(protocolVersionMessage(got, want), Text{})
 }
 
 // AuthMethodNotAdvertised is the error for a configured auth_method the
 // agent did not offer; it lists what the agent did offer.
 func (in Interpreter) AuthMethodNotAdvertised(method string, advertised []string) *acpgatev1.HarnessError {
-	return in.fail("", authMethodMessage(method, advertised), harness(&acpgatev1.HarnessFailure{AuthRequired: true})).Error
+	return in.fail(Text{}, authMethodMessage(method, advertised), harness(&acpgatev1.HarnessFailure{AuthRequired: true})).Error
 }
 
 // CancelGraceExpired is the error for a cancelled turn whose agent did not
@@ -400,14 +434,14 @@ func (in Interpreter) AuthMethodNotAdvertised(method string, advertised []string
 // why the turn was cancelled, as Turn.CancelCause does. stop_kind stays
 // unspecified: the agent never answered with a stop reason, and the
 // contract reports only what the agent said.
-func (in Interpreter) CancelGraceExpired(grace time.Duration, cause, text string) *acpgatev1.HarnessError {
+func (in Interpreter) CancelGraceExpired(grace time.Duration, cause string, text Text) *acpgatev1.HarnessError {
 	return in.fail(text, cancelGraceExpiredMessage(grace, cause), harness(&acpgatev1.HarnessFailure{Cancelled: true})).Error
 }
 
 // CapabilityNotSupported is the gateway's rejection of a request needing an
 // ACP primitive the agent did not advertise.
 func (in Interpreter) CapabilityNotSupported(primitive string) *acpgatev1.HarnessError {
-	return in.fail("", capabilityMessage(primitive), &acpgatev1.HarnessError{
+	return in.fail(Text{}, capabilityMessage(primitive), &acpgatev1.HarnessError{
 		Kind: &acpgatev1.HarnessError_CapabilityNotSupported{CapabilityNotSupported: &acpgatev1.CapabilityNotSupported{Primitive: primitive}},
 	}).Error
 }
@@ -415,7 +449,7 @@ func (in Interpreter) CapabilityNotSupported(primitive string) *acpgatev1.Harnes
 // StaleTarget is the gateway's rejection of a request whose target no
 // longer applies.
 func (in Interpreter) StaleTarget(detail string) *acpgatev1.HarnessError {
-	return in.fail("", detail, &acpgatev1.HarnessError{
+	return in.fail(Text{}, detail, &acpgatev1.HarnessError{
 		Kind: &acpgatev1.HarnessError_StaleTarget{StaleTarget: &acpgatev1.StaleTarget{Detail: detail}},
 	}).Error
 }

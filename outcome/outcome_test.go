@@ -33,8 +33,8 @@ func answered(result, rpcError string, text string) outcome.Turn {
 	return outcome.Turn{
 		Ending:       outcome.Answered,
 		Response:     r,
-		Text:         text,
-		FinalMessage: lastMessage(text),
+		Text:         outcome.WholeText(text),
+		FinalMessage: outcome.WholeText(lastMessage(text)),
 		SessionID:    testSession,
 		TurnID:       "turn-1",
 	}
@@ -294,7 +294,7 @@ var table = []struct {
 		turn: outcome.Turn{
 			Ending:    outcome.StreamEnded,
 			Failure:   outcome.Failure{ExitCode: exitCode(3), StderrTail: "panic: boom\n"},
-			Text:      "got this far",
+			Text:      outcome.WholeText("got this far"),
 			SessionID: testSession,
 		},
 		check: func(t *testing.T, r outcome.Result) {
@@ -388,7 +388,7 @@ func TestGatewayErrorsAreClassifiedAndWorded(t *testing.T) {
 				}
 				mustContain(t, e.GetMessage(), `"api-key"`, "oauth, cloud")
 			}},
-		{"an_expired_cancel_grace_is_a_cancellation_saying_the_agent_was_stopped", in.CancelGraceExpired(10*time.Second, "cancel requested by a client", "so far"),
+		{"an_expired_cancel_grace_is_a_cancellation_saying_the_agent_was_stopped", in.CancelGraceExpired(10*time.Second, "cancel requested by a client", outcome.WholeText("so far")),
 			func(t *testing.T, e *acpgatev1.HarnessError) {
 				if !e.GetHarness().GetCancelled() || e.GetHarness().GetStopKind() != acpgatev1.StopKind_STOP_KIND_UNSPECIFIED {
 					t.Errorf("kind %v", e.GetKind())
@@ -473,7 +473,7 @@ func TestAnUnknownEndingIsAnErrorNotAPanic(t *testing.T) {
 
 func FuzzInterpretAlwaysYieldsExactlyOne(f *testing.F) {
 	for _, row := range table {
-		f.Add(uint8(row.turn.Ending), []byte(row.turn.Response.Result), []byte(row.turn.Response.Error), row.turn.Text, row.turn.Failure.Detail, row.turn.OmitText)
+		f.Add(uint8(row.turn.Ending), []byte(row.turn.Response.Result), []byte(row.turn.Response.Error), row.turn.Text.Kept, row.turn.Failure.Detail, row.turn.OmitText)
 	}
 	f.Add(uint8(1), []byte(`{"stopReason":"end_turn","usage":{"inputTokens":"x"}}`), []byte(nil), "", "", false)
 	f.Add(uint8(1), []byte(nil), []byte(`{"code":1e400,"message":7}`), "\xff\xfe", "", true)
@@ -482,7 +482,7 @@ func FuzzInterpretAlwaysYieldsExactlyOne(f *testing.F) {
 			Ending:   outcome.Ending(ending % 5),
 			Response: outcome.Response{Result: nilIfEmpty(result), Error: nilIfEmpty(rpcError)},
 			Failure:  outcome.Failure{Detail: detail},
-			Text:     text,
+			Text:     outcome.WholeText(text),
 			OmitText: omit,
 		}
 		r := outcome.Interpreter{PartialCap: 64}.Interpret(turn)
@@ -606,5 +606,45 @@ func compareGolden(t *testing.T, name string, r outcome.Result) {
 	if !proto.Equal(&golden, event) {
 		got, _ := protojson.Marshal(event)
 		t.Errorf("terminal differs from %s\n got: %s\nwant: %s", path, got, want)
+	}
+}
+
+func TestAnErrorFromATextKeptInPartIsTheErrorFromTheWholeText(t *testing.T) {
+	for _, in := range []outcome.Interpreter{{}, {PartialCap: 64}, {PartialCap: 5000}} {
+		keep := in.KeepBytes()
+		for _, n := range []int{keep - 2, keep - 1, keep, keep + 1, keep + 7, 3 * keep} {
+			for shift := range 5 {
+				// Three-byte characters, shifted so that every cut falls
+				// inside one in some case.
+				whole := (strings.Repeat("x", shift) + strings.Repeat("ab€", n/5+1))[:n]
+				checkKeptInPart(t, in, whole)
+			}
+		}
+	}
+}
+
+func checkKeptInPart(t *testing.T, in outcome.Interpreter, whole string) {
+	t.Helper()
+	keep := in.KeepBytes()
+	n := len(whole)
+	for _, ending := range []string{`{"stopReason":"refusal"}`, `{"stopReason":"max_tokens"}`, `{"stopReason":"cancelled"}`} {
+		full := answered(ending, "", whole)
+		part := full
+		part.Text = outcome.Text{Kept: whole[:min(len(whole), keep)], Bytes: len(whole)}
+		part.FinalMessage = outcome.Text{Bytes: len(lastMessage(whole))}
+		want, got := in.Interpret(full), in.Interpret(part)
+		if !proto.Equal(want.Error, got.Error) || want.Error == nil {
+			t.Fatalf("cap %d, %d bytes, %s:\nwhole: %v\npart:  %v", in.PartialCap, n, ending, want.Error, got.Error)
+		}
+	}
+}
+
+func TestATextNotKeptWholeIsNeverHandedOverAsTheAnswer(t *testing.T) {
+	turn := answered(`{"stopReason":"end_turn"}`, "", "")
+	turn.Text = outcome.Text{Kept: "the beginn", Bytes: 100}
+	turn.FinalMessage = outcome.Text{Bytes: 40}
+	o := mustOutcome(t, outcome.Interpreter{}.Interpret(turn))
+	if o.GetText() != "" || !o.GetTextOmitted() || o.GetTextBytes() != 100 || o.GetFinalMessageBytes() != 40 {
+		t.Errorf("outcome %v", o)
 	}
 }

@@ -1,0 +1,87 @@
+package acp
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// step is one thing that reaches an accumulator: a chunk, or a split.
+type step struct {
+	chunk chunkInfo
+	split bool
+}
+
+func accumulate(limit int, steps []step) (a accumulator) {
+	a.limit = limit
+	for _, s := range steps {
+		if s.split {
+			a.split()
+			continue
+		}
+		a.chunk(s.chunk)
+	}
+	return a
+}
+
+// randomSteps is a turn's updates: chunks of 0–9 bytes (some non-text,
+// some multi-byte), message ids that change now and then, and splits.
+func randomSteps(r *rand.Rand) []step {
+	words := []string{"", "a", "bc", "déf", "€€", "ghijklmno", "\n\n"}
+	ids := []string{"", "m1", "m2"}
+	var steps []step
+	id := ids[r.IntN(len(ids))]
+	for range r.IntN(40) {
+		switch r.IntN(10) {
+		case 0:
+			steps = append(steps, step{split: true})
+		case 1:
+			id = ids[r.IntN(len(ids))]
+		case 2:
+			steps = append(steps, step{chunk: chunkInfo{messageID: id, text: "image", isText: false}})
+		default:
+			steps = append(steps, step{chunk: chunkInfo{messageID: id, text: words[r.IntN(len(words))], isText: true}})
+		}
+	}
+	return steps
+}
+
+func TestALimitedAccumulatorKeepsABeginningAtLeastTheLimitLongAndCountsTheRest(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range 20000 {
+		steps := randomSteps(r)
+		limit := 1 + r.IntN(30)
+		wholeAcc, limitedAcc := accumulate(0, steps), accumulate(limit, steps)
+		whole, wholeFinal := wholeAcc.finish()
+		text, final := limitedAcc.finish()
+		if !whole.Whole() || !wholeFinal.Whole() {
+			t.Fatalf("case %d: without a limit the text is not whole: %+v %+v", i, whole, wholeFinal)
+		}
+		if text.Len() != whole.Len() || final.Len() != wholeFinal.Len() {
+			t.Fatalf("case %d, limit %d: lengths %d/%d, want %d/%d", i, limit, text.Len(), final.Len(), whole.Len(), wholeFinal.Len())
+		}
+		if !strings.HasPrefix(whole.Kept, text.Kept) || len(text.Kept) < min(limit, whole.Len()) {
+			t.Fatalf("case %d, limit %d: kept %q of %q", i, limit, text.Kept, whole.Kept)
+		}
+		if text.Whole() && (text.Kept != whole.Kept || final.Kept != wholeFinal.Kept) {
+			t.Fatalf("case %d, limit %d: kept whole, but %q/%q, want %q/%q", i, limit, text.Kept, final.Kept, whole.Kept, wholeFinal.Kept)
+		}
+		if !text.Whole() && final.Kept != "" {
+			t.Fatalf("case %d: a final message %q from a text not kept whole", i, final.Kept)
+		}
+	}
+}
+
+func TestAnAccumulatorWithoutALimitKeepsEverything(t *testing.T) {
+	a := accumulate(0, []step{
+		{chunk: chunkInfo{messageID: "a", text: "one ", isText: true}},
+		{chunk: chunkInfo{messageID: "a", text: "message", isText: true}},
+		{chunk: chunkInfo{messageID: "b", text: "", isText: true}},
+		{split: true},
+		{chunk: chunkInfo{messageID: "", text: "two", isText: true}},
+	})
+	text, final := a.finish()
+	if text.Kept != "one message\n\ntwo" || !text.Whole() || final.Kept != "two" || !final.Whole() {
+		t.Errorf("text %+v final %+v", text, final)
+	}
+}
