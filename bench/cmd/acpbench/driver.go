@@ -695,15 +695,31 @@ func (d *driver) idle() error {
 // backpressure reads a flood at bpReadRate chunks/s and samples the
 // gateway's RSS every 100 ms.
 func (d *driver) backpressure() error {
+	for _, client := range []string{"gateway", gatewayOmit} {
+		res, err := d.backpressureRun(client)
+		if err != nil {
+			return err
+		}
+		if client == gatewayOmit {
+			d.rep.BackpressureOmit = res
+		} else {
+			d.rep.Backpressure = res
+		}
+	}
+	return nil
+}
+
+// backpressureRun is one slow-client turn on a fresh gateway.
+func (d *driver) backpressureRun(client string) (*bpResult, error) {
 	g, err := d.gateway()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer d.stopGateway(g)
 	ctx := context.Background()
-	conn, client, err := dialGateway(ctx, g.addr)
+	conn, gc, err := dialGateway(ctx, g.addr)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer conn.Close()
 	p := d.plan
@@ -711,7 +727,7 @@ func (d *driver) backpressure() error {
 	time.Sleep(time.Second)
 	base, err := readMemory(g.pid())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	res := bpResult{N: p.bpN, Size: p.bpSize, ReadRate: p.bpReadRate, Base: base.RSS}
 	var read atomic.Int64
@@ -735,17 +751,17 @@ func (d *driver) backpressure() error {
 			res.Samples = append(res.Samples, bpSample{At: time.Since(start), Unix: time.Now().UnixNano(), RSS: m.RSS, Read: read.Load()})
 		}
 	}()
-	j := Job{Client: "gateway", N: p.bpN, Size: p.bpSize, Latency: true, Timeout: 10 * time.Minute}
+	j := Job{Client: client, N: p.bpN, Size: p.bpSize, Latency: true, Timeout: 10 * time.Minute}
 	s := newStream(j)
 	tctx, cancel := context.WithTimeout(ctx, j.Timeout)
-	gatewayTurn(tctx, client, j, s, p.bpReadRate, func(n int64) { read.Store(n) })
+	gatewayTurn(tctx, gc, j, s, p.bpReadRate, func(n int64) { read.Store(n) })
 	cancel()
 	close(stop)
 	<-sampled
 	if m, err := readMemory(g.pid()); err == nil {
 		res.HWM = m.HWM
 	}
-	res.Result = merge(j, "gateway", time.Since(s.t0), cpuMark{}, []*stream{s})
+	res.Result = merge(j, client, time.Since(s.t0), cpuMark{}, []*stream{s})
 	d.check("backpressure", res.Result)
 	// How far ahead of the client the agent got: when the client read chunk
 	// i, the agent had already sent every chunk stamped before that moment.
@@ -761,10 +777,9 @@ func (d *driver) backpressure() error {
 		res.LastSent = s.sent[n-1]
 		res.ClientSpan = time.Duration(s.arrived[n-1] - s.arrived[0])
 	}
-	d.logf("   read %d chunks at %d/s in %s; RSS max %s over a base of %s; the agent was at most %d chunks ahead",
-		res.Result.Chunks, p.bpReadRate, res.ClientSpan.Round(time.Millisecond), mib(res.maxRSS()), mib(res.Base), res.MaxAhead)
-	d.rep.Backpressure = &res
-	return nil
+	d.logf("   %s read %d chunks at %d/s in %s; RSS max %s over a base of %s; the agent was at most %d chunks ahead",
+		client, res.Result.Chunks, p.bpReadRate, res.ClientSpan.Round(time.Millisecond), mib(res.maxRSS()), mib(res.Base), res.MaxAhead)
+	return &res, nil
 }
 
 // brief is a one-line account of a result for the progress log.

@@ -111,6 +111,11 @@ func (r *report) verdicts() []verdict {
 		// Bounded: the agent stays within a pipe's worth of the client
 		// (64 KiB of pipe, a few frames in acpgate and gRPC's windows).
 		bp.Met = b.Result.ok() && int64(b.MaxAhead)*int64(b.Size) <= 16<<20
+		if o := r.BackpressureOmit; o != nil {
+			bp.Measured += fmt.Sprintf("; with `omit_outcome_text`: agent ≤ %d chunks ahead, peak RSS %s over a start of %s for the same text; %d lost, %d out of order",
+				o.MaxAhead, mib(o.HWM), mib(o.Base), o.Result.Lost, o.Result.OutOfOrder)
+			bp.Met = bp.Met && o.Result.ok() && int64(o.MaxAhead)*int64(o.Size) <= 16<<20
+		}
 	}
 	out = append(out, bp)
 	return out
@@ -630,6 +635,7 @@ func (r *report) bpMD(w func(string, ...any)) {
 	if b == nil {
 		return
 	}
+	defer r.bpOmitMD(w)
 	res := b.Result
 	text := int64(b.N) * int64(b.Size)
 	w("## Backpressure: a client reading %d chunks/s\n\n", b.ReadRate)
@@ -660,6 +666,26 @@ func (r *report) bpMD(w func(string, ...any)) {
 		}
 		w("\n")
 	}
+}
+
+// bpOmitMD is the slow client again, asking the outcome to omit the text.
+func (r *report) bpOmitMD(w func(string, ...any)) {
+	b := r.BackpressureOmit
+	if b == nil {
+		return
+	}
+	res := b.Result
+	text := int64(b.N) * int64(b.Size)
+	w("### The same client with `omit_outcome_text`\n\n")
+	w("The client keeps the chunks itself and asks the outcome for the text's length only, so acpgate keeps just the beginning of the answer a failure's partial output needs (about 1 MiB by default) and counts the rest.\n\n")
+	w("| | |\n|---|---|\n")
+	w("| chunks received | %s of %s; %d lost, %d out of order%s |\n", fmtInt(float64(res.Chunks)), fmtInt(float64(b.N)), res.Lost, res.OutOfOrder, errSuffix(res))
+	w("| most chunks the agent was ever ahead of the client | %d (%s) |\n", b.MaxAhead, mib(int64(b.MaxAhead)*int64(b.Size)))
+	w("| acpgate RSS at start | %s |\n", mib(b.Base))
+	w("| acpgate RSS, max while the agent was sending | %s |\n", mib(b.maxRSS()))
+	w("| acpgate peak RSS (VmHWM) | %s |\n", mib(b.HWM))
+	w("| (peak − start) / text of the turn | %.2f× |\n\n", float64(b.HWM-b.Base)/float64(text))
+	w("%s of text streamed through a gateway whose RSS peaked %s above where it started.\n\n", mib(text), mib(b.HWM-b.Base))
 }
 
 func errSuffix(r Result) string {

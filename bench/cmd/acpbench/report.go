@@ -18,15 +18,17 @@ type report struct {
 	Duration time.Duration `json:"duration"`
 	Failures []string      `json:"failures"`
 
-	Throughput   []shapeResult   `json:"throughput"`
-	Paced        []pacedResult   `json:"paced"`
-	Breaks       []breakResult   `json:"breaks"`
-	TTFC         *ttfcResult     `json:"ttfc"`
-	Concurrency  *concResult     `json:"concurrency"`
-	Idle         *idleResult     `json:"idle"`
-	Backpressure *bpResult       `json:"backpressure"`
-	Profiles     []profileResult `json:"profiles"`
-	Interference interference    `json:"interference"`
+	Throughput   []shapeResult `json:"throughput"`
+	Paced        []pacedResult `json:"paced"`
+	Breaks       []breakResult `json:"breaks"`
+	TTFC         *ttfcResult   `json:"ttfc"`
+	Concurrency  *concResult   `json:"concurrency"`
+	Idle         *idleResult   `json:"idle"`
+	Backpressure *bpResult     `json:"backpressure"`
+	// BackpressureOmit is the same slow client with omit_outcome_text.
+	BackpressureOmit *bpResult       `json:"backpressure_omit"`
+	Profiles         []profileResult `json:"profiles"`
+	Interference     interference    `json:"interference"`
 }
 
 type profileResult struct {
