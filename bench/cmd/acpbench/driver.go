@@ -498,12 +498,22 @@ func (d *driver) paced() error {
 		n := max(100, int(float64(rate)*d.plan.pacedSeconds))
 		pr := pacedResult{Rate: rate, N: n, Size: d.plan.pacedSize, Runs: map[string][]Result{}}
 		for rep := range d.plan.runs {
-			for _, c := range []string{"floor", "peer", "gateway"} {
+			for _, c := range []string{"floor", "peer", "gateway", floorLoaded} {
 				var gw *gatewayProc
 				if c == "gateway" {
 					gw = g
 				}
-				r := d.job(gw, Job{Client: c, N: n, Size: d.plan.pacedSize, Rate: rate, Latency: true, Timeout: 5 * time.Minute})
+				j := Job{Client: c, N: n, Size: d.plan.pacedSize, Rate: rate, Latency: true, Timeout: 5 * time.Minute}
+				if c == floorLoaded {
+					// What acpgate and the gateway's client burned in this
+					// repetition, as two busy loops beside the floor.
+					gr := pr.Runs["gateway"][rep]
+					if !gr.ok() || gr.Turn <= 0 {
+						continue
+					}
+					j.Load = []float64{float64(gr.GatewayCPU) / float64(gr.Turn), float64(gr.CPU) / float64(gr.Turn)}
+				}
+				r := d.job(gw, j)
 				d.check(fmt.Sprintf("paced %d/s", rate), r)
 				pr.Runs[c] = append(pr.Runs[c], r)
 				d.logf("   %d/s run %d %-7s %s", rate, rep+1, c, r.brief(n))

@@ -19,8 +19,13 @@ type Job struct {
 	Streams int    `json:"streams,omitempty"` // concurrent turns, each with its own agent; 0 means 1
 	Latency bool   `json:"latency,omitempty"` // record arrival minus send for every chunk
 	// GatewayPID is acpgate's pid, to read its CPU time (gateway).
-	GatewayPID int           `json:"gateway_pid,omitempty"`
-	Timeout    time.Duration `json:"timeout"`
+	GatewayPID int `json:"gateway_pid,omitempty"`
+	// Load is, for floor-loaded, the CPU in cores that each of a set of
+	// busy-loop processes burns during the turn: the gateway's and its
+	// client's share of the machine in the same run, so that the floor
+	// competes for the CPU as the gateway's chunks do.
+	Load    []float64     `json:"load,omitempty"`
+	Timeout time.Duration `json:"timeout"`
 }
 
 // script is the test agent's script for the job's turn.
@@ -64,6 +69,8 @@ type Result struct {
 	Foreign int64 `json:"foreign"`
 
 	Lat *Latency `json:"lat,omitempty"`
+	// Load is the Job's Load, for floor-loaded.
+	Load []float64 `json:"load,omitempty"`
 	// ToGateway and FromGateway split a gateway client's latency at the
 	// event's time, which the gateway stamps as it hands the chunk to gRPC:
 	// agent → gateway (reading, decoding, translating) and gateway → client

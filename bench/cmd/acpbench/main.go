@@ -29,6 +29,8 @@ func main() {
 		os.Exit(runClient(os.Args[2:]))
 	case "report":
 		os.Exit(runReport(os.Args[2:]))
+	case "hog":
+		os.Exit(runHog(os.Args[2:]))
 	default:
 		usage()
 	}
@@ -57,6 +59,15 @@ func runClient(args []string) int {
 	switch j.Client {
 	case "floor", "floor-sdk":
 		r = runFloor(ctx, j)
+	case floorLoaded:
+		stop, err := startLoad(j.Load)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "acpbench client:", err)
+			return 1
+		}
+		r = runFloor(ctx, j)
+		stop()
+		r.Load = j.Load
 	case "peer":
 		r = runPeer(ctx, j)
 	case "gateway", gatewayOmit:

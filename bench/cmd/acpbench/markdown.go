@@ -453,13 +453,29 @@ func (r *report) pacedMD(w func(string, ...any)) {
 	w("Chunks of %s, each run lasting about %s; latency is arrival minus send per chunk. Each cell is the median over the runs, with the range of the per-run p99 in brackets.\n\n", size(p0.Size), fmtDurF(float64(p0.N)/float64(p0.Rate)*1e9))
 	w("| rate | client | achieved chunks/s | p50 | p99 | max | runs |\n|---|---|---|---|---|---|---|\n")
 	for _, p := range r.Paced {
-		for _, c := range []string{"floor", "peer", "gateway"} {
+		for _, c := range []string{"floor", "peer", "gateway", floorLoaded} {
 			rs := p.Runs[c]
+			if len(rs) == 0 {
+				continue
+			}
 			note := fmt.Sprintf("completed %d of %d", len(oks(rs, p99)), len(rs))
 			if c == "peer" {
 				note = brokeNote(rs)
 			}
-			w("| %s/s | %s | %s | %s | %s | %s | %s |\n", fmtInt(float64(p.Rate)), c,
+			label := c
+			if c == floorLoaded {
+				label = "floor + load"
+				var cores []float64
+				for _, x := range rs {
+					var sum float64
+					for _, l := range x.Load {
+						sum += l
+					}
+					cores = append(cores, sum)
+				}
+				note += fmt.Sprintf("; load %s cores", mmm(cores, fmtRatio))
+			}
+			w("| %s/s | %s | %s | %s | %s | %s | %s |\n", fmtInt(float64(p.Rate)), label,
 				mmm(oks(rs, Result.streamRate), fmtInt),
 				fmtDurF(median(oks(rs, p50))), mmm(oks(rs, p99), fmtDurF), fmtDurF(median(oks(rs, pmax))), note)
 		}
@@ -476,6 +492,9 @@ func (r *report) pacedMD(w func(string, ...any)) {
 		w("- %s/s: gateway p99 − floor p99, run by run: %s.\n", fmtInt(float64(p.Rate)), mmm(diff, fmtDurF))
 	}
 	w("\n")
+	if len(r.Paced) > 0 && len(r.Paced[0].Runs[floorLoaded]) > 0 {
+		w("**floor + load** is a control, not a client: the floor again, with two busy-loop processes beside it (1 ms cycles) burning what acpgate and the gateway's client burned in the same repetition. The gateway's chunks pass through two processes more than the floor's, on the same two cores; this row shows what that much competition for the CPU alone does to the floor's latency.\n\n")
+	}
 	r.hopsMD(w)
 }
 
