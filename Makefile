@@ -5,7 +5,7 @@ GO       ?= go
 TOOL     := $(GO) tool -modfile=tools/go.mod
 FUZZTIME ?= 20s
 
-.PHONY: all deps generate generate-python lint test go-test fuzz interop smoke conformance check-generated breaking build bench bench-smoke
+.PHONY: all deps generate generate-python lint test go-test fuzz interop smoke examples conformance check-generated breaking build bench bench-smoke
 
 all: lint test
 
@@ -28,8 +28,9 @@ deps:
 
 ## test: everything — Go tests under the race detector (with the TypeScript
 ## SDK interop test required), bounded fuzzing, the grpcurl smoke test
-## against the real binary, and the cross-language conformance suite.
-test: deps build go-test fuzz smoke conformance
+## against the real binary, the examples, and the cross-language conformance
+## suite.
+test: deps build go-test fuzz smoke examples conformance
 
 go-test:
 	ACPGATE_REQUIRE_INTEROP=1 $(GO) test -race -count=1 ./...
@@ -44,6 +45,10 @@ fuzz:
 ## smoke: grpcurl lists, describes, health-checks and prompts the real binary.
 smoke:
 	GRPCURL="$$($(GO) env GOPATH)/bin/grpcurl" bash scripts/grpcurl-smoke.sh
+
+## examples: the Go, Python and Node examples against the real binary.
+examples:
+	bash scripts/examples-smoke.sh
 
 ## conformance: Go, Python and Node clients must see byte-identical terminals.
 conformance:

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Runs the Go, Python and Node examples against a real `acpgate serve` on the
+# built-in demo agent, so that they cannot rot: each must stream an answer
+# and exit 0 for a completed turn, exit 6 for a refusal, and exit 0 saying
+# so for a turn of tool calls only.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tmp=$(mktemp -d)
+pid=
+cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+
+go build -o "$tmp/acpgate" ./cmd/acpgate
+go build -o "$tmp/example-go" ./examples/go
+"$tmp/acpgate" serve --listen 127.0.0.1:0 2>"$tmp/serve.log" &
+pid=$!
+for _ in $(seq 100); do
+  addr=$(sed -n 's/^acpgate listening on //p' "$tmp/serve.log")
+  [ -n "$addr" ] && break
+  sleep 0.1
+done
+[ -n "${addr:-}" ] || { echo "acpgate did not start:"; cat "$tmp/serve.log"; exit 1; }
+
+failed=0
+# check LANGUAGE WANT_EXIT STDOUT_PATTERN STDERR_PATTERN -- COMMAND...
+# (an empty STDOUT_PATTERN checks nothing on stdout)
+check() {
+  local lang=$1 want=$2 out_pat=$3 err_pat=$4
+  shift 5
+  local got=0
+  "$@" >"$tmp/out" 2>"$tmp/err" || got=$?
+  if [ "$got" != "$want" ] || { [ -n "$out_pat" ] && ! grep -q -- "$out_pat" "$tmp/out"; } || ! grep -q -- "$err_pat" "$tmp/err"; then
+    echo "examples smoke: $lang: $* exited $got (want $want; stdout matching '$out_pat', stderr matching '$err_pat')"
+    echo "--- stdout"; cat "$tmp/out"; echo "--- stderr"; cat "$tmp/err"
+    failed=1
+    return
+  fi
+  echo "examples smoke: $lang $(basename "${@: -1}"): exit $got as expected"
+}
+
+for lang in go python node; do
+  case $lang in
+    go) run=("$tmp/example-go" --addr "$addr") ;;
+    python) run=(env PYTHONPATH=clients/python /usr/bin/python3 examples/python/prompt.py --addr "$addr") ;;
+    node) run=(node examples/node/prompt.mjs --addr "$addr") ;;
+  esac
+  check "$lang" 0 'acpgate' 'turn' -- "${run[@]}" "tell me about acpgate"
+  check "$lang" 6 '' 'refused' -- "${run[@]}" refuse
+  check "$lang" 0 '' 'without text' -- "${run[@]}" tools
+done
+[ "$failed" = 0 ] || exit 1
+echo "examples smoke: ok"
