@@ -13,6 +13,7 @@
 #   KEEP=1 bash conformance/run.sh     # keep the work directory (outputs, server log)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/listening.sh
 
 PYTHON=${PYTHON:-/usr/bin/python3}
 NODE=${NODE:-node}
@@ -66,20 +67,7 @@ echo "== conformance: start the gateway"
 ACPGATE_TESTAGENT="$work/testagent" "$work/acpgate" serve \
 	--config conformance/gateway.yaml --listen 127.0.0.1:0 2>"$work/server.log" &
 server_pid=$!
-addr=""
-for _ in $(seq 1 300); do
-	addr="$(sed -n 's/^acpgate listening on \(.*\)$/\1/p' "$work/server.log" | head -n 1)"
-	[ -n "$addr" ] && break
-	if ! kill -0 "$server_pid" 2>/dev/null; then
-		cat "$work/server.log" >&2
-		fail "the gateway exited before listening"
-	fi
-	sleep 0.1
-done
-[ -n "$addr" ] || {
-	cat "$work/server.log" >&2
-	fail "the gateway did not print its listening line within 30s"
-}
+addr=$(acpgate_address "$work/server.log" "$server_pid") || fail "the gateway did not start listening"
 echo "gateway at $addr"
 
 status=0

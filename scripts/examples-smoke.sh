@@ -5,6 +5,7 @@
 # so for a turn of tool calls only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/listening.sh
 tmp=$(mktemp -d)
 pid=
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
@@ -14,12 +15,7 @@ go build -o "$tmp/acpgate" ./cmd/acpgate
 go build -o "$tmp/example-go" ./examples/go
 "$tmp/acpgate" serve --listen 127.0.0.1:0 2>"$tmp/serve.log" &
 pid=$!
-for _ in $(seq 100); do
-  addr=$(sed -n 's/^acpgate listening on //p' "$tmp/serve.log")
-  [ -n "$addr" ] && break
-  sleep 0.1
-done
-[ -n "${addr:-}" ] || { echo "acpgate did not start:"; cat "$tmp/serve.log"; exit 1; }
+addr=$(acpgate_address "$tmp/serve.log" "$pid")
 
 failed=0
 # check LANGUAGE WANT_EXIT STDOUT_PATTERN STDERR_PATTERN -- COMMAND...

@@ -3,6 +3,7 @@
 # using server reflection only: no proto files at hand, as a user would.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/listening.sh
 GRPCURL=${GRPCURL:-grpcurl}
 tmp=$(mktemp -d)
 pid=
@@ -12,12 +13,7 @@ trap cleanup EXIT
 go build -o "$tmp/acpgate" ./cmd/acpgate
 "$tmp/acpgate" serve --listen 127.0.0.1:0 2>"$tmp/serve.log" &
 pid=$!
-for _ in $(seq 100); do
-  addr=$(sed -n 's/^acpgate listening on //p' "$tmp/serve.log")
-  [ -n "$addr" ] && break
-  sleep 0.1
-done
-[ -n "${addr:-}" ] || { echo "acpgate did not start:"; cat "$tmp/serve.log"; exit 1; }
+addr=$(acpgate_address "$tmp/serve.log" "$pid")
 
 fail() { echo "grpcurl smoke: $*"; exit 1; }
 
