@@ -26,6 +26,10 @@ type PromptOptions struct {
 	// the backpressure that keeps memory bounded. It must return once the
 	// consumer is gone (for example by discarding).
 	Emit func(*acpgatev1.PromptEvent)
+	// Idle, when set, is called (like Emit: one call at a time, never after
+	// Prompt returns) whenever the agent has no more output buffered: a
+	// consumer holding events back to send several at once sends them then.
+	Idle func()
 	// OmitText leaves the text out of a completed turn's outcome
 	// (outcome.Turn.OmitText), and the turn then keeps only the beginning
 	// of the text that a failure's partial output needs.
@@ -36,6 +40,7 @@ type PromptOptions struct {
 type turn struct {
 	id       string
 	emit     func(*acpgatev1.PromptEvent)
+	idle     func()
 	omitText bool
 
 	mu       sync.Mutex
@@ -66,6 +71,19 @@ func (t *turn) apply(u update) {
 		t.usage = usage
 	}
 	t.emit(u.event)
+}
+
+// drained tells the turn's consumer that the agent has no more output
+// buffered, on the connection's reader.
+func (t *turn) drained() {
+	if t.idle == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.finished {
+		t.idle()
+	}
 }
 
 // permission emits a permission event; a new request also ends an id-less
@@ -141,7 +159,7 @@ func (s *Session) Prompt(ctx context.Context, prompt []acpsdk.ContentBlock, opts
 	if emit == nil {
 		emit = func(*acpgatev1.PromptEvent) {}
 	}
-	t := &turn{id: opts.TurnID, emit: emit, omitText: opts.OmitText, cancelled: make(chan struct{}), ended: make(chan struct{})}
+	t := &turn{id: opts.TurnID, emit: emit, idle: opts.Idle, omitText: opts.OmitText, cancelled: make(chan struct{}), ended: make(chan struct{})}
 	if opts.OmitText {
 		// The outcome will not carry the text: keep only what a failure's
 		// partial output needs, so a long answer costs bounded memory.
@@ -311,6 +329,17 @@ func (s *Session) Notify(method string, params json.RawMessage) bool {
 		s.log.Debug("a session/update arrived outside a turn", "event", fmt.Sprintf("%T", u.event.GetEvent()))
 	}
 	return true
+}
+
+// Idle implements jsonrpc.IdleHandler: the running turn's consumer may send
+// what it holds back.
+func (s *Session) Idle() {
+	s.mu.Lock()
+	t := s.turn
+	s.mu.Unlock()
+	if t != nil {
+		t.drained()
+	}
 }
 
 // Request implements jsonrpc.Handler: the agent's own requests.

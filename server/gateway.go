@@ -239,7 +239,7 @@ func (g *Gateway) Prompt(req *acpgatev1.PromptRequest, stream acpgatev1.AgentGat
 	defer g.turns.Done()
 
 	turnID := fmt.Sprintf("turn-%d", g.turnSeq.Add(1))
-	out := &sender{stream: stream, log: g.log}
+	out := &sender{stream: stream, log: g.log, coalesce: req.GetCoalesceChunks()}
 	var live *liveSession
 	if req.GetSessionId() != "" {
 		live, err = g.lookup(req.GetSessionId())
@@ -280,6 +280,7 @@ func (g *Gateway) Prompt(req *acpgatev1.PromptRequest, stream acpgatev1.AgentGat
 		TurnID:   turnID,
 		Timeout:  live.agent.cfg.TurnTimeout,
 		Emit:     out.send,
+		Idle:     out.flush,
 		OmitText: req.GetOmitOutcomeText(),
 	})
 	if err != nil {
@@ -342,14 +343,70 @@ func errorClass(e *acpgatev1.HarnessError) string {
 // sender numbers events and sends them. Once the client is gone it keeps
 // numbering and drops events, so the turn's bookkeeping goes on without a
 // consumer and the agent is never left blocked on a dead stream.
+//
+// With coalesce (PromptRequest.coalesce_chunks) it holds a text chunk back
+// while the next event is another text chunk of the same message, and sends
+// them as one when anything else comes, when the held text reaches
+// maxCoalescedBytes, or when the agent has no more output buffered (flush,
+// called through acp.PromptOptions.Idle): never waiting for output that has
+// not arrived.
 type sender struct {
-	stream acpgatev1.AgentGateway_PromptServer
-	log    *slog.Logger
-	seq    uint64
-	err    error
+	stream   acpgatev1.AgentGateway_PromptServer
+	log      *slog.Logger
+	seq      uint64
+	err      error
+	coalesce bool
+	held     *acpgatev1.MessageChunk // the first chunk held back, if any
+	parts    []string                // the held chunks' texts
+	size     int                     // their length
 }
 
+// maxCoalescedBytes bounds the text of one coalesced chunk, far under the
+// 4 MiB that gRPC clients accept by default.
+const maxCoalescedBytes = 64 << 10
+
 func (s *sender) send(e *acpgatev1.PromptEvent) {
+	if s.coalesce {
+		if c := e.GetAgentMessageChunk(); isTextChunk(c) {
+			if s.held != nil && (c.GetMessageId() != s.held.GetMessageId() || s.size+len(c.GetText()) > maxCoalescedBytes) {
+				s.flush()
+			}
+			if s.held == nil {
+				s.held = c
+			}
+			s.parts = append(s.parts, c.GetText())
+			s.size += len(c.GetText())
+			return
+		}
+		s.flush()
+	}
+	s.write(e)
+}
+
+// flush sends the held chunks as one.
+func (s *sender) flush() {
+	if s.held == nil {
+		return
+	}
+	c := s.held
+	if len(s.parts) > 1 {
+		text := strings.Join(s.parts, "")
+		c = &acpgatev1.MessageChunk{
+			MessageId: c.GetMessageId(),
+			Text:      text,
+			Content:   &acpgatev1.ContentBlock{Block: &acpgatev1.ContentBlock_Text{Text: text}},
+		}
+	}
+	s.held, s.parts, s.size = nil, s.parts[:0], 0
+	s.write(&acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_AgentMessageChunk{AgentMessageChunk: c}})
+}
+
+func isTextChunk(c *acpgatev1.MessageChunk) bool {
+	_, ok := c.GetContent().GetBlock().(*acpgatev1.ContentBlock_Text)
+	return ok
+}
+
+func (s *sender) write(e *acpgatev1.PromptEvent) {
 	s.seq++
 	if s.err != nil {
 		return

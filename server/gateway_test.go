@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -339,6 +340,82 @@ func TestAClientThatAssemblesTheChunksCanHaveTheOutcomeOmitTheText(t *testing.T)
 	if chunks != 3 {
 		t.Errorf("%d chunks streamed, want 3: omitting the outcome's text must not touch the stream", chunks)
 	}
+}
+
+func TestCoalescedChunksCarryTheSameTextInFewerEvents(t *testing.T) {
+	h := start(t)
+	// A burst of 5,000 chunks, another message, a thought between two
+	// chunks of a third, and chunks over the coalescing bound.
+	script := "flood 5000 64\nchunk@m2 second\nchunk@m3 third-a\nthought hmm\nchunk@m3 third-b\nflood 3 40000\nstop end_turn"
+	ask := func(coalesce bool) (events []*acpgatev1.PromptEvent) {
+		stream, err := h.client.Prompt(context.Background(), &acpgatev1.PromptRequest{Agent: "test", Text: script, CoalesceChunks: coalesce})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return collect(t, stream)
+	}
+	// what the stream says: each message's text in order, and the other
+	// events between them.
+	type piece struct{ id, text string }
+	read := func(events []*acpgatev1.PromptEvent) (pieces []piece, chunks int) {
+		for _, e := range events[1 : len(events)-1] {
+			c := e.GetAgentMessageChunk()
+			if c == nil {
+				pieces = append(pieces, piece{id: fmt.Sprintf("%T", e.GetEvent())})
+				continue
+			}
+			chunks++
+			if c.GetText() != c.GetContent().GetText() {
+				t.Fatalf("a chunk's text and content differ: %q, %q", c.GetText(), c.GetContent().GetText())
+			}
+			if len(c.GetText()) > 64<<10 {
+				t.Fatalf("a coalesced chunk of %d bytes, over 64 KiB", len(c.GetText()))
+			}
+			if n := len(pieces); n > 0 && pieces[n-1].id == c.GetMessageId() {
+				pieces[n-1].text += c.GetText()
+				continue
+			}
+			pieces = append(pieces, piece{id: c.GetMessageId(), text: c.GetText()})
+		}
+		return pieces, chunks
+	}
+	plain, coalesced := ask(false), ask(true)
+	wantPieces, plainChunks := read(plain)
+	gotPieces, coalescedChunks := read(coalesced)
+	if plainChunks != 5000+3+3 {
+		t.Fatalf("%d chunks without coalescing", plainChunks)
+	}
+	if !slices.Equal(gotPieces, wantPieces) {
+		t.Errorf("coalescing changed the text, its order or its messages:\n got %.300v\nwant %.300v", gotPieces, wantPieces)
+	}
+	if coalescedChunks >= plainChunks/2 {
+		t.Errorf("%d chunk events coalesced from %d: a burst should merge", coalescedChunks, plainChunks)
+	}
+	if p, c := last(plain).GetOutcome(), last(coalesced).GetOutcome(); c.GetText() != p.GetText() || c.GetFinalMessage() != p.GetFinalMessage() {
+		t.Errorf("the outcomes' texts differ: %d/%d bytes, want %d/%d", len(c.GetText()), len(c.GetFinalMessage()), len(p.GetText()), len(p.GetFinalMessage()))
+	}
+}
+
+func TestACoalescedChunkIsNotHeldWhileTheAgentIsQuiet(t *testing.T) {
+	h := start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// The agent says one thing and then nothing more: the chunk must reach
+	// the client now, not when something else comes along.
+	stream, err := h.client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: "test", Text: "chunk@a hello\nhang", CoalesceChunks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"started", "hello"} {
+		e, err := stream.Recv()
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", want, err)
+		}
+		if got := e.GetAgentMessageChunk().GetText(); e.GetStarted() == nil && got != want {
+			t.Fatalf("got %v, want %s", e, want)
+		}
+	}
+	cancel()
 }
 
 func TestRequestsThatRunNoTurnGetAStatus(t *testing.T) {

@@ -69,6 +69,16 @@ type Handler interface {
 	Notify(method string, params json.RawMessage) bool
 }
 
+// An IdleHandler is a Handler that is also told, on the reader goroutine,
+// each time the reader has handled every complete line it holds and is
+// about to wait for more of the agent's output. That is the moment for a
+// consumer that holds notifications' effects back, to send several at
+// once, to send them: holding them longer would delay them for nothing.
+type IdleHandler interface {
+	Handler
+	Idle()
+}
+
 // Options configure a Conn.
 type Options struct {
 	// MaxFrameBytes is the longest line accepted; a longer one fails the
@@ -293,8 +303,12 @@ type envelope struct {
 
 func (c *Conn) read(r io.Reader) {
 	reader := newLineReader(r, c.opts.MaxFrameBytes)
+	idle, _ := c.handler.(IdleHandler)
 	end := End{Kind: EndStream}
 	for {
+		if idle != nil && !reader.holdsLine() {
+			idle.Idle()
+		}
 		line, err := reader.next()
 		if err != nil {
 			if !errors.Is(err, io.EOF) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -321,4 +322,43 @@ func FuzzDispatchNeverPanics(f *testing.F) {
 		_ = c.dispatch([]byte(line))
 		c.handlers.Wait()
 	})
+}
+
+type idleRecordingHandler struct{ recordingHandler }
+
+func (h idleRecordingHandler) Idle() { h.notes <- "idle" }
+
+func TestAnIdleHandlerHearsWhenEveryBufferedLineIsHandled(t *testing.T) {
+	notes := make(chan string, 100)
+	out, in, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	defer in.Close()
+	// Three lines arrive in one read, then a fourth alone after a pause: the
+	// handler hears "idle" before the first read, after the third line and
+	// after the fourth, never between lines the reader already holds.
+	agentOut, agentWrites := io.Pipe()
+	c := New(agentOut, in, idleRecordingHandler{recordingHandler{notes}}, Options{Logger: slog.New(slog.DiscardHandler)})
+	defer c.Close()
+	defer agentWrites.Close() // first: the reader must see EOF for Close to return
+	note := func(n int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","method":"n","params":%d}`, n)
+	}
+	want := []string{"idle", "n 1", "n 2", "n 3", "idle"}
+	go func() { _, _ = agentWrites.Write([]byte(note(1) + "\n" + note(2) + "\n" + note(3) + "\n")) }()
+	for i, w := range want {
+		if got := <-notes; got != w {
+			t.Fatalf("event %d: %q, want %q", i, got, w)
+		}
+	}
+	go func() { _, _ = agentWrites.Write([]byte(note(4) + "\n")) }()
+	for i, w := range []string{"n 4", "idle"} {
+		if got := <-notes; got != w {
+			t.Fatalf("event %d after the pause: %q, want %q", i, got, w)
+		}
+	}
+	_ = agentWrites.Close()
+	<-c.Done()
 }

@@ -2,6 +2,7 @@ package jsonrpc
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 )
@@ -44,4 +45,15 @@ func (l *lineReader) next() ([]byte, error) {
 		}
 		return nil, err
 	}
+}
+
+// holdsLine reports whether a whole line is already buffered, so that next
+// returns it without waiting for the agent.
+func (l *lineReader) holdsLine() bool {
+	n := l.r.Buffered()
+	if n == 0 {
+		return false
+	}
+	b, _ := l.r.Peek(n)
+	return bytes.IndexByte(b, '\n') >= 0
 }

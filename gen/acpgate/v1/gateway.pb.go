@@ -780,8 +780,17 @@ type PromptRequest struct {
 	// the turn had one message), which for a long answer costs more than
 	// streaming it did. A HarnessError's partial output is never omitted.
 	OmitOutcomeText bool `protobuf:"varint,6,opt,name=omit_outcome_text,json=omitOutcomeText,proto3" json:"omit_outcome_text,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// When true, consecutive agent_message_chunk events of one message that
+	// the gateway has already read from the agent when it sends are merged
+	// into one (up to 64 KiB of text each): fewer, larger events, none held
+	// back waiting for more. The text, its order and its message boundaries
+	// are unchanged; only where it is cut into chunks differs, which ACP
+	// leaves to the agent anyway. For clients of fast agents: every event is a
+	// gRPC message with a cost on both sides, which at tens of thousands of
+	// small chunks a second is most of the stream's latency.
+	CoalesceChunks bool `protobuf:"varint,7,opt,name=coalesce_chunks,json=coalesceChunks,proto3" json:"coalesce_chunks,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *PromptRequest) Reset() {
@@ -852,6 +861,13 @@ func (x *PromptRequest) GetCwd() string {
 func (x *PromptRequest) GetOmitOutcomeText() bool {
 	if x != nil {
 		return x.OmitOutcomeText
+	}
+	return false
+}
+
+func (x *PromptRequest) GetCoalesceChunks() bool {
+	if x != nil {
+		return x.CoalesceChunks
 	}
 	return false
 }
@@ -1100,7 +1116,7 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\x13CloseSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x16\n" +
-	"\x14CloseSessionResponse\"\xc8\x01\n" +
+	"\x14CloseSessionResponse\"\xf1\x01\n" +
 	"\rPromptRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
@@ -1108,7 +1124,8 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\x06prompt\x18\x03 \x03(\v2\x18.acpgate.v1.ContentBlockR\x06prompt\x12\x12\n" +
 	"\x04text\x18\x04 \x01(\tR\x04text\x12\x10\n" +
 	"\x03cwd\x18\x05 \x01(\tR\x03cwd\x12*\n" +
-	"\x11omit_outcome_text\x18\x06 \x01(\bR\x0fomitOutcomeText\".\n" +
+	"\x11omit_outcome_text\x18\x06 \x01(\bR\x0fomitOutcomeText\x12'\n" +
+	"\x0fcoalesce_chunks\x18\a \x01(\bR\x0ecoalesceChunks\".\n" +
 	"\rCancelRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\".\n" +
