@@ -460,7 +460,7 @@ func (d *driver) check(what string, r Result) {
 // ---- sections ----
 
 func (d *driver) throughput() error {
-	clients := []string{"floor", "floor-sdk", "peer", "gateway", gatewayOmit}
+	clients := []string{"floor", "floor-sdk", "peer", "gateway", gatewayStream}
 	for _, sh := range d.plan.floods {
 		g, err := d.gateway()
 		if err != nil {
@@ -470,7 +470,7 @@ func (d *driver) throughput() error {
 		for rep := range sh.Runs {
 			for _, c := range clients {
 				var gw *gatewayProc
-				if c == "gateway" || c == gatewayOmit {
+				if c == "gateway" || c == gatewayStream {
 					gw = g
 				}
 				r := d.job(gw, Job{Client: c, N: sh.N, Size: sh.Size, Timeout: 5 * time.Minute})
@@ -498,9 +498,9 @@ func (d *driver) paced() error {
 		n := max(100, int(float64(rate)*d.plan.pacedSeconds))
 		pr := pacedResult{Rate: rate, N: n, Size: d.plan.pacedSize, Runs: map[string][]Result{}}
 		for rep := range d.plan.runs {
-			for _, c := range []string{"floor", "peer", "gateway", floorLoaded} {
+			for _, c := range []string{"floor", "peer", "gateway", gatewayStream, floorLoaded} {
 				var gw *gatewayProc
-				if c == "gateway" {
+				if c == "gateway" || c == gatewayStream {
 					gw = g
 				}
 				j := Job{Client: c, N: n, Size: d.plan.pacedSize, Rate: rate, Latency: true, Timeout: 5 * time.Minute}
@@ -705,12 +705,12 @@ func (d *driver) idle() error {
 // backpressure reads a flood at bpReadRate chunks/s and samples the
 // gateway's RSS every 100 ms.
 func (d *driver) backpressure() error {
-	for _, client := range []string{"gateway", gatewayOmit} {
+	for _, client := range []string{"gateway", gatewayStream} {
 		res, err := d.backpressureRun(client)
 		if err != nil {
 			return err
 		}
-		if client == gatewayOmit {
+		if client == gatewayStream {
 			d.rep.BackpressureOmit = res
 		} else {
 			d.rep.Backpressure = res

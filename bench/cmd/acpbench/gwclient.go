@@ -20,10 +20,12 @@ import (
 // and the outcome's text (length and CRC of the chunks' concatenation) are
 // checked.
 
-// gatewayOmit is the gateway client that sets
-// PromptRequest.omit_outcome_text: it keeps the chunks and gets only the
-// text's length in the outcome, as a client rendering the stream would.
-const gatewayOmit = "gateway-omit"
+// gatewayStream is the gateway client that consumes the stream as a
+// stream, as a client rendering it would: it sets
+// PromptRequest.omit_outcome_text (it has the chunks, so the outcome gives
+// only the text's length) and coalesce_chunks (chunks the gateway holds at
+// once come as one event, which it splits back into the agent's chunks).
+const gatewayStream = "gateway-stream"
 
 // floodAgent is the test agent's name in the benchmark's gateway
 // configuration.
@@ -69,8 +71,8 @@ func gatewayTurn(ctx context.Context, client acpgatev1.AgentGatewayClient, j Job
 	s.t0 = time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	omit := j.Client == gatewayOmit
-	st, err := client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: floodAgent, Text: j.script(), OmitOutcomeText: omit})
+	asStream := j.Client == gatewayStream
+	st, err := client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: floodAgent, Text: j.script(), OmitOutcomeText: asStream, CoalesceChunks: asStream})
 	if err != nil {
 		s.err = err
 		return
@@ -97,11 +99,20 @@ func gatewayTurn(ctx context.Context, client acpgatev1.AgentGatewayClient, j Job
 			s.startup = s.prompted
 		case *acpgatev1.PromptEvent_AgentMessageChunk:
 			text := e.AgentMessageChunk.GetText()
-			s.chunk(text)
-			if s.latency {
-				s.relayed = append(s.relayed, ev.GetTime().AsTime().UnixNano())
-			}
 			crc = crc32.Update(crc, crcTable, bytesOf(text))
+			// A coalesced event carries several of the agent's chunks,
+			// each j.Size bytes: check and time each one.
+			pieces := 1
+			if asStream && j.Size > 0 && len(text) > j.Size && len(text)%j.Size == 0 {
+				pieces = len(text) / j.Size
+			}
+			piece := len(text) / pieces
+			for p := range pieces {
+				s.chunk(text[p*piece : (p+1)*piece])
+				if s.latency {
+					s.relayed = append(s.relayed, ev.GetTime().AsTime().UnixNano())
+				}
+			}
 			if progress != nil {
 				progress(s.v.chunks)
 			}
@@ -112,7 +123,7 @@ func gatewayTurn(ctx context.Context, client acpgatev1.AgentGatewayClient, j Job
 		case *acpgatev1.PromptEvent_Outcome:
 			s.ended()
 			terminal = true
-			if omit {
+			if asStream {
 				// The client has the text already: the outcome says how
 				// long it was, which the chunks must add up to.
 				if !e.Outcome.GetTextOmitted() || e.Outcome.GetText() != "" || int64(e.Outcome.GetTextBytes()) != s.v.bytes {

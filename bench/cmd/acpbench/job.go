@@ -166,7 +166,7 @@ func newStream(j Job) *stream {
 	if j.Latency {
 		s.sent = make([]int64, 0, j.N)
 		s.arrived = make([]int64, 0, j.N)
-		if j.Client == "gateway" || j.Client == gatewayOmit {
+		if j.Client == "gateway" || j.Client == gatewayStream {
 			s.relayed = make([]int64, 0, j.N)
 		}
 	}

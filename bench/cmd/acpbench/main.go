@@ -70,7 +70,7 @@ func runClient(args []string) int {
 		r.Load = j.Load
 	case "peer":
 		r = runPeer(ctx, j)
-	case "gateway", gatewayOmit:
+	case "gateway", gatewayStream:
 		r = runGateway(ctx, j)
 	default:
 		fmt.Fprintf(os.Stderr, "acpbench client: unknown client %q\n", j.Client)

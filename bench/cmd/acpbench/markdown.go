@@ -38,8 +38,8 @@ func (r *report) verdicts() []verdict {
 	var out []verdict
 	flood := func(name, client, target string, want float64) {
 		who := "gateway"
-		if client == gatewayOmit {
-			who = "gateway with `omit_outcome_text`"
+		if client == gatewayStream {
+			who = "gateway with `omit_outcome_text` and `coalesce_chunks`"
 		}
 		v := verdict{Figure: "unpaced flood, " + strings.TrimSuffix(name, " flood") + " chunks: " + who + " / floor", Target: target}
 		if sr := r.floodShape(name); sr != nil {
@@ -53,36 +53,40 @@ func (r *report) verdicts() []verdict {
 		out = append(out, v)
 	}
 	flood("64 B flood", "gateway", "≥ 0.5, zero loss", 0.5)
-	flood("64 B flood", gatewayOmit, "≥ 0.5, zero loss", 0.5)
+	flood("64 B flood", gatewayStream, "≥ 0.5, zero loss", 0.5)
 	flood("64 KiB flood", "gateway", "≥ 0.7, zero loss", 0.7)
-	flood("64 KiB flood", gatewayOmit, "≥ 0.7, zero loss", 0.7)
+	flood("64 KiB flood", gatewayStream, "≥ 0.7, zero loss", 0.7)
 
-	lat := verdict{Figure: "paced 1,000 – 50,000 chunks/s: gateway p99 latency", Target: "≤ floor p99 + 1 ms, and ≤ peer p99"}
-	var parts []string
-	lat.Met = true
-	for _, p := range r.Paced {
-		if p.Rate > 50_000 {
-			continue
+	latency := func(client, who string) {
+		lat := verdict{Figure: "paced 1,000 – 50,000 chunks/s: " + who + " p99 latency", Target: "≤ floor p99 + 1 ms, and ≤ peer p99"}
+		var parts []string
+		lat.Met = true
+		for _, p := range r.Paced {
+			if p.Rate > 50_000 {
+				continue
+			}
+			g := median(oks(p.Runs[client], p99))
+			f := median(oks(p.Runs["floor"], p99))
+			pe := median(oks(p.Runs["peer"], p99))
+			if math.IsNaN(g) || math.IsNaN(f) {
+				lat.Met = false
+				parts = append(parts, fmt.Sprintf("%s/s: no complete gateway or floor run", fmtInt(float64(p.Rate))))
+				continue
+			}
+			lat.Known = true
+			ok := g <= f+1e6 && (math.IsNaN(pe) || g <= pe)
+			lat.Met = lat.Met && ok
+			peer := "peer broke"
+			if !math.IsNaN(pe) {
+				peer = "peer " + fmtDurF(pe)
+			}
+			parts = append(parts, fmt.Sprintf("%s/s: %s (floor %s, %s)", fmtInt(float64(p.Rate)), fmtDurF(g), fmtDurF(f), peer))
 		}
-		g := median(oks(p.Runs["gateway"], p99))
-		f := median(oks(p.Runs["floor"], p99))
-		pe := median(oks(p.Runs["peer"], p99))
-		if math.IsNaN(g) || math.IsNaN(f) {
-			lat.Met = false
-			parts = append(parts, fmt.Sprintf("%s/s: no complete gateway or floor run", fmtInt(float64(p.Rate))))
-			continue
-		}
-		lat.Known = true
-		ok := g <= f+1e6 && (math.IsNaN(pe) || g <= pe)
-		lat.Met = lat.Met && ok
-		peer := "peer broke"
-		if !math.IsNaN(pe) {
-			peer = "peer " + fmtDurF(pe)
-		}
-		parts = append(parts, fmt.Sprintf("%s/s: %s (floor %s, %s)", fmtInt(float64(p.Rate)), fmtDurF(g), fmtDurF(f), peer))
+		lat.Measured = strings.Join(parts, "; ")
+		out = append(out, lat)
 	}
-	lat.Measured = strings.Join(parts, "; ")
-	out = append(out, lat)
+	latency("gateway", "gateway")
+	latency(gatewayStream, "gateway with `omit_outcome_text` and `coalesce_chunks`")
 
 	conc := verdict{Figure: "200 concurrent turns", Target: "zero lost or reordered chunks"}
 	if c := r.Concurrency; c != nil {
@@ -112,7 +116,7 @@ func (r *report) verdicts() []verdict {
 		// (64 KiB of pipe, a few frames in acpgate and gRPC's windows).
 		bp.Met = b.Result.ok() && int64(b.MaxAhead)*int64(b.Size) <= 16<<20
 		if o := r.BackpressureOmit; o != nil {
-			bp.Measured += fmt.Sprintf("; with `omit_outcome_text`: agent ≤ %d chunks ahead, peak RSS %s over a start of %s for the same text; %d lost, %d out of order",
+			bp.Measured += fmt.Sprintf("; with `omit_outcome_text` and `coalesce_chunks`: agent ≤ %d chunks ahead, peak RSS %s over a start of %s for the same text; %d lost, %d out of order",
 				o.MaxAhead, mib(o.HWM), mib(o.Base), o.Result.Lost, o.Result.OutOfOrder)
 			bp.Met = bp.Met && o.Result.ok() && int64(o.MaxAhead)*int64(o.Size) <= 16<<20
 		}
@@ -385,7 +389,7 @@ func (r *report) methodMD(w func(string, ...any)) {
 	w("One agent program, three ways of talking to it, in the same run:\n\n")
 	w("- **floor** — the least a client can do with ACP: spawn the agent, write `initialize`, `session/new` and `session/prompt` by hand, split its stdout into lines with a `bufio.Reader`, decode each line with one `json.Unmarshal` into a struct shaped after ACP's schema (session id, update kind, message id, content type and text), count chunks. No queue, no dispatch. **floor-sdk** is the same reader decoding each update as acp-go-sdk's `SessionNotification`, whose union types decode in several passes: what the floor costs with the SDK's types.\n")
 	w("- **peer** — what a team embedding the ACP SDK gets: acp-go-sdk v0.13.0's `NewClientSideConnection` driving the agent directly, its `SessionUpdate` handler counting chunks. v0.13.0 queues at most 1,024 notifications and closes the connection when its handler falls behind (`-32603`, *peer disconnected before response*); the harness records that as *broke* and compares with the peer only where it completes.\n")
-	w("- **gateway** — a Go gRPC client calling one-shot `Prompt` on `acpgate serve` over loopback TCP (one connection, receive limit raised to 1 GiB because a completed turn's `outcome` carries the whole text, twice: `text` and `final_message`). Every event's `seq`, every chunk's index and the outcome's text (length and CRC-32C of the chunks' concatenation) are checked. **gateway-omit** is the same client setting `omit_outcome_text` on the request, as a client that renders the chunks as they come and needs no second copy of the answer would: the outcome then carries the text's length instead of the text, and the length is checked against the chunks received. It receives what the floor and the peer receive; the plain gateway client receives the answer a second time (twice over, in `text` and `final_message`, when the turn has one message).\n\n")
+	w("- **gateway** — a Go gRPC client calling one-shot `Prompt` on `acpgate serve` over loopback TCP (one connection, receive limit raised to 1 GiB because a completed turn's `outcome` carries the whole text, twice: `text` and `final_message`). Every event's `seq`, every chunk's index and the outcome's text (length and CRC-32C of the chunks' concatenation) are checked. **gateway-stream** is the same client consuming the stream as a stream, as a client that renders the chunks as they come would: it sets `omit_outcome_text` (the outcome then carries the text's length, checked against the chunks received, instead of a second copy of the answer — twice over, in `text` and `final_message`, when the turn has one message) and `coalesce_chunks` (chunks the gateway has already read when it sends come as one event; the client splits each back into the agent's chunks, checking and timing every one). It receives what the floor and the peer receive.\n\n")
 	w("The agent is acpgate's test agent (`internal/testagent`) running the script `flood_timed N SIZE [RATE]`: N `agent_message_chunk` updates of SIZE bytes of text, each starting with its index and its send time (Unix nanoseconds, stamped as the line is written), then `end_turn`. Unpaced, the chunks go out as one buffered burst (about 800,000 chunks/s of 64 B here: the agent is never the bottleneck); paced, every wake-up (about 1 ms apart) writes the chunks then due, so pacing is exact on average and bursty at millisecond scale.\n\n")
 	w("Definitions:\n\n")
 	w("- **chunks/s** = chunks / turn time; the **turn** runs from the prompt (floor, peer: `session/prompt` written; gateway: the `started` event received, i.e. after the gateway has spawned the agent and opened the session) to the turn's ending received (the response; the gateway's `outcome`). **MB/s** is chunk text (10⁶ bytes) per second of turn. **first→last** is the chunk rate between the first and the last chunk, without the ending (the gateway's `outcome` carries the whole text again).\n")
@@ -403,13 +407,13 @@ func (r *report) throughputMD(w func(string, ...any)) {
 		sh := sr.Shape
 		w("### %s: %s chunks × %s, %s\n\n", sh.Name, fmtInt(float64(sh.N)), size(sh.Size), sh.Purpose)
 		w("| client | chunks/s | MB/s | turn | first→last chunks/s | CPU µs/chunk | runs |\n|---|---|---|---|---|---|---|\n")
-		for _, c := range []string{"floor", "floor-sdk", "peer", "gateway", gatewayOmit} {
+		for _, c := range []string{"floor", "floor-sdk", "peer", "gateway", gatewayStream} {
 			rs := sr.Runs[c]
 			if len(rs) == 0 {
 				continue
 			}
 			cpu := mmm(oks(rs, cpuPerChunk), fmtUs)
-			if c == "gateway" || c == gatewayOmit {
+			if c == "gateway" || c == gatewayStream {
 				cpu += " (acpgate " + mmm(oks(rs, gatewayCPUPerChunk), fmtUs) + ")"
 			}
 			note := brokeNote(rs)
@@ -431,8 +435,8 @@ func (r *report) throughputMD(w func(string, ...any)) {
 			w("gateway / peer: none (the peer completed no run)")
 		}
 		w("; first→last chunk rate, gateway / floor %s.", mmm(ratios(sr.Runs["gateway"], sr.Runs["floor"], Result.streamRate), fmtRatio))
-		if om := ratios(sr.Runs[gatewayOmit], sr.Runs["floor"], Result.rate); len(om) > 0 {
-			w(" With `omit_outcome_text`, gateway / floor **%s**.", mmm(om, fmtRatio))
+		if om := ratios(sr.Runs[gatewayStream], sr.Runs["floor"], Result.rate); len(om) > 0 {
+			w(" With `omit_outcome_text` and `coalesce_chunks`, gateway / floor **%s**.", mmm(om, fmtRatio))
 		}
 		if sr.GatewayHWM > 0 {
 			w(" acpgate's peak RSS over this shape's runs: %s.", mib(sr.GatewayHWM))
@@ -453,7 +457,7 @@ func (r *report) pacedMD(w func(string, ...any)) {
 	w("Chunks of %s, each run lasting about %s; latency is arrival minus send per chunk. Each cell is the median over the runs, with the range of the per-run p99 in brackets.\n\n", size(p0.Size), fmtDurF(float64(p0.N)/float64(p0.Rate)*1e9))
 	w("| rate | client | achieved chunks/s | p50 | p99 | max | runs |\n|---|---|---|---|---|---|---|\n")
 	for _, p := range r.Paced {
-		for _, c := range []string{"floor", "peer", "gateway", floorLoaded} {
+		for _, c := range []string{"floor", "peer", "gateway", gatewayStream, floorLoaded} {
 			rs := p.Runs[c]
 			if len(rs) == 0 {
 				continue
@@ -482,14 +486,21 @@ func (r *report) pacedMD(w func(string, ...any)) {
 	}
 	w("\n")
 	for _, p := range r.Paced {
-		var diff []float64
-		gs, fs := p.Runs["gateway"], p.Runs["floor"]
-		for i := range min(len(gs), len(fs)) {
-			if gs[i].ok() && fs[i].ok() {
-				diff = append(diff, p99(gs[i])-p99(fs[i]))
+		diff := func(client string) []float64 {
+			var d []float64
+			gs, fs := p.Runs[client], p.Runs["floor"]
+			for i := range min(len(gs), len(fs)) {
+				if gs[i].ok() && fs[i].ok() {
+					d = append(d, p99(gs[i])-p99(fs[i]))
+				}
 			}
+			return d
 		}
-		w("- %s/s: gateway p99 − floor p99, run by run: %s.\n", fmtInt(float64(p.Rate)), mmm(diff, fmtDurF))
+		w("- %s/s: gateway p99 − floor p99, run by run: %s", fmtInt(float64(p.Rate)), mmm(diff("gateway"), fmtDurF))
+		if d := diff(gatewayStream); len(d) > 0 {
+			w("; gateway-stream p99 − floor p99: %s", mmm(d, fmtDurF))
+		}
+		w(".\n")
 	}
 	w("\n")
 	if len(r.Paced) > 0 && len(r.Paced[0].Runs[floorLoaded]) > 0 {
@@ -695,7 +706,7 @@ func (r *report) bpOmitMD(w func(string, ...any)) {
 	}
 	res := b.Result
 	text := int64(b.N) * int64(b.Size)
-	w("### The same client with `omit_outcome_text`\n\n")
+	w("### The same client with `omit_outcome_text` and `coalesce_chunks`\n\n")
 	w("The client keeps the chunks itself and asks the outcome for the text's length only, so acpgate keeps just the beginning of the answer a failure's partial output needs (about 1 MiB by default) and counts the rest.\n\n")
 	w("| | |\n|---|---|\n")
 	w("| chunks received | %s of %s; %d lost, %d out of order%s |\n", fmtInt(float64(res.Chunks)), fmtInt(float64(b.N)), res.Lost, res.OutOfOrder, errSuffix(res))
