@@ -535,16 +535,18 @@ func (r *report) hopsMD(w func(string, ...any)) {
 		return
 	}
 	w("Where the gateway's latency goes: each chunk event's `time` is stamped by the gateway as it hands the chunk to gRPC, which splits the latency into agent → gateway (the agent's pipe, reading, decoding and translating the update) and gateway → client (protobuf encoding, HTTP/2 over loopback TCP, the client's decoding). One clock: all three processes run on this machine. Medians over the runs, per-run p99 range in brackets.\n\n")
-	w("| rate | agent → gateway p50 | agent → gateway p99 | gateway → client p50 | gateway → client p99 | floor p99 (agent → client) |\n|---|---|---|---|---|---|\n")
+	w("| rate | client | agent → gateway p50 | agent → gateway p99 | gateway → client p50 | gateway → client p99 | floor p99 (agent → client) |\n|---|---|---|---|---|---|---|\n")
 	for _, p := range r.Paced {
-		gs := p.Runs["gateway"]
-		if len(hop(gs, to, p99of)) == 0 {
-			continue
+		for _, c := range []string{"gateway", gatewayStream} {
+			gs := p.Runs[c]
+			if len(hop(gs, to, p99of)) == 0 {
+				continue
+			}
+			w("| %s/s | %s | %s | %s | %s | %s | %s |\n", fmtInt(float64(p.Rate)), c,
+				fmtDurF(median(hop(gs, to, p50of))), mmm(hop(gs, to, p99of), fmtDurF),
+				fmtDurF(median(hop(gs, from, p50of))), mmm(hop(gs, from, p99of), fmtDurF),
+				fmtDurF(median(oks(p.Runs["floor"], p99))))
 		}
-		w("| %s/s | %s | %s | %s | %s | %s |\n", fmtInt(float64(p.Rate)),
-			fmtDurF(median(hop(gs, to, p50of))), mmm(hop(gs, to, p99of), fmtDurF),
-			fmtDurF(median(hop(gs, from, p50of))), mmm(hop(gs, from, p99of), fmtDurF),
-			fmtDurF(median(oks(p.Runs["floor"], p99))))
 	}
 	w("\n")
 }
