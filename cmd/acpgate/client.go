@@ -374,9 +374,12 @@ protojson line and nothing else is printed to stdout.`, stderr)
 	req := &acpgatev1.PromptRequest{SessionId: *session, Agent: *agent, Text: text, Cwd: *cwd}
 	var sink eventSink
 	if *asJSON {
-		sink = &jsonSink{out: stdout, err: stderr}
+		sink = &jsonSink{out: stdout, err: stderr} // every event, as the gateway cuts them
 	} else {
 		sink = newHumanSink(stdout, stderr)
+		// The answer is printed as it streams, so how it is cut into chunks
+		// does not show: fewer, larger chunks cost less at every hop.
+		req.CoalesceChunks = true
 	}
 	return streamPrompt(ctx, client, req, sink, stderr)
 }
