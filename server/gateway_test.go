@@ -84,6 +84,9 @@ agents:
     command: "${TESTAGENT}"
     args: [--unique-sessions]
     idle_timeout: 300ms
+  - name: commands
+    command: "${TESTAGENT}"
+    args: [--unique-sessions, --commands, "review,test"]
 `, workspace)
 }
 
@@ -418,6 +421,48 @@ func TestACoalescedChunkIsNotHeldWhileTheAgentIsQuiet(t *testing.T) {
 	cancel()
 }
 
+func TestASessionShowsTheCommandsItsAgentAdvertisedOutsideATurn(t *testing.T) {
+	h := start(t)
+	ctx := context.Background()
+	plain, err := h.client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := h.client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: "commands"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The agent advertises its commands just after answering session/new,
+	// so they may reach the gateway just after CreateSession returns.
+	var got *acpgatev1.AvailableCommands
+	for deadline := time.Now().Add(10 * time.Second); got == nil && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		s, err := h.client.GetSession(ctx, &acpgatev1.GetSessionRequest{SessionId: sess.GetId()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = s.GetAvailableCommands()
+	}
+	var names []string
+	for _, c := range got.GetCommands() {
+		names = append(names, c.GetName()+": "+c.GetDescription())
+	}
+	if want := []string{"review: the review command", "test: the test command"}; !slices.Equal(names, want) {
+		t.Errorf("commands %q, want %q", names, want)
+	}
+	list, err := h.client.ListSessions(ctx, &acpgatev1.ListSessionsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range list.GetSessions() {
+		if s.GetId() == plain.GetId() && s.GetAvailableCommands() != nil {
+			t.Errorf("a session whose agent advertised nothing shows commands %v", s.GetAvailableCommands())
+		}
+		if s.GetId() == sess.GetId() && len(s.GetAvailableCommands().GetCommands()) != 2 {
+			t.Errorf("ListSessions shows %v", s.GetAvailableCommands())
+		}
+	}
+}
+
 func TestRequestsThatRunNoTurnGetAStatus(t *testing.T) {
 	h := start(t)
 	sess, err := h.client.CreateSession(context.Background(), &acpgatev1.CreateSessionRequest{Agent: "test"})
@@ -699,7 +744,7 @@ func TestListAgentsReportsCapabilitiesOnceKnown(t *testing.T) {
 	h := start(t)
 	ctx := context.Background()
 	before, _ := h.client.ListAgents(ctx, &acpgatev1.ListAgentsRequest{})
-	if len(before.GetAgents()) != 6 || before.GetAgents()[0].GetCapabilities() != nil || before.GetAgents()[0].GetPermissionPolicy() != "ask" {
+	if len(before.GetAgents()) != 7 || before.GetAgents()[0].GetCapabilities() != nil || before.GetAgents()[0].GetPermissionPolicy() != "ask" {
 		t.Fatalf("%v", before)
 	}
 	oneShot(t, h, "test", "stop end_turn")

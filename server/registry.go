@@ -65,14 +65,15 @@ func (l *liveSession) proto() *acpgatev1.Session {
 		state = acpgatev1.SessionState_SESSION_STATE_RUNNING
 	}
 	return &acpgatev1.Session{
-		Id:            l.sess.ID(),
-		Agent:         l.agent.cfg.Name,
-		Cwd:           l.sess.Cwd(),
-		State:         state,
-		CreatedAt:     timestamppb.New(l.created),
-		LastActiveAt:  timestamppb.New(l.lastActive),
-		Turns:         l.turns,
-		CurrentTurnId: l.running,
+		Id:                l.sess.ID(),
+		Agent:             l.agent.cfg.Name,
+		Cwd:               l.sess.Cwd(),
+		State:             state,
+		CreatedAt:         timestamppb.New(l.created),
+		LastActiveAt:      timestamppb.New(l.lastActive),
+		Turns:             l.turns,
+		CurrentTurnId:     l.running,
+		AvailableCommands: l.sess.AvailableCommands(),
 	}
 }
 

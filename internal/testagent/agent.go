@@ -286,6 +286,20 @@ func (a *agent) newSession(m *message) {
 	a.sessions[id] = true
 	a.mu.Unlock()
 	a.reply(m.ID, obj{"sessionId": id})
+	a.advertiseCommands(id)
+}
+
+// advertiseCommands sends the --commands, if any, for a session that has
+// just been opened.
+func (a *agent) advertiseCommands(sessionID string) {
+	if len(a.cfg.commands) == 0 {
+		return
+	}
+	var cmds []obj
+	for _, name := range a.cfg.commands {
+		cmds = append(cmds, obj{"name": name, "description": "the " + name + " command"})
+	}
+	a.sessionUpdate(sessionID, obj{"sessionUpdate": "available_commands_update", "availableCommands": cmds})
 }
 
 func (a *agent) loadSession(m *message) {
@@ -310,6 +324,7 @@ func (a *agent) loadSession(m *message) {
 	a.sessionUpdate(p.SessionID, textChunk("user_message_chunk", "earlier question", ""))
 	a.sessionUpdate(p.SessionID, textChunk("agent_message_chunk", "earlier answer", ""))
 	a.reply(m.ID, obj{})
+	a.advertiseCommands(p.SessionID)
 }
 
 // prompt parses the script and starts it on its own goroutine, so that the

@@ -26,6 +26,10 @@
 //	                            before reading anything.
 //	--unique-sessions           mint session ids "sess-<pid>-<n>" instead, unique
 //	                            across agent processes (as real agents' UUIDs are).
+//	--commands A,B              right after answering session/new or session/load,
+//	                            send an available_commands_update offering the
+//	                            commands A and B (description "the A command"), as
+//	                            agents that advertise slash commands do.
 //
 // # Agent-side methods
 //
@@ -139,12 +143,13 @@ type config struct {
 	exitOnInit      int       // < 0: answer initialize normally
 	strayStartup    bool
 	uniqueSessions  bool
+	commands        []string // advertised right after session/new and session/load
 }
 
 func parseFlags(args []string) (config, error) {
 	fs := flag.NewFlagSet("testagent", flag.ContinueOnError)
 	var cfg config
-	var auth, newErr string
+	var auth, newErr, commands string
 	fs.IntVar(&cfg.protocolVersion, "protocol-version", 1, "protocolVersion reported at initialize")
 	fs.StringVar(&auth, "auth-methods", "", "comma-separated authMethods ids to advertise")
 	fs.BoolVar(&cfg.loadSession, "load-session", false, "advertise and implement session/load")
@@ -152,6 +157,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&cfg.exitOnInit, "exit-on-initialize", -1, "exit with this status on initialize")
 	fs.BoolVar(&cfg.strayStartup, "stray-startup", false, `print "starting up..." on stdout first`)
 	fs.BoolVar(&cfg.uniqueSessions, "unique-sessions", false, `mint session ids "sess-<pid>-<n>", unique across processes`)
+	fs.StringVar(&commands, "commands", "", "comma-separated command names to advertise (available_commands_update) right after session/new and session/load")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -161,6 +167,11 @@ func parseFlags(args []string) (config, error) {
 	for _, id := range strings.Split(auth, ",") {
 		if id = strings.TrimSpace(id); id != "" {
 			cfg.authMethods = append(cfg.authMethods, id)
+		}
+	}
+	for _, name := range strings.Split(commands, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			cfg.commands = append(cfg.commands, name)
 		}
 	}
 	if newErr != "" {

@@ -457,8 +457,13 @@ type Session struct {
 	Turns uint64 `protobuf:"varint,7,opt,name=turns,proto3" json:"turns,omitempty"`
 	// The running turn, when `state` is SESSION_STATE_RUNNING.
 	CurrentTurnId string `protobuf:"bytes,8,opt,name=current_turn_id,json=currentTurnId,proto3" json:"current_turn_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// The commands (for example slash commands) the agent last advertised for
+	// this session, in or outside a turn (ACP's available_commands_update;
+	// many agents send one right after session/new, so it may arrive just
+	// after CreateSession returns). Absent until the agent sends one.
+	AvailableCommands *AvailableCommands `protobuf:"bytes,9,opt,name=available_commands,json=availableCommands,proto3" json:"available_commands,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Session) Reset() {
@@ -545,6 +550,13 @@ func (x *Session) GetCurrentTurnId() string {
 		return x.CurrentTurnId
 	}
 	return ""
+}
+
+func (x *Session) GetAvailableCommands() *AvailableCommands {
+	if x != nil {
+		return x.AvailableCommands
+	}
+	return nil
 }
 
 // GetSessionRequest names a session.
@@ -1096,7 +1108,7 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\x14CreateSessionRequest\x12\x14\n" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x10\n" +
 	"\x03cwd\x18\x02 \x01(\tR\x03cwd\x12&\n" +
-	"\x0fload_session_id\x18\x03 \x01(\tR\rloadSessionId\"\xac\x02\n" +
+	"\x0fload_session_id\x18\x03 \x01(\tR\rloadSessionId\"\xfa\x02\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05agent\x18\x02 \x01(\tR\x05agent\x12\x10\n" +
@@ -1106,7 +1118,8 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"created_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12@\n" +
 	"\x0elast_active_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\flastActiveAt\x12\x14\n" +
 	"\x05turns\x18\a \x01(\x04R\x05turns\x12&\n" +
-	"\x0fcurrent_turn_id\x18\b \x01(\tR\rcurrentTurnId\"2\n" +
+	"\x0fcurrent_turn_id\x18\b \x01(\tR\rcurrentTurnId\x12L\n" +
+	"\x12available_commands\x18\t \x01(\v2\x1d.acpgate.v1.AvailableCommandsR\x11availableCommands\"2\n" +
 	"\x11GetSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x15\n" +
@@ -1188,8 +1201,9 @@ var file_acpgate_v1_gateway_proto_goTypes = []any{
 	(*ResolvePermissionRequest)(nil),  // 15: acpgate.v1.ResolvePermissionRequest
 	(*ResolvePermissionResponse)(nil), // 16: acpgate.v1.ResolvePermissionResponse
 	(*timestamppb.Timestamp)(nil),     // 17: google.protobuf.Timestamp
-	(*ContentBlock)(nil),              // 18: acpgate.v1.ContentBlock
-	(*PromptEvent)(nil),               // 19: acpgate.v1.PromptEvent
+	(*AvailableCommands)(nil),         // 18: acpgate.v1.AvailableCommands
+	(*ContentBlock)(nil),              // 19: acpgate.v1.ContentBlock
+	(*PromptEvent)(nil),               // 20: acpgate.v1.PromptEvent
 }
 var file_acpgate_v1_gateway_proto_depIdxs = []int32{
 	3,  // 0: acpgate.v1.ListAgentsResponse.agents:type_name -> acpgate.v1.Agent
@@ -1198,29 +1212,30 @@ var file_acpgate_v1_gateway_proto_depIdxs = []int32{
 	0,  // 3: acpgate.v1.Session.state:type_name -> acpgate.v1.SessionState
 	17, // 4: acpgate.v1.Session.created_at:type_name -> google.protobuf.Timestamp
 	17, // 5: acpgate.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
-	6,  // 6: acpgate.v1.ListSessionsResponse.sessions:type_name -> acpgate.v1.Session
-	18, // 7: acpgate.v1.PromptRequest.prompt:type_name -> acpgate.v1.ContentBlock
-	1,  // 8: acpgate.v1.AgentGateway.ListAgents:input_type -> acpgate.v1.ListAgentsRequest
-	5,  // 9: acpgate.v1.AgentGateway.CreateSession:input_type -> acpgate.v1.CreateSessionRequest
-	7,  // 10: acpgate.v1.AgentGateway.GetSession:input_type -> acpgate.v1.GetSessionRequest
-	8,  // 11: acpgate.v1.AgentGateway.ListSessions:input_type -> acpgate.v1.ListSessionsRequest
-	10, // 12: acpgate.v1.AgentGateway.CloseSession:input_type -> acpgate.v1.CloseSessionRequest
-	12, // 13: acpgate.v1.AgentGateway.Prompt:input_type -> acpgate.v1.PromptRequest
-	13, // 14: acpgate.v1.AgentGateway.Cancel:input_type -> acpgate.v1.CancelRequest
-	15, // 15: acpgate.v1.AgentGateway.ResolvePermission:input_type -> acpgate.v1.ResolvePermissionRequest
-	2,  // 16: acpgate.v1.AgentGateway.ListAgents:output_type -> acpgate.v1.ListAgentsResponse
-	6,  // 17: acpgate.v1.AgentGateway.CreateSession:output_type -> acpgate.v1.Session
-	6,  // 18: acpgate.v1.AgentGateway.GetSession:output_type -> acpgate.v1.Session
-	9,  // 19: acpgate.v1.AgentGateway.ListSessions:output_type -> acpgate.v1.ListSessionsResponse
-	11, // 20: acpgate.v1.AgentGateway.CloseSession:output_type -> acpgate.v1.CloseSessionResponse
-	19, // 21: acpgate.v1.AgentGateway.Prompt:output_type -> acpgate.v1.PromptEvent
-	14, // 22: acpgate.v1.AgentGateway.Cancel:output_type -> acpgate.v1.CancelResponse
-	16, // 23: acpgate.v1.AgentGateway.ResolvePermission:output_type -> acpgate.v1.ResolvePermissionResponse
-	16, // [16:24] is the sub-list for method output_type
-	8,  // [8:16] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	18, // 6: acpgate.v1.Session.available_commands:type_name -> acpgate.v1.AvailableCommands
+	6,  // 7: acpgate.v1.ListSessionsResponse.sessions:type_name -> acpgate.v1.Session
+	19, // 8: acpgate.v1.PromptRequest.prompt:type_name -> acpgate.v1.ContentBlock
+	1,  // 9: acpgate.v1.AgentGateway.ListAgents:input_type -> acpgate.v1.ListAgentsRequest
+	5,  // 10: acpgate.v1.AgentGateway.CreateSession:input_type -> acpgate.v1.CreateSessionRequest
+	7,  // 11: acpgate.v1.AgentGateway.GetSession:input_type -> acpgate.v1.GetSessionRequest
+	8,  // 12: acpgate.v1.AgentGateway.ListSessions:input_type -> acpgate.v1.ListSessionsRequest
+	10, // 13: acpgate.v1.AgentGateway.CloseSession:input_type -> acpgate.v1.CloseSessionRequest
+	12, // 14: acpgate.v1.AgentGateway.Prompt:input_type -> acpgate.v1.PromptRequest
+	13, // 15: acpgate.v1.AgentGateway.Cancel:input_type -> acpgate.v1.CancelRequest
+	15, // 16: acpgate.v1.AgentGateway.ResolvePermission:input_type -> acpgate.v1.ResolvePermissionRequest
+	2,  // 17: acpgate.v1.AgentGateway.ListAgents:output_type -> acpgate.v1.ListAgentsResponse
+	6,  // 18: acpgate.v1.AgentGateway.CreateSession:output_type -> acpgate.v1.Session
+	6,  // 19: acpgate.v1.AgentGateway.GetSession:output_type -> acpgate.v1.Session
+	9,  // 20: acpgate.v1.AgentGateway.ListSessions:output_type -> acpgate.v1.ListSessionsResponse
+	11, // 21: acpgate.v1.AgentGateway.CloseSession:output_type -> acpgate.v1.CloseSessionResponse
+	20, // 22: acpgate.v1.AgentGateway.Prompt:output_type -> acpgate.v1.PromptEvent
+	14, // 23: acpgate.v1.AgentGateway.Cancel:output_type -> acpgate.v1.CancelResponse
+	16, // 24: acpgate.v1.AgentGateway.ResolvePermission:output_type -> acpgate.v1.ResolvePermissionResponse
+	17, // [17:25] is the sub-list for method output_type
+	9,  // [9:17] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_acpgate_v1_gateway_proto_init() }
