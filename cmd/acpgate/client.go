@@ -145,7 +145,12 @@ func clientUsage() string {
             run one prompt turn and stream the answer
   agents    [--json]           list the configured agents
   sessions  [--json]           list the open sessions
+  open      --agent NAME [--cwd DIR] [--load ID] [--json]
+            open a session (prints its id) for prompt --session
+  close     SESSION_ID         close a session and stop its agent
   cancel    SESSION_ID         cancel the turn running on a session
+  permit    SESSION_ID REQUEST_ID [OPTION_ID]
+            answer a permission request (no OPTION_ID: cancelled)
   version                      print the version
 `
 }
@@ -162,6 +167,12 @@ func runClient(ctx context.Context, name string, args []string, stdout, stderr i
 		return runSessions(ctx, args, stdout, stderr), true
 	case "cancel":
 		return runCancel(ctx, args, stdout, stderr), true
+	case "open":
+		return runOpen(ctx, args, stdout, stderr), true
+	case "close":
+		return runClose(ctx, args, stdout, stderr), true
+	case "permit":
+		return runPermit(ctx, args, stdout, stderr), true
 	case "version":
 		return runVersion(args, stdout, stderr), true
 	}
@@ -928,5 +939,89 @@ func runCancel(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	} else {
 		fmt.Fprintf(stdout, "session %s: no turn was running\n", id)
 	}
+	return exitOK
+}
+
+// ---------------------------------------------------------------- open, close, permit
+
+func runOpen(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("open", "[--addr ADDR] --agent NAME [--cwd DIR] [--load SESSION_ID] [--json]",
+		"Opens a session on an agent and prints its id, for prompt --session, cancel, permit and close.", stderr)
+	addr := addrFlag(fs)
+	agent := fs.String("agent", "", "the configured agent")
+	cwd := fs.String("cwd", "", "the working directory, relative to the agent's workspace")
+	load := fs.String("load", "", "resume this ACP session (session/load), when the agent supports it")
+	asJSON := fs.Bool("json", false, "print the Session as one protojson line")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 0 {
+		return usageError(fs, stderr, "open takes no arguments")
+	}
+	if *agent == "" {
+		return usageError(fs, stderr, "--agent is required")
+	}
+	client, closeConn, code := dial(*addr, stderr)
+	if code != exitOK {
+		return code
+	}
+	defer closeConn()
+	sess, err := client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: *agent, Cwd: *cwd, LoadSessionId: *load})
+	if err != nil {
+		return statusExit(err, ctx.Err() != nil, stderr)
+	}
+	if *asJSON {
+		writeJSONLine(stdout, sess)
+		return exitOK
+	}
+	fmt.Fprintln(stdout, sess.GetId())
+	return exitOK
+}
+
+func runClose(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("close", "[--addr ADDR] SESSION_ID", "Closes a session and stops its agent.", stderr)
+	addr := addrFlag(fs)
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 1 || fs.Arg(0) == "" {
+		return usageError(fs, stderr, "give exactly one SESSION_ID")
+	}
+	client, closeConn, code := dial(*addr, stderr)
+	if code != exitOK {
+		return code
+	}
+	defer closeConn()
+	if _, err := client.CloseSession(ctx, &acpgatev1.CloseSessionRequest{SessionId: fs.Arg(0)}); err != nil {
+		return statusExit(err, ctx.Err() != nil, stderr)
+	}
+	fmt.Fprintf(stdout, "session %s: closed\n", fs.Arg(0))
+	return exitOK
+}
+
+func runPermit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("permit", "[--addr ADDR] SESSION_ID REQUEST_ID [OPTION_ID]",
+		"Answers a permission request of a running turn (the ask policy) with one of its options; without OPTION_ID the request is cancelled.", stderr)
+	addr := addrFlag(fs)
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if n := fs.NArg(); n < 2 || n > 3 || fs.Arg(0) == "" || fs.Arg(1) == "" {
+		return usageError(fs, stderr, "give SESSION_ID, REQUEST_ID and, to choose an option, OPTION_ID")
+	}
+	client, closeConn, code := dial(*addr, stderr)
+	if code != exitOK {
+		return code
+	}
+	defer closeConn()
+	req := &acpgatev1.ResolvePermissionRequest{SessionId: fs.Arg(0), RequestId: fs.Arg(1), OptionId: fs.Arg(2)}
+	if _, err := client.ResolvePermission(ctx, req); err != nil {
+		return statusExit(err, ctx.Err() != nil, stderr)
+	}
+	answer := "cancelled"
+	if req.GetOptionId() != "" {
+		answer = "option " + req.GetOptionId()
+	}
+	fmt.Fprintf(stdout, "session %s: permission request %s answered: %s\n", req.GetSessionId(), req.GetRequestId(), answer)
 	return exitOK
 }

@@ -250,3 +250,66 @@ func alive(pid int) bool {
 	fields := strings.Fields(string(b))
 	return len(fields) > 2 && fields[2] != "Z"
 }
+
+func TestSessionsCanBeOpenedPermittedAndClosedFromTheCommandLine(t *testing.T) {
+	s := serve(t, "--config", writeConfig(t, `
+shutdown_grace: 5s
+agents:
+  - name: ask
+    command: "${ACPGATE_E2E_AGENT}"
+    args: [--unique-sessions]
+    permission_policy: ask
+    permission_timeout: 30s
+`))
+	cli := func(args ...string) (code int, stdout, stderr string) {
+		var out, errOut strings.Builder
+		code, _ = runClient(context.Background(), args[0], append([]string{"--addr", s.addr}, args[1:]...), &out, &errOut)
+		return code, out.String(), errOut.String()
+	}
+	code, out, errOut := cli("open", "--agent", "ask")
+	id := strings.TrimSpace(out)
+	if code != exitOK || id == "" {
+		t.Fatalf("open: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+
+	// A turn asks for permission; the command line answers it.
+	client, _ := s.client(t)
+	stream, err := client.Prompt(context.Background(), &acpgatev1.PromptRequest{SessionId: id, Text: "permission t1\nstop end_turn"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answered string
+	for {
+		ev, err := stream.Recv()
+		if err != nil {
+			t.Fatalf("the stream ended with %v before its terminal", err)
+		}
+		if p := ev.GetPermissionRequested(); p != nil && p.GetDecision() == nil {
+			if code, out, errOut := cli("permit", id, p.GetRequestId(), "allow"); code != exitOK || !strings.Contains(out, "answered: option allow") {
+				t.Fatalf("permit: exit %d, stdout %q, stderr %q", code, out, errOut)
+			}
+		}
+		if c := ev.GetAgentMessageChunk(); c != nil {
+			answered += c.GetText()
+		}
+		if ev.GetOutcome() != nil || ev.GetError() != nil {
+			break
+		}
+	}
+	if answered != "permission:allow" {
+		t.Errorf("the agent heard %q, want permission:allow", answered)
+	}
+
+	if code, out, errOut := cli("close", id); code != exitOK || !strings.Contains(out, "closed") {
+		t.Fatalf("close: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if code, _, errOut := cli("close", id); code == exitOK || !strings.Contains(errOut, "NOT_FOUND") {
+		t.Errorf("closing it again: exit %d, stderr %q", code, errOut)
+	}
+	if code, _, errOut := cli("open", "--agent", "nope"); code == exitOK || !strings.Contains(errOut, "NOT_FOUND") {
+		t.Errorf("open on an unknown agent: exit %d, stderr %q", code, errOut)
+	}
+	if code, _, _ := cli("permit", id); code != exitUsage {
+		t.Errorf("permit without a request id: exit %d, want the usage error %d", code, exitUsage)
+	}
+}
