@@ -92,30 +92,10 @@ func (a *accumulator) finish() (text, final outcome.Text) {
 		return outcome.Text{}, outcome.Text{}
 	}
 	kept := 0
-	for i, m := range a.done {
-		if i > 0 {
-			kept += len(messageSeparator)
-		}
-		for _, p := range m.parts {
-			kept += len(p)
-		}
-		if m.cut {
-			break
-		}
-	}
+	a.eachKept(func(s string) { kept += len(s) })
 	var b strings.Builder
 	b.Grow(kept)
-	for i, m := range a.done {
-		if i > 0 {
-			b.WriteString(messageSeparator)
-		}
-		for _, p := range m.parts {
-			b.WriteString(p)
-		}
-		if m.cut {
-			break
-		}
-	}
+	a.eachKept(func(s string) { b.WriteString(s) })
 	last := a.done[len(a.done)-1]
 	a.done = nil
 	text = outcome.Text{Kept: b.String(), Bytes: a.size}
@@ -124,4 +104,21 @@ func (a *accumulator) finish() (text, final outcome.Text) {
 		final.Kept = text.Kept[len(text.Kept)-last.size:]
 	}
 	return text, final
+}
+
+// eachKept calls f with the kept beginning of the joined text, piece by
+// piece: the completed messages' kept chunks with separators between
+// messages, up to the first message a chunk of which was only counted.
+func (a *accumulator) eachKept(f func(string)) {
+	for i, m := range a.done {
+		if i > 0 {
+			f(messageSeparator)
+		}
+		for _, p := range m.parts {
+			f(p)
+		}
+		if m.cut {
+			return
+		}
+	}
 }
