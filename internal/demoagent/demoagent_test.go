@@ -15,6 +15,8 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 	"go.uber.org/goleak"
+
+	"github.com/acpgate/acpgate/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
@@ -914,24 +916,6 @@ func TestEOFCancelsRunningTurn(t *testing.T) {
 	}
 }
 
-// lockedBuffer is an io.Writer safe to read while Run may write.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestPipedRequestsAreAnswered writes requests and closes the input at once,
 // as `printf ... | acpgate demo-agent` does: every request is still answered.
 func TestPipedRequestsAreAnswered(t *testing.T) {
@@ -942,7 +926,7 @@ func TestPipedRequestsAreAnswered(t *testing.T) {
 {"jsonrpc":"2.0","id":4,"method":"no/such/method","params":{}}
 `
 	for i := range 20 {
-		var out lockedBuffer
+		var out testutil.LockedBuffer
 		if err := Run(context.Background(), strings.NewReader(input), &out, Options{ChunkDelay: testDelay}); err != nil {
 			t.Fatalf("run %d: %v", i, err)
 		}

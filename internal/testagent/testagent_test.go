@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,10 +12,11 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/acpgate/acpgate/internal/testutil"
 )
 
 // agentBin is the testagent binary, built once by TestMain.
@@ -41,38 +41,20 @@ func TestMain(m *testing.M) {
 
 const wait = 5 * time.Second // upper bound for anything the agent should do
 
-// lockedBuffer collects stderr while the process runs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // proc is a running testagent driven over real pipes.
 type proc struct {
 	t       *testing.T
 	cmd     *exec.Cmd
 	stdin   io.WriteCloser
 	lines   chan string // stdout lines, without the newline; closed at EOF
-	stderr  *lockedBuffer
+	stderr  *testutil.LockedBuffer
 	exited  chan struct{}
 	waitErr error
 }
 
 func start(t *testing.T, args ...string) *proc {
 	t.Helper()
-	p := &proc{t: t, lines: make(chan string, 4096), stderr: &lockedBuffer{}, exited: make(chan struct{})}
+	p := &proc{t: t, lines: make(chan string, 4096), stderr: &testutil.LockedBuffer{}, exited: make(chan struct{})}
 	p.cmd = exec.Command(agentBin, args...)
 	p.cmd.Stderr = p.stderr
 	var err error
