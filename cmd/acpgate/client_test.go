@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+	"github.com/acpgate/acpgate/internal/testutil"
 )
 
 // fakeGateway is a scripted AgentGatewayServer.
@@ -140,24 +141,6 @@ func cliDeadAddr(t *testing.T) string {
 	addr := lis.Addr().String()
 	_ = lis.Close()
 	return addr
-}
-
-// cliSyncBuffer is a bytes.Buffer safe to read while the client writes.
-type cliSyncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *cliSyncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *cliSyncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // cliRun runs a client subcommand and returns its exit code and output.
@@ -484,7 +467,7 @@ func cliInterrupt(t *testing.T, f *fakeGateway, ready func(stdout string) bool) 
 	addr := cliServe(t, f)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var out, errOut cliSyncBuffer
+	var out, errOut testutil.LockedBuffer
 	result := make(chan int, 1)
 	go func() {
 		code, _ := runClient(ctx, "prompt", []string{"--addr", addr, "--agent", "demo", "long task"}, &out, &errOut)

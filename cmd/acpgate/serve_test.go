@@ -262,9 +262,7 @@ agents:
     permission_timeout: 30s
 `))
 	cli := func(args ...string) (code int, stdout, stderr string) {
-		var out, errOut strings.Builder
-		code, _ = runClient(context.Background(), args[0], append([]string{"--addr", s.addr}, args[1:]...), &out, &errOut)
-		return code, out.String(), errOut.String()
+		return cliRun(t, args[0], append([]string{"--addr", s.addr}, args[1:]...)...)
 	}
 	code, out, errOut := cli("open", "--agent", "ask")
 	id := strings.TrimSpace(out)
