@@ -276,13 +276,18 @@ func (g *Gateway) Prompt(req *acpgatev1.PromptRequest, stream acpgatev1.AgentGat
 	defer live.release()
 
 	out.send(started(turnID, live.sess.ID(), live.agent.cfg.Name))
-	result, err := live.sess.Prompt(ctx, blocks, acp.PromptOptions{
+	opts := acp.PromptOptions{
 		TurnID:   turnID,
 		Timeout:  live.agent.cfg.TurnTimeout,
 		Emit:     out.send,
-		Idle:     out.flush,
 		OmitText: req.GetOmitOutcomeText(),
-	})
+	}
+	if out.coalesce {
+		// Only a coalescing sender holds anything back; without it the
+		// reader need not stop at the turn on every drained read.
+		opts.Idle = out.flush
+	}
+	result, err := live.sess.Prompt(ctx, blocks, opts)
 	if err != nil {
 		// Not a turn's ending (busy or closed underneath us), but the
 		// stream has announced a turn: it still gets a terminal.
