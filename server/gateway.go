@@ -322,27 +322,7 @@ func (g *Gateway) logTerminal(turnID, agent, sessionID string, e *acpgatev1.Harn
 		g.log.Info("turn completed", attrs...)
 		return
 	}
-	g.log.Info("turn ended without completing", append(attrs, "class", errorClass(e), "message", e.GetMessage())...)
-}
-
-// errorClass names a HarnessError's arm for logs.
-func errorClass(e *acpgatev1.HarnessError) string {
-	switch e.GetKind().(type) {
-	case *acpgatev1.HarnessError_Transport:
-		return "transport"
-	case *acpgatev1.HarnessError_Protocol:
-		return "protocol"
-	case *acpgatev1.HarnessError_Harness:
-		return "harness"
-	case *acpgatev1.HarnessError_PolicyRefused:
-		return "policy_refused"
-	case *acpgatev1.HarnessError_CapabilityNotSupported:
-		return "capability_not_supported"
-	case *acpgatev1.HarnessError_StaleTarget:
-		return "stale_target"
-	default:
-		return "unknown"
-	}
+	g.log.Info("turn ended without completing", append(attrs, "class", outcome.Class(e), "message", e.GetMessage())...)
 }
 
 // sender numbers events and sends them. Once the client is gone it keeps
