@@ -31,6 +31,11 @@ const (
 	PolicyAsk Policy = "ask"
 )
 
+// Valid reports whether p is one of the policies.
+func (p Policy) Valid() bool {
+	return p == PolicyReject || p == PolicyAllow || p == PolicyAsk
+}
+
 // PermissionPolicy configures how permission requests are answered.
 type PermissionPolicy struct {
 	Mode Policy

@@ -26,6 +26,9 @@ const (
 	DefaultCancelGrace       = 10 * time.Second
 	DefaultStopGrace         = 2 * time.Second
 	DefaultPermissionTimeout = 5 * time.Minute
+	// DefaultMaxAgentRequests bounds the agent's requests waiting for the
+	// gateway's answer at once (Config.MaxAgentRequests).
+	DefaultMaxAgentRequests = 16
 )
 
 // Config is how to run one agent and what it may do.

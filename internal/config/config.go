@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/acpgate/acpgate/acp"
 )
 
 // Defaults applied to settings a configuration file leaves out.
@@ -15,16 +17,26 @@ const (
 	// DefaultListen is the address the gateway listens on.
 	DefaultListen = "127.0.0.1:7070"
 	// DefaultPermissionTimeout is how long the ask policy waits for a client
-	// to answer a permission request before falling back to reject.
-	DefaultPermissionTimeout = 5 * time.Minute
+	// to answer a permission request before falling back to reject: the
+	// runtime's own default, so that one number is meant everywhere.
+	DefaultPermissionTimeout = acp.DefaultPermissionTimeout
 	// DefaultTurnTimeout bounds one prompt turn.
 	DefaultTurnTimeout = 30 * time.Minute
 	// DefaultIdleTimeout is how long a session may go unused before it is
 	// closed.
 	DefaultIdleTimeout = 30 * time.Minute
 	// DefaultCancelGrace is how long an agent has to end a cancelled turn
-	// before it is stopped.
-	DefaultCancelGrace = 10 * time.Second
+	// before it is stopped: the runtime's own default.
+	DefaultCancelGrace = acp.DefaultCancelGrace
+	// DefaultHandshakeTimeout bounds an agent's start-up: spawn, initialize,
+	// authenticate and session/new or session/load together.
+	DefaultHandshakeTimeout = 60 * time.Second
+	// DefaultMaxAgentRequests bounds the requests one agent may have
+	// waiting for the gateway's answer: the runtime's own default.
+	DefaultMaxAgentRequests = acp.DefaultMaxAgentRequests
+	// DefaultMaxStreamsPerConnection bounds the concurrent calls on one
+	// client connection (HTTP/2 MAX_CONCURRENT_STREAMS).
+	DefaultMaxStreamsPerConnection = 100
 	// DefaultMaxSessions bounds the sessions open across all agents.
 	DefaultMaxSessions = 256
 	// DefaultMaxPromptBytes bounds the size of one prompt (1 MiB).
@@ -49,9 +61,11 @@ type Config struct {
 	Agents []Agent
 	// Limits are the gateway-wide limits.
 	Limits Limits
-	// ShutdownGrace is how long open sessions get to end when the gateway
-	// stops.
+	// ShutdownGrace bounds the whole shutdown, from the signal to the
+	// process's exit.
 	ShutdownGrace time.Duration
+	// HandshakeTimeout is the default of Agent.HandshakeTimeout.
+	HandshakeTimeout time.Duration
 }
 
 // Agent describes one ACP agent program and how sessions with it are run.
@@ -94,6 +108,10 @@ type Agent struct {
 	// CancelGrace is how long the agent has to end a cancelled turn before
 	// it is stopped.
 	CancelGrace time.Duration
+	// HandshakeTimeout bounds the agent's start-up, from spawn through
+	// session/new or session/load; the top-level handshake_timeout when
+	// the agent does not set its own.
+	HandshakeTimeout time.Duration
 	// MaxSessions bounds this agent's open sessions; 0 means no per-agent
 	// limit (the gateway-wide limit still applies).
 	MaxSessions int
@@ -124,29 +142,29 @@ type MCPServer struct {
 	Env map[string]string
 }
 
-// Policy is how the gateway answers an agent's session/request_permission.
-type Policy string
+// Policy is how the gateway answers an agent's session/request_permission:
+// the runtime's own type, so a configured value needs no conversion.
+type Policy = acp.Policy
 
-// The permission policies.
+// The permission policies, as written in a configuration file.
 const (
-	// PolicyReject refuses every permission request.
-	PolicyReject Policy = "reject"
-	// PolicyAllow grants every permission request.
-	PolicyAllow Policy = "allow"
-	// PolicyAsk forwards each request to the client and falls back to reject
-	// after the agent's PermissionTimeout.
-	PolicyAsk Policy = "ask"
+	PolicyReject = acp.PolicyReject
+	PolicyAllow  = acp.PolicyAllow
+	PolicyAsk    = acp.PolicyAsk
 )
-
-// Valid reports whether p is one of the defined policies.
-func (p Policy) Valid() bool {
-	return p == PolicyReject || p == PolicyAllow || p == PolicyAsk
-}
 
 // Limits are the gateway-wide limits.
 type Limits struct {
-	// MaxSessions bounds the sessions open across all agents.
+	// MaxSessions bounds the sessions open across all agents, counting
+	// those still starting.
 	MaxSessions int
+	// MaxAgentRequests bounds the requests one agent may have waiting for
+	// the gateway's answer (fs, permission, unknown methods); beyond it the
+	// gateway stops reading from that agent until one is answered.
+	MaxAgentRequests int
+	// MaxStreamsPerConnection bounds the concurrent calls on one client
+	// connection.
+	MaxStreamsPerConnection int
 	// MaxPromptBytes bounds the size of one prompt.
 	MaxPromptBytes int
 	// MaxFrameBytes bounds one JSON-RPC message read from an agent.
@@ -203,6 +221,7 @@ func Parse(data []byte, source string, lookupEnv func(string) (string, bool)) (*
 	d := newDecoder(source, lookupEnv)
 	c := defaults()
 	d.config(root, c)
+	c.inheritDefaults()
 	v := &checker{source: source, lines: d.lines, bad: d.bad}
 	v.config(c)
 	errs := append(d.errs, v.errs...)
@@ -215,6 +234,7 @@ func Parse(data []byte, source string, lookupEnv func(string) (string, bool)) (*
 // Validate checks a Config built in code (Default's, or a test's) by the
 // same rules Parse applies. The errors carry no source or line.
 func (c *Config) Validate() error {
+	c.inheritDefaults()
 	v := &checker{}
 	v.config(c)
 	return joinByLine(v.errs)
@@ -235,6 +255,7 @@ func Default(self string) *Config {
 	a.InheritEnv = []string{"PATH", "HOME"}
 	a.FS = FS{Read: true, Write: false}
 	c.Agents = []Agent{a}
+	c.inheritDefaults()
 	return c
 }
 
@@ -278,8 +299,12 @@ func defaults() *Config {
 			MaxSessions:    DefaultMaxSessions,
 			MaxPromptBytes: DefaultMaxPromptBytes,
 			MaxFrameBytes:  DefaultMaxFrameBytes,
+
+			MaxAgentRequests:        DefaultMaxAgentRequests,
+			MaxStreamsPerConnection: DefaultMaxStreamsPerConnection,
 		},
-		ShutdownGrace: DefaultShutdownGrace,
+		ShutdownGrace:    DefaultShutdownGrace,
+		HandshakeTimeout: DefaultHandshakeTimeout,
 	}
 }
 
@@ -291,6 +316,16 @@ func defaultAgent() Agent {
 		TurnTimeout:       DefaultTurnTimeout,
 		IdleTimeout:       DefaultIdleTimeout,
 		CancelGrace:       DefaultCancelGrace,
+	}
+}
+
+// inheritDefaults gives each agent the top-level settings it did not set
+// itself.
+func (c *Config) inheritDefaults() {
+	for i := range c.Agents {
+		if c.Agents[i].HandshakeTimeout == 0 {
+			c.Agents[i].HandshakeTimeout = c.HandshakeTimeout
+		}
 	}
 }
 

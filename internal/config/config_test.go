@@ -61,14 +61,16 @@ agents:
     turn_timeout: 10m
     idle_timeout: 30m
     cancel_grace: 10s
+    handshake_timeout: 2m                      # default: the top-level handshake_timeout
     max_sessions: 8
     mcp_servers:                               # passed to session/new
       - name: files
         command: /usr/bin/mcp-files
         args: [--root, /srv]
         env: {A: b}
-limits: {max_sessions: 256, max_prompt_bytes: 1048576, max_frame_bytes: 16777216}
+limits: {max_sessions: 256, max_prompt_bytes: 1048576, max_frame_bytes: 16777216, max_agent_requests: 16, max_streams_per_connection: 100}
 shutdown_grace: 10s
+handshake_timeout: 30s
 `
 
 func TestParse(t *testing.T) {
@@ -100,6 +102,7 @@ func TestParse(t *testing.T) {
 					TurnTimeout:       10 * time.Minute,
 					IdleTimeout:       30 * time.Minute,
 					CancelGrace:       10 * time.Second,
+					HandshakeTimeout:  2 * time.Minute,
 					MaxSessions:       8,
 					MCPServers: []MCPServer{{
 						Name:    "files",
@@ -108,8 +111,9 @@ func TestParse(t *testing.T) {
 						Env:     map[string]string{"A": "b"},
 					}},
 				}},
-				Limits:        Limits{MaxSessions: 256, MaxPromptBytes: 1 << 20, MaxFrameBytes: 16 << 20},
-				ShutdownGrace: 10 * time.Second,
+				Limits:           Limits{MaxSessions: 256, MaxPromptBytes: 1 << 20, MaxFrameBytes: 16 << 20, MaxAgentRequests: 16, MaxStreamsPerConnection: 100},
+				ShutdownGrace:    10 * time.Second,
+				HandshakeTimeout: 30 * time.Second,
 			},
 		},
 		{
@@ -125,10 +129,12 @@ func TestParse(t *testing.T) {
 					TurnTimeout:       30 * time.Minute,
 					IdleTimeout:       30 * time.Minute,
 					CancelGrace:       10 * time.Second,
+					HandshakeTimeout:  DefaultHandshakeTimeout,
 					MaxSessions:       0,
 				}},
-				Limits:        Limits{MaxSessions: 256, MaxPromptBytes: 1048576, MaxFrameBytes: 16777216},
-				ShutdownGrace: 10 * time.Second,
+				Limits:           Limits{MaxSessions: 256, MaxPromptBytes: 1048576, MaxFrameBytes: 16777216, MaxAgentRequests: DefaultMaxAgentRequests, MaxStreamsPerConnection: DefaultMaxStreamsPerConnection},
+				ShutdownGrace:    10 * time.Second,
+				HandshakeTimeout: DefaultHandshakeTimeout,
 			},
 		},
 		{
@@ -139,10 +145,11 @@ func TestParse(t *testing.T) {
 				Agents: []Agent{{
 					Name: "a", Command: "a",
 					PermissionPolicy: PolicyReject, PermissionTimeout: DefaultPermissionTimeout,
-					TurnTimeout: DefaultTurnTimeout, IdleTimeout: DefaultIdleTimeout, CancelGrace: DefaultCancelGrace,
+					TurnTimeout: DefaultTurnTimeout, IdleTimeout: DefaultIdleTimeout, CancelGrace: DefaultCancelGrace, HandshakeTimeout: DefaultHandshakeTimeout,
 				}},
-				Limits:        Limits{MaxSessions: DefaultMaxSessions, MaxPromptBytes: DefaultMaxPromptBytes, MaxFrameBytes: DefaultMaxFrameBytes},
-				ShutdownGrace: DefaultShutdownGrace,
+				Limits:           Limits{MaxSessions: DefaultMaxSessions, MaxPromptBytes: DefaultMaxPromptBytes, MaxFrameBytes: DefaultMaxFrameBytes, MaxAgentRequests: DefaultMaxAgentRequests, MaxStreamsPerConnection: DefaultMaxStreamsPerConnection},
+				ShutdownGrace:    DefaultShutdownGrace,
+				HandshakeTimeout: DefaultHandshakeTimeout,
 			},
 		},
 		{
@@ -167,16 +174,17 @@ shutdown_grace: 250ms
 					{
 						Name: "b.2_x-y", Command: "b", PermissionPolicy: PolicyAllow, StrictFraming: true, FS: FS{Write: true},
 						PermissionTimeout: DefaultPermissionTimeout, TurnTimeout: DefaultTurnTimeout,
-						IdleTimeout: DefaultIdleTimeout, CancelGrace: DefaultCancelGrace,
+						IdleTimeout: DefaultIdleTimeout, CancelGrace: DefaultCancelGrace, HandshakeTimeout: DefaultHandshakeTimeout,
 					},
 					{
 						Name: "0a", Command: "a", PermissionPolicy: PolicyAsk,
 						PermissionTimeout: 90 * time.Minute, TurnTimeout: DefaultTurnTimeout,
-						IdleTimeout: DefaultIdleTimeout, CancelGrace: DefaultCancelGrace,
+						IdleTimeout: DefaultIdleTimeout, CancelGrace: DefaultCancelGrace, HandshakeTimeout: DefaultHandshakeTimeout,
 					},
 				},
-				Limits:        Limits{MaxSessions: 1, MaxPromptBytes: 65536, MaxFrameBytes: 65536},
-				ShutdownGrace: 250 * time.Millisecond,
+				Limits:           Limits{MaxSessions: 1, MaxPromptBytes: 65536, MaxFrameBytes: 65536, MaxAgentRequests: DefaultMaxAgentRequests, MaxStreamsPerConnection: DefaultMaxStreamsPerConnection},
+				ShutdownGrace:    250 * time.Millisecond,
+				HandshakeTimeout: DefaultHandshakeTimeout,
 			},
 		},
 		{
@@ -195,16 +203,17 @@ shutdown_grace: 250ms
 					{
 						Name: "a", Command: "a", Env: map[string]string{"X": "1", "Y": "2"},
 						PermissionPolicy: PolicyReject, PermissionTimeout: DefaultPermissionTimeout,
-						TurnTimeout: DefaultTurnTimeout, IdleTimeout: DefaultIdleTimeout, CancelGrace: DefaultCancelGrace,
+						TurnTimeout: DefaultTurnTimeout, IdleTimeout: DefaultIdleTimeout, CancelGrace: DefaultCancelGrace, HandshakeTimeout: DefaultHandshakeTimeout,
 					},
 					{
 						Name: "b", Command: "b", Env: map[string]string{"X": "1", "Y": "2"},
 						PermissionPolicy: PolicyReject, PermissionTimeout: DefaultPermissionTimeout,
-						TurnTimeout: DefaultTurnTimeout, IdleTimeout: DefaultIdleTimeout, CancelGrace: DefaultCancelGrace,
+						TurnTimeout: DefaultTurnTimeout, IdleTimeout: DefaultIdleTimeout, CancelGrace: DefaultCancelGrace, HandshakeTimeout: DefaultHandshakeTimeout,
 					},
 				},
-				Limits:        Limits{MaxSessions: DefaultMaxSessions, MaxPromptBytes: DefaultMaxPromptBytes, MaxFrameBytes: DefaultMaxFrameBytes},
-				ShutdownGrace: DefaultShutdownGrace,
+				Limits:           Limits{MaxSessions: DefaultMaxSessions, MaxPromptBytes: DefaultMaxPromptBytes, MaxFrameBytes: DefaultMaxFrameBytes, MaxAgentRequests: DefaultMaxAgentRequests, MaxStreamsPerConnection: DefaultMaxStreamsPerConnection},
+				ShutdownGrace:    DefaultShutdownGrace,
+				HandshakeTimeout: DefaultHandshakeTimeout,
 			},
 		},
 	}
@@ -748,9 +757,11 @@ func TestDefault(t *testing.T) {
 			TurnTimeout:       30 * time.Minute,
 			IdleTimeout:       30 * time.Minute,
 			CancelGrace:       10 * time.Second,
+			HandshakeTimeout:  60 * time.Second,
 		}},
-		Limits:        Limits{MaxSessions: 256, MaxPromptBytes: 1 << 20, MaxFrameBytes: 16 << 20},
-		ShutdownGrace: 10 * time.Second,
+		Limits:           Limits{MaxSessions: 256, MaxPromptBytes: 1 << 20, MaxFrameBytes: 16 << 20, MaxAgentRequests: DefaultMaxAgentRequests, MaxStreamsPerConnection: DefaultMaxStreamsPerConnection},
+		ShutdownGrace:    10 * time.Second,
+		HandshakeTimeout: DefaultHandshakeTimeout,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Default:\n got %+v\nwant %+v", got, want)

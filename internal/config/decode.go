@@ -137,9 +137,13 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 				"max_sessions":     d.intInto(&c.Limits.MaxSessions, f.child("max_sessions")),
 				"max_prompt_bytes": d.intInto(&c.Limits.MaxPromptBytes, f.child("max_prompt_bytes")),
 				"max_frame_bytes":  d.intInto(&c.Limits.MaxFrameBytes, f.child("max_frame_bytes")),
+
+				"max_agent_requests":         d.intInto(&c.Limits.MaxAgentRequests, f.child("max_agent_requests")),
+				"max_streams_per_connection": d.intInto(&c.Limits.MaxStreamsPerConnection, f.child("max_streams_per_connection")),
 			})
 		},
-		"shutdown_grace": d.durationInto(&c.ShutdownGrace, field{"shutdown_grace", "shutdown_grace"}),
+		"shutdown_grace":    d.durationInto(&c.ShutdownGrace, field{"shutdown_grace", "shutdown_grace"}),
+		"handshake_timeout": d.durationInto(&c.HandshakeTimeout, field{"handshake_timeout", "handshake_timeout"}),
 	})
 }
 
@@ -204,11 +208,12 @@ func (d *decoder) agent(n *yaml.Node, i int) Agent {
 				"write": d.boolInto(&a.FS.Write, fs.child("write")),
 			})
 		},
-		"strict_framing": d.boolInto(&a.StrictFraming, f("strict_framing")),
-		"turn_timeout":   d.durationInto(&a.TurnTimeout, f("turn_timeout")),
-		"idle_timeout":   d.durationInto(&a.IdleTimeout, f("idle_timeout")),
-		"cancel_grace":   d.durationInto(&a.CancelGrace, f("cancel_grace")),
-		"max_sessions":   d.intInto(&a.MaxSessions, f("max_sessions")),
+		"strict_framing":    d.boolInto(&a.StrictFraming, f("strict_framing")),
+		"turn_timeout":      d.durationInto(&a.TurnTimeout, f("turn_timeout")),
+		"idle_timeout":      d.durationInto(&a.IdleTimeout, f("idle_timeout")),
+		"cancel_grace":      d.durationInto(&a.CancelGrace, f("cancel_grace")),
+		"handshake_timeout": d.durationInto(&a.HandshakeTimeout, f("handshake_timeout")),
+		"max_sessions":      d.intInto(&a.MaxSessions, f("max_sessions")),
 		"mcp_servers": func(v *yaml.Node) {
 			a.MCPServers = d.mcpServers(v, f("mcp_servers"), label)
 		},

@@ -82,7 +82,10 @@ func (v *checker) config(c *Config) {
 	case c.Limits.MaxPromptBytes > m:
 		v.add("limits.max_prompt_bytes", "limits.max_prompt_bytes: %d is larger than limits.max_frame_bytes (%d); a prompt that size could never be sent to an agent", c.Limits.MaxPromptBytes, m)
 	}
+	v.positive("limits.max_agent_requests", "limits.max_agent_requests", c.Limits.MaxAgentRequests)
+	v.positive("limits.max_streams_per_connection", "limits.max_streams_per_connection", c.Limits.MaxStreamsPerConnection)
 	v.timeout("shutdown_grace", "shutdown_grace", c.ShutdownGrace)
+	v.timeout("handshake_timeout", "handshake_timeout", c.HandshakeTimeout)
 }
 
 // at is " (line N)" for the line of path, or "" when it has none.
@@ -120,6 +123,7 @@ func (v *checker) agent(a Agent, path, label string) {
 	v.timeout(p("turn_timeout"), label+": turn_timeout", a.TurnTimeout)
 	v.timeout(p("idle_timeout"), label+": idle_timeout", a.IdleTimeout)
 	v.timeout(p("cancel_grace"), label+": cancel_grace", a.CancelGrace)
+	v.timeout(p("handshake_timeout"), label+": handshake_timeout", a.HandshakeTimeout)
 	if a.MaxSessions < 0 {
 		v.add(p("max_sessions"), "%s: max_sessions must not be negative (0 means no per-agent limit), got %d", label, a.MaxSessions)
 	}
