@@ -25,6 +25,7 @@ const ProtocolVersion = 1
 const (
 	DefaultCancelGrace       = 10 * time.Second
 	DefaultStopGrace         = 2 * time.Second
+	DefaultHandshakeTimeout  = 60 * time.Second
 	DefaultPermissionTimeout = 5 * time.Minute
 	// DefaultMaxAgentRequests bounds the agent's requests waiting for the
 	// gateway's answer at once (Config.MaxAgentRequests).
@@ -51,12 +52,20 @@ type Config struct {
 	StrictFraming bool
 	// MaxFrameBytes bounds one line from the agent.
 	MaxFrameBytes int
+	// MaxAgentRequests bounds the agent's requests waiting for the
+	// gateway's answer at once; DefaultMaxAgentRequests when zero.
+	MaxAgentRequests int
 	// CancelGrace is how long a cancelled turn waits for the agent's
 	// answer before the agent is stopped. DefaultCancelGrace when zero.
 	CancelGrace time.Duration
 	// StopGrace is how long closing waits after closing stdin, and again
 	// after SIGTERM, before escalating. DefaultStopGrace when zero.
 	StopGrace time.Duration
+	// HandshakeTimeout bounds Open: spawn, initialize, authenticate and
+	// session/new or session/load together. DefaultHandshakeTimeout when
+	// zero. Without it an agent that never answers initialize would hold
+	// its caller until the caller's own deadline, which may be never.
+	HandshakeTimeout time.Duration
 	// PartialCap bounds PartialOutput.text; see outcome.Interpreter.
 	PartialCap int
 	// Logger receives diagnostics; slog.Default() when nil.
@@ -116,6 +125,7 @@ type Session struct {
 	replay   func(*acpgatev1.PromptEvent)
 	closed   bool
 	commands *acpgatev1.AvailableCommands
+	early    earlyCommands
 	permSeq  int
 	pending  map[string]*pendingPermission
 
@@ -135,6 +145,9 @@ func Open(ctx context.Context, cfg Config, opts OpenOptions) (*Session, error) {
 	}
 	if cfg.Permission.Timeout <= 0 {
 		cfg.Permission.Timeout = DefaultPermissionTimeout
+	}
+	if cfg.HandshakeTimeout <= 0 {
+		cfg.HandshakeTimeout = DefaultHandshakeTimeout
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -166,12 +179,15 @@ func Open(ctx context.Context, cfg Config, opts OpenOptions) (*Session, error) {
 		cwd:     cwd,
 		pending: make(map[string]*pendingPermission),
 	}
-	s.conn = jsonrpc.New(proc.stdout, proc.stdin, s, jsonrpc.Options{
+	s.conn = jsonrpc.New(proc.stdout, proc.stdin, agentHandler{s}, jsonrpc.Options{
 		MaxFrameBytes: cfg.MaxFrameBytes,
 		StrictFraming: cfg.StrictFraming,
 		Logger:        s.log,
 	})
-	if err := s.handshake(ctx, opts); err != nil {
+	hctx, cancel := context.WithTimeoutCause(ctx, cfg.HandshakeTimeout, errHandshakeTimeout)
+	err = s.handshake(hctx, opts)
+	cancel()
+	if err != nil {
 		s.proc.kill()
 		s.conn.Close()
 		var agentErr *Error
@@ -183,6 +199,20 @@ func Open(ctx context.Context, cfg Config, opts OpenOptions) (*Session, error) {
 	}
 	s.log = s.log.With("session", s.id)
 	return s, nil
+}
+
+// agentHandler serves what the agent sends on its own initiative. It is a
+// separate, unexported type so that Session's exported methods are only
+// those a caller may use: were Session itself the jsonrpc.Handler, any
+// importer could call its Notify and forge the agent's updates.
+type agentHandler struct{ s *Session }
+
+func (h agentHandler) Notify(method string, params json.RawMessage) bool {
+	return h.s.notify(method, params)
+}
+
+func (h agentHandler) Request(ctx context.Context, method string, params json.RawMessage) (any, *jsonrpc.ErrorObject) {
+	return h.s.request(ctx, method, params)
 }
 
 // initializeResult decodes the parts of InitializeResponse the gateway
@@ -262,13 +292,32 @@ func (s *Session) handshake(ctx context.Context, opts OpenOptions) error {
 func (s *Session) setID(id string) {
 	s.mu.Lock()
 	s.id = id
+	if s.early.sessionID == id {
+		s.commands = s.early.commands
+	}
+	s.early = earlyCommands{}
 	s.mu.Unlock()
 }
+
+// earlyCommands are commands advertised for a session before its id was
+// known to the gateway.
+type earlyCommands struct {
+	sessionID string
+	commands  *acpgatev1.AvailableCommands
+}
+
+// errHandshakeTimeout is the cause of a handshake context that ran out of
+// Config.HandshakeTimeout, telling it apart from the caller's own deadline.
+var errHandshakeTimeout = errors.New("handshake timeout")
 
 // call makes one handshake request and decodes its result.
 func (s *Session) call(ctx context.Context, method string, params, result any) error {
 	reply, err := s.conn.Call(ctx, method, params)
 	if err != nil {
+		if errors.Is(context.Cause(ctx), errHandshakeTimeout) {
+			f := outcome.Failure{StderrTail: s.proc.tail.String()}
+			return &Error{Proto: s.interp.HandshakeTimedOut(method, s.cfg.HandshakeTimeout, f)}
+		}
 		return fmt.Errorf("%s: %w", method, err)
 	}
 	if reply.End != nil {
@@ -338,6 +387,15 @@ func (s *Session) Stats() jsonrpc.Stats { return s.conn.Stats() }
 
 // Pid returns the agent's process id.
 func (s *Session) Pid() int { return s.proc.pid() }
+
+// Kill stops the agent at once, its whole process tree, without the grace
+// periods of Close: for a shutdown whose time is up. A running turn then
+// ends as its agent's channel breaks, and a Close in progress or to come
+// returns promptly.
+func (s *Session) Kill() {
+	s.markClosed()
+	s.proc.kill()
+}
 
 // Close cancels a running turn (waiting up to the cancel grace for it to
 // end), then stops the agent: close stdin, grace, SIGTERM, grace, SIGKILL,

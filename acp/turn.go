@@ -26,10 +26,12 @@ type PromptOptions struct {
 	// the backpressure that keeps memory bounded. It must return once the
 	// consumer is gone (for example by discarding).
 	Emit func(*acpgatev1.PromptEvent)
-	// Idle, when set, is called (like Emit: one call at a time, never after
-	// Prompt returns) whenever the agent has no more output buffered: a
-	// consumer holding events back to send several at once sends them then.
-	Idle func()
+	// OnCancel, when set, is called once when the turn's cancellation is
+	// requested, whatever requested it (the caller's context, the turn's
+	// timeout, Cancel, Close). A consumer whose Emit applies backpressure
+	// stops waiting then: a cancelled turn must reach its ending even when
+	// nobody reads its events.
+	OnCancel func()
 	// OmitText leaves the text out of a completed turn's outcome
 	// (outcome.Turn.OmitText), and the turn then keeps only the beginning
 	// of the text that a failure's partial output needs.
@@ -40,7 +42,7 @@ type PromptOptions struct {
 type turn struct {
 	id       string
 	emit     func(*acpgatev1.PromptEvent)
-	idle     func()
+	onCancel func()
 	omitText bool
 
 	mu       sync.Mutex
@@ -71,19 +73,6 @@ func (t *turn) apply(u update) {
 		t.usage = usage
 	}
 	t.emit(u.event)
-}
-
-// drained tells the turn's consumer that the agent has no more output
-// buffered, on the connection's reader.
-func (t *turn) drained() {
-	if t.idle == nil {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if !t.finished {
-		t.idle()
-	}
 }
 
 // permission emits a permission event; a new request also ends an id-less
@@ -132,6 +121,9 @@ func (t *turn) requestCancel(s *Session, cause string) {
 	t.cancelOnce.Do(func() {
 		t.cause = cause
 		close(t.cancelled)
+		if t.onCancel != nil {
+			t.onCancel()
+		}
 		if err := s.conn.Notify("session/cancel", acpsdk.CancelNotification{SessionId: acpsdk.SessionId(s.ID())}); err != nil {
 			s.log.Debug("sending session/cancel failed", "err", err)
 		}
@@ -159,7 +151,7 @@ func (s *Session) Prompt(ctx context.Context, prompt []acpsdk.ContentBlock, opts
 	if emit == nil {
 		emit = func(*acpgatev1.PromptEvent) {}
 	}
-	t := &turn{id: opts.TurnID, emit: emit, idle: opts.Idle, omitText: opts.OmitText, cancelled: make(chan struct{}), ended: make(chan struct{})}
+	t := &turn{id: opts.TurnID, emit: emit, onCancel: opts.OnCancel, omitText: opts.OmitText, cancelled: make(chan struct{}), ended: make(chan struct{})}
 	if opts.OmitText {
 		// The outcome will not carry the text: keep only what a failure's
 		// partial output needs, so a long answer costs bounded memory.
@@ -287,10 +279,10 @@ func (s *Session) AvailableCommands() *acpgatev1.AvailableCommands {
 	return s.commands
 }
 
-// Notify implements jsonrpc.Handler: session/update notifications, in
-// arrival order, on the connection's reader. It returns false only for
-// params that are not JSON at all.
-func (s *Session) Notify(method string, params json.RawMessage) bool {
+// notify handles the agent's notifications (session/update), in arrival
+// order, on the connection's reader. It returns false only for params that
+// are not JSON at all.
+func (s *Session) notify(method string, params json.RawMessage) bool {
 	if method != "session/update" {
 		if !json.Valid(params) {
 			return false
@@ -310,6 +302,14 @@ func (s *Session) Notify(method string, params json.RawMessage) bool {
 		}
 	}
 	s.mu.Lock()
+	if s.id == "" && u.commands != nil {
+		// The agent advertised commands right after answering session/new,
+		// and the reader got to them before Open recorded the session's
+		// id: keep them for setID to claim.
+		s.early = earlyCommands{sessionID, u.commands}
+		s.mu.Unlock()
+		return true
+	}
 	if sessionID != s.id {
 		s.mu.Unlock()
 		s.log.Warn("ignoring a session/update for another session", "update_session", sessionID)
@@ -331,19 +331,8 @@ func (s *Session) Notify(method string, params json.RawMessage) bool {
 	return true
 }
 
-// Idle implements jsonrpc.IdleHandler: the running turn's consumer may send
-// what it holds back.
-func (s *Session) Idle() {
-	s.mu.Lock()
-	t := s.turn
-	s.mu.Unlock()
-	if t != nil {
-		t.drained()
-	}
-}
-
-// Request implements jsonrpc.Handler: the agent's own requests.
-func (s *Session) Request(ctx context.Context, method string, params json.RawMessage) (any, *jsonrpc.ErrorObject) {
+// request serves the agent's own requests.
+func (s *Session) request(ctx context.Context, method string, params json.RawMessage) (any, *jsonrpc.ErrorObject) {
 	switch method {
 	case "session/request_permission":
 		return s.requestPermission(ctx, params)

@@ -101,6 +101,10 @@ func transportFailedMessage(method string, f Failure) string {
 		method, f.Detail, f.exitSuffix())
 }
 
+func handshakeTimeoutMessage(step string, timeout time.Duration) string {
+	return fmt.Sprintf("the agent did not answer %s within the handshake timeout of %s and was stopped", step, timeout)
+}
+
 func spawnFailedMessage(detail string) string {
 	return "the agent could not be started: " + detail
 }

@@ -403,6 +403,16 @@ func (in Interpreter) SpawnFailed(detail string) *acpgatev1.HarnessError {
 	return in.fail(Text{}, spawnFailedMessage(detail), transport(acpgatev1.TransportReason_TRANSPORT_REASON_SPAWN_FAILED, Failure{Detail: detail})).Error
 }
 
+// HandshakeTimedOut is the error for an agent that did not complete its
+// start-up in time: step names the request that was still unanswered
+// (initialize, authenticate, session/new, session/load) when timeout ran
+// out. The agent's stderr tail is attached, since an agent that hangs at
+// start-up usually says why there.
+func (in Interpreter) HandshakeTimedOut(step string, timeout time.Duration, f Failure) *acpgatev1.HarnessError {
+	f.Detail = handshakeTimeoutMessage(step, timeout)
+	return in.fail(Text{}, f.Detail, transport(acpgatev1.TransportReason_TRANSPORT_REASON_HANDSHAKE_TIMEOUT, f)).Error
+}
+
 // ProtocolViolation is the error for an agent that broke the wire contract
 // outside a response the interpreter decodes (an undecodable envelope, a
 // non-JSON line under strict framing, a malformed handshake result).

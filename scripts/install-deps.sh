@@ -23,7 +23,7 @@ for dir in acp/testdata/tsagent clients/node; do
   fi
 done
 
-debs=(protobuf-compiler protobuf-compiler-grpc python3-grpcio python3-protobuf)
+debs=(protobuf-compiler protobuf-compiler-grpc libprotobuf-dev python3-grpcio python3-protobuf)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
@@ -44,10 +45,18 @@ type GRPCServer struct {
 // request logging, request validation, keepalive enforcement, message size
 // limits, health (SERVING) and reflection.
 //
-// Receive limit: the largest prompt the gateway accepts plus 64 KiB of
-// envelope. Send limit: unbounded, since a completed turn's outcome carries
-// the whole answer; a client receiving a very large outcome may need to
-// raise its own receive limit (grpc's default is 4 MiB).
+// Receive limit: the largest prompt the gateway accepts plus
+// recvMarginBytes, so that a prompt somewhat over the limit is read and
+// measured (INVALID_ARGUMENT naming its size and the limit) rather than
+// refused by gRPC; a request over even that is refused by gRPC and still
+// answered INVALID_ARGUMENT (see checkRequests), never RESOURCE_EXHAUSTED,
+// which the gateway keeps for its session limits. Send limit: unbounded,
+// since a completed turn's outcome carries the whole answer; a client
+// receiving a very large outcome may need to raise its own receive limit
+// (grpc's default is 4 MiB).
+//
+// Concurrent streams per connection: limits.max_streams_per_connection, so
+// one client connection cannot open calls without bound.
 func NewGRPCServer(g *Gateway) *GRPCServer {
 	log := g.log
 	recover := recovery.WithRecoveryHandlerContext(func(ctx context.Context, p any) error {
@@ -70,16 +79,67 @@ func NewGRPCServer(g *Gateway) *GRPCServer {
 		),
 		grpc.KeepaliveEnforcementPolicy(keepaliveEnforcement),
 		grpc.KeepaliveParams(keepaliveParams),
-		grpc.MaxRecvMsgSize(g.cfg.Limits.MaxPromptBytes+64<<10),
+		grpc.MaxRecvMsgSize(g.cfg.Limits.MaxPromptBytes+recvMarginBytes),
 		grpc.MaxSendMsgSize(math.MaxInt32),
+		grpc.MaxConcurrentStreams(uint32(g.cfg.Limits.MaxStreamsPerConnection)),
 	)
-	acpgatev1.RegisterAgentGatewayServer(s, g)
+	desc := checkRequests(acpgatev1.AgentGateway_ServiceDesc, g.cfg.Limits.MaxPromptBytes)
+	s.RegisterService(&desc, g)
 	h := health.NewServer()
 	h.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	h.SetServingStatus(ServiceName, healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(s, h)
 	reflection.Register(s)
 	return &GRPCServer{Server: s, Health: h}
+}
+
+// recvMarginBytes is how far over limits.max_prompt_bytes a request is
+// still read, to be measured and refused with its size.
+const recvMarginBytes = 1 << 20
+
+// checkRequests wraps every method of desc so that a request that cannot be
+// read is answered as the client's error it is. gRPC reports a request over
+// the receive limit as RESOURCE_EXHAUSTED and one that does not decode (a
+// string field with invalid UTF-8, say) as INTERNAL, before any interceptor
+// sees it; both become INVALID_ARGUMENT saying what was wrong.
+func checkRequests(desc grpc.ServiceDesc, promptLimit int) grpc.ServiceDesc {
+	desc.Methods = slices.Clone(desc.Methods)
+	for i, m := range desc.Methods {
+		h := m.Handler
+		desc.Methods[i].Handler = func(srv any, ctx context.Context, dec func(any) error, ic grpc.UnaryServerInterceptor) (any, error) {
+			return h(srv, ctx, func(v any) error { return requestError(dec(v), promptLimit) }, ic)
+		}
+	}
+	desc.Streams = slices.Clone(desc.Streams)
+	for i, st := range desc.Streams {
+		h := st.Handler
+		desc.Streams[i].Handler = func(srv any, stream grpc.ServerStream) error {
+			return h(srv, &checkedStream{ServerStream: stream, promptLimit: promptLimit})
+		}
+	}
+	return desc
+}
+
+// checkedStream is a server stream whose receive errors are classified by
+// requestError.
+type checkedStream struct {
+	grpc.ServerStream
+	promptLimit int
+}
+
+func (s *checkedStream) RecvMsg(m any) error {
+	return requestError(s.ServerStream.RecvMsg(m), s.promptLimit)
+}
+
+// requestError classifies an error from reading a request.
+func requestError(err error, promptLimit int) error {
+	switch status.Code(err) {
+	case codes.ResourceExhausted:
+		return promptTooLarge(-1, promptLimit)
+	case codes.Internal:
+		return status.Errorf(codes.InvalidArgument, "the request does not decode: %s", status.Convert(err).Message())
+	}
+	return err
 }
 
 // validateUnary rejects malformed unary requests before they reach a
@@ -123,9 +183,11 @@ func requireSession(id string) error {
 	return nil
 }
 
-// Shutdown drains the service gracefully: health goes NOT_SERVING, new
-// calls are refused, running turns are cancelled and get their terminal,
-// agents are stopped, and the server stops — hard, once ctx ends.
+// Shutdown drains the service: health goes NOT_SERVING, new calls are
+// refused, running turns are cancelled and get their terminal, agents are
+// stopped (killed once ctx ends), and the server stops — hard, closing
+// every connection, once ctx ends. It returns shortly after ctx's deadline
+// at the latest, whatever clients do.
 func (s *GRPCServer) Shutdown(ctx context.Context, g *Gateway) {
 	s.Health.Shutdown() // every service NOT_SERVING
 	g.Drain(ctx)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/acpgate/acpgate/internal/config"
 	"github.com/acpgate/acpgate/internal/demoagent"
@@ -24,6 +25,9 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	configPath := fs.String("config", "", "configuration file (YAML); without one, the built-in demo agent is served as agent \"demo\"")
 	listen := fs.String("listen", "", "address to listen on, overriding the configuration (127.0.0.1:0 picks a free port)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	// Profiling, for the benchmark harness; not shown in the usage.
+	cpuProfile := fs.String("cpuprofile", "", "")
+	allocProfile := fs.String("allocprofile", "", "")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -46,41 +50,57 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	if *listen != "" {
 		cfg.Listen = *listen
 	}
-	gw, err := server.New(server.Options{Config: cfg, Version: version(), Logger: log})
-	if err != nil {
-		fmt.Fprintf(stderr, "acpgate serve: %v\n", err)
-		return 1
-	}
-	lis, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		gw.Close()
-		fmt.Fprintf(stderr, "acpgate serve: %v\n", err)
-		return 1
-	}
-	srv := server.NewGRPCServer(gw)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(lis) }()
-	fmt.Fprintf(stderr, "acpgate listening on %s\n", lis.Addr())
-
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	select {
-	case <-ctx.Done():
-		log.Info("shutting down", "grace", cfg.ShutdownGrace)
-	case err := <-served:
-		log.Error("the server stopped", "err", err)
-		gw.Close()
+	if *cpuProfile != "" {
+		stopProfile, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "acpgate serve: %v\n", err)
+			return 1
+		}
+		defer stopProfile()
+	}
+	// The hard bound on shutdown: if it has not finished shortly after its
+	// grace (a wait that should not exist, somewhere), the process exits
+	// anyway. Every agent's process tree dies with it (see acp's process
+	// containment), so nothing is left behind.
+	returned := make(chan struct{})
+	defer close(returned)
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-returned:
+			return
+		}
+		select {
+		case <-time.After(cfg.ShutdownGrace + shutdownOverrun):
+			log.Error("shutdown did not finish within its grace; exiting", "grace", cfg.ShutdownGrace)
+			os.Exit(1)
+		case <-returned:
+		}
+	}()
+	err = server.Run(ctx, server.RunOptions{
+		Config:  cfg,
+		Version: version(),
+		Logger:  log,
+		Ready:   func(addr net.Addr) { fmt.Fprintf(stderr, "acpgate listening on %s\n", addr) },
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "acpgate serve: %v\n", err)
 		return 1
 	}
-	graceCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
-	defer cancel()
-	srv.Shutdown(graceCtx, gw)
-	if err := <-served; err != nil && !errors.Is(err, net.ErrClosed) {
-		log.Warn("serve returned", "err", err)
+	if *allocProfile != "" {
+		if err := writeAllocProfile(*allocProfile); err != nil {
+			fmt.Fprintf(stderr, "acpgate serve: %v\n", err)
+			return 1
+		}
 	}
-	log.Info("stopped")
 	return 0
 }
+
+// shutdownOverrun is how long past shutdown_grace the process may take to
+// stop its last agents before it exits regardless.
+const shutdownOverrun = 3 * time.Second
 
 func loadConfig(path string) (*config.Config, error) {
 	if path != "" {

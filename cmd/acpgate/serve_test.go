@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -175,7 +176,7 @@ func TestSIGTERMCancelsRunningTurnsDeliversTheirTerminalAndLeavesNoAgent(t *test
 	if hc, err := health.Check(ctx, &healthpb.HealthCheckRequest{}); err != nil || hc.GetStatus() != healthpb.HealthCheckResponse_SERVING {
 		t.Fatalf("health %v %v", hc, err)
 	}
-	agents := processesRunning(agentBin)
+	agents := childrenRunning(s.cmd.Process.Pid, agentBin)
 	if len(agents) == 0 {
 		t.Fatal("no agent process found while a turn runs")
 	}
@@ -203,10 +204,22 @@ func TestSIGTERMCancelsRunningTurnsDeliversTheirTerminalAndLeavesNoAgent(t *test
 		t.Fatal("acpgate did not exit")
 	}
 	for _, pid := range append(agents, grandchild) {
-		if alive(pid) {
+		if !goneWithin(pid, 5*time.Second) {
 			t.Errorf("process %d outlived the gateway", pid)
 		}
 	}
+}
+
+// goneWithin waits up to d for pid to be gone: a process sent SIGKILL
+// takes a moment to die, and the gateway does not wait for its
+// grandchildren to finish dying before it exits.
+func goneWithin(pid int, d time.Duration) bool {
+	for deadline := time.Now().Add(d); alive(pid); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
 }
 
 func TestAnInvalidConfigurationFailsAtStartNamingEveryProblem(t *testing.T) {
@@ -225,6 +238,24 @@ func TestAnInvalidConfigurationFailsAtStartNamingEveryProblem(t *testing.T) {
 }
 
 // processesRunning lists the pids whose executable is path.
+// childrenRunning lists the running children of parent that execute path.
+// (Other tests run agents of their own at the same time.)
+func childrenRunning(parent int, path string) []int {
+	var pids []int
+	for _, pid := range processesRunning(path) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// The command name (field 2) is parenthesised and may hold spaces.
+		fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(parent) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
 func processesRunning(path string) []int {
 	entries, _ := os.ReadDir("/proc")
 	var pids []int

@@ -406,7 +406,7 @@ type TurnStarted struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The gateway's identifier of the turn; PromptOutcome.turn_id repeats it.
 	TurnId string `protobuf:"bytes,1,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
-	// The ACP session the turn runs in. Empty in a one-shot turn whose agent
+	// The session the turn runs in (Session.id). Empty in a one-shot turn whose agent
 	// could not be started or refused the handshake: no session exists, and
 	// the next event is the `error` terminal.
 	SessionId string `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`

@@ -441,7 +441,12 @@ func (x *CreateSessionRequest) GetLoadSessionId() string {
 // Session is an open ACP session on an agent.
 type Session struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The ACP session id the agent minted (or reloaded).
+	// The session's id at this gateway, which every call that names a session
+	// takes. It is the ACP session id the agent minted (or reloaded), unless
+	// another open session already has that id (an agent whose processes each
+	// count sessions from 1 mints the same id twice): then the gateway appends
+	// "~2" ("~3", and so on) to make it unique. `acp_session_id` always holds
+	// the agent's own id.
 	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	// The configured agent name.
 	Agent string `protobuf:"bytes,2,opt,name=agent,proto3" json:"agent,omitempty"`
@@ -462,8 +467,12 @@ type Session struct {
 	// many agents send one right after session/new, so it may arrive just
 	// after CreateSession returns). Absent until the agent sends one.
 	AvailableCommands *AvailableCommands `protobuf:"bytes,9,opt,name=available_commands,json=availableCommands,proto3" json:"available_commands,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The ACP session id as the agent minted (or reloaded) it: the handle for
+	// CreateSession's `load_session_id`. Equal to `id` unless `id` had to be
+	// made unique.
+	AcpSessionId  string `protobuf:"bytes,10,opt,name=acp_session_id,json=acpSessionId,proto3" json:"acp_session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Session) Reset() {
@@ -557,6 +566,13 @@ func (x *Session) GetAvailableCommands() *AvailableCommands {
 		return x.AvailableCommands
 	}
 	return nil
+}
+
+func (x *Session) GetAcpSessionId() string {
+	if x != nil {
+		return x.AcpSessionId
+	}
+	return ""
 }
 
 // GetSessionRequest names a session.
@@ -1108,7 +1124,7 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\x14CreateSessionRequest\x12\x14\n" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x10\n" +
 	"\x03cwd\x18\x02 \x01(\tR\x03cwd\x12&\n" +
-	"\x0fload_session_id\x18\x03 \x01(\tR\rloadSessionId\"\xfa\x02\n" +
+	"\x0fload_session_id\x18\x03 \x01(\tR\rloadSessionId\"\xa0\x03\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05agent\x18\x02 \x01(\tR\x05agent\x12\x10\n" +
@@ -1119,7 +1135,9 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\x0elast_active_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\flastActiveAt\x12\x14\n" +
 	"\x05turns\x18\a \x01(\x04R\x05turns\x12&\n" +
 	"\x0fcurrent_turn_id\x18\b \x01(\tR\rcurrentTurnId\x12L\n" +
-	"\x12available_commands\x18\t \x01(\v2\x1d.acpgate.v1.AvailableCommandsR\x11availableCommands\"2\n" +
+	"\x12available_commands\x18\t \x01(\v2\x1d.acpgate.v1.AvailableCommandsR\x11availableCommands\x12$\n" +
+	"\x0eacp_session_id\x18\n" +
+	" \x01(\tR\facpSessionId\"2\n" +
 	"\x11GetSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x15\n" +

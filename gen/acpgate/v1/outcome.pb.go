@@ -112,6 +112,11 @@ const (
 	// Reading from or writing to the agent failed (an I/O error, or a line
 	// longer than the gateway's frame limit) while a request was outstanding.
 	TransportReason_TRANSPORT_REASON_TRANSPORT_FAILED TransportReason = 3
+	// The agent did not complete its start-up (spawn, `initialize`,
+	// `authenticate`, `session/new` or `session/load`) within the agent's
+	// `handshake_timeout`. The message names the step that hung; the agent
+	// was stopped.
+	TransportReason_TRANSPORT_REASON_HANDSHAKE_TIMEOUT TransportReason = 4
 )
 
 // Enum value maps for TransportReason.
@@ -121,12 +126,14 @@ var (
 		1: "TRANSPORT_REASON_SPAWN_FAILED",
 		2: "TRANSPORT_REASON_STREAM_ENDED",
 		3: "TRANSPORT_REASON_TRANSPORT_FAILED",
+		4: "TRANSPORT_REASON_HANDSHAKE_TIMEOUT",
 	}
 	TransportReason_value = map[string]int32{
-		"TRANSPORT_REASON_UNSPECIFIED":      0,
-		"TRANSPORT_REASON_SPAWN_FAILED":     1,
-		"TRANSPORT_REASON_STREAM_ENDED":     2,
-		"TRANSPORT_REASON_TRANSPORT_FAILED": 3,
+		"TRANSPORT_REASON_UNSPECIFIED":       0,
+		"TRANSPORT_REASON_SPAWN_FAILED":      1,
+		"TRANSPORT_REASON_STREAM_ENDED":      2,
+		"TRANSPORT_REASON_TRANSPORT_FAILED":  3,
+		"TRANSPORT_REASON_HANDSHAKE_TIMEOUT": 4,
 	}
 )
 
@@ -1196,12 +1203,13 @@ const file_acpgate_v1_outcome_proto_rawDesc = "" +
 	"\x14STOP_KIND_MAX_TOKENS\x10\x02\x12\x1f\n" +
 	"\x1bSTOP_KIND_MAX_TURN_REQUESTS\x10\x03\x12\x15\n" +
 	"\x11STOP_KIND_REFUSAL\x10\x04\x12\x17\n" +
-	"\x13STOP_KIND_CANCELLED\x10\x05*\xa0\x01\n" +
+	"\x13STOP_KIND_CANCELLED\x10\x05*\xc8\x01\n" +
 	"\x0fTransportReason\x12 \n" +
 	"\x1cTRANSPORT_REASON_UNSPECIFIED\x10\x00\x12!\n" +
 	"\x1dTRANSPORT_REASON_SPAWN_FAILED\x10\x01\x12!\n" +
 	"\x1dTRANSPORT_REASON_STREAM_ENDED\x10\x02\x12%\n" +
-	"!TRANSPORT_REASON_TRANSPORT_FAILED\x10\x03*W\n" +
+	"!TRANSPORT_REASON_TRANSPORT_FAILED\x10\x03\x12&\n" +
+	"\"TRANSPORT_REASON_HANDSHAKE_TIMEOUT\x10\x04*W\n" +
 	"\x10RefusalDetection\x12!\n" +
 	"\x1dREFUSAL_DETECTION_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cREFUSAL_DETECTION_STRUCTURED\x10\x01B5Z3github.com/acpgate/acpgate/gen/acpgate/v1;acpgatev1b\x06proto3"

@@ -1,0 +1,115 @@
+package server
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// sweep closes sessions that have been idle past their agent's idle
+// timeout and sessions whose agent has gone away.
+func (g *Gateway) sweep(interval time.Duration) {
+	defer g.janitorWG.Done()
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-g.janitor:
+			return
+		case <-ticker.C:
+		}
+		for _, live := range g.sessions.all() {
+			if g.stale(live) {
+				g.log.Info("closing an idle or ended session", "session", live.id)
+				g.remove(live)
+			}
+		}
+	}
+}
+
+// stale reports whether the janitor should close live: its agent has gone,
+// or it has been idle past its agent's idle timeout.
+func (g *Gateway) stale(live *liveSession) bool {
+	since, idle := live.idleSince()
+	if !idle {
+		return false
+	}
+	select {
+	case <-live.sess.Done():
+		return true
+	default:
+	}
+	timeout := live.agent.cfg.IdleTimeout
+	return !live.oneShot && timeout > 0 && time.Since(since) > timeout
+}
+
+// killReserve is the part of the shutdown grace kept for stopping agents
+// and delivering the last terminals after waiting for turns to end.
+func killReserve(grace time.Duration) time.Duration {
+	return min(grace/5, 2*time.Second)
+}
+
+// Drain begins shutdown and ends once every agent is stopped, within ctx's
+// deadline plus the moment it takes to kill what is left: new calls are
+// refused, running turns are cancelled through session/cancel, and Drain
+// waits for them to end until shortly before the deadline (killReserve);
+// then every session is closed, gracefully while time remains, and every
+// agent still running when ctx ends is killed outright. A client that
+// stopped reading holds none of this up: its turn ends without it.
+func (g *Gateway) Drain(ctx context.Context) {
+	g.admit.drain()
+	for _, l := range g.sessions.all() {
+		l.sess.Cancel(msgShuttingDown)
+	}
+	turnsCtx := ctx
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		turnsCtx, cancel = context.WithDeadline(ctx, deadline.Add(-killReserve(time.Until(deadline))))
+		defer cancel()
+	}
+	if !g.admit.waitTurns(turnsCtx) {
+		g.log.Warn("shutdown grace is running out with turns still running; stopping their agents")
+	}
+	g.closeAll(ctx)
+}
+
+// Close stops the janitor and closes every session, waiting as long as
+// that takes (each agent's stop grace).
+func (g *Gateway) Close() {
+	select {
+	case <-g.janitor:
+	default:
+		close(g.janitor)
+	}
+	g.janitorWG.Wait()
+	g.closeAll(context.Background())
+}
+
+// closeAll closes every session concurrently; once ctx ends, the agents
+// still running are killed instead of being given their grace.
+func (g *Gateway) closeAll(ctx context.Context) {
+	lives := g.sessions.all()
+	var wg sync.WaitGroup
+	for _, l := range lives {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g.remove(l)
+		}()
+	}
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return
+	case <-ctx.Done():
+	}
+	g.log.Warn("shutdown grace elapsed; killing the agents still running", "sessions", len(lives))
+	for _, l := range lives {
+		l.kill()
+	}
+	<-done
+}

@@ -1,0 +1,66 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+
+	"github.com/acpgate/acpgate/internal/config"
+)
+
+// RunOptions configure Run.
+type RunOptions struct {
+	// Config is the validated configuration; Config.Listen is where Run
+	// listens.
+	Config *config.Config
+	// Version is reported to agents in clientInfo.
+	Version string
+	// Logger receives the gateway's logs; slog.Default() when nil.
+	Logger *slog.Logger
+	// Ready, when set, is called with the listening address once the
+	// server accepts calls.
+	Ready func(net.Addr)
+}
+
+// Run serves the gateway until ctx ends, then shuts it down within
+// Config.ShutdownGrace (see GRPCServer.Shutdown), and returns once every
+// agent is stopped. It is `acpgate serve` without the command line, so the
+// start-up and shutdown sequence exists once.
+func Run(ctx context.Context, opts RunOptions) error {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	gw, err := New(Options{Config: opts.Config, Version: opts.Version, Logger: log})
+	if err != nil {
+		return err
+	}
+	lis, err := net.Listen("tcp", opts.Config.Listen)
+	if err != nil {
+		gw.Close()
+		return err
+	}
+	srv := NewGRPCServer(gw)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(lis) }()
+	if opts.Ready != nil {
+		opts.Ready(lis.Addr())
+	}
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down", "grace", opts.Config.ShutdownGrace)
+	case err := <-served:
+		gw.Close()
+		return fmt.Errorf("the server stopped: %w", err)
+	}
+	graceCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opts.Config.ShutdownGrace)
+	defer cancel()
+	srv.Shutdown(graceCtx, gw)
+	if err := <-served; err != nil && !errors.Is(err, net.ErrClosed) {
+		log.Warn("serve returned", "err", err)
+	}
+	log.Info("stopped")
+	return nil
+}
