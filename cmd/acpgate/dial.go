@@ -1,0 +1,71 @@
+package main
+
+// Reaching the gateway, and what a call it rejected means for the exit code.
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"unicode"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+)
+
+// dial returns a client for the gateway at addr.
+func dial(addr string, stderr io.Writer) (acpgatev1.AgentGatewayClient, func(), int) {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		fmt.Fprintf(stderr, "acpgate: invalid --addr %q: %v\n", addr, err)
+		return nil, nil, exitUsage
+	}
+	return acpgatev1.NewAgentGatewayClient(conn), func() { _ = conn.Close() }, exitOK
+}
+
+// statusExit reports a failed call and returns its exit code. interrupted
+// says whether the command's context was cancelled, which explains a
+// CANCELED status.
+func statusExit(err error, interrupted bool, stderr io.Writer) int {
+	st := status.Convert(err)
+	if interrupted && (st.Code() == codes.Canceled || st.Code() == codes.DeadlineExceeded) {
+		fmt.Fprintln(stderr, "acpgate: cancelled: interrupted")
+		return exitCancelled
+	}
+	fmt.Fprintf(stderr, "acpgate: %s: %s\n", codeName(st.Code()), st.Message())
+	for _, d := range st.Details() {
+		if he, ok := d.(*acpgatev1.HarnessError); ok {
+			label, _ := classify(he)
+			fmt.Fprintf(stderr, "acpgate: %s: %s\n", label, he.GetMessage())
+			printHarnessExtras(he, stderr)
+		}
+	}
+	switch st.Code() {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return exitGatewayUnavailable
+	case codes.InvalidArgument:
+		return exitInvalidArgument
+	default:
+		return exitRejected
+	}
+}
+
+// codeName is the canonical name of a gRPC code, for example
+// "FAILED_PRECONDITION".
+func codeName(c codes.Code) string {
+	s := c.String()
+	if c > codes.Unauthenticated || s == "OK" {
+		return s
+	}
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && unicode.IsUpper(r) {
+			b.WriteByte('_')
+		}
+		b.WriteRune(unicode.ToUpper(r))
+	}
+	return b.String()
+}
