@@ -5,9 +5,8 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
-	"unicode"
 
+	"google.golang.org/genproto/googleapis/rpc/code"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -28,7 +27,7 @@ func dial(addr string, stderr io.Writer) (acpgatev1.AgentGatewayClient, func(), 
 
 // statusExit reports a failed call and returns its exit code. interrupted
 // says whether the command's context was cancelled, which explains a
-// CANCELED status.
+// CANCELLED status.
 func statusExit(err error, interrupted bool, stderr io.Writer) int {
 	st := status.Convert(err)
 	if interrupted && (st.Code() == codes.Canceled || st.Code() == codes.DeadlineExceeded) {
@@ -53,19 +52,12 @@ func statusExit(err error, interrupted bool, stderr io.Writer) int {
 	}
 }
 
-// codeName is the canonical name of a gRPC code, for example
-// "FAILED_PRECONDITION".
+// codeName is the name of a gRPC status code in the google.rpc.Code enum,
+// for example "FAILED_PRECONDITION" or "CANCELLED"; a code the enum lacks
+// reads as grpc-go spells it, for example "Code(42)".
 func codeName(c codes.Code) string {
-	s := c.String()
-	if c > codes.Unauthenticated || s == "OK" {
-		return s
+	if _, known := code.Code_name[int32(c)]; known {
+		return code.Code(c).String()
 	}
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && unicode.IsUpper(r) {
-			b.WriteByte('_')
-		}
-		b.WriteRune(unicode.ToUpper(r))
-	}
-	return b.String()
+	return c.String()
 }
