@@ -30,6 +30,7 @@ import (
 	"strings"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+	"github.com/acpgate/acpgate/outcome"
 )
 
 // Exit codes of the client subcommands; see this file's documentation and
@@ -80,27 +81,34 @@ func exitCodeTable() string {
 	return b.String()
 }
 
-// classify names a HarnessError's class and its exit code.
+// classExits is the exit code of each HarnessError class, named as
+// outcome.Class names it. classify refines harness by its cancelled and
+// auth_required flags.
+var classExits = map[string]int{
+	"transport":                exitTransport,
+	"protocol":                 exitProtocol,
+	"harness":                  exitHarness,
+	"policy_refused":           exitPolicyRefused,
+	"capability_not_supported": exitCapability,
+	"stale_target":             exitStaleTarget,
+}
+
+// classify names a HarnessError's class and its exit code. An error with no
+// class set is labelled "error"; it, and a class missing from classExits,
+// exits as harness.
 func classify(e *acpgatev1.HarnessError) (label string, code int) {
-	switch k := e.GetKind().(type) {
-	case *acpgatev1.HarnessError_Transport:
-		return "transport", exitTransport
-	case *acpgatev1.HarnessError_Protocol:
-		return "protocol", exitProtocol
-	case *acpgatev1.HarnessError_Harness:
-		switch {
-		case k.Harness.GetCancelled():
-			return "harness", exitCancelled
-		case k.Harness.GetAuthRequired():
-			return "harness", exitAuthRequired
-		}
-		return "harness", exitHarness
-	case *acpgatev1.HarnessError_PolicyRefused:
-		return "policy_refused", exitPolicyRefused
-	case *acpgatev1.HarnessError_CapabilityNotSupported:
-		return "capability_not_supported", exitCapability
-	case *acpgatev1.HarnessError_StaleTarget:
-		return "stale_target", exitStaleTarget
+	if e.GetKind() == nil {
+		return "error", exitHarness
 	}
-	return "error", exitHarness
+	label = outcome.Class(e)
+	switch h := e.GetHarness(); {
+	case h.GetCancelled():
+		return label, exitCancelled
+	case h.GetAuthRequired():
+		return label, exitAuthRequired
+	}
+	if code, ok := classExits[label]; ok {
+		return label, code
+	}
+	return label, exitHarness
 }
