@@ -10,6 +10,12 @@ package main
 // (reaching the gateway; a rejected call's exit code), interrupt.go,
 // prompt.go (the streaming subcommand), commands.go (the one-call
 // subcommands), render_human.go and render_json.go (the output).
+//
+// Adding a subcommand: one that makes one call is an entry of
+// oneCallCommands (commands.go), which names it, describes it, declares its
+// flags and makes the call; the shared runner does the rest. One that
+// streams gets a file of its own with a clientCommand (as promptCommand in
+// prompt.go), listed in clientCommands.
 
 import (
 	"context"
@@ -19,6 +25,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 )
 
@@ -26,44 +33,74 @@ import (
 // ACPGATE_ADDR is empty.
 const defaultAddr = "127.0.0.1:7070"
 
-// clientUsage summarises the client subcommands, for the top-level usage.
+// A clientCommand is one client subcommand.
+type clientCommand struct {
+	name  string
+	usage string // its arguments, in acpgate's usage
+	brief string // what it does, in acpgate's usage
+
+	synopsis string // its arguments, in its own usage (-h)
+	summary  string // what it does, in its own usage
+
+	// run runs it; fs is its FlagSet, which prints its own usage and has no
+	// flags yet. A one-call subcommand's run is made by oneCall.
+	run commandFunc
+}
+
+// commandFunc runs a client subcommand with its arguments and returns its
+// exit code.
+type commandFunc func(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) int
+
+// clientCommands are the client subcommands, in the order of acpgate's
+// usage. A subcommand that makes one call belongs in oneCallCommands
+// (commands.go); one that streams has its own file, as prompt.go.
+var clientCommands = slices.Concat(
+	[]clientCommand{promptCommand},
+	oneCallCommands,
+	[]clientCommand{versionCommand},
+)
+
+// clientUsage summarises the client subcommands, for the top-level usage:
+// a subcommand's name, its arguments and what it does, in columns, or with
+// what it does on a line of its own when its arguments are too long.
 func clientUsage() string {
-	return `  prompt    (--agent NAME | --session ID) [--json] [--cwd DIR] TEXT...|-
-            run one prompt turn and stream the answer
-  agents    [--json]           list the configured agents
-  sessions  [--json]           list the open sessions
-  open      --agent NAME [--cwd DIR] [--load ID] [--json]
-            open a session (prints its id) for prompt --session
-  close     SESSION_ID         close a session and stop its agent
-  cancel    SESSION_ID         cancel the turn running on a session
-  permit    SESSION_ID REQUEST_ID [OPTION_ID]
-            answer a permission request (no OPTION_ID: cancelled)
-  version                      print the version
-`
+	const nameWidth, usageWidth = 10, 19
+	var b strings.Builder
+	for _, c := range clientCommands {
+		if len(c.usage) <= usageWidth-2 {
+			fmt.Fprintf(&b, "  %-*s%-*s%s\n", nameWidth, c.name, usageWidth, c.usage, c.brief)
+		} else {
+			fmt.Fprintf(&b, "  %-*s%s\n  %*s%s\n", nameWidth, c.name, c.usage, nameWidth, "", c.brief)
+		}
+	}
+	return b.String()
 }
 
 // runClient runs the client subcommand name with its arguments. handled is
 // false when name is not a client subcommand.
 func runClient(ctx context.Context, name string, args []string, stdout, stderr io.Writer) (exitCode int, handled bool) {
-	switch name {
-	case "prompt":
-		return runPrompt(ctx, args, stdout, stderr), true
-	case "agents":
-		return runAgents(ctx, args, stdout, stderr), true
-	case "sessions":
-		return runSessions(ctx, args, stdout, stderr), true
-	case "cancel":
-		return runCancel(ctx, args, stdout, stderr), true
-	case "open":
-		return runOpen(ctx, args, stdout, stderr), true
-	case "close":
-		return runClose(ctx, args, stdout, stderr), true
-	case "permit":
-		return runPermit(ctx, args, stdout, stderr), true
-	case "version":
-		return runVersion(args, stdout, stderr), true
+	for _, c := range clientCommands {
+		if c.name == name {
+			fs := newFlagSet(c.name, c.synopsis, c.summary, stderr)
+			return c.run(ctx, fs, args, stdout, stderr), true
+		}
 	}
 	return 0, false
+}
+
+var versionCommand = clientCommand{
+	name: "version", brief: "print the version",
+	summary: "print acpgate's version",
+	run: func(_ context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) int {
+		if code, ok := parseFlags(fs, args); !ok {
+			return code
+		}
+		if fs.NArg() != 0 {
+			return usageError(fs, stderr, "version takes no arguments")
+		}
+		fmt.Fprintf(stdout, "acpgate %s\n", version())
+		return exitOK
+	},
 }
 
 // version is acpgate's version: the main module's version from the build
@@ -74,18 +111,6 @@ func version() string {
 		return "devel"
 	}
 	return bi.Main.Version
-}
-
-func runVersion(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("version", "", "print acpgate's version", stderr)
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
-	}
-	if fs.NArg() != 0 {
-		return usageError(fs, stderr, "version takes no arguments")
-	}
-	fmt.Fprintf(stdout, "acpgate %s\n", version())
-	return exitOK
 }
 
 // newFlagSet returns a FlagSet for a subcommand whose usage prints synopsis

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,13 +16,19 @@ import (
 // clientStdin is where `prompt -` reads its text; tests replace it.
 var clientStdin io.Reader = os.Stdin
 
-func runPrompt(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("prompt", "[--addr ADDR] (--agent NAME | --session ID) [--json] [--cwd DIR] TEXT... | -",
-		`Runs one prompt turn and streams it. The agent's answer goes to stdout as it
+var promptCommand = clientCommand{
+	name: "prompt", usage: "(--agent NAME | --session ID) [--json] [--cwd DIR] TEXT...|-",
+	brief:    "run one prompt turn and stream the answer",
+	synopsis: "[--addr ADDR] (--agent NAME | --session ID) [--json] [--cwd DIR] TEXT... | -",
+	summary: `Runs one prompt turn and streams it. The agent's answer goes to stdout as it
 arrives (exactly the turn's outcome text, plus a final newline); thoughts,
 tool calls, plans and permission decisions go to stderr. TEXT is the prompt;
 "-" reads it from stdin. With --json, every event is printed to stdout as one
-protojson line and nothing else is printed to stdout.`, stderr)
+protojson line and nothing else is printed to stdout.`,
+	run: runPrompt,
+}
+
+func runPrompt(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) int {
 	addr := addrFlag(fs)
 	agent := fs.String("agent", "", "run one-shot on this configured agent")
 	session := fs.String("session", "", "run on this open session")

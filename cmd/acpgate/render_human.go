@@ -1,9 +1,14 @@
 package main
 
+// Output for people: a prompt's events (humanSink) and the one-call
+// subcommands' answers.
+
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"text/tabwriter"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 )
@@ -268,4 +273,94 @@ func printHarnessExtras(e *acpgatev1.HarnessError, stderr io.Writer) {
 	for _, line := range strings.Split(tail, "\n") {
 		fmt.Fprintf(stderr, "  | %s\n", line)
 	}
+}
+
+// The answers of the one-call subcommands (commands.go), for people.
+
+// printAgents prints ListAgents' answer as a table.
+func printAgents(stdout io.Writer, resp *acpgatev1.ListAgentsResponse) {
+	rows := make([][]string, 0, len(resp.GetAgents()))
+	for _, a := range resp.GetAgents() {
+		rows = append(rows, []string{oneLine(a.GetName()), firstNonEmpty(oneLine(a.GetDescription()), "-"),
+			firstNonEmpty(a.GetPermissionPolicy(), "-"), fsAccess(a), describeCapabilities(a.GetCapabilities())})
+	}
+	printTable(stdout, "no agents configured", []string{"NAME", "DESCRIPTION", "PERMISSIONS", "FS", "CAPABILITIES"}, rows)
+}
+
+// fsAccess renders an agent's file-system access as "r/w", "r/-", "-/-"...
+func fsAccess(a *acpgatev1.Agent) string {
+	r, w := "-", "-"
+	if a.GetFsRead() {
+		r = "r"
+	}
+	if a.GetFsWrite() {
+		w = "w"
+	}
+	return r + "/" + w
+}
+
+// describeCapabilities renders what the agent advertised, or says it is not
+// known yet.
+func describeCapabilities(c *acpgatev1.AgentCapabilities) string {
+	if c == nil {
+		return "(unknown until a session starts)"
+	}
+	parts := []string{fmt.Sprintf("acp v%d", c.GetProtocolVersion())}
+	if c.GetAgentName() != "" {
+		id := c.GetAgentName()
+		if c.GetAgentVersion() != "" {
+			id += " " + c.GetAgentVersion()
+		}
+		parts = append(parts, oneLine(id))
+	}
+	var feats []string
+	for _, f := range []struct {
+		on   bool
+		name string
+	}{
+		{c.GetLoadSession(), "load"},
+		{c.GetPromptImage(), "image"},
+		{c.GetPromptAudio(), "audio"},
+		{c.GetPromptEmbeddedContext(), "context"},
+	} {
+		if f.on {
+			feats = append(feats, f.name)
+		}
+	}
+	if len(feats) > 0 {
+		parts = append(parts, strings.Join(feats, ","))
+	}
+	if len(c.GetAuthMethods()) > 0 {
+		parts = append(parts, "auth: "+strings.Join(c.GetAuthMethods(), ","))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// printSessions prints ListSessions' answer as a table.
+func printSessions(stdout io.Writer, resp *acpgatev1.ListSessionsResponse) {
+	rows := make([][]string, 0, len(resp.GetSessions()))
+	for _, s := range resp.GetSessions() {
+		rows = append(rows, []string{oneLine(s.GetId()), oneLine(s.GetAgent()), stateName(s.GetState()),
+			strconv.FormatUint(s.GetTurns(), 10), s.GetCwd()})
+	}
+	printTable(stdout, "no open sessions", []string{"ID", "AGENT", "STATE", "TURNS", "CWD"}, rows)
+}
+
+// stateName renders SESSION_STATE_RUNNING as "running".
+func stateName(s acpgatev1.SessionState) string {
+	return strings.ToLower(strings.TrimPrefix(s.String(), "SESSION_STATE_"))
+}
+
+// printTable prints rows under header in aligned columns, or the line none
+// when there are no rows.
+func printTable(stdout io.Writer, none string, header []string, rows [][]string) {
+	if len(rows) == 0 {
+		fmt.Fprintln(stdout, none)
+		return
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	for _, cells := range append([][]string{header}, rows...) {
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	_ = tw.Flush()
 }

@@ -1,5 +1,7 @@
 package main
 
+// Output for programs (--json): one protojson line per message.
+
 import (
 	"bytes"
 	"fmt"
