@@ -718,7 +718,7 @@ func TestCLIExitCodeTable(t *testing.T) {
 
 func TestCLICodeName(t *testing.T) {
 	for c, want := range map[codes.Code]string{
-		codes.OK: "OK", codes.InvalidArgument: "INVALID_ARGUMENT", codes.FailedPrecondition: "FAILED_PRECONDITION",
+		codes.OK: "OK", codes.Canceled: "CANCELLED", codes.InvalidArgument: "INVALID_ARGUMENT", codes.FailedPrecondition: "FAILED_PRECONDITION",
 		codes.Unavailable: "UNAVAILABLE", codes.DeadlineExceeded: "DEADLINE_EXCEEDED", codes.Code(42): "Code(42)",
 	} {
 		if got := codeName(c); got != want {

@@ -29,8 +29,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"google.golang.org/genproto/googleapis/rpc/code"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -285,7 +285,7 @@ func statusObject(call string, err error) (map[string]any, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s failed without a gRPC status: %w", call, err)
 	}
-	obj := map[string]any{"call": call, "code": codeName(st.Code()), "message": st.Message()}
+	obj := map[string]any{"call": call, "code": code.Code(st.Code()).String(), "message": st.Message()}
 	for _, d := range st.Details() {
 		if he, ok := d.(*acpgatev1.HarnessError); ok {
 			e, err := protoJSONObject(he)
@@ -297,25 +297,6 @@ func statusObject(call string, err error) (map[string]any, error) {
 		}
 	}
 	return obj, nil
-}
-
-// codeNames are the canonical names of the gRPC status codes.
-var codeNames = map[codes.Code]string{
-	codes.OK: "OK", codes.Canceled: "CANCELLED", codes.Unknown: "UNKNOWN",
-	codes.InvalidArgument: "INVALID_ARGUMENT", codes.DeadlineExceeded: "DEADLINE_EXCEEDED",
-	codes.NotFound: "NOT_FOUND", codes.AlreadyExists: "ALREADY_EXISTS",
-	codes.PermissionDenied: "PERMISSION_DENIED", codes.ResourceExhausted: "RESOURCE_EXHAUSTED",
-	codes.FailedPrecondition: "FAILED_PRECONDITION", codes.Aborted: "ABORTED",
-	codes.OutOfRange: "OUT_OF_RANGE", codes.Unimplemented: "UNIMPLEMENTED",
-	codes.Internal: "INTERNAL", codes.Unavailable: "UNAVAILABLE", codes.DataLoss: "DATA_LOSS",
-	codes.Unauthenticated: "UNAUTHENTICATED",
-}
-
-func codeName(c codes.Code) string {
-	if n, ok := codeNames[c]; ok {
-		return n
-	}
-	return strconv.Itoa(int(c))
 }
 
 // protoJSONObject renders m as protojson and decodes it into plain values
