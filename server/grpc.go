@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"math"
 	"runtime/debug"
-	"slices"
 	"time"
 
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
@@ -49,8 +48,8 @@ type GRPCServer struct {
 // recvMarginBytes, so that a prompt somewhat over the limit is read and
 // measured (INVALID_ARGUMENT naming its size and the limit) rather than
 // refused by gRPC; a request over even that is refused by gRPC and still
-// answered INVALID_ARGUMENT (see checkRequests), never RESOURCE_EXHAUSTED,
-// which the gateway keeps for its session limits. Send limit: unbounded,
+// refused by gRPC. A request that does not decode (invalid UTF-8 in a
+// string field) is INVALID_ARGUMENT, not INTERNAL (see requestCodec). Send limit: unbounded,
 // since a completed turn's outcome carries the whole answer; a client
 // receiving a very large outcome may need to raise its own receive limit
 // (grpc's default is 4 MiB).
@@ -67,15 +66,19 @@ func NewGRPCServer(g *Gateway) *GRPCServer {
 		log.Log(ctx, slog.Level(level), msg, fields...)
 	})
 	logOpts := []logging.Option{logging.WithLogOnEvents(logging.FinishCall)}
+	codec := newRequestCodec()
 	s := grpc.NewServer(
+		grpc.ForceServerCodecV2(codec),
 		grpc.ChainUnaryInterceptor(
 			logging.UnaryServerInterceptor(logger, logOpts...),
 			recovery.UnaryServerInterceptor(recover),
+			codec.checkUnary,
 			validateUnary,
 		),
 		grpc.ChainStreamInterceptor(
 			logging.StreamServerInterceptor(logger, logOpts...),
 			recovery.StreamServerInterceptor(recover),
+			codec.checkStream,
 		),
 		grpc.KeepaliveEnforcementPolicy(keepaliveEnforcement),
 		grpc.KeepaliveParams(keepaliveParams),
@@ -83,8 +86,7 @@ func NewGRPCServer(g *Gateway) *GRPCServer {
 		grpc.MaxSendMsgSize(math.MaxInt32),
 		grpc.MaxConcurrentStreams(uint32(g.cfg.Limits.MaxStreamsPerConnection)),
 	)
-	desc := checkRequests(acpgatev1.AgentGateway_ServiceDesc, g.cfg.Limits.MaxPromptBytes)
-	s.RegisterService(&desc, g)
+	acpgatev1.RegisterAgentGatewayServer(s, g)
 	h := health.NewServer()
 	h.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	h.SetServingStatus(ServiceName, healthpb.HealthCheckResponse_SERVING)
@@ -94,53 +96,11 @@ func NewGRPCServer(g *Gateway) *GRPCServer {
 }
 
 // recvMarginBytes is how far over limits.max_prompt_bytes a request is
-// still read, to be measured and refused with its size.
-const recvMarginBytes = 1 << 20
-
-// checkRequests wraps every method of desc so that a request that cannot be
-// read is answered as the client's error it is. gRPC reports a request over
-// the receive limit as RESOURCE_EXHAUSTED and one that does not decode (a
-// string field with invalid UTF-8, say) as INTERNAL, before any interceptor
-// sees it; both become INVALID_ARGUMENT saying what was wrong.
-func checkRequests(desc grpc.ServiceDesc, promptLimit int) grpc.ServiceDesc {
-	desc.Methods = slices.Clone(desc.Methods)
-	for i, m := range desc.Methods {
-		h := m.Handler
-		desc.Methods[i].Handler = func(srv any, ctx context.Context, dec func(any) error, ic grpc.UnaryServerInterceptor) (any, error) {
-			return h(srv, ctx, func(v any) error { return requestError(dec(v), promptLimit) }, ic)
-		}
-	}
-	desc.Streams = slices.Clone(desc.Streams)
-	for i, st := range desc.Streams {
-		h := st.Handler
-		desc.Streams[i].Handler = func(srv any, stream grpc.ServerStream) error {
-			return h(srv, &checkedStream{ServerStream: stream, promptLimit: promptLimit})
-		}
-	}
-	return desc
-}
-
-// checkedStream is a server stream whose receive errors are classified by
-// requestError.
-type checkedStream struct {
-	grpc.ServerStream
-	promptLimit int
-}
-
-func (s *checkedStream) RecvMsg(m any) error {
-	return requestError(s.ServerStream.RecvMsg(m), s.promptLimit)
-}
-
-// requestError classifies an error from reading a request.
-func requestError(err error, promptLimit int) error {
-	switch status.Code(err) {
-	case codes.ResourceExhausted:
-		return promptTooLarge(-1, promptLimit)
-	case codes.Internal:
-		return status.Errorf(codes.InvalidArgument, "the request does not decode: %s", status.Convert(err).Message())
-	}
-	return err
-}
+// still read, to be measured and refused with its size. Beyond it gRPC
+// refuses the request itself (RESOURCE_EXHAUSTED) before anything of the
+// gateway's sees it: reading an arbitrarily large request just to word the
+// refusal would let any client make the gateway buffer without bound.
+const recvMarginBytes = 4 << 20
 
 // validateUnary rejects malformed unary requests before they reach a
 // handler, so every handler can assume its required fields are present.

@@ -45,11 +45,7 @@ func withDetail(code codes.Code, e *acpgatev1.HarnessError) error {
 	return st.Err()
 }
 
-// promptTooLarge is the status of a prompt over limits.max_prompt_bytes,
-// whether the gateway measured it or gRPC refused to read it.
+// promptTooLarge is the status of a prompt over limits.max_prompt_bytes.
 func promptTooLarge(n, limit int) error {
-	if n < 0 {
-		return status.Errorf(codes.InvalidArgument, "the request is over the gateway's limit of %d bytes for a prompt (limits.max_prompt_bytes)", limit)
-	}
 	return status.Errorf(codes.InvalidArgument, "the prompt is %d bytes, over the gateway's limit of %d bytes (limits.max_prompt_bytes)", n, limit)
 }

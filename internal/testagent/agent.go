@@ -218,6 +218,9 @@ func (a *agent) handleNotification(m *message) {
 }
 
 func (a *agent) handleRequest(m *message) {
+	if m.Method == a.cfg.hangOn {
+		return // never answered
+	}
 	switch m.Method {
 	case "initialize":
 		a.initialize(m)

@@ -26,6 +26,8 @@
 //	                            before reading anything.
 //	--unique-sessions           mint session ids "sess-<pid>-<n>" instead, unique
 //	                            across agent processes (as real agents' UUIDs are).
+//	--hang-on METHOD            never answer requests of METHOD (say initialize or
+//	                            session/new): an agent that hangs at start-up.
 //	--commands A,B              right after answering session/new or session/load,
 //	                            send an available_commands_update offering the
 //	                            commands A and B (description "the A command"), as
@@ -144,6 +146,7 @@ type config struct {
 	strayStartup    bool
 	uniqueSessions  bool
 	commands        []string // advertised right after session/new and session/load
+	hangOn          string   // a method never answered
 }
 
 func parseFlags(args []string) (config, error) {
@@ -158,6 +161,7 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&cfg.strayStartup, "stray-startup", false, `print "starting up..." on stdout first`)
 	fs.BoolVar(&cfg.uniqueSessions, "unique-sessions", false, `mint session ids "sess-<pid>-<n>", unique across processes`)
 	fs.StringVar(&commands, "commands", "", "comma-separated command names to advertise (available_commands_update) right after session/new and session/load")
+	fs.StringVar(&cfg.hangOn, "hang-on", "", "never answer requests of this method (initialize, session/new, ...)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}

@@ -1,0 +1,447 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+)
+
+// The tests in this file play a hostile client or a broken agent against
+// the real binary: each promise of the README is checked where it can be
+// broken.
+
+// hostileConfig has short graces, so the bounds under test are short too.
+const hostileConfig = `
+shutdown_grace: 3s
+agents:
+  - name: test
+    command: "${ACPGATE_E2E_AGENT}"
+    args: [--unique-sessions]
+    cancel_grace: 2s
+  - name: timed
+    command: "${ACPGATE_E2E_AGENT}"
+    args: [--unique-sessions]
+    cancel_grace: 1s
+    turn_timeout: 1s
+  - name: mute
+    command: "${ACPGATE_E2E_AGENT}"
+    args: [--hang-on, initialize]
+    handshake_timeout: 1s
+  - name: mute-new
+    command: "${ACPGATE_E2E_AGENT}"
+    args: [--hang-on, session/new]
+    handshake_timeout: 1s
+`
+
+// stalledClient is a connection whose flow-control windows are gRPC's
+// smallest and never grow (no BDP estimation): once a stream's reader stops
+// reading, the gateway cannot send it more than 64 KiB.
+func (s *served) stalledClient(t *testing.T) acpgatev1.AgentGatewayClient {
+	t.Helper()
+	conn, err := grpc.NewClient(s.addr,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithInitialWindowSize(64<<10),
+		grpc.WithInitialConnWindowSize(64<<10),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return acpgatev1.NewAgentGatewayClient(conn)
+}
+
+// stall starts a flood on a stalled connection and reads only its
+// started event, then stops reading without cancelling.
+func stall(t *testing.T, client acpgatev1.AgentGatewayClient, req *acpgatev1.PromptRequest) {
+	t.Helper()
+	req.Text = "flood 200000 512"
+	stream, err := client.Prompt(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, err := stream.Recv(); err != nil || e.GetStarted() == nil {
+		t.Fatalf("first event %v, %v", e, err)
+	}
+	// Give the flood time to fill every buffer between agent and client.
+	time.Sleep(500 * time.Millisecond)
+}
+
+func TestAClientThatStopsReadingDoesNotHoldUpShutdown(t *testing.T) {
+	s := serve(t, "--config", writeConfig(t, hostileConfig))
+	stall(t, s.stalledClient(t), &acpgatev1.PromptRequest{Agent: "test"})
+	start := time.Now()
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-s.exited:
+		if err != nil {
+			t.Errorf("acpgate exited with %v, want status 0\n%s", err, s.log())
+		}
+		t.Logf("exited %s after SIGTERM (shutdown_grace 3s)", time.Since(start).Round(time.Millisecond))
+	case <-time.After(3*time.Second + 2*time.Second):
+		t.Fatalf("acpgate still running 5 s after SIGTERM, with a shutdown_grace of 3 s\n%s", s.log())
+	}
+}
+
+func TestCloseSessionReturnsWithinTheCancelGraceWhileItsClientStallsTheStream(t *testing.T) {
+	s := serve(t, "--config", writeConfig(t, hostileConfig))
+	client, _ := s.client(t)
+	ctx := context.Background()
+	sess, err := client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stall(t, s.stalledClient(t), &acpgatev1.PromptRequest{SessionId: sess.GetId()})
+	start := time.Now()
+	callCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := client.CloseSession(callCtx, &acpgatev1.CloseSessionRequest{SessionId: sess.GetId()}); err != nil {
+		t.Fatalf("CloseSession: %v after %s", err, time.Since(start))
+	}
+	// cancel_grace is 2 s; the agent's stop after it has a grace of its own
+	// only for an agent that ignores the end of its stdin, which this one
+	// does not.
+	if d := time.Since(start); d > 2*time.Second+time.Second {
+		t.Errorf("CloseSession took %s, over cancel_grace (2 s) plus 1 s", d)
+	}
+}
+
+func TestTurnTimeoutEndsATurnWhoseClientStallsTheStream(t *testing.T) {
+	s := serve(t, "--config", writeConfig(t, hostileConfig))
+	client, _ := s.client(t)
+	ctx := context.Background()
+	sess, err := client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: "timed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stall(t, s.stalledClient(t), &acpgatev1.PromptRequest{SessionId: sess.GetId()})
+	// turn_timeout 1 s, cancel_grace 1 s: the turn has ended, and its
+	// session is free, well within 5 s whatever the client does.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got, err := client.GetSession(ctx, &acpgatev1.GetSessionRequest{SessionId: sess.GetId()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.GetState() == acpgatev1.SessionState_SESSION_STATE_IDLE && got.GetTurns() == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the session is still %v with %d turns 5 s after a 1 s turn_timeout", got.GetState(), got.GetTurns())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestMaxSessionsHoldsForConcurrentCreateSessions(t *testing.T) {
+	s := serve(t, "--config", writeConfig(t, "limits: {max_sessions: 6}\n"+hostileConfig))
+	client, _ := s.client(t)
+	var opened, refused, other atomic.Int32
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := client.CreateSession(context.Background(), &acpgatev1.CreateSessionRequest{Agent: "test"})
+			switch status.Code(err) {
+			case codes.OK:
+				opened.Add(1)
+			case codes.ResourceExhausted:
+				refused.Add(1)
+			default:
+				other.Add(1)
+				t.Errorf("CreateSession: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if opened.Load() != 6 || refused.Load() != 44 {
+		t.Errorf("%d opened, %d refused, %d failed otherwise; want 6 opened and 44 refused", opened.Load(), refused.Load(), other.Load())
+	}
+	if n := len(childrenRunning(s.cmd.Process.Pid, agentBin)); n != 6 {
+		t.Errorf("%d agent processes run, want 6", n)
+	}
+}
+
+func TestMaxSessionsBoundsTheAgentsOfConcurrentOneShotTurns(t *testing.T) {
+	s := serve(t, "--config", writeConfig(t, "limits: {max_sessions: 40}\n"+hostileConfig))
+	client, _ := s.client(t)
+	stop := make(chan struct{})
+	var peak atomic.Int32
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			if n := int32(len(childrenRunning(s.cmd.Process.Pid, agentBin))); n > peak.Load() {
+				peak.Store(n)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	var completed, refused atomic.Int32
+	var wg sync.WaitGroup
+	for range 300 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			stream, err := client.Prompt(context.Background(), &acpgatev1.PromptRequest{Agent: "test", Text: "sleep 300\nchunk done"})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for {
+				e, err := stream.Recv()
+				if status.Code(err) == codes.ResourceExhausted {
+					refused.Add(1)
+					return
+				}
+				if err != nil {
+					t.Errorf("Recv: %v", err)
+					return
+				}
+				if e.GetOutcome() != nil {
+					completed.Add(1)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	<-sampled
+	if completed.Load()+refused.Load() != 300 || completed.Load() < 40 {
+		t.Errorf("%d completed and %d refused of 300", completed.Load(), refused.Load())
+	}
+	if p := peak.Load(); p > 40 {
+		t.Errorf("%d agents ran at once, over max_sessions 40", p)
+	}
+	t.Logf("%d completed, %d refused, at most %d agents at once", completed.Load(), refused.Load(), peak.Load())
+}
+
+func TestASessionAcceptsItsNextTurnTheMomentTheTerminalArrives(t *testing.T) {
+	s := serve(t, "--config", writeConfig(t, hostileConfig))
+	client, _ := s.client(t)
+	ctx := context.Background()
+	sess, err := client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 300 {
+		stream, err := client.Prompt(ctx, &acpgatev1.PromptRequest{SessionId: sess.GetId(), Text: "chunk hi"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var terminal *acpgatev1.PromptEvent
+		for {
+			e, err := stream.Recv()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("turn %d: %v", i, err)
+			}
+			if e.GetOutcome() != nil || e.GetError() != nil {
+				terminal = e
+				break // the next Prompt goes out before the stream's status arrives
+			}
+		}
+		if terminal.GetOutcome() == nil {
+			t.Fatalf("turn %d ended with %v", i, terminal)
+		}
+	}
+}
+
+func TestAnAgentThatNeverAnswersItsHandshakeIsStoppedAtTheHandshakeTimeout(t *testing.T) {
+	s := serve(t, "--config", writeConfig(t, hostileConfig))
+	client, _ := s.client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, tc := range []struct{ agent, step string }{{"mute", "initialize"}, {"mute-new", "session/new"}} {
+		t.Run(tc.agent, func(t *testing.T) {
+			// One-shot: the expiry is the turn's in-band terminal.
+			stream, err := client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: tc.agent, Text: "chunk hi"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var last *acpgatev1.PromptEvent
+			for {
+				e, err := stream.Recv()
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				last = e
+			}
+			tr := last.GetError().GetTransport()
+			if tr.GetReason() != acpgatev1.TransportReason_TRANSPORT_REASON_HANDSHAKE_TIMEOUT || !strings.Contains(last.GetError().GetMessage(), tc.step) {
+				t.Errorf("terminal %v, want a HANDSHAKE_TIMEOUT naming %s", last, tc.step)
+			}
+			// CreateSession: the expiry is the call's status, with the
+			// HarnessError attached.
+			_, err = client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: tc.agent})
+			st := status.Convert(err)
+			if st.Code() != codes.DeadlineExceeded || !strings.Contains(st.Message(), tc.step) || len(st.Details()) != 1 {
+				t.Errorf("CreateSession: %v (details %v), want DEADLINE_EXCEEDED naming %s with the HarnessError", err, st.Details(), tc.step)
+			}
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				if n := len(childrenRunning(s.cmd.Process.Pid, agentBin)); n == 0 {
+					break
+				} else if time.Now().After(deadline) {
+					t.Fatalf("%d agent processes still run after their handshake timed out", n)
+				}
+			}
+		})
+	}
+}
+
+// rawCodec sends and receives bytes as they are, to put on the wire what
+// no generated client would.
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) ([]byte, error)      { return v.([]byte), nil }
+func (rawCodec) Unmarshal(data []byte, v any) error { *(v.(*[]byte)) = data; return nil }
+func (rawCodec) Name() string                       { return "proto" }
+
+// rawPrompt sends msg as a PromptRequest and returns the stream's status.
+func rawPrompt(t *testing.T, addr string, msg []byte) error {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(64<<20)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	stream, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true}, "/acpgate.v1.AgentGateway/Prompt", grpc.ForceCodec(rawCodec{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.SendMsg(msg); err != nil {
+		t.Fatal(err)
+	}
+	_ = stream.CloseSend()
+	var out []byte
+	for {
+		if err := stream.RecvMsg(&out); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// promptFields encodes a PromptRequest's agent and text fields by hand, so
+// text may hold any bytes.
+func promptFields(agent string, text []byte) []byte {
+	var b []byte
+	b = protowire.AppendTag(b, agentField, protowire.BytesType)
+	b = protowire.AppendString(b, agent)
+	b = protowire.AppendTag(b, textField, protowire.BytesType)
+	return protowire.AppendBytes(b, text)
+}
+
+var (
+	agentField = protowire.Number((&acpgatev1.PromptRequest{}).ProtoReflect().Descriptor().Fields().ByName("agent").Number())
+	textField  = protowire.Number((&acpgatev1.PromptRequest{}).ProtoReflect().Descriptor().Fields().ByName("text").Number())
+)
+
+func TestBadRequestsAreInvalidArgumentNotResourceExhaustedOrInternal(t *testing.T) {
+	s := serve(t, "--config", writeConfig(t, "limits: {max_prompt_bytes: 65536, max_frame_bytes: 65536}\n"+hostileConfig))
+	for _, tc := range []struct {
+		name string
+		msg  []byte
+		want string
+	}{
+		{"a prompt a little over the limit", promptFields("test", []byte(strings.Repeat("x", 70000))), "limits.max_prompt_bytes"},
+		{"a prompt megabytes over the limit", promptFields("test", []byte(strings.Repeat("x", 3<<20))), "limits.max_prompt_bytes"},
+		{"invalid UTF-8 in a string field", promptFields("test", []byte("chunk \xff\xfe")), "invalid UTF-8"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := rawPrompt(t, s.addr, tc.msg)
+			if st := status.Convert(err); st.Code() != codes.InvalidArgument || !strings.Contains(st.Message(), tc.want) {
+				t.Errorf("status %v, want INVALID_ARGUMENT naming %q", err, tc.want)
+			}
+		})
+	}
+	// A unary request with invalid UTF-8 is the client's error too.
+	conn, err := grpc.NewClient(s.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	bad := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "te\xffst")
+	var out []byte
+	err = conn.Invoke(context.Background(), "/acpgate.v1.AgentGateway/CreateSession", bad, &out, grpc.ForceCodec(rawCodec{}))
+	if st := status.Convert(err); st.Code() != codes.InvalidArgument {
+		t.Errorf("CreateSession with invalid UTF-8: %v, want INVALID_ARGUMENT", err)
+	}
+}
+
+func TestOneConnectionRunsAtMostMaxStreamsPerConnectionCalls(t *testing.T) {
+	s := serve(t, "--config", writeConfig(t, "limits: {max_streams_per_connection: 2}\n"+hostileConfig))
+	client, _ := s.client(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var first context.CancelFunc
+	for i := range 2 {
+		callCtx, callCancel := context.WithCancel(ctx)
+		defer callCancel()
+		if i == 0 {
+			first = callCancel
+		}
+		stream, err := client.Prompt(callCtx, &acpgatev1.PromptRequest{Agent: "test", Text: "hang"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e, err := stream.Recv(); err != nil || e.GetStarted() == nil {
+			t.Fatalf("call %d: %v, %v", i, e, err)
+		}
+	}
+	// A third call waits for a free stream: within a second it has not
+	// started.
+	waitCtx, waitCancel := context.WithTimeout(ctx, time.Second)
+	defer waitCancel()
+	third, err := client.Prompt(waitCtx, &acpgatev1.PromptRequest{Agent: "test", Text: "chunk hi"})
+	if err == nil {
+		_, err = third.Recv()
+	}
+	if status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("a third concurrent call on the connection: %v, want it to wait (DEADLINE_EXCEEDED)", err)
+	}
+	// Once one ends, the next call runs.
+	first()
+	stream, err := client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: "test", Text: "chunk hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		e, err := stream.Recv()
+		if err != nil {
+			t.Fatalf("after a stream ended, the next call: %v", err)
+		}
+		if e.GetOutcome() != nil {
+			break
+		}
+	}
+}
