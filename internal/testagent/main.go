@@ -24,7 +24,7 @@
 //	--exit-on-initialize N      exit with status N on receiving initialize, unanswered.
 //	--stray-startup             print the non-JSON line "starting up..." on stdout
 //	                            before reading anything.
-//	--unique-sessions           mint session ids "sess-<pid>-<n>" instead, unique
+//	--unique-sessions           mint session ids "sess-<pid>-<n>" (pid as /proc shows it) instead, unique
 //	                            across agent processes (as real agents' UUIDs are).
 //	--commands A,B              right after answering session/new or session/load,
 //	                            send an available_commands_update offering the
