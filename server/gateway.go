@@ -97,8 +97,10 @@ func New(opts Options) (*Gateway, error) {
 		sessions: make(map[string]*liveSession),
 		janitor:  make(chan struct{}),
 	}
+	containment := probeContainment(log)
 	for _, a := range opts.Config.Agents {
 		entry := &agentEntry{cfg: a, acp: acpConfig(a, opts, lookup, log)}
+		entry.acp.Process.Containment = containment
 		g.agents = append(g.agents, entry)
 		g.byName[a.Name] = entry
 	}
@@ -109,6 +111,21 @@ func New(opts Options) (*Gateway, error) {
 	g.janitorWG.Add(1)
 	go g.sweep(interval)
 	return g, nil
+}
+
+// probeContainment finds, once per gateway, how agents' process trees can
+// be held, and says so: an operator must be able to tell whether a
+// descendant that leaves its process group, or a SIGKILLed gateway, can
+// leave agent processes running.
+func probeContainment(log *slog.Logger) acp.Containment {
+	c, refused := acp.ProbeContainment()
+	if c.KernelEnforced() {
+		log.Info("agent containment", "kind", c.String())
+	} else {
+		log.Warn("agent containment is the weaker process-group kind: the kernel refused a PID namespace, so a descendant that calls setsid() can outlive its session, and descendants can outlive a gateway killed with SIGKILL",
+			"kind", c.String(), "refused", refused)
+	}
+	return c
 }
 
 func acpConfig(a config.Agent, opts Options, lookup func(string) (string, bool), log *slog.Logger) acp.Config {
