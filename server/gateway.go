@@ -45,6 +45,11 @@ type Options struct {
 	// JanitorInterval is how often idle and dead sessions are swept; one
 	// second when zero.
 	JanitorInterval time.Duration
+	// TempDir creates a fresh temporary working directory for a session of
+	// the agent named, for agents without a workspace; a directory of the
+	// system's temporary directory when nil. A gateway that may be killed
+	// passes one whose leftovers the next start removes (package scratch).
+	TempDir func(agent string) (string, error)
 }
 
 // Gateway implements acpgatev1.AgentGatewayServer.
@@ -66,6 +71,7 @@ type Gateway struct {
 	turnSeq   atomic.Uint64
 	janitor   chan struct{}
 	janitorWG sync.WaitGroup
+	tempDir   func(agent string) (string, error)
 }
 
 // agentEntry is a configured agent and what the gateway learned of it.
@@ -96,6 +102,10 @@ func New(opts Options) (*Gateway, error) {
 		byName:   make(map[string]*agentEntry),
 		sessions: make(map[string]*liveSession),
 		janitor:  make(chan struct{}),
+		tempDir:  opts.TempDir,
+	}
+	if g.tempDir == nil {
+		g.tempDir = func(agent string) (string, error) { return os.MkdirTemp("", "acpgate-"+agent+"-") }
 	}
 	containment := probeContainment(log)
 	for _, a := range opts.Config.Agents {
@@ -514,7 +524,7 @@ func (g *Gateway) open(ctx context.Context, agent, cwd, loadID string, oneShot b
 		entry.open--
 		entry.mu.Unlock()
 	}
-	dir, tempDir, err := sessionDir(entry.cfg, cwd)
+	dir, tempDir, err := sessionDir(entry.cfg, cwd, g.tempDir)
 	if err != nil {
 		release()
 		return nil, err
@@ -595,8 +605,9 @@ func (g *Gateway) remove(live *liveSession) {
 
 // sessionDir resolves a session's working directory. With a configured
 // workspace, cwd is relative to it and must stay inside it; without one the
-// session gets a fresh temporary directory, removed when it closes.
-func sessionDir(a config.Agent, cwd string) (dir, tempDir string, err error) {
+// session gets a fresh temporary directory from newTemp, removed when it
+// closes.
+func sessionDir(a config.Agent, cwd string, newTemp func(agent string) (string, error)) (dir, tempDir string, err error) {
 	if strings.ContainsRune(cwd, 0) {
 		return "", "", status.Error(codes.InvalidArgument, "cwd contains a NUL byte")
 	}
@@ -605,7 +616,7 @@ func sessionDir(a config.Agent, cwd string) (dir, tempDir string, err error) {
 	}
 	root := a.Workspace
 	if root == "" {
-		if root, err = os.MkdirTemp("", "acpgate-"+a.Name+"-"); err != nil {
+		if root, err = newTemp(a.Name); err != nil {
 			return "", "", status.Errorf(codes.Internal, "creating a session directory: %v", err)
 		}
 		tempDir = root

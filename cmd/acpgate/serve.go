@@ -14,6 +14,7 @@ import (
 
 	"github.com/acpgate/acpgate/internal/config"
 	"github.com/acpgate/acpgate/internal/demoagent"
+	"github.com/acpgate/acpgate/internal/scratch"
 	"github.com/acpgate/acpgate/server"
 )
 
@@ -46,7 +47,21 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	if *listen != "" {
 		cfg.Listen = *listen
 	}
-	gw, err := server.New(server.Options{Config: cfg, Version: version(), Logger: log})
+	// Sessions' temporary directories go in this instance's scratch
+	// directory, so that what a killed gateway leaves there is removed at
+	// the next start.
+	scratchDir, err := scratch.Open("")
+	if err != nil {
+		fmt.Fprintf(stderr, "acpgate serve: %v\n", err)
+		return 1
+	}
+	defer func() {
+		if err := scratchDir.Close(); err != nil {
+			log.Warn("removing the scratch directory", "err", err)
+		}
+	}()
+	log.Info("session temporary directories", "path", scratchDir.Path())
+	gw, err := server.New(server.Options{Config: cfg, Version: version(), Logger: log, TempDir: scratchDir.SessionDir})
 	if err != nil {
 		fmt.Fprintf(stderr, "acpgate serve: %v\n", err)
 		return 1
