@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // DefaultStderrTailBytes is how much of an agent's stderr is kept for logs
@@ -31,19 +33,63 @@ type ProcessSpec struct {
 	StderrTailBytes int
 	// StderrLine, when set, receives each complete stderr line (for logs).
 	StderrLine func(line string)
+	// Containment is how the agent's process tree is held; see
+	// ProbeContainment. The zero value is the process group.
+	Containment Containment
 }
 
-// process is a running agent program in its own process group.
+// process is a running agent program, contained with its descendants.
 //
 // Life cycle: start → (the agent runs) → stop: close stdin, wait a grace
-// period, SIGTERM the group, wait, SIGKILL the group, reap. The group signal
-// reaches grandchildren the agent spawned, so none outlive the session.
+// period, SIGTERM the group, wait, SIGKILL the group, reap. The agent leads
+// a process group of its own, so the signals reach the grandchildren that
+// stayed in it.
+//
+// A process group is not a container, though: a descendant that calls
+// setsid() leaves it, a descendant that inherited the agent's stdout keeps
+// the gateway waiting for an EOF after the agent exited (a turn then hangs
+// until its timeout), and the parent-death signal that kills the agent
+// when the gateway dies, however it dies, reaches no grandchild. So,
+// where the kernel allows it (ProbeContainment), the agent runs as PID 1
+// of a PID namespace of its own (ContainPIDNamespace, or inside a user
+// namespace for an unprivileged gateway). The kernel then enforces what
+// signals could only attempt: when the namespace's init exits or is
+// killed, every process in the namespace is killed before the agent's own
+// exit is reported, and no process can leave its PID namespace. Agent exit
+// therefore ends every descendant (its stdout then reaches EOF, after the
+// lines already in the pipe), and the gateway's death kills the agent by
+// its parent-death signal and with it the whole namespace.
+//
+// Why not a cgroup: cgroup.kill needs cgroup v2 with a subtree delegated
+// to the gateway, which a gateway run by hand, in a container or on a
+// hybrid v1 layout (where cgroup.kill does not exist) does not have, and
+// cgroup membership alone dies with nothing when the gateway is SIGKILLed.
+// A PID namespace needs no setup and nothing to clean up.
+//
+// What an agent sees in its namespace: getpid() is 1, and its children
+// have small pids of the namespace's own. /proc is not remounted (that
+// would need a mount namespace too), so it still shows the gateway's view:
+// /proc/self is right, /proc/<getpid()> is not the agent. As init, the
+// agent inherits its orphaned descendants and should reap them (until it
+// exits they stay zombies), and it ignores signals it has no handler for
+// when they come from outside its namespace, SIGKILL excepted: an agent
+// that would die of the default action of SIGTERM survives stop's SIGTERM
+// and is killed after the second grace period instead. The exit code, the
+// working directory, the environment and the pipes are as without a
+// namespace.
+//
+// Where namespaces are refused, containment falls back to the process
+// group, and at least a descendant that stayed in the group is killed as
+// soon as the agent exits.
 type process struct {
 	cmd    *exec.Cmd
 	stdin  *os.File
 	stdout *os.File
 	stderr *os.File
 	tail   *ringBuffer
+	// containment is the kind in force, which is the spec's unless the
+	// kernel refused a namespace at this start.
+	containment Containment
 
 	exited     chan struct{} // closed once the process has been reaped
 	exitCode   *int32
@@ -67,20 +113,36 @@ func startProcess(spec ProcessSpec) (*process, error) {
 		closeAll(inR, inW, outR, outW)
 		return nil, err
 	}
-	cmd := exec.Command(spec.Command, spec.Args...)
-	cmd.Env = spec.Env
-	if cmd.Env == nil {
-		cmd.Env = []string{} // nil would mean "inherit everything"
+	command := func(c Containment) *exec.Cmd {
+		cmd := exec.Command(spec.Command, spec.Args...)
+		cmd.Env = spec.Env
+		if cmd.Env == nil {
+			cmd.Env = []string{} // nil would mean "inherit everything"
+		}
+		cmd.Dir = spec.Dir
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+		cmd.SysProcAttr = &syscall.SysProcAttr{
+			Setpgid: true,
+			// If the gateway dies without stopping the agent, the kernel
+			// stops it: an agent never outlives its gateway (and, in a
+			// PID namespace, neither does anything the agent started).
+			Pdeathsig: syscall.SIGKILL,
+		}
+		c.apply(cmd.SysProcAttr)
+		return cmd
 	}
-	cmd.Dir = spec.Dir
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Setpgid: true,
-		// If the gateway dies without stopping the agent, the kernel
-		// stops it: an agent never outlives its gateway.
-		Pdeathsig: syscall.SIGKILL,
+	containment := spec.Containment
+	cmd := command(containment)
+	err = cmd.Start()
+	if err != nil && containment.KernelEnforced() && namespaceRefused(err) {
+		// The probe at start said yes, but this clone was refused (a
+		// namespace limit, say): an agent contained less is better than
+		// none at all; Open says so in the log.
+		containment = ContainProcessGroup
+		cmd = command(containment)
+		err = cmd.Start()
 	}
-	if err := cmd.Start(); err != nil {
+	if err != nil {
 		closeAll(inR, inW, outR, outW, errR, errW)
 		return nil, err
 	}
@@ -90,13 +152,14 @@ func startProcess(spec ProcessSpec) (*process, error) {
 		limit = DefaultStderrTailBytes
 	}
 	p := &process{
-		cmd:        cmd,
-		stdin:      inW,
-		stdout:     outR,
-		stderr:     errR,
-		tail:       newRingBuffer(limit),
-		exited:     make(chan struct{}),
-		stderrDone: make(chan struct{}),
+		cmd:         cmd,
+		stdin:       inW,
+		stdout:      outR,
+		stderr:      errR,
+		tail:        newRingBuffer(limit),
+		containment: containment,
+		exited:      make(chan struct{}),
+		stderrDone:  make(chan struct{}),
 	}
 	go p.reap()
 	go p.drainStderr(spec.StderrLine)
@@ -109,7 +172,29 @@ func closeAll(files ...*os.File) {
 	}
 }
 
+// namespaceRefused reports whether a start failed because the kernel would
+// not create a namespace (rather than, say, because the program is
+// missing).
+func namespaceRefused(err error) bool {
+	return errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) ||
+		errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EUSERS)
+}
+
 func (p *process) reap() {
+	// Learn of the exit without reaping: while the agent is an unreaped
+	// zombie its pid, and so its process group id, cannot be reused, so
+	// the group can be killed without hitting a stranger. Killing it as
+	// soon as the agent exits stops the descendants left in the group,
+	// which would otherwise keep the agent's stdout open and its turn
+	// waiting. (In a PID namespace the kernel has already killed them.)
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, p.cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	p.signalGroup(syscall.SIGKILL)
 	err := p.cmd.Wait()
 	var exitErr *exec.ExitError
 	state := p.cmd.ProcessState
@@ -214,10 +299,9 @@ func (p *process) stop(grace time.Duration) {
 				p.signalGroup(syscall.SIGKILL)
 			}
 		}
+		// Once reaped, what was left of the group was killed (see reap),
+		// and in a namespace everything was.
 		<-p.exited
-		// The agent is gone, but a grandchild may linger in the group
-		// holding the pipes open: make sure the whole group is gone.
-		p.signalGroup(syscall.SIGKILL)
 		_ = p.stdout.Close()
 		_ = p.stderr.Close()
 		<-p.stderrDone
@@ -241,6 +325,9 @@ func (p *process) signalGroup(sig syscall.Signal) {
 }
 
 func (p *process) pid() int { return p.cmd.Process.Pid }
+
+// Containment returns the kind of containment the agent runs under.
+func (p *process) Containment() Containment { return p.containment }
 
 // ringBuffer keeps the last n bytes written to it.
 type ringBuffer struct {

@@ -171,6 +171,10 @@ func Open(ctx context.Context, cfg Config, opts OpenOptions) (*Session, error) {
 	if err != nil {
 		return nil, &Error{Proto: interp.SpawnFailed(err.Error())}
 	}
+	if got := proc.Containment(); got != spec.Containment {
+		log.Warn("the kernel refused this agent the configured containment; its descendants are held by the weaker kind",
+			"pid", proc.pid(), "configured", spec.Containment, "in_force", got)
+	}
 	s := &Session{
 		cfg:     cfg,
 		log:     log.With("pid", proc.pid()),
@@ -396,6 +400,9 @@ func (s *Session) Kill() {
 	s.markClosed()
 	s.proc.kill()
 }
+
+// Containment returns how the agent's process tree is held.
+func (s *Session) Containment() Containment { return s.proc.Containment() }
 
 // Close cancels a running turn (waiting up to the cancel grace for it to
 // end), then stops the agent: close stdin, grace, SIGTERM, grace, SIGKILL,

@@ -43,6 +43,11 @@ type Options struct {
 	// JanitorInterval is how often idle and dead sessions are swept; one
 	// second when zero.
 	JanitorInterval time.Duration
+	// TempDir creates a fresh temporary working directory for a session of
+	// the agent named, for agents without a workspace; a directory of the
+	// system's temporary directory when nil. A gateway that may be killed
+	// passes one whose leftovers the next start removes (package scratch).
+	TempDir func(agent string) (string, error)
 }
 
 // Gateway implements acpgatev1.AgentGatewayServer.
@@ -60,6 +65,7 @@ type Gateway struct {
 
 	janitor   chan struct{}
 	janitorWG sync.WaitGroup
+	tempDir   func(agent string) (string, error)
 }
 
 // agentEntry is a configured agent and what the gateway learned of it.
@@ -90,9 +96,15 @@ func New(opts Options) (*Gateway, error) {
 		admit:    newAdmission(opts.Config.Limits.MaxSessions),
 		sessions: newRegistry(),
 		janitor:  make(chan struct{}),
+		tempDir:  opts.TempDir,
 	}
+	if g.tempDir == nil {
+		g.tempDir = func(agent string) (string, error) { return os.MkdirTemp("", "acpgate-"+agent+"-") }
+	}
+	containment := probeContainment(log)
 	for _, a := range opts.Config.Agents {
 		entry := &agentEntry{cfg: a, acp: acpConfig(a, opts, lookup, log)}
+		entry.acp.Process.Containment = containment
 		g.agents = append(g.agents, entry)
 		g.byName[a.Name] = entry
 	}
@@ -103,6 +115,21 @@ func New(opts Options) (*Gateway, error) {
 	g.janitorWG.Add(1)
 	go g.sweep(interval)
 	return g, nil
+}
+
+// probeContainment finds, once per gateway, how agents' process trees can
+// be held, and says so: an operator must be able to tell whether a
+// descendant that leaves its process group, or a SIGKILLed gateway, can
+// leave agent processes running.
+func probeContainment(log *slog.Logger) acp.Containment {
+	c, refused := acp.ProbeContainment()
+	if c.KernelEnforced() {
+		log.Info("agent containment", "kind", c.String())
+	} else {
+		log.Warn("agent containment is the weaker process-group kind: the kernel refused a PID namespace, so a descendant that calls setsid() can outlive its session, and descendants can outlive a gateway killed with SIGKILL",
+			"kind", c.String(), "refused", refused)
+	}
+	return c
 }
 
 func acpConfig(a config.Agent, opts Options, lookup func(string) (string, bool), log *slog.Logger) acp.Config {
@@ -230,7 +257,7 @@ func (g *Gateway) open(ctx context.Context, agent, cwd, loadID string, oneShot b
 	if err != nil {
 		return nil, err
 	}
-	dir, tempDir, err := sessionDir(entry.cfg, cwd)
+	dir, tempDir, err := sessionDir(entry.cfg, cwd, g.tempDir)
 	if err != nil {
 		slot.release()
 		return nil, err

@@ -19,6 +19,8 @@ type RunOptions struct {
 	Version string
 	// Logger receives the gateway's logs; slog.Default() when nil.
 	Logger *slog.Logger
+	// TempDir makes a session's temporary directory; see Options.TempDir.
+	TempDir func(agent string) (string, error)
 	// Ready, when set, is called with the listening address once the
 	// server accepts calls.
 	Ready func(net.Addr)
@@ -33,7 +35,7 @@ func Run(ctx context.Context, opts RunOptions) error {
 	if log == nil {
 		log = slog.Default()
 	}
-	gw, err := New(Options{Config: opts.Config, Version: opts.Version, Logger: log})
+	gw, err := New(Options{Config: opts.Config, Version: opts.Version, Logger: log, TempDir: opts.TempDir})
 	if err != nil {
 		return err
 	}

@@ -13,8 +13,9 @@ import (
 
 // sessionDir resolves a session's working directory. With a configured
 // workspace, cwd is relative to it and must stay inside it; without one the
-// session gets a fresh temporary directory, removed when it closes.
-func sessionDir(a config.Agent, cwd string) (dir, tempDir string, err error) {
+// session gets a fresh temporary directory from newTemp, removed when it
+// closes.
+func sessionDir(a config.Agent, cwd string, newTemp func(agent string) (string, error)) (dir, tempDir string, err error) {
 	if strings.ContainsRune(cwd, 0) {
 		return "", "", status.Error(codes.InvalidArgument, "cwd contains a NUL byte")
 	}
@@ -23,7 +24,7 @@ func sessionDir(a config.Agent, cwd string) (dir, tempDir string, err error) {
 	}
 	root := a.Workspace
 	if root == "" {
-		if root, err = os.MkdirTemp("", "acpgate-"+a.Name+"-"); err != nil {
+		if root, err = newTemp(a.Name); err != nil {
 			return "", "", status.Errorf(codes.Internal, "creating a session directory: %v", err)
 		}
 		tempDir = root

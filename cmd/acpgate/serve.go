@@ -15,6 +15,7 @@ import (
 
 	"github.com/acpgate/acpgate/internal/config"
 	"github.com/acpgate/acpgate/internal/demoagent"
+	"github.com/acpgate/acpgate/internal/scratch"
 	"github.com/acpgate/acpgate/server"
 )
 
@@ -50,6 +51,20 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	if *listen != "" {
 		cfg.Listen = *listen
 	}
+	// Sessions' temporary directories go in this instance's scratch
+	// directory, so that what a killed gateway leaves there is removed at
+	// the next start.
+	scratchDir, err := scratch.Open("")
+	if err != nil {
+		fmt.Fprintf(stderr, "acpgate serve: %v\n", err)
+		return 1
+	}
+	defer func() {
+		if err := scratchDir.Close(); err != nil {
+			log.Warn("removing the scratch directory", "err", err)
+		}
+	}()
+	log.Info("session temporary directories", "path", scratchDir.Path())
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if *cpuProfile != "" {
@@ -83,6 +98,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 		Config:  cfg,
 		Version: version(),
 		Logger:  log,
+		TempDir: scratchDir.SessionDir,
 		Ready:   func(addr net.Addr) { fmt.Fprintf(stderr, "acpgate listening on %s\n", addr) },
 	})
 	if err != nil {

@@ -24,7 +24,7 @@
 //	--exit-on-initialize N      exit with status N on receiving initialize, unanswered.
 //	--stray-startup             print the non-JSON line "starting up..." on stdout
 //	                            before reading anything.
-//	--unique-sessions           mint session ids "sess-<pid>-<n>" instead, unique
+//	--unique-sessions           mint session ids "sess-<pid>-<n>" (pid as /proc shows it) instead, unique
 //	                            across agent processes (as real agents' UUIDs are).
 //	--hang-on METHOD            never answer requests of METHOD (say initialize or
 //	                            session/new): an agent that hangs at start-up.
@@ -112,6 +112,14 @@
 //	                      bytes, so the whole line is longer than BYTES
 //	grandchild            start /bin/sleep 300 (same process group, stdio on
 //	                      /dev/null) and chunk "grandchild:<pid>"
+//	spawn [--setsid] SECONDS  start /bin/sleep SECONDS holding the agent's stdout
+//	                      open (stdin and stderr on /dev/null), with --setsid in
+//	                      a session of its own (so outside the agent's process
+//	                      group), never killed by the agent, and chunk
+//	                      "spawned:<pid>"
+//
+// The pids that grandchild and spawn report are the ones /proc shows: when
+// the agent runs in a PID namespace of its own, not the namespace's numbers.
 //
 // Endings: the first one reached ends the script; later lines are not run.
 //

@@ -494,6 +494,24 @@ func parseDirective(name, rest string) (step, error) {
 			t.a.out.writeRaw(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"result":`, t.id))
 			return true
 		})
+
+	case "spawn":
+		f, err := fields(rest, 1, 2)
+		if err != nil {
+			return nil, err
+		}
+		setsid := len(f) == 2
+		if setsid && f[0] != "--setsid" {
+			return nil, fmt.Errorf("wants [--setsid] SECONDS")
+		}
+		v, err := intArgs(f[len(f)-1], 1)
+		if err != nil {
+			return nil, err
+		}
+		return func(t *turn) bool {
+			t.say(spawn(v[0], setsid))
+			return false
+		}, nil
 	}
 	return nil, fmt.Errorf("unknown directive %q", name)
 }
@@ -554,5 +572,5 @@ func startGrandchild() string {
 		return "grandchild-error:" + err.Error()
 	}
 	go func() { _ = cmd.Wait() }() // reap it if it dies while we live
-	return fmt.Sprintf("grandchild:%d", cmd.Process.Pid)
+	return fmt.Sprintf("grandchild:%d", hostPid(cmd.Process.Pid))
 }

@@ -749,18 +749,7 @@ func TestStrayAndOversized(t *testing.T) {
 
 func TestGrandchild(t *testing.T) {
 	p := start(t)
-	sid := p.newSession()
-	p.prompt(1, sid, "grandchild")
-	updates, _ := p.turn(1)
-	text := chunkTexts(t, updates)[0]
-	pidText, ok := strings.CutPrefix(text, "grandchild:")
-	if !ok {
-		t.Fatalf("chunk %q", text)
-	}
-	pid, err := strconv.Atoi(pidText)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pid := p.startedPid("grandchild", "grandchild:")
 	child, err := os.FindProcess(pid)
 	if err != nil {
 		t.Fatal(err)
@@ -839,4 +828,45 @@ func TestCloseStdout(t *testing.T) {
 	if code := p.exitCode(); code != 0 {
 		t.Fatalf("exit status %d, want 0", code)
 	}
+}
+
+func TestSpawnStartsAGrandchildThatHoldsTheAgentsStdoutInASessionOfItsOwn(t *testing.T) {
+	p := start(t)
+	pid := p.startedPid("spawn --setsid 300", "spawned:")
+	// Killed before the cleanup waits for the agent's stdout to end, which
+	// the grandchild holds open.
+	defer syscall.Kill(pid, syscall.SIGKILL)
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatalf("grandchild %d is not running: %v", pid, err)
+	}
+	// Fields after the command's closing parenthesis: state, ppid, pgrp, session.
+	f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	if f[3] != strconv.Itoa(pid) {
+		t.Errorf("grandchild %d is in session %s, not one of its own", pid, f[3])
+	}
+	theirs, err1 := os.Readlink(fmt.Sprintf("/proc/%d/fd/1", pid))
+	ours, err2 := os.Readlink(fmt.Sprintf("/proc/%d/fd/1", p.cmd.Process.Pid))
+	if err1 != nil || err2 != nil || theirs != ours {
+		t.Errorf("grandchild's stdout %q (%v), the agent's %q (%v)", theirs, err1, ours, err2)
+	}
+	if _, err := parseScript("spawn --later 3"); err == nil {
+		t.Error("spawn accepted a flag other than --setsid")
+	}
+}
+
+// startedPid runs a one-directive script that starts a process in a new
+// session and returns the pid its chunk, prefix followed by the pid, reports.
+func (p *proc) startedPid(script, prefix string) int {
+	p.t.Helper()
+	sid := p.newSession()
+	p.prompt(1, sid, script)
+	updates, _ := p.turn(1)
+	text := chunkTexts(p.t, updates)[0]
+	pidText, ok := strings.CutPrefix(text, prefix)
+	pid, err := strconv.Atoi(pidText)
+	if !ok || err != nil {
+		p.t.Fatalf("chunk %q", text)
+	}
+	return pid
 }
