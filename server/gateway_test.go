@@ -87,6 +87,8 @@ agents:
   - name: commands
     command: "${TESTAGENT}"
     args: [--unique-sessions, --commands, "review,test"]
+  - name: counter
+    command: "${TESTAGENT}"
 `, workspace)
 }
 
@@ -850,5 +852,41 @@ func TestASessionWhoseAgentDiedIsGone(t *testing.T) {
 	}
 	if status.Code(err) != codes.NotFound {
 		t.Errorf("a turn on a session whose agent exited: %v", err)
+	}
+}
+
+func TestTwoAgentProcessesThatMintTheSameSessionIDGetTwoSessions(t *testing.T) {
+	h := start(t)
+	ctx := context.Background()
+	// Without --unique-sessions every process of the test agent calls its
+	// first session "sess-1".
+	first, err := h.client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: "counter"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := h.client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: "counter"})
+	if err != nil {
+		t.Fatalf("the second session: %v", err)
+	}
+	if first.GetId() != "sess-1" || second.GetId() != "sess-1~2" {
+		t.Errorf("ids %q and %q, want sess-1 and sess-1~2", first.GetId(), second.GetId())
+	}
+	if first.GetAcpSessionId() != "sess-1" || second.GetAcpSessionId() != "sess-1" {
+		t.Errorf("acp_session_id %q and %q, want the agent's own sess-1 for both", first.GetAcpSessionId(), second.GetAcpSessionId())
+	}
+	for _, sess := range []*acpgatev1.Session{first, second} {
+		events := collectOK(t, h, sess.GetId(), "chunk on "+sess.GetId())
+		if got := last(events).GetOutcome().GetText(); got != "on "+sess.GetId() {
+			t.Errorf("session %s answered %q", sess.GetId(), got)
+		}
+		if got := events[0].GetStarted().GetSessionId(); got != sess.GetId() {
+			t.Errorf("started names session %q, want %q", got, sess.GetId())
+		}
+	}
+	if _, err := h.client.CloseSession(ctx, &acpgatev1.CloseSessionRequest{SessionId: second.GetId()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.client.GetSession(ctx, &acpgatev1.GetSessionRequest{SessionId: first.GetId()}); err != nil {
+		t.Errorf("closing the second closed the first: %v", err)
 	}
 }
