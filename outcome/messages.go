@@ -101,6 +101,12 @@ func transportFailedMessage(method string, f Failure) string {
 		method, f.Detail, f.exitSuffix())
 }
 
+const gatewayStoppedMessage = "the gateway stopped while the turn ran; the turn's agent stopped with it"
+
+func journalFailedMessage(detail string) string {
+	return "the gateway could not write the turn's journal, so it cancelled the turn: " + detail
+}
+
 func handshakeTimeoutMessage(step string, timeout time.Duration) string {
 	return fmt.Sprintf("the agent did not answer %s within the handshake timeout of %s and was stopped", step, timeout)
 }

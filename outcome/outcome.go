@@ -204,10 +204,10 @@ func (in Interpreter) answered(method string, t Turn) Result {
 			}},
 		})
 	case acpsdk.StopReasonCancelled:
-		return in.fail(t.Text, cancelledMessage(method, t.CancelCause), harness(&acpgatev1.HarnessFailure{
+		return withCause(in.fail(t.Text, cancelledMessage(method, t.CancelCause), harness(&acpgatev1.HarnessFailure{
 			StopKind:  acpgatev1.StopKind_STOP_KIND_CANCELLED,
 			Cancelled: true,
-		}))
+		})), t.CancelCause)
 	default: // max_tokens, max_turn_requests: decodePromptResponse admits no others.
 		return in.fail(t.Text, stoppedShortMessage(method, string(response.StopReason)), harness(&acpgatev1.HarnessFailure{
 			StopKind: StopKindOf(response.StopReason),
@@ -235,7 +235,7 @@ func (in Interpreter) rpcError(method string, t Turn) Result {
 	default:
 		msg = rpcErrorMessage(method, rpc.Code, rpc.Message)
 	}
-	return in.fail(t.Text, msg, harness(failure))
+	return withCause(in.fail(t.Text, msg, harness(failure)), t.CancelCause)
 }
 
 // JSON-RPC error codes with a meaning of their own in ACP.
@@ -351,7 +351,37 @@ func isPresent(raw json.RawMessage) bool {
 func (in Interpreter) fail(text Text, message string, e *acpgatev1.HarnessError) Result {
 	e.Message = withPartial(message, text)
 	e.Partial = in.partial(text)
+	e.Retryable = retryable(e, "")
 	return Result{Error: e}
+}
+
+// withCause completes the retryability of a cancellation whose cause the
+// gateway knows.
+func withCause(r Result, cause string) Result {
+	if r.Error != nil {
+		r.Error.Retryable = retryable(r.Error, cause)
+	}
+	return r
+}
+
+// CauseShutdown is the cause of every turn the gateway cancels because it
+// is shutting down.
+const CauseShutdown = "the gateway is shutting down"
+
+// retryable is the one rule for HarnessError.retryable (the table is in
+// the proto): whether running the same prompt again may succeed. A broken
+// channel, a gateway that stopped or failed, and a cancellation by the
+// gateway's own shutdown may go differently next time; what the agent
+// decided (a refusal, a stop reason, an error it reported, a violation of
+// the protocol) and a cancellation someone asked for will not.
+func retryable(e *acpgatev1.HarnessError, cancelCause string) bool {
+	switch e.GetKind().(type) {
+	case *acpgatev1.HarnessError_Transport, *acpgatev1.HarnessError_Gateway:
+		return true
+	case *acpgatev1.HarnessError_Harness:
+		return e.GetHarness().GetCancelled() && cancelCause == CauseShutdown
+	}
+	return false
 }
 
 func (in Interpreter) partialCap() int {
@@ -445,7 +475,22 @@ func (in Interpreter) AuthMethodNotAdvertised(method string, advertised []string
 // unspecified: the agent never answered with a stop reason, and the
 // contract reports only what the agent said.
 func (in Interpreter) CancelGraceExpired(grace time.Duration, cause string, text Text) *acpgatev1.HarnessError {
-	return in.fail(text, cancelGraceExpiredMessage(grace, cause), harness(&acpgatev1.HarnessFailure{Cancelled: true})).Error
+	return withCause(in.fail(text, cancelGraceExpiredMessage(grace, cause), harness(&acpgatev1.HarnessFailure{Cancelled: true})), cause).Error
+}
+
+// GatewayStopped is the terminal of a turn the journal still showed as
+// running when the gateway started: the gateway stopped while it ran.
+// text is what the journal holds of the turn's answer.
+func (in Interpreter) GatewayStopped(text Text) *acpgatev1.HarnessError {
+	return in.fail(text, gatewayStoppedMessage, transport(acpgatev1.TransportReason_TRANSPORT_REASON_GATEWAY_STOPPED, Failure{Detail: gatewayStoppedMessage})).Error
+}
+
+// JournalFailed is the error of a turn whose journal the gateway could not
+// write.
+func (in Interpreter) JournalFailed(detail string, text Text) *acpgatev1.HarnessError {
+	return in.fail(text, journalFailedMessage(detail), &acpgatev1.HarnessError{
+		Kind: &acpgatev1.HarnessError_Gateway{Gateway: &acpgatev1.GatewayFailure{Detail: detail}},
+	}).Error
 }
 
 // CapabilityNotSupported is the gateway's rejection of a request needing an

@@ -84,9 +84,10 @@ func (PermissionDecider) EnumDescriptor() ([]byte, []int) {
 	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{0}
 }
 
-// PromptEvent is one message of a Prompt stream.
+// PromptEvent is one message of a Prompt or WatchTurn stream.
 //
-// Stream invariants: `seq` starts at 1 and increases by one per event; the
+// Stream invariants: `seq` starts at 1 and increases by one per event
+// (heartbeats, which carry `seq` 0, aside); the
 // first event is `started`; chunks arrive in the order the agent sent them;
 // exactly one terminal event (`outcome` or `error`) is the last message, and
 // the stream then ends with status OK. A stream that ends with a non-OK
@@ -115,6 +116,7 @@ type PromptEvent struct {
 	//	*PromptEvent_Raw
 	//	*PromptEvent_Outcome
 	//	*PromptEvent_Error
+	//	*PromptEvent_Heartbeat
 	Event         isPromptEvent_Event `protobuf_oneof:"event"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -297,6 +299,15 @@ func (x *PromptEvent) GetError() *HarnessError {
 	return nil
 }
 
+func (x *PromptEvent) GetHeartbeat() *Heartbeat {
+	if x != nil {
+		if x, ok := x.Event.(*PromptEvent_Heartbeat); ok {
+			return x.Heartbeat
+		}
+	}
+	return nil
+}
+
 type isPromptEvent_Event interface {
 	isPromptEvent_Event()
 }
@@ -373,6 +384,14 @@ type PromptEvent_Error struct {
 	Error *HarnessError `protobuf:"bytes,31,opt,name=error,proto3,oneof"`
 }
 
+type PromptEvent_Heartbeat struct {
+	// Nothing has happened for the gateway's `heartbeat_interval`: sent so
+	// that proxies do not close a quiet stream and a client sees progress.
+	// Not journaled, never replayed, `seq` 0; the other events' `seq` still
+	// run 1, 2, 3, … without gaps.
+	Heartbeat *Heartbeat `protobuf:"bytes,40,opt,name=heartbeat,proto3,oneof"`
+}
+
 func (*PromptEvent_Started) isPromptEvent_Event() {}
 
 func (*PromptEvent_AgentMessageChunk) isPromptEvent_Event() {}
@@ -401,6 +420,54 @@ func (*PromptEvent_Outcome) isPromptEvent_Event() {}
 
 func (*PromptEvent_Error) isPromptEvent_Event() {}
 
+func (*PromptEvent_Heartbeat) isPromptEvent_Event() {}
+
+// Heartbeat tells a stream's reader that the turn is still running.
+type Heartbeat struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The `seq` of the turn's last event so far.
+	LastSeq       uint64 `protobuf:"varint,1,opt,name=last_seq,json=lastSeq,proto3" json:"last_seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Heartbeat) Reset() {
+	*x = Heartbeat{}
+	mi := &file_acpgate_v1_events_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Heartbeat) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Heartbeat) ProtoMessage() {}
+
+func (x *Heartbeat) ProtoReflect() protoreflect.Message {
+	mi := &file_acpgate_v1_events_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
+func (*Heartbeat) Descriptor() ([]byte, []int) {
+	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Heartbeat) GetLastSeq() uint64 {
+	if x != nil {
+		return x.LastSeq
+	}
+	return 0
+}
+
 // TurnStarted announces a prompt turn.
 type TurnStarted struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -418,7 +485,7 @@ type TurnStarted struct {
 
 func (x *TurnStarted) Reset() {
 	*x = TurnStarted{}
-	mi := &file_acpgate_v1_events_proto_msgTypes[1]
+	mi := &file_acpgate_v1_events_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -430,7 +497,7 @@ func (x *TurnStarted) String() string {
 func (*TurnStarted) ProtoMessage() {}
 
 func (x *TurnStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_events_proto_msgTypes[1]
+	mi := &file_acpgate_v1_events_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -443,7 +510,7 @@ func (x *TurnStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TurnStarted.ProtoReflect.Descriptor instead.
 func (*TurnStarted) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{1}
+	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *TurnStarted) GetTurnId() string {
@@ -487,7 +554,7 @@ type ContentBlock struct {
 
 func (x *ContentBlock) Reset() {
 	*x = ContentBlock{}
-	mi := &file_acpgate_v1_events_proto_msgTypes[2]
+	mi := &file_acpgate_v1_events_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -499,7 +566,7 @@ func (x *ContentBlock) String() string {
 func (*ContentBlock) ProtoMessage() {}
 
 func (x *ContentBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_events_proto_msgTypes[2]
+	mi := &file_acpgate_v1_events_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -512,7 +579,7 @@ func (x *ContentBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContentBlock.ProtoReflect.Descriptor instead.
 func (*ContentBlock) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{2}
+	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ContentBlock) GetBlock() isContentBlock_Block {
@@ -621,7 +688,7 @@ type ImageContent struct {
 
 func (x *ImageContent) Reset() {
 	*x = ImageContent{}
-	mi := &file_acpgate_v1_events_proto_msgTypes[3]
+	mi := &file_acpgate_v1_events_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -633,7 +700,7 @@ func (x *ImageContent) String() string {
 func (*ImageContent) ProtoMessage() {}
 
 func (x *ImageContent) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_events_proto_msgTypes[3]
+	mi := &file_acpgate_v1_events_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -646,7 +713,7 @@ func (x *ImageContent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageContent.ProtoReflect.Descriptor instead.
 func (*ImageContent) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{3}
+	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ImageContent) GetData() string {
@@ -683,7 +750,7 @@ type AudioContent struct {
 
 func (x *AudioContent) Reset() {
 	*x = AudioContent{}
-	mi := &file_acpgate_v1_events_proto_msgTypes[4]
+	mi := &file_acpgate_v1_events_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -695,7 +762,7 @@ func (x *AudioContent) String() string {
 func (*AudioContent) ProtoMessage() {}
 
 func (x *AudioContent) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_events_proto_msgTypes[4]
+	mi := &file_acpgate_v1_events_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -708,7 +775,7 @@ func (x *AudioContent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AudioContent.ProtoReflect.Descriptor instead.
 func (*AudioContent) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{4}
+	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *AudioContent) GetData() string {
@@ -746,7 +813,7 @@ type ResourceLink struct {
 
 func (x *ResourceLink) Reset() {
 	*x = ResourceLink{}
-	mi := &file_acpgate_v1_events_proto_msgTypes[5]
+	mi := &file_acpgate_v1_events_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -758,7 +825,7 @@ func (x *ResourceLink) String() string {
 func (*ResourceLink) ProtoMessage() {}
 
 func (x *ResourceLink) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_events_proto_msgTypes[5]
+	mi := &file_acpgate_v1_events_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -771,7 +838,7 @@ func (x *ResourceLink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceLink.ProtoReflect.Descriptor instead.
 func (*ResourceLink) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{5}
+	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ResourceLink) GetUri() string {
@@ -836,7 +903,7 @@ type EmbeddedResource struct {
 
 func (x *EmbeddedResource) Reset() {
 	*x = EmbeddedResource{}
-	mi := &file_acpgate_v1_events_proto_msgTypes[6]
+	mi := &file_acpgate_v1_events_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -848,7 +915,7 @@ func (x *EmbeddedResource) String() string {
 func (*EmbeddedResource) ProtoMessage() {}
 
 func (x *EmbeddedResource) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_events_proto_msgTypes[6]
+	mi := &file_acpgate_v1_events_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -861,7 +928,7 @@ func (x *EmbeddedResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmbeddedResource.ProtoReflect.Descriptor instead.
 func (*EmbeddedResource) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{6}
+	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *EmbeddedResource) GetUri() string {
@@ -937,7 +1004,7 @@ type MessageChunk struct {
 
 func (x *MessageChunk) Reset() {
 	*x = MessageChunk{}
-	mi := &file_acpgate_v1_events_proto_msgTypes[7]
+	mi := &file_acpgate_v1_events_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -949,7 +1016,7 @@ func (x *MessageChunk) String() string {
 func (*MessageChunk) ProtoMessage() {}
 
 func (x *MessageChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_events_proto_msgTypes[7]
+	mi := &file_acpgate_v1_events_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -962,7 +1029,7 @@ func (x *MessageChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MessageChunk.ProtoReflect.Descriptor instead.
 func (*MessageChunk) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{7}
+	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *MessageChunk) GetMessageId() string {
@@ -1012,7 +1079,7 @@ type ToolCall struct {
 
 func (x *ToolCall) Reset() {
 	*x = ToolCall{}
-	mi := &file_acpgate_v1_events_proto_msgTypes[8]
+	mi := &file_acpgate_v1_events_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1024,7 +1091,7 @@ func (x *ToolCall) String() string {
 func (*ToolCall) ProtoMessage() {}
 
 func (x *ToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_events_proto_msgTypes[8]
+	mi := &file_acpgate_v1_events_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1037,7 +1104,7 @@ func (x *ToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
 func (*ToolCall) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{8}
+	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ToolCall) GetToolCallId() string {
@@ -1121,7 +1188,7 @@ type ToolCallUpdate struct {
 
 func (x *ToolCallUpdate) Reset() {
 	*x = ToolCallUpdate{}
-	mi := &file_acpgate_v1_events_proto_msgTypes[9]
+	mi := &file_acpgate_v1_events_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1133,7 +1200,7 @@ func (x *ToolCallUpdate) String() string {
 func (*ToolCallUpdate) ProtoMessage() {}
 
 func (x *ToolCallUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_events_proto_msgTypes[9]
+	mi := &file_acpgate_v1_events_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1146,7 +1213,7 @@ func (x *ToolCallUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallUpdate.ProtoReflect.Descriptor instead.
 func (*ToolCallUpdate) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{9}
+	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ToolCallUpdate) GetToolCallId() string {
@@ -1222,7 +1289,7 @@ type ToolCallContent struct {
 
 func (x *ToolCallContent) Reset() {
 	*x = ToolCallContent{}
-	mi := &file_acpgate_v1_events_proto_msgTypes[10]
+	mi := &file_acpgate_v1_events_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1234,7 +1301,7 @@ func (x *ToolCallContent) String() string {
 func (*ToolCallContent) ProtoMessage() {}
 
 func (x *ToolCallContent) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_events_proto_msgTypes[10]
+	mi := &file_acpgate_v1_events_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1247,7 +1314,7 @@ func (x *ToolCallContent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallContent.ProtoReflect.Descriptor instead.
 func (*ToolCallContent) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{10}
+	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ToolCallContent) GetItem() isToolCallContent_Item {
@@ -1324,7 +1391,7 @@ type Diff struct {
 
 func (x *Diff) Reset() {
 	*x = Diff{}
-	mi := &file_acpgate_v1_events_proto_msgTypes[11]
+	mi := &file_acpgate_v1_events_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1336,7 +1403,7 @@ func (x *Diff) String() string {
 func (*Diff) ProtoMessage() {}
 
 func (x *Diff) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_events_proto_msgTypes[11]
+	mi := &file_acpgate_v1_events_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1349,7 +1416,7 @@ func (x *Diff) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Diff.ProtoReflect.Descriptor instead.
 func (*Diff) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{11}
+	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Diff) GetPath() string {
@@ -1386,7 +1453,7 @@ type ToolCallLocation struct {
 
 func (x *ToolCallLocation) Reset() {
 	*x = ToolCallLocation{}
-	mi := &file_acpgate_v1_events_proto_msgTypes[12]
+	mi := &file_acpgate_v1_events_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1398,7 +1465,7 @@ func (x *ToolCallLocation) String() string {
 func (*ToolCallLocation) ProtoMessage() {}
 
 func (x *ToolCallLocation) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_events_proto_msgTypes[12]
+	mi := &file_acpgate_v1_events_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1411,7 +1478,7 @@ func (x *ToolCallLocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallLocation.ProtoReflect.Descriptor instead.
 func (*ToolCallLocation) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{12}
+	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ToolCallLocation) GetPath() string {
@@ -1439,7 +1506,7 @@ type Plan struct {
 
 func (x *Plan) Reset() {
 	*x = Plan{}
-	mi := &file_acpgate_v1_events_proto_msgTypes[13]
+	mi := &file_acpgate_v1_events_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1451,7 +1518,7 @@ func (x *Plan) String() string {
 func (*Plan) ProtoMessage() {}
 
 func (x *Plan) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_events_proto_msgTypes[13]
+	mi := &file_acpgate_v1_events_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1464,7 +1531,7 @@ func (x *Plan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plan.ProtoReflect.Descriptor instead.
 func (*Plan) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{13}
+	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Plan) GetEntries() []*PlanEntry {
@@ -1489,7 +1556,7 @@ type PlanEntry struct {
 
 func (x *PlanEntry) Reset() {
 	*x = PlanEntry{}
-	mi := &file_acpgate_v1_events_proto_msgTypes[14]
+	mi := &file_acpgate_v1_events_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1501,7 +1568,7 @@ func (x *PlanEntry) String() string {
 func (*PlanEntry) ProtoMessage() {}
 
 func (x *PlanEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_events_proto_msgTypes[14]
+	mi := &file_acpgate_v1_events_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1514,7 +1581,7 @@ func (x *PlanEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanEntry.ProtoReflect.Descriptor instead.
 func (*PlanEntry) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{14}
+	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PlanEntry) GetContent() string {
@@ -1557,7 +1624,7 @@ type PermissionRequest struct {
 
 func (x *PermissionRequest) Reset() {
 	*x = PermissionRequest{}
-	mi := &file_acpgate_v1_events_proto_msgTypes[15]
+	mi := &file_acpgate_v1_events_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1569,7 +1636,7 @@ func (x *PermissionRequest) String() string {
 func (*PermissionRequest) ProtoMessage() {}
 
 func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_events_proto_msgTypes[15]
+	mi := &file_acpgate_v1_events_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1582,7 +1649,7 @@ func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionRequest.ProtoReflect.Descriptor instead.
 func (*PermissionRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{15}
+	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *PermissionRequest) GetRequestId() string {
@@ -1628,7 +1695,7 @@ type PermissionOption struct {
 
 func (x *PermissionOption) Reset() {
 	*x = PermissionOption{}
-	mi := &file_acpgate_v1_events_proto_msgTypes[16]
+	mi := &file_acpgate_v1_events_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1640,7 +1707,7 @@ func (x *PermissionOption) String() string {
 func (*PermissionOption) ProtoMessage() {}
 
 func (x *PermissionOption) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_events_proto_msgTypes[16]
+	mi := &file_acpgate_v1_events_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1653,7 +1720,7 @@ func (x *PermissionOption) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionOption.ProtoReflect.Descriptor instead.
 func (*PermissionOption) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{16}
+	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *PermissionOption) GetOptionId() string {
@@ -1694,7 +1761,7 @@ type PermissionDecision struct {
 
 func (x *PermissionDecision) Reset() {
 	*x = PermissionDecision{}
-	mi := &file_acpgate_v1_events_proto_msgTypes[17]
+	mi := &file_acpgate_v1_events_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1706,7 +1773,7 @@ func (x *PermissionDecision) String() string {
 func (*PermissionDecision) ProtoMessage() {}
 
 func (x *PermissionDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_events_proto_msgTypes[17]
+	mi := &file_acpgate_v1_events_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1719,7 +1786,7 @@ func (x *PermissionDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionDecision.ProtoReflect.Descriptor instead.
 func (*PermissionDecision) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{17}
+	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *PermissionDecision) GetOptionId() string {
@@ -1761,7 +1828,7 @@ type AvailableCommands struct {
 
 func (x *AvailableCommands) Reset() {
 	*x = AvailableCommands{}
-	mi := &file_acpgate_v1_events_proto_msgTypes[18]
+	mi := &file_acpgate_v1_events_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1773,7 +1840,7 @@ func (x *AvailableCommands) String() string {
 func (*AvailableCommands) ProtoMessage() {}
 
 func (x *AvailableCommands) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_events_proto_msgTypes[18]
+	mi := &file_acpgate_v1_events_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1786,7 +1853,7 @@ func (x *AvailableCommands) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AvailableCommands.ProtoReflect.Descriptor instead.
 func (*AvailableCommands) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{18}
+	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *AvailableCommands) GetCommands() []*AvailableCommand {
@@ -1812,7 +1879,7 @@ type AvailableCommand struct {
 
 func (x *AvailableCommand) Reset() {
 	*x = AvailableCommand{}
-	mi := &file_acpgate_v1_events_proto_msgTypes[19]
+	mi := &file_acpgate_v1_events_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1824,7 +1891,7 @@ func (x *AvailableCommand) String() string {
 func (*AvailableCommand) ProtoMessage() {}
 
 func (x *AvailableCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_events_proto_msgTypes[19]
+	mi := &file_acpgate_v1_events_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1837,7 +1904,7 @@ func (x *AvailableCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AvailableCommand.ProtoReflect.Descriptor instead.
 func (*AvailableCommand) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{19}
+	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *AvailableCommand) GetName() string {
@@ -1872,7 +1939,7 @@ type CurrentMode struct {
 
 func (x *CurrentMode) Reset() {
 	*x = CurrentMode{}
-	mi := &file_acpgate_v1_events_proto_msgTypes[20]
+	mi := &file_acpgate_v1_events_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1884,7 +1951,7 @@ func (x *CurrentMode) String() string {
 func (*CurrentMode) ProtoMessage() {}
 
 func (x *CurrentMode) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_events_proto_msgTypes[20]
+	mi := &file_acpgate_v1_events_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1897,7 +1964,7 @@ func (x *CurrentMode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CurrentMode.ProtoReflect.Descriptor instead.
 func (*CurrentMode) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{20}
+	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CurrentMode) GetModeId() string {
@@ -1920,7 +1987,7 @@ type RawUpdate struct {
 
 func (x *RawUpdate) Reset() {
 	*x = RawUpdate{}
-	mi := &file_acpgate_v1_events_proto_msgTypes[21]
+	mi := &file_acpgate_v1_events_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1932,7 +1999,7 @@ func (x *RawUpdate) String() string {
 func (*RawUpdate) ProtoMessage() {}
 
 func (x *RawUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_events_proto_msgTypes[21]
+	mi := &file_acpgate_v1_events_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1945,7 +2012,7 @@ func (x *RawUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RawUpdate.ProtoReflect.Descriptor instead.
 func (*RawUpdate) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{21}
+	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RawUpdate) GetKind() string {
@@ -1967,7 +2034,7 @@ var File_acpgate_v1_events_proto protoreflect.FileDescriptor
 const file_acpgate_v1_events_proto_rawDesc = "" +
 	"\n" +
 	"\x17acpgate/v1/events.proto\x12\n" +
-	"acpgate.v1\x1a\x18acpgate/v1/outcome.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb5\a\n" +
+	"acpgate.v1\x1a\x18acpgate/v1/outcome.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xec\a\n" +
 	"\vPromptEvent\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12.\n" +
 	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x123\n" +
@@ -1985,8 +2052,11 @@ const file_acpgate_v1_events_proto_rawDesc = "" +
 	"\fcurrent_mode\x18\x14 \x01(\v2\x17.acpgate.v1.CurrentModeH\x00R\vcurrentMode\x12)\n" +
 	"\x03raw\x18\x15 \x01(\v2\x15.acpgate.v1.RawUpdateH\x00R\x03raw\x125\n" +
 	"\aoutcome\x18\x1e \x01(\v2\x19.acpgate.v1.PromptOutcomeH\x00R\aoutcome\x120\n" +
-	"\x05error\x18\x1f \x01(\v2\x18.acpgate.v1.HarnessErrorH\x00R\x05errorB\a\n" +
-	"\x05event\"[\n" +
+	"\x05error\x18\x1f \x01(\v2\x18.acpgate.v1.HarnessErrorH\x00R\x05error\x125\n" +
+	"\theartbeat\x18( \x01(\v2\x15.acpgate.v1.HeartbeatH\x00R\theartbeatB\a\n" +
+	"\x05event\"&\n" +
+	"\tHeartbeat\x12\x19\n" +
+	"\blast_seq\x18\x01 \x01(\x04R\alastSeq\"[\n" +
 	"\vTurnStarted\x12\x17\n" +
 	"\aturn_id\x18\x01 \x01(\tR\x06turnId\x12\x1d\n" +
 	"\n" +
@@ -2118,74 +2188,76 @@ func file_acpgate_v1_events_proto_rawDescGZIP() []byte {
 }
 
 var file_acpgate_v1_events_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_acpgate_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_acpgate_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_acpgate_v1_events_proto_goTypes = []any{
 	(PermissionDecider)(0),        // 0: acpgate.v1.PermissionDecider
 	(*PromptEvent)(nil),           // 1: acpgate.v1.PromptEvent
-	(*TurnStarted)(nil),           // 2: acpgate.v1.TurnStarted
-	(*ContentBlock)(nil),          // 3: acpgate.v1.ContentBlock
-	(*ImageContent)(nil),          // 4: acpgate.v1.ImageContent
-	(*AudioContent)(nil),          // 5: acpgate.v1.AudioContent
-	(*ResourceLink)(nil),          // 6: acpgate.v1.ResourceLink
-	(*EmbeddedResource)(nil),      // 7: acpgate.v1.EmbeddedResource
-	(*MessageChunk)(nil),          // 8: acpgate.v1.MessageChunk
-	(*ToolCall)(nil),              // 9: acpgate.v1.ToolCall
-	(*ToolCallUpdate)(nil),        // 10: acpgate.v1.ToolCallUpdate
-	(*ToolCallContent)(nil),       // 11: acpgate.v1.ToolCallContent
-	(*Diff)(nil),                  // 12: acpgate.v1.Diff
-	(*ToolCallLocation)(nil),      // 13: acpgate.v1.ToolCallLocation
-	(*Plan)(nil),                  // 14: acpgate.v1.Plan
-	(*PlanEntry)(nil),             // 15: acpgate.v1.PlanEntry
-	(*PermissionRequest)(nil),     // 16: acpgate.v1.PermissionRequest
-	(*PermissionOption)(nil),      // 17: acpgate.v1.PermissionOption
-	(*PermissionDecision)(nil),    // 18: acpgate.v1.PermissionDecision
-	(*AvailableCommands)(nil),     // 19: acpgate.v1.AvailableCommands
-	(*AvailableCommand)(nil),      // 20: acpgate.v1.AvailableCommand
-	(*CurrentMode)(nil),           // 21: acpgate.v1.CurrentMode
-	(*RawUpdate)(nil),             // 22: acpgate.v1.RawUpdate
-	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
-	(*Usage)(nil),                 // 24: acpgate.v1.Usage
-	(*PromptOutcome)(nil),         // 25: acpgate.v1.PromptOutcome
-	(*HarnessError)(nil),          // 26: acpgate.v1.HarnessError
+	(*Heartbeat)(nil),             // 2: acpgate.v1.Heartbeat
+	(*TurnStarted)(nil),           // 3: acpgate.v1.TurnStarted
+	(*ContentBlock)(nil),          // 4: acpgate.v1.ContentBlock
+	(*ImageContent)(nil),          // 5: acpgate.v1.ImageContent
+	(*AudioContent)(nil),          // 6: acpgate.v1.AudioContent
+	(*ResourceLink)(nil),          // 7: acpgate.v1.ResourceLink
+	(*EmbeddedResource)(nil),      // 8: acpgate.v1.EmbeddedResource
+	(*MessageChunk)(nil),          // 9: acpgate.v1.MessageChunk
+	(*ToolCall)(nil),              // 10: acpgate.v1.ToolCall
+	(*ToolCallUpdate)(nil),        // 11: acpgate.v1.ToolCallUpdate
+	(*ToolCallContent)(nil),       // 12: acpgate.v1.ToolCallContent
+	(*Diff)(nil),                  // 13: acpgate.v1.Diff
+	(*ToolCallLocation)(nil),      // 14: acpgate.v1.ToolCallLocation
+	(*Plan)(nil),                  // 15: acpgate.v1.Plan
+	(*PlanEntry)(nil),             // 16: acpgate.v1.PlanEntry
+	(*PermissionRequest)(nil),     // 17: acpgate.v1.PermissionRequest
+	(*PermissionOption)(nil),      // 18: acpgate.v1.PermissionOption
+	(*PermissionDecision)(nil),    // 19: acpgate.v1.PermissionDecision
+	(*AvailableCommands)(nil),     // 20: acpgate.v1.AvailableCommands
+	(*AvailableCommand)(nil),      // 21: acpgate.v1.AvailableCommand
+	(*CurrentMode)(nil),           // 22: acpgate.v1.CurrentMode
+	(*RawUpdate)(nil),             // 23: acpgate.v1.RawUpdate
+	(*timestamppb.Timestamp)(nil), // 24: google.protobuf.Timestamp
+	(*Usage)(nil),                 // 25: acpgate.v1.Usage
+	(*PromptOutcome)(nil),         // 26: acpgate.v1.PromptOutcome
+	(*HarnessError)(nil),          // 27: acpgate.v1.HarnessError
 }
 var file_acpgate_v1_events_proto_depIdxs = []int32{
-	23, // 0: acpgate.v1.PromptEvent.time:type_name -> google.protobuf.Timestamp
-	2,  // 1: acpgate.v1.PromptEvent.started:type_name -> acpgate.v1.TurnStarted
-	8,  // 2: acpgate.v1.PromptEvent.agent_message_chunk:type_name -> acpgate.v1.MessageChunk
-	8,  // 3: acpgate.v1.PromptEvent.agent_thought_chunk:type_name -> acpgate.v1.MessageChunk
-	8,  // 4: acpgate.v1.PromptEvent.user_message_chunk:type_name -> acpgate.v1.MessageChunk
-	9,  // 5: acpgate.v1.PromptEvent.tool_call:type_name -> acpgate.v1.ToolCall
-	10, // 6: acpgate.v1.PromptEvent.tool_call_update:type_name -> acpgate.v1.ToolCallUpdate
-	14, // 7: acpgate.v1.PromptEvent.plan:type_name -> acpgate.v1.Plan
-	16, // 8: acpgate.v1.PromptEvent.permission_requested:type_name -> acpgate.v1.PermissionRequest
-	24, // 9: acpgate.v1.PromptEvent.usage:type_name -> acpgate.v1.Usage
-	19, // 10: acpgate.v1.PromptEvent.available_commands:type_name -> acpgate.v1.AvailableCommands
-	21, // 11: acpgate.v1.PromptEvent.current_mode:type_name -> acpgate.v1.CurrentMode
-	22, // 12: acpgate.v1.PromptEvent.raw:type_name -> acpgate.v1.RawUpdate
-	25, // 13: acpgate.v1.PromptEvent.outcome:type_name -> acpgate.v1.PromptOutcome
-	26, // 14: acpgate.v1.PromptEvent.error:type_name -> acpgate.v1.HarnessError
-	4,  // 15: acpgate.v1.ContentBlock.image:type_name -> acpgate.v1.ImageContent
-	5,  // 16: acpgate.v1.ContentBlock.audio:type_name -> acpgate.v1.AudioContent
-	6,  // 17: acpgate.v1.ContentBlock.resource_link:type_name -> acpgate.v1.ResourceLink
-	7,  // 18: acpgate.v1.ContentBlock.resource:type_name -> acpgate.v1.EmbeddedResource
-	3,  // 19: acpgate.v1.MessageChunk.content:type_name -> acpgate.v1.ContentBlock
-	11, // 20: acpgate.v1.ToolCall.content:type_name -> acpgate.v1.ToolCallContent
-	13, // 21: acpgate.v1.ToolCall.locations:type_name -> acpgate.v1.ToolCallLocation
-	11, // 22: acpgate.v1.ToolCallUpdate.content:type_name -> acpgate.v1.ToolCallContent
-	13, // 23: acpgate.v1.ToolCallUpdate.locations:type_name -> acpgate.v1.ToolCallLocation
-	3,  // 24: acpgate.v1.ToolCallContent.content:type_name -> acpgate.v1.ContentBlock
-	12, // 25: acpgate.v1.ToolCallContent.diff:type_name -> acpgate.v1.Diff
-	15, // 26: acpgate.v1.Plan.entries:type_name -> acpgate.v1.PlanEntry
-	10, // 27: acpgate.v1.PermissionRequest.tool_call:type_name -> acpgate.v1.ToolCallUpdate
-	17, // 28: acpgate.v1.PermissionRequest.options:type_name -> acpgate.v1.PermissionOption
-	18, // 29: acpgate.v1.PermissionRequest.decision:type_name -> acpgate.v1.PermissionDecision
-	0,  // 30: acpgate.v1.PermissionDecision.decided_by:type_name -> acpgate.v1.PermissionDecider
-	20, // 31: acpgate.v1.AvailableCommands.commands:type_name -> acpgate.v1.AvailableCommand
-	32, // [32:32] is the sub-list for method output_type
-	32, // [32:32] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	24, // 0: acpgate.v1.PromptEvent.time:type_name -> google.protobuf.Timestamp
+	3,  // 1: acpgate.v1.PromptEvent.started:type_name -> acpgate.v1.TurnStarted
+	9,  // 2: acpgate.v1.PromptEvent.agent_message_chunk:type_name -> acpgate.v1.MessageChunk
+	9,  // 3: acpgate.v1.PromptEvent.agent_thought_chunk:type_name -> acpgate.v1.MessageChunk
+	9,  // 4: acpgate.v1.PromptEvent.user_message_chunk:type_name -> acpgate.v1.MessageChunk
+	10, // 5: acpgate.v1.PromptEvent.tool_call:type_name -> acpgate.v1.ToolCall
+	11, // 6: acpgate.v1.PromptEvent.tool_call_update:type_name -> acpgate.v1.ToolCallUpdate
+	15, // 7: acpgate.v1.PromptEvent.plan:type_name -> acpgate.v1.Plan
+	17, // 8: acpgate.v1.PromptEvent.permission_requested:type_name -> acpgate.v1.PermissionRequest
+	25, // 9: acpgate.v1.PromptEvent.usage:type_name -> acpgate.v1.Usage
+	20, // 10: acpgate.v1.PromptEvent.available_commands:type_name -> acpgate.v1.AvailableCommands
+	22, // 11: acpgate.v1.PromptEvent.current_mode:type_name -> acpgate.v1.CurrentMode
+	23, // 12: acpgate.v1.PromptEvent.raw:type_name -> acpgate.v1.RawUpdate
+	26, // 13: acpgate.v1.PromptEvent.outcome:type_name -> acpgate.v1.PromptOutcome
+	27, // 14: acpgate.v1.PromptEvent.error:type_name -> acpgate.v1.HarnessError
+	2,  // 15: acpgate.v1.PromptEvent.heartbeat:type_name -> acpgate.v1.Heartbeat
+	5,  // 16: acpgate.v1.ContentBlock.image:type_name -> acpgate.v1.ImageContent
+	6,  // 17: acpgate.v1.ContentBlock.audio:type_name -> acpgate.v1.AudioContent
+	7,  // 18: acpgate.v1.ContentBlock.resource_link:type_name -> acpgate.v1.ResourceLink
+	8,  // 19: acpgate.v1.ContentBlock.resource:type_name -> acpgate.v1.EmbeddedResource
+	4,  // 20: acpgate.v1.MessageChunk.content:type_name -> acpgate.v1.ContentBlock
+	12, // 21: acpgate.v1.ToolCall.content:type_name -> acpgate.v1.ToolCallContent
+	14, // 22: acpgate.v1.ToolCall.locations:type_name -> acpgate.v1.ToolCallLocation
+	12, // 23: acpgate.v1.ToolCallUpdate.content:type_name -> acpgate.v1.ToolCallContent
+	14, // 24: acpgate.v1.ToolCallUpdate.locations:type_name -> acpgate.v1.ToolCallLocation
+	4,  // 25: acpgate.v1.ToolCallContent.content:type_name -> acpgate.v1.ContentBlock
+	13, // 26: acpgate.v1.ToolCallContent.diff:type_name -> acpgate.v1.Diff
+	16, // 27: acpgate.v1.Plan.entries:type_name -> acpgate.v1.PlanEntry
+	11, // 28: acpgate.v1.PermissionRequest.tool_call:type_name -> acpgate.v1.ToolCallUpdate
+	18, // 29: acpgate.v1.PermissionRequest.options:type_name -> acpgate.v1.PermissionOption
+	19, // 30: acpgate.v1.PermissionRequest.decision:type_name -> acpgate.v1.PermissionDecision
+	0,  // 31: acpgate.v1.PermissionDecision.decided_by:type_name -> acpgate.v1.PermissionDecider
+	21, // 32: acpgate.v1.AvailableCommands.commands:type_name -> acpgate.v1.AvailableCommand
+	33, // [33:33] is the sub-list for method output_type
+	33, // [33:33] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_acpgate_v1_events_proto_init() }
@@ -2209,34 +2281,35 @@ func file_acpgate_v1_events_proto_init() {
 		(*PromptEvent_Raw)(nil),
 		(*PromptEvent_Outcome)(nil),
 		(*PromptEvent_Error)(nil),
+		(*PromptEvent_Heartbeat)(nil),
 	}
-	file_acpgate_v1_events_proto_msgTypes[2].OneofWrappers = []any{
+	file_acpgate_v1_events_proto_msgTypes[3].OneofWrappers = []any{
 		(*ContentBlock_Text)(nil),
 		(*ContentBlock_Image)(nil),
 		(*ContentBlock_Audio)(nil),
 		(*ContentBlock_ResourceLink)(nil),
 		(*ContentBlock_Resource)(nil),
 	}
-	file_acpgate_v1_events_proto_msgTypes[5].OneofWrappers = []any{}
-	file_acpgate_v1_events_proto_msgTypes[6].OneofWrappers = []any{
+	file_acpgate_v1_events_proto_msgTypes[6].OneofWrappers = []any{}
+	file_acpgate_v1_events_proto_msgTypes[7].OneofWrappers = []any{
 		(*EmbeddedResource_Text)(nil),
 		(*EmbeddedResource_Blob)(nil),
 	}
-	file_acpgate_v1_events_proto_msgTypes[9].OneofWrappers = []any{}
-	file_acpgate_v1_events_proto_msgTypes[10].OneofWrappers = []any{
+	file_acpgate_v1_events_proto_msgTypes[10].OneofWrappers = []any{}
+	file_acpgate_v1_events_proto_msgTypes[11].OneofWrappers = []any{
 		(*ToolCallContent_Content)(nil),
 		(*ToolCallContent_Diff)(nil),
 		(*ToolCallContent_TerminalId)(nil),
 	}
-	file_acpgate_v1_events_proto_msgTypes[11].OneofWrappers = []any{}
 	file_acpgate_v1_events_proto_msgTypes[12].OneofWrappers = []any{}
+	file_acpgate_v1_events_proto_msgTypes[13].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_acpgate_v1_events_proto_rawDesc), len(file_acpgate_v1_events_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   22,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

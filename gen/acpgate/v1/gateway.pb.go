@@ -79,6 +79,115 @@ func (SessionState) EnumDescriptor() ([]byte, []int) {
 	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{0}
 }
 
+// DisconnectPolicy says what happens to a turn when the Prompt stream that
+// started it ends before its terminal (the client cancelled the call, its
+// connection dropped, a proxy closed the stream).
+type DisconnectPolicy int32
+
+const (
+	// CONTINUE when the request has a `request_id`, CANCEL otherwise.
+	DisconnectPolicy_DISCONNECT_POLICY_UNSPECIFIED DisconnectPolicy = 0
+	// Cancel the turn (ACP `session/cancel`): nobody is left to read it.
+	DisconnectPolicy_DISCONNECT_POLICY_CANCEL DisconnectPolicy = 1
+	// Let the turn run to its end; its events are journaled and can be read
+	// with WatchTurn, and its record with GetTurn.
+	DisconnectPolicy_DISCONNECT_POLICY_CONTINUE DisconnectPolicy = 2
+)
+
+// Enum value maps for DisconnectPolicy.
+var (
+	DisconnectPolicy_name = map[int32]string{
+		0: "DISCONNECT_POLICY_UNSPECIFIED",
+		1: "DISCONNECT_POLICY_CANCEL",
+		2: "DISCONNECT_POLICY_CONTINUE",
+	}
+	DisconnectPolicy_value = map[string]int32{
+		"DISCONNECT_POLICY_UNSPECIFIED": 0,
+		"DISCONNECT_POLICY_CANCEL":      1,
+		"DISCONNECT_POLICY_CONTINUE":    2,
+	}
+)
+
+func (x DisconnectPolicy) Enum() *DisconnectPolicy {
+	p := new(DisconnectPolicy)
+	*p = x
+	return p
+}
+
+func (x DisconnectPolicy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (DisconnectPolicy) Descriptor() protoreflect.EnumDescriptor {
+	return file_acpgate_v1_gateway_proto_enumTypes[1].Descriptor()
+}
+
+func (DisconnectPolicy) Type() protoreflect.EnumType {
+	return &file_acpgate_v1_gateway_proto_enumTypes[1]
+}
+
+func (x DisconnectPolicy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use DisconnectPolicy.Descriptor instead.
+func (DisconnectPolicy) EnumDescriptor() ([]byte, []int) {
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{1}
+}
+
+// TurnState is whether a turn is still running.
+type TurnState int32
+
+const (
+	// Not set; never sent by the gateway.
+	TurnState_TURN_STATE_UNSPECIFIED TurnState = 0
+	// The turn runs: its terminal has not happened yet.
+	TurnState_TURN_STATE_RUNNING TurnState = 1
+	// The turn has its terminal.
+	TurnState_TURN_STATE_ENDED TurnState = 2
+)
+
+// Enum value maps for TurnState.
+var (
+	TurnState_name = map[int32]string{
+		0: "TURN_STATE_UNSPECIFIED",
+		1: "TURN_STATE_RUNNING",
+		2: "TURN_STATE_ENDED",
+	}
+	TurnState_value = map[string]int32{
+		"TURN_STATE_UNSPECIFIED": 0,
+		"TURN_STATE_RUNNING":     1,
+		"TURN_STATE_ENDED":       2,
+	}
+)
+
+func (x TurnState) Enum() *TurnState {
+	p := new(TurnState)
+	*p = x
+	return p
+}
+
+func (x TurnState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (TurnState) Descriptor() protoreflect.EnumDescriptor {
+	return file_acpgate_v1_gateway_proto_enumTypes[2].Descriptor()
+}
+
+func (TurnState) Type() protoreflect.EnumType {
+	return &file_acpgate_v1_gateway_proto_enumTypes[2]
+}
+
+func (x TurnState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use TurnState.Descriptor instead.
+func (TurnState) EnumDescriptor() ([]byte, []int) {
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{2}
+}
+
 // ListAgentsRequest takes no parameters.
 type ListAgentsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -817,8 +926,23 @@ type PromptRequest struct {
 	// gRPC message with a cost on both sides, which at tens of thousands of
 	// small chunks a second is most of the stream's latency.
 	CoalesceChunks bool `protobuf:"varint,7,opt,name=coalesce_chunks,json=coalesceChunks,proto3" json:"coalesce_chunks,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// A client-chosen idempotency key: 1 to 128 bytes of printable ASCII
+	// (0x21 to 0x7e). A Prompt whose `request_id` was seen before, for the
+	// same target (`agent`, or `session_id`) and the same prompt content
+	// (`prompt`, `text` and `cwd`), starts no new turn: the call attaches to
+	// that turn and streams its events from `seq` 1 (replayed from the
+	// journal, then live), ending with its terminal. The same `request_id`
+	// with another target or prompt is ALREADY_EXISTS. When the recorded turn
+	// ended with a `retryable` HarnessError, a resubmission starts a new
+	// attempt instead (Turn.attempt counts them). Keys are kept as long as
+	// their turns (the gateway's `turn_retention`).
+	RequestId string `protobuf:"bytes,8,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// What happens to the turn when this stream ends before its terminal.
+	// Unspecified means CONTINUE when `request_id` is set and CANCEL
+	// otherwise.
+	OnDisconnect  DisconnectPolicy `protobuf:"varint,9,opt,name=on_disconnect,json=onDisconnect,proto3,enum=acpgate.v1.DisconnectPolicy" json:"on_disconnect,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PromptRequest) Reset() {
@@ -900,6 +1024,382 @@ func (x *PromptRequest) GetCoalesceChunks() bool {
 	return false
 }
 
+func (x *PromptRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *PromptRequest) GetOnDisconnect() DisconnectPolicy {
+	if x != nil {
+		return x.OnDisconnect
+	}
+	return DisconnectPolicy_DISCONNECT_POLICY_UNSPECIFIED
+}
+
+// WatchTurnRequest names the turn to follow and where to start.
+type WatchTurnRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The turn, as announced in TurnStarted. Required.
+	TurnId string `protobuf:"bytes,1,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	// Stream the events with `seq` greater than this: 0 for all of them, or
+	// the last `seq` a client saw to resume after it without a gap or a
+	// duplicate.
+	AfterSeq      uint64 `protobuf:"varint,2,opt,name=after_seq,json=afterSeq,proto3" json:"after_seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchTurnRequest) Reset() {
+	*x = WatchTurnRequest{}
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchTurnRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchTurnRequest) ProtoMessage() {}
+
+func (x *WatchTurnRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchTurnRequest.ProtoReflect.Descriptor instead.
+func (*WatchTurnRequest) Descriptor() ([]byte, []int) {
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *WatchTurnRequest) GetTurnId() string {
+	if x != nil {
+		return x.TurnId
+	}
+	return ""
+}
+
+func (x *WatchTurnRequest) GetAfterSeq() uint64 {
+	if x != nil {
+		return x.AfterSeq
+	}
+	return 0
+}
+
+// GetTurnRequest names a turn.
+type GetTurnRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The turn id. Required.
+	TurnId        string `protobuf:"bytes,1,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetTurnRequest) Reset() {
+	*x = GetTurnRequest{}
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetTurnRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetTurnRequest) ProtoMessage() {}
+
+func (x *GetTurnRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetTurnRequest.ProtoReflect.Descriptor instead.
+func (*GetTurnRequest) Descriptor() ([]byte, []int) {
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *GetTurnRequest) GetTurnId() string {
+	if x != nil {
+		return x.TurnId
+	}
+	return ""
+}
+
+// ListTurnsRequest filters and pages the turns.
+type ListTurnsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only this session's turns (Session.id), when set.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Only this agent's turns, when set.
+	Agent string `protobuf:"bytes,2,opt,name=agent,proto3" json:"agent,omitempty"`
+	// At most this many turns per page: 50 when 0, at most 500.
+	PageSize int32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// The `next_page_token` of the previous page; empty for the first.
+	PageToken     string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTurnsRequest) Reset() {
+	*x = ListTurnsRequest{}
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTurnsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTurnsRequest) ProtoMessage() {}
+
+func (x *ListTurnsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTurnsRequest.ProtoReflect.Descriptor instead.
+func (*ListTurnsRequest) Descriptor() ([]byte, []int) {
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ListTurnsRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ListTurnsRequest) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *ListTurnsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListTurnsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// ListTurnsResponse is one page of turns.
+type ListTurnsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The turns, newest first.
+	Turns []*Turn `protobuf:"bytes,1,rep,name=turns,proto3" json:"turns,omitempty"`
+	// Pass as `page_token` for the next page; empty on the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTurnsResponse) Reset() {
+	*x = ListTurnsResponse{}
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTurnsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTurnsResponse) ProtoMessage() {}
+
+func (x *ListTurnsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTurnsResponse.ProtoReflect.Descriptor instead.
+func (*ListTurnsResponse) Descriptor() ([]byte, []int) {
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ListTurnsResponse) GetTurns() []*Turn {
+	if x != nil {
+		return x.Turns
+	}
+	return nil
+}
+
+func (x *ListTurnsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+// Turn is one prompt turn's durable record. It outlives the Prompt stream
+// that started it and, with a persistent store, a restart of the gateway,
+// until `turn_retention` after it ended.
+type Turn struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The turn's id: unique across every gateway run, opaque.
+	TurnId string `protobuf:"bytes,1,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	// The PromptRequest's idempotency key; empty when it had none.
+	RequestId string `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// 1 for the first turn of a `request_id`, 2 for the resubmission after a
+	// retryable ending, and so on; 1 for a turn without `request_id`.
+	Attempt uint32 `protobuf:"varint,3,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// The configured agent name.
+	Agent string `protobuf:"bytes,4,opt,name=agent,proto3" json:"agent,omitempty"`
+	// The session the turn ran in (Session.id); empty for a one-shot turn
+	// whose agent could not be started.
+	SessionId string `protobuf:"bytes,5,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Running or ended.
+	State TurnState `protobuf:"varint,6,opt,name=state,proto3,enum=acpgate.v1.TurnState" json:"state,omitempty"`
+	// When the turn started.
+	StartedAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	// When the turn ended; absent while it runs.
+	EndedAt *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=ended_at,json=endedAt,proto3" json:"ended_at,omitempty"`
+	// The `seq` of the turn's last journaled event so far.
+	LastSeq uint64 `protobuf:"varint,9,opt,name=last_seq,json=lastSeq,proto3" json:"last_seq,omitempty"`
+	// The turn's terminal event (`outcome` or `error`) once it has ended.
+	Terminal      *PromptEvent `protobuf:"bytes,10,opt,name=terminal,proto3" json:"terminal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Turn) Reset() {
+	*x = Turn{}
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Turn) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Turn) ProtoMessage() {}
+
+func (x *Turn) ProtoReflect() protoreflect.Message {
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Turn.ProtoReflect.Descriptor instead.
+func (*Turn) Descriptor() ([]byte, []int) {
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *Turn) GetTurnId() string {
+	if x != nil {
+		return x.TurnId
+	}
+	return ""
+}
+
+func (x *Turn) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *Turn) GetAttempt() uint32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *Turn) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *Turn) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *Turn) GetState() TurnState {
+	if x != nil {
+		return x.State
+	}
+	return TurnState_TURN_STATE_UNSPECIFIED
+}
+
+func (x *Turn) GetStartedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartedAt
+	}
+	return nil
+}
+
+func (x *Turn) GetEndedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EndedAt
+	}
+	return nil
+}
+
+func (x *Turn) GetLastSeq() uint64 {
+	if x != nil {
+		return x.LastSeq
+	}
+	return 0
+}
+
+func (x *Turn) GetTerminal() *PromptEvent {
+	if x != nil {
+		return x.Terminal
+	}
+	return nil
+}
+
 // CancelRequest names the session whose turn to cancel.
 type CancelRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -911,7 +1411,7 @@ type CancelRequest struct {
 
 func (x *CancelRequest) Reset() {
 	*x = CancelRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[12]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -923,7 +1423,7 @@ func (x *CancelRequest) String() string {
 func (*CancelRequest) ProtoMessage() {}
 
 func (x *CancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[12]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -936,7 +1436,7 @@ func (x *CancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{12}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CancelRequest) GetSessionId() string {
@@ -957,7 +1457,7 @@ type CancelResponse struct {
 
 func (x *CancelResponse) Reset() {
 	*x = CancelResponse{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[13]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -969,7 +1469,7 @@ func (x *CancelResponse) String() string {
 func (*CancelResponse) ProtoMessage() {}
 
 func (x *CancelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[13]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -982,7 +1482,7 @@ func (x *CancelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResponse.ProtoReflect.Descriptor instead.
 func (*CancelResponse) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{13}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CancelResponse) GetCancelled() bool {
@@ -1007,7 +1507,7 @@ type ResolvePermissionRequest struct {
 
 func (x *ResolvePermissionRequest) Reset() {
 	*x = ResolvePermissionRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[14]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1019,7 +1519,7 @@ func (x *ResolvePermissionRequest) String() string {
 func (*ResolvePermissionRequest) ProtoMessage() {}
 
 func (x *ResolvePermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[14]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1032,7 +1532,7 @@ func (x *ResolvePermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolvePermissionRequest.ProtoReflect.Descriptor instead.
 func (*ResolvePermissionRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{14}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ResolvePermissionRequest) GetSessionId() string {
@@ -1065,7 +1565,7 @@ type ResolvePermissionResponse struct {
 
 func (x *ResolvePermissionResponse) Reset() {
 	*x = ResolvePermissionResponse{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[15]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1077,7 +1577,7 @@ func (x *ResolvePermissionResponse) String() string {
 func (*ResolvePermissionResponse) ProtoMessage() {}
 
 func (x *ResolvePermissionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[15]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1090,7 +1590,7 @@ func (x *ResolvePermissionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolvePermissionResponse.ProtoReflect.Descriptor instead.
 func (*ResolvePermissionResponse) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{15}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{20}
 }
 
 var File_acpgate_v1_gateway_proto protoreflect.FileDescriptor
@@ -1147,7 +1647,7 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\x13CloseSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x16\n" +
-	"\x14CloseSessionResponse\"\xf1\x01\n" +
+	"\x14CloseSessionResponse\"\xd3\x02\n" +
 	"\rPromptRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
@@ -1156,7 +1656,40 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\x04text\x18\x04 \x01(\tR\x04text\x12\x10\n" +
 	"\x03cwd\x18\x05 \x01(\tR\x03cwd\x12*\n" +
 	"\x11omit_outcome_text\x18\x06 \x01(\bR\x0fomitOutcomeText\x12'\n" +
-	"\x0fcoalesce_chunks\x18\a \x01(\bR\x0ecoalesceChunks\".\n" +
+	"\x0fcoalesce_chunks\x18\a \x01(\bR\x0ecoalesceChunks\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\b \x01(\tR\trequestId\x12A\n" +
+	"\ron_disconnect\x18\t \x01(\x0e2\x1c.acpgate.v1.DisconnectPolicyR\fonDisconnect\"H\n" +
+	"\x10WatchTurnRequest\x12\x17\n" +
+	"\aturn_id\x18\x01 \x01(\tR\x06turnId\x12\x1b\n" +
+	"\tafter_seq\x18\x02 \x01(\x04R\bafterSeq\")\n" +
+	"\x0eGetTurnRequest\x12\x17\n" +
+	"\aturn_id\x18\x01 \x01(\tR\x06turnId\"\x83\x01\n" +
+	"\x10ListTurnsRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
+	"\x05agent\x18\x02 \x01(\tR\x05agent\x12\x1b\n" +
+	"\tpage_size\x18\x03 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x04 \x01(\tR\tpageToken\"c\n" +
+	"\x11ListTurnsResponse\x12&\n" +
+	"\x05turns\x18\x01 \x03(\v2\x10.acpgate.v1.TurnR\x05turns\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xfc\x02\n" +
+	"\x04Turn\x12\x17\n" +
+	"\aturn_id\x18\x01 \x01(\tR\x06turnId\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x02 \x01(\tR\trequestId\x12\x18\n" +
+	"\aattempt\x18\x03 \x01(\rR\aattempt\x12\x14\n" +
+	"\x05agent\x18\x04 \x01(\tR\x05agent\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x05 \x01(\tR\tsessionId\x12+\n" +
+	"\x05state\x18\x06 \x01(\x0e2\x15.acpgate.v1.TurnStateR\x05state\x129\n" +
+	"\n" +
+	"started_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x125\n" +
+	"\bended_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\aendedAt\x12\x19\n" +
+	"\blast_seq\x18\t \x01(\x04R\alastSeq\x123\n" +
+	"\bterminal\x18\n" +
+	" \x01(\v2\x17.acpgate.v1.PromptEventR\bterminal\".\n" +
 	"\rCancelRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\".\n" +
@@ -1173,7 +1706,15 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\x19SESSION_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12SESSION_STATE_IDLE\x10\x01\x12\x19\n" +
 	"\x15SESSION_STATE_RUNNING\x10\x02\x12\x18\n" +
-	"\x14SESSION_STATE_CLOSED\x10\x032\xee\x04\n" +
+	"\x14SESSION_STATE_CLOSED\x10\x03*s\n" +
+	"\x10DisconnectPolicy\x12!\n" +
+	"\x1dDISCONNECT_POLICY_UNSPECIFIED\x10\x00\x12\x1c\n" +
+	"\x18DISCONNECT_POLICY_CANCEL\x10\x01\x12\x1e\n" +
+	"\x1aDISCONNECT_POLICY_CONTINUE\x10\x02*U\n" +
+	"\tTurnState\x12\x1a\n" +
+	"\x16TURN_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
+	"\x12TURN_STATE_RUNNING\x10\x01\x12\x14\n" +
+	"\x10TURN_STATE_ENDED\x10\x022\xb7\x06\n" +
 	"\fAgentGateway\x12K\n" +
 	"\n" +
 	"ListAgents\x12\x1d.acpgate.v1.ListAgentsRequest\x1a\x1e.acpgate.v1.ListAgentsResponse\x12F\n" +
@@ -1184,7 +1725,10 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\fCloseSession\x12\x1f.acpgate.v1.CloseSessionRequest\x1a .acpgate.v1.CloseSessionResponse\x12>\n" +
 	"\x06Prompt\x12\x19.acpgate.v1.PromptRequest\x1a\x17.acpgate.v1.PromptEvent0\x01\x12?\n" +
 	"\x06Cancel\x12\x19.acpgate.v1.CancelRequest\x1a\x1a.acpgate.v1.CancelResponse\x12`\n" +
-	"\x11ResolvePermission\x12$.acpgate.v1.ResolvePermissionRequest\x1a%.acpgate.v1.ResolvePermissionResponseB5Z3github.com/acpgate/acpgate/gen/acpgate/v1;acpgatev1b\x06proto3"
+	"\x11ResolvePermission\x12$.acpgate.v1.ResolvePermissionRequest\x1a%.acpgate.v1.ResolvePermissionResponse\x12D\n" +
+	"\tWatchTurn\x12\x1c.acpgate.v1.WatchTurnRequest\x1a\x17.acpgate.v1.PromptEvent0\x01\x127\n" +
+	"\aGetTurn\x12\x1a.acpgate.v1.GetTurnRequest\x1a\x10.acpgate.v1.Turn\x12H\n" +
+	"\tListTurns\x12\x1c.acpgate.v1.ListTurnsRequest\x1a\x1d.acpgate.v1.ListTurnsResponseB5Z3github.com/acpgate/acpgate/gen/acpgate/v1;acpgatev1b\x06proto3"
 
 var (
 	file_acpgate_v1_gateway_proto_rawDescOnce sync.Once
@@ -1198,62 +1742,81 @@ func file_acpgate_v1_gateway_proto_rawDescGZIP() []byte {
 	return file_acpgate_v1_gateway_proto_rawDescData
 }
 
-var file_acpgate_v1_gateway_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_acpgate_v1_gateway_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_acpgate_v1_gateway_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_acpgate_v1_gateway_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_acpgate_v1_gateway_proto_goTypes = []any{
 	(SessionState)(0),                 // 0: acpgate.v1.SessionState
-	(*ListAgentsRequest)(nil),         // 1: acpgate.v1.ListAgentsRequest
-	(*ListAgentsResponse)(nil),        // 2: acpgate.v1.ListAgentsResponse
-	(*Agent)(nil),                     // 3: acpgate.v1.Agent
-	(*AgentCapabilities)(nil),         // 4: acpgate.v1.AgentCapabilities
-	(*CreateSessionRequest)(nil),      // 5: acpgate.v1.CreateSessionRequest
-	(*Session)(nil),                   // 6: acpgate.v1.Session
-	(*GetSessionRequest)(nil),         // 7: acpgate.v1.GetSessionRequest
-	(*ListSessionsRequest)(nil),       // 8: acpgate.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),      // 9: acpgate.v1.ListSessionsResponse
-	(*CloseSessionRequest)(nil),       // 10: acpgate.v1.CloseSessionRequest
-	(*CloseSessionResponse)(nil),      // 11: acpgate.v1.CloseSessionResponse
-	(*PromptRequest)(nil),             // 12: acpgate.v1.PromptRequest
-	(*CancelRequest)(nil),             // 13: acpgate.v1.CancelRequest
-	(*CancelResponse)(nil),            // 14: acpgate.v1.CancelResponse
-	(*ResolvePermissionRequest)(nil),  // 15: acpgate.v1.ResolvePermissionRequest
-	(*ResolvePermissionResponse)(nil), // 16: acpgate.v1.ResolvePermissionResponse
-	(*timestamppb.Timestamp)(nil),     // 17: google.protobuf.Timestamp
-	(*AvailableCommands)(nil),         // 18: acpgate.v1.AvailableCommands
-	(*ContentBlock)(nil),              // 19: acpgate.v1.ContentBlock
-	(*PromptEvent)(nil),               // 20: acpgate.v1.PromptEvent
+	(DisconnectPolicy)(0),             // 1: acpgate.v1.DisconnectPolicy
+	(TurnState)(0),                    // 2: acpgate.v1.TurnState
+	(*ListAgentsRequest)(nil),         // 3: acpgate.v1.ListAgentsRequest
+	(*ListAgentsResponse)(nil),        // 4: acpgate.v1.ListAgentsResponse
+	(*Agent)(nil),                     // 5: acpgate.v1.Agent
+	(*AgentCapabilities)(nil),         // 6: acpgate.v1.AgentCapabilities
+	(*CreateSessionRequest)(nil),      // 7: acpgate.v1.CreateSessionRequest
+	(*Session)(nil),                   // 8: acpgate.v1.Session
+	(*GetSessionRequest)(nil),         // 9: acpgate.v1.GetSessionRequest
+	(*ListSessionsRequest)(nil),       // 10: acpgate.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),      // 11: acpgate.v1.ListSessionsResponse
+	(*CloseSessionRequest)(nil),       // 12: acpgate.v1.CloseSessionRequest
+	(*CloseSessionResponse)(nil),      // 13: acpgate.v1.CloseSessionResponse
+	(*PromptRequest)(nil),             // 14: acpgate.v1.PromptRequest
+	(*WatchTurnRequest)(nil),          // 15: acpgate.v1.WatchTurnRequest
+	(*GetTurnRequest)(nil),            // 16: acpgate.v1.GetTurnRequest
+	(*ListTurnsRequest)(nil),          // 17: acpgate.v1.ListTurnsRequest
+	(*ListTurnsResponse)(nil),         // 18: acpgate.v1.ListTurnsResponse
+	(*Turn)(nil),                      // 19: acpgate.v1.Turn
+	(*CancelRequest)(nil),             // 20: acpgate.v1.CancelRequest
+	(*CancelResponse)(nil),            // 21: acpgate.v1.CancelResponse
+	(*ResolvePermissionRequest)(nil),  // 22: acpgate.v1.ResolvePermissionRequest
+	(*ResolvePermissionResponse)(nil), // 23: acpgate.v1.ResolvePermissionResponse
+	(*timestamppb.Timestamp)(nil),     // 24: google.protobuf.Timestamp
+	(*AvailableCommands)(nil),         // 25: acpgate.v1.AvailableCommands
+	(*ContentBlock)(nil),              // 26: acpgate.v1.ContentBlock
+	(*PromptEvent)(nil),               // 27: acpgate.v1.PromptEvent
 }
 var file_acpgate_v1_gateway_proto_depIdxs = []int32{
-	3,  // 0: acpgate.v1.ListAgentsResponse.agents:type_name -> acpgate.v1.Agent
-	4,  // 1: acpgate.v1.Agent.capabilities:type_name -> acpgate.v1.AgentCapabilities
-	17, // 2: acpgate.v1.AgentCapabilities.observed_at:type_name -> google.protobuf.Timestamp
+	5,  // 0: acpgate.v1.ListAgentsResponse.agents:type_name -> acpgate.v1.Agent
+	6,  // 1: acpgate.v1.Agent.capabilities:type_name -> acpgate.v1.AgentCapabilities
+	24, // 2: acpgate.v1.AgentCapabilities.observed_at:type_name -> google.protobuf.Timestamp
 	0,  // 3: acpgate.v1.Session.state:type_name -> acpgate.v1.SessionState
-	17, // 4: acpgate.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	17, // 5: acpgate.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
-	18, // 6: acpgate.v1.Session.available_commands:type_name -> acpgate.v1.AvailableCommands
-	6,  // 7: acpgate.v1.ListSessionsResponse.sessions:type_name -> acpgate.v1.Session
-	19, // 8: acpgate.v1.PromptRequest.prompt:type_name -> acpgate.v1.ContentBlock
-	1,  // 9: acpgate.v1.AgentGateway.ListAgents:input_type -> acpgate.v1.ListAgentsRequest
-	5,  // 10: acpgate.v1.AgentGateway.CreateSession:input_type -> acpgate.v1.CreateSessionRequest
-	7,  // 11: acpgate.v1.AgentGateway.GetSession:input_type -> acpgate.v1.GetSessionRequest
-	8,  // 12: acpgate.v1.AgentGateway.ListSessions:input_type -> acpgate.v1.ListSessionsRequest
-	10, // 13: acpgate.v1.AgentGateway.CloseSession:input_type -> acpgate.v1.CloseSessionRequest
-	12, // 14: acpgate.v1.AgentGateway.Prompt:input_type -> acpgate.v1.PromptRequest
-	13, // 15: acpgate.v1.AgentGateway.Cancel:input_type -> acpgate.v1.CancelRequest
-	15, // 16: acpgate.v1.AgentGateway.ResolvePermission:input_type -> acpgate.v1.ResolvePermissionRequest
-	2,  // 17: acpgate.v1.AgentGateway.ListAgents:output_type -> acpgate.v1.ListAgentsResponse
-	6,  // 18: acpgate.v1.AgentGateway.CreateSession:output_type -> acpgate.v1.Session
-	6,  // 19: acpgate.v1.AgentGateway.GetSession:output_type -> acpgate.v1.Session
-	9,  // 20: acpgate.v1.AgentGateway.ListSessions:output_type -> acpgate.v1.ListSessionsResponse
-	11, // 21: acpgate.v1.AgentGateway.CloseSession:output_type -> acpgate.v1.CloseSessionResponse
-	20, // 22: acpgate.v1.AgentGateway.Prompt:output_type -> acpgate.v1.PromptEvent
-	14, // 23: acpgate.v1.AgentGateway.Cancel:output_type -> acpgate.v1.CancelResponse
-	16, // 24: acpgate.v1.AgentGateway.ResolvePermission:output_type -> acpgate.v1.ResolvePermissionResponse
-	17, // [17:25] is the sub-list for method output_type
-	9,  // [9:17] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	24, // 4: acpgate.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	24, // 5: acpgate.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
+	25, // 6: acpgate.v1.Session.available_commands:type_name -> acpgate.v1.AvailableCommands
+	8,  // 7: acpgate.v1.ListSessionsResponse.sessions:type_name -> acpgate.v1.Session
+	26, // 8: acpgate.v1.PromptRequest.prompt:type_name -> acpgate.v1.ContentBlock
+	1,  // 9: acpgate.v1.PromptRequest.on_disconnect:type_name -> acpgate.v1.DisconnectPolicy
+	19, // 10: acpgate.v1.ListTurnsResponse.turns:type_name -> acpgate.v1.Turn
+	2,  // 11: acpgate.v1.Turn.state:type_name -> acpgate.v1.TurnState
+	24, // 12: acpgate.v1.Turn.started_at:type_name -> google.protobuf.Timestamp
+	24, // 13: acpgate.v1.Turn.ended_at:type_name -> google.protobuf.Timestamp
+	27, // 14: acpgate.v1.Turn.terminal:type_name -> acpgate.v1.PromptEvent
+	3,  // 15: acpgate.v1.AgentGateway.ListAgents:input_type -> acpgate.v1.ListAgentsRequest
+	7,  // 16: acpgate.v1.AgentGateway.CreateSession:input_type -> acpgate.v1.CreateSessionRequest
+	9,  // 17: acpgate.v1.AgentGateway.GetSession:input_type -> acpgate.v1.GetSessionRequest
+	10, // 18: acpgate.v1.AgentGateway.ListSessions:input_type -> acpgate.v1.ListSessionsRequest
+	12, // 19: acpgate.v1.AgentGateway.CloseSession:input_type -> acpgate.v1.CloseSessionRequest
+	14, // 20: acpgate.v1.AgentGateway.Prompt:input_type -> acpgate.v1.PromptRequest
+	20, // 21: acpgate.v1.AgentGateway.Cancel:input_type -> acpgate.v1.CancelRequest
+	22, // 22: acpgate.v1.AgentGateway.ResolvePermission:input_type -> acpgate.v1.ResolvePermissionRequest
+	15, // 23: acpgate.v1.AgentGateway.WatchTurn:input_type -> acpgate.v1.WatchTurnRequest
+	16, // 24: acpgate.v1.AgentGateway.GetTurn:input_type -> acpgate.v1.GetTurnRequest
+	17, // 25: acpgate.v1.AgentGateway.ListTurns:input_type -> acpgate.v1.ListTurnsRequest
+	4,  // 26: acpgate.v1.AgentGateway.ListAgents:output_type -> acpgate.v1.ListAgentsResponse
+	8,  // 27: acpgate.v1.AgentGateway.CreateSession:output_type -> acpgate.v1.Session
+	8,  // 28: acpgate.v1.AgentGateway.GetSession:output_type -> acpgate.v1.Session
+	11, // 29: acpgate.v1.AgentGateway.ListSessions:output_type -> acpgate.v1.ListSessionsResponse
+	13, // 30: acpgate.v1.AgentGateway.CloseSession:output_type -> acpgate.v1.CloseSessionResponse
+	27, // 31: acpgate.v1.AgentGateway.Prompt:output_type -> acpgate.v1.PromptEvent
+	21, // 32: acpgate.v1.AgentGateway.Cancel:output_type -> acpgate.v1.CancelResponse
+	23, // 33: acpgate.v1.AgentGateway.ResolvePermission:output_type -> acpgate.v1.ResolvePermissionResponse
+	27, // 34: acpgate.v1.AgentGateway.WatchTurn:output_type -> acpgate.v1.PromptEvent
+	19, // 35: acpgate.v1.AgentGateway.GetTurn:output_type -> acpgate.v1.Turn
+	18, // 36: acpgate.v1.AgentGateway.ListTurns:output_type -> acpgate.v1.ListTurnsResponse
+	26, // [26:37] is the sub-list for method output_type
+	15, // [15:26] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_acpgate_v1_gateway_proto_init() }
@@ -1267,8 +1830,8 @@ func file_acpgate_v1_gateway_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_acpgate_v1_gateway_proto_rawDesc), len(file_acpgate_v1_gateway_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   16,
+			NumEnums:      3,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

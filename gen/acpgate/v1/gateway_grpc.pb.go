@@ -27,6 +27,9 @@ const (
 	AgentGateway_Prompt_FullMethodName            = "/acpgate.v1.AgentGateway/Prompt"
 	AgentGateway_Cancel_FullMethodName            = "/acpgate.v1.AgentGateway/Cancel"
 	AgentGateway_ResolvePermission_FullMethodName = "/acpgate.v1.AgentGateway/ResolvePermission"
+	AgentGateway_WatchTurn_FullMethodName         = "/acpgate.v1.AgentGateway/WatchTurn"
+	AgentGateway_GetTurn_FullMethodName           = "/acpgate.v1.AgentGateway/GetTurn"
+	AgentGateway_ListTurns_FullMethodName         = "/acpgate.v1.AgentGateway/ListTurns"
 )
 
 // AgentGatewayClient is the client API for AgentGateway service.
@@ -78,6 +81,19 @@ type AgentGatewayClient interface {
 	// ResolvePermission answers a permission request that waits for a client
 	// (agents configured with the `ask` policy).
 	ResolvePermission(ctx context.Context, in *ResolvePermissionRequest, opts ...grpc.CallOption) (*ResolvePermissionResponse, error)
+	// WatchTurn streams a turn's events with `seq` greater than `after_seq`:
+	// replayed from the turn's journal, then live as they happen, ending with
+	// the terminal event and status OK. Watching an ended turn replays it and
+	// ends. Any number of watchers may follow a turn, each at its own pace; a
+	// watcher never slows the turn. The events are byte for byte those the
+	// turn's Prompt stream carried (heartbeats aside, which are not
+	// journaled). NOT_FOUND for an unknown turn or one past its retention.
+	WatchTurn(ctx context.Context, in *WatchTurnRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[PromptEvent], error)
+	// GetTurn describes a turn, running or ended.
+	GetTurn(ctx context.Context, in *GetTurnRequest, opts ...grpc.CallOption) (*Turn, error)
+	// ListTurns lists turns, newest first, optionally only one session's or
+	// one agent's.
+	ListTurns(ctx context.Context, in *ListTurnsRequest, opts ...grpc.CallOption) (*ListTurnsResponse, error)
 }
 
 type agentGatewayClient struct {
@@ -177,6 +193,45 @@ func (c *agentGatewayClient) ResolvePermission(ctx context.Context, in *ResolveP
 	return out, nil
 }
 
+func (c *agentGatewayClient) WatchTurn(ctx context.Context, in *WatchTurnRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[PromptEvent], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &AgentGateway_ServiceDesc.Streams[1], AgentGateway_WatchTurn_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchTurnRequest, PromptEvent]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type AgentGateway_WatchTurnClient = grpc.ServerStreamingClient[PromptEvent]
+
+func (c *agentGatewayClient) GetTurn(ctx context.Context, in *GetTurnRequest, opts ...grpc.CallOption) (*Turn, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Turn)
+	err := c.cc.Invoke(ctx, AgentGateway_GetTurn_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *agentGatewayClient) ListTurns(ctx context.Context, in *ListTurnsRequest, opts ...grpc.CallOption) (*ListTurnsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListTurnsResponse)
+	err := c.cc.Invoke(ctx, AgentGateway_ListTurns_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AgentGatewayServer is the server API for AgentGateway service.
 // All implementations must embed UnimplementedAgentGatewayServer
 // for forward compatibility.
@@ -226,6 +281,19 @@ type AgentGatewayServer interface {
 	// ResolvePermission answers a permission request that waits for a client
 	// (agents configured with the `ask` policy).
 	ResolvePermission(context.Context, *ResolvePermissionRequest) (*ResolvePermissionResponse, error)
+	// WatchTurn streams a turn's events with `seq` greater than `after_seq`:
+	// replayed from the turn's journal, then live as they happen, ending with
+	// the terminal event and status OK. Watching an ended turn replays it and
+	// ends. Any number of watchers may follow a turn, each at its own pace; a
+	// watcher never slows the turn. The events are byte for byte those the
+	// turn's Prompt stream carried (heartbeats aside, which are not
+	// journaled). NOT_FOUND for an unknown turn or one past its retention.
+	WatchTurn(*WatchTurnRequest, grpc.ServerStreamingServer[PromptEvent]) error
+	// GetTurn describes a turn, running or ended.
+	GetTurn(context.Context, *GetTurnRequest) (*Turn, error)
+	// ListTurns lists turns, newest first, optionally only one session's or
+	// one agent's.
+	ListTurns(context.Context, *ListTurnsRequest) (*ListTurnsResponse, error)
 	mustEmbedUnimplementedAgentGatewayServer()
 }
 
@@ -259,6 +327,15 @@ func (UnimplementedAgentGatewayServer) Cancel(context.Context, *CancelRequest) (
 }
 func (UnimplementedAgentGatewayServer) ResolvePermission(context.Context, *ResolvePermissionRequest) (*ResolvePermissionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ResolvePermission not implemented")
+}
+func (UnimplementedAgentGatewayServer) WatchTurn(*WatchTurnRequest, grpc.ServerStreamingServer[PromptEvent]) error {
+	return status.Error(codes.Unimplemented, "method WatchTurn not implemented")
+}
+func (UnimplementedAgentGatewayServer) GetTurn(context.Context, *GetTurnRequest) (*Turn, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetTurn not implemented")
+}
+func (UnimplementedAgentGatewayServer) ListTurns(context.Context, *ListTurnsRequest) (*ListTurnsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListTurns not implemented")
 }
 func (UnimplementedAgentGatewayServer) mustEmbedUnimplementedAgentGatewayServer() {}
 func (UnimplementedAgentGatewayServer) testEmbeddedByValue()                      {}
@@ -418,6 +495,53 @@ func _AgentGateway_ResolvePermission_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AgentGateway_WatchTurn_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchTurnRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(AgentGatewayServer).WatchTurn(m, &grpc.GenericServerStream[WatchTurnRequest, PromptEvent]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type AgentGateway_WatchTurnServer = grpc.ServerStreamingServer[PromptEvent]
+
+func _AgentGateway_GetTurn_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetTurnRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentGatewayServer).GetTurn(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentGateway_GetTurn_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentGatewayServer).GetTurn(ctx, req.(*GetTurnRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AgentGateway_ListTurns_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListTurnsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentGatewayServer).ListTurns(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentGateway_ListTurns_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentGatewayServer).ListTurns(ctx, req.(*ListTurnsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AgentGateway_ServiceDesc is the grpc.ServiceDesc for AgentGateway service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -453,11 +577,24 @@ var AgentGateway_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "ResolvePermission",
 			Handler:    _AgentGateway_ResolvePermission_Handler,
 		},
+		{
+			MethodName: "GetTurn",
+			Handler:    _AgentGateway_GetTurn_Handler,
+		},
+		{
+			MethodName: "ListTurns",
+			Handler:    _AgentGateway_ListTurns_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
 			StreamName:    "Prompt",
 			Handler:       _AgentGateway_Prompt_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "WatchTurn",
+			Handler:       _AgentGateway_WatchTurn_Handler,
 			ServerStreams: true,
 		},
 	},

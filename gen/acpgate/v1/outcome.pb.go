@@ -117,6 +117,10 @@ const (
 	// `handshake_timeout`. The message names the step that hung; the agent
 	// was stopped.
 	TransportReason_TRANSPORT_REASON_HANDSHAKE_TIMEOUT TransportReason = 4
+	// The gateway stopped (crashed, was killed or restarted) while the turn
+	// ran. Found in the turn's journal when the gateway started again: the
+	// turn's agent died with it, and its last events may be missing.
+	TransportReason_TRANSPORT_REASON_GATEWAY_STOPPED TransportReason = 5
 )
 
 // Enum value maps for TransportReason.
@@ -127,6 +131,7 @@ var (
 		2: "TRANSPORT_REASON_STREAM_ENDED",
 		3: "TRANSPORT_REASON_TRANSPORT_FAILED",
 		4: "TRANSPORT_REASON_HANDSHAKE_TIMEOUT",
+		5: "TRANSPORT_REASON_GATEWAY_STOPPED",
 	}
 	TransportReason_value = map[string]int32{
 		"TRANSPORT_REASON_UNSPECIFIED":       0,
@@ -134,6 +139,7 @@ var (
 		"TRANSPORT_REASON_STREAM_ENDED":      2,
 		"TRANSPORT_REASON_TRANSPORT_FAILED":  3,
 		"TRANSPORT_REASON_HANDSHAKE_TIMEOUT": 4,
+		"TRANSPORT_REASON_GATEWAY_STOPPED":   5,
 	}
 )
 
@@ -518,7 +524,23 @@ type HarnessError struct {
 	//	*HarnessError_PolicyRefused
 	//	*HarnessError_CapabilityNotSupported
 	//	*HarnessError_StaleTarget
-	Kind          isHarnessError_Kind `protobuf_oneof:"kind"`
+	//	*HarnessError_Gateway
+	Kind isHarnessError_Kind `protobuf_oneof:"kind"`
+	// True only where running the same prompt again may succeed:
+	//
+	//	transport (the agent could not be started, did not complete its
+	//	handshake in time, the channel broke or the agent exited mid-turn,
+	//	the gateway stopped while the turn ran)          retryable
+	//	gateway (the gateway could not journal the turn)  retryable
+	//	harness with `cancelled` where the gateway's own shutdown cancelled
+	//	the turn                                          retryable
+	//	policy_refused, harness (max_tokens, max_turn_requests, auth_required,
+	//	other cancellations, errors the agent reported), protocol,
+	//	capability_not_supported, stale_target           not retryable
+	//
+	// A workflow engine maps `retryable: false` onto a non-retryable
+	// application error.
+	Retryable     bool `protobuf:"varint,3,opt,name=retryable,proto3" json:"retryable,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -628,6 +650,22 @@ func (x *HarnessError) GetStaleTarget() *StaleTarget {
 	return nil
 }
 
+func (x *HarnessError) GetGateway() *GatewayFailure {
+	if x != nil {
+		if x, ok := x.Kind.(*HarnessError_Gateway); ok {
+			return x.Gateway
+		}
+	}
+	return nil
+}
+
+func (x *HarnessError) GetRetryable() bool {
+	if x != nil {
+		return x.Retryable
+	}
+	return false
+}
+
 type isHarnessError_Kind interface {
 	isHarnessError_Kind()
 }
@@ -664,6 +702,13 @@ type HarnessError_StaleTarget struct {
 	StaleTarget *StaleTarget `protobuf:"bytes,15,opt,name=stale_target,json=staleTarget,proto3,oneof"`
 }
 
+type HarnessError_Gateway struct {
+	// The gateway itself failed the turn: it could not write the turn's
+	// journal (a full disk, say). Nothing is known to be wrong with the
+	// agent.
+	Gateway *GatewayFailure `protobuf:"bytes,16,opt,name=gateway,proto3,oneof"`
+}
+
 func (*HarnessError_Transport) isHarnessError_Kind() {}
 
 func (*HarnessError_Protocol) isHarnessError_Kind() {}
@@ -675,6 +720,54 @@ func (*HarnessError_PolicyRefused) isHarnessError_Kind() {}
 func (*HarnessError_CapabilityNotSupported) isHarnessError_Kind() {}
 
 func (*HarnessError_StaleTarget) isHarnessError_Kind() {}
+
+func (*HarnessError_Gateway) isHarnessError_Kind() {}
+
+// GatewayFailure is a turn the gateway itself could not carry through.
+type GatewayFailure struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What failed, as the gateway observed it.
+	Detail        string `protobuf:"bytes,1,opt,name=detail,proto3" json:"detail,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GatewayFailure) Reset() {
+	*x = GatewayFailure{}
+	mi := &file_acpgate_v1_outcome_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GatewayFailure) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GatewayFailure) ProtoMessage() {}
+
+func (x *GatewayFailure) ProtoReflect() protoreflect.Message {
+	mi := &file_acpgate_v1_outcome_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GatewayFailure.ProtoReflect.Descriptor instead.
+func (*GatewayFailure) Descriptor() ([]byte, []int) {
+	return file_acpgate_v1_outcome_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *GatewayFailure) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
 
 // PartialOutput is the text an agent produced in a turn that did not
 // complete.
@@ -695,7 +788,7 @@ type PartialOutput struct {
 
 func (x *PartialOutput) Reset() {
 	*x = PartialOutput{}
-	mi := &file_acpgate_v1_outcome_proto_msgTypes[3]
+	mi := &file_acpgate_v1_outcome_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -707,7 +800,7 @@ func (x *PartialOutput) String() string {
 func (*PartialOutput) ProtoMessage() {}
 
 func (x *PartialOutput) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_outcome_proto_msgTypes[3]
+	mi := &file_acpgate_v1_outcome_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -720,7 +813,7 @@ func (x *PartialOutput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartialOutput.ProtoReflect.Descriptor instead.
 func (*PartialOutput) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_outcome_proto_rawDescGZIP(), []int{3}
+	return file_acpgate_v1_outcome_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *PartialOutput) GetText() string {
@@ -767,7 +860,7 @@ type TransportFailure struct {
 
 func (x *TransportFailure) Reset() {
 	*x = TransportFailure{}
-	mi := &file_acpgate_v1_outcome_proto_msgTypes[4]
+	mi := &file_acpgate_v1_outcome_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -779,7 +872,7 @@ func (x *TransportFailure) String() string {
 func (*TransportFailure) ProtoMessage() {}
 
 func (x *TransportFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_outcome_proto_msgTypes[4]
+	mi := &file_acpgate_v1_outcome_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -792,7 +885,7 @@ func (x *TransportFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransportFailure.ProtoReflect.Descriptor instead.
 func (*TransportFailure) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_outcome_proto_rawDescGZIP(), []int{4}
+	return file_acpgate_v1_outcome_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *TransportFailure) GetReason() TransportReason {
@@ -845,7 +938,7 @@ type ProtocolViolation struct {
 
 func (x *ProtocolViolation) Reset() {
 	*x = ProtocolViolation{}
-	mi := &file_acpgate_v1_outcome_proto_msgTypes[5]
+	mi := &file_acpgate_v1_outcome_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -857,7 +950,7 @@ func (x *ProtocolViolation) String() string {
 func (*ProtocolViolation) ProtoMessage() {}
 
 func (x *ProtocolViolation) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_outcome_proto_msgTypes[5]
+	mi := &file_acpgate_v1_outcome_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -870,7 +963,7 @@ func (x *ProtocolViolation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProtocolViolation.ProtoReflect.Descriptor instead.
 func (*ProtocolViolation) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_outcome_proto_rawDescGZIP(), []int{5}
+	return file_acpgate_v1_outcome_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ProtocolViolation) GetDetail() string {
@@ -910,7 +1003,7 @@ type HarnessFailure struct {
 
 func (x *HarnessFailure) Reset() {
 	*x = HarnessFailure{}
-	mi := &file_acpgate_v1_outcome_proto_msgTypes[6]
+	mi := &file_acpgate_v1_outcome_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -922,7 +1015,7 @@ func (x *HarnessFailure) String() string {
 func (*HarnessFailure) ProtoMessage() {}
 
 func (x *HarnessFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_outcome_proto_msgTypes[6]
+	mi := &file_acpgate_v1_outcome_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -935,7 +1028,7 @@ func (x *HarnessFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HarnessFailure.ProtoReflect.Descriptor instead.
 func (*HarnessFailure) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_outcome_proto_rawDescGZIP(), []int{6}
+	return file_acpgate_v1_outcome_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *HarnessFailure) GetStopKind() StopKind {
@@ -984,7 +1077,7 @@ type PolicyRefusal struct {
 
 func (x *PolicyRefusal) Reset() {
 	*x = PolicyRefusal{}
-	mi := &file_acpgate_v1_outcome_proto_msgTypes[7]
+	mi := &file_acpgate_v1_outcome_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -996,7 +1089,7 @@ func (x *PolicyRefusal) String() string {
 func (*PolicyRefusal) ProtoMessage() {}
 
 func (x *PolicyRefusal) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_outcome_proto_msgTypes[7]
+	mi := &file_acpgate_v1_outcome_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1009,7 +1102,7 @@ func (x *PolicyRefusal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicyRefusal.ProtoReflect.Descriptor instead.
 func (*PolicyRefusal) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_outcome_proto_rawDescGZIP(), []int{7}
+	return file_acpgate_v1_outcome_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *PolicyRefusal) GetDetection() RefusalDetection {
@@ -1031,7 +1124,7 @@ type CapabilityNotSupported struct {
 
 func (x *CapabilityNotSupported) Reset() {
 	*x = CapabilityNotSupported{}
-	mi := &file_acpgate_v1_outcome_proto_msgTypes[8]
+	mi := &file_acpgate_v1_outcome_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1043,7 +1136,7 @@ func (x *CapabilityNotSupported) String() string {
 func (*CapabilityNotSupported) ProtoMessage() {}
 
 func (x *CapabilityNotSupported) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_outcome_proto_msgTypes[8]
+	mi := &file_acpgate_v1_outcome_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1056,7 +1149,7 @@ func (x *CapabilityNotSupported) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CapabilityNotSupported.ProtoReflect.Descriptor instead.
 func (*CapabilityNotSupported) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_outcome_proto_rawDescGZIP(), []int{8}
+	return file_acpgate_v1_outcome_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CapabilityNotSupported) GetPrimitive() string {
@@ -1078,7 +1171,7 @@ type StaleTarget struct {
 
 func (x *StaleTarget) Reset() {
 	*x = StaleTarget{}
-	mi := &file_acpgate_v1_outcome_proto_msgTypes[9]
+	mi := &file_acpgate_v1_outcome_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1090,7 +1183,7 @@ func (x *StaleTarget) String() string {
 func (*StaleTarget) ProtoMessage() {}
 
 func (x *StaleTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_outcome_proto_msgTypes[9]
+	mi := &file_acpgate_v1_outcome_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1103,7 +1196,7 @@ func (x *StaleTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StaleTarget.ProtoReflect.Descriptor instead.
 func (*StaleTarget) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_outcome_proto_rawDescGZIP(), []int{9}
+	return file_acpgate_v1_outcome_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *StaleTarget) GetDetail() string {
@@ -1155,7 +1248,7 @@ const file_acpgate_v1_outcome_proto_rawDesc = "" +
 	"\n" +
 	"text_bytes\x18\t \x01(\x04R\ttextBytes\x12.\n" +
 	"\x13final_message_bytes\x18\n" +
-	" \x01(\x04R\x11finalMessageBytes\"\xfa\x03\n" +
+	" \x01(\x04R\x11finalMessageBytes\"\xd0\x04\n" +
 	"\fHarnessError\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\tR\amessage\x123\n" +
 	"\apartial\x18\x02 \x01(\v2\x19.acpgate.v1.PartialOutputR\apartial\x12<\n" +
@@ -1165,8 +1258,12 @@ const file_acpgate_v1_outcome_proto_rawDesc = "" +
 	"\aharness\x18\f \x01(\v2\x1a.acpgate.v1.HarnessFailureH\x00R\aharness\x12B\n" +
 	"\x0epolicy_refused\x18\r \x01(\v2\x19.acpgate.v1.PolicyRefusalH\x00R\rpolicyRefused\x12^\n" +
 	"\x18capability_not_supported\x18\x0e \x01(\v2\".acpgate.v1.CapabilityNotSupportedH\x00R\x16capabilityNotSupported\x12<\n" +
-	"\fstale_target\x18\x0f \x01(\v2\x17.acpgate.v1.StaleTargetH\x00R\vstaleTargetB\x06\n" +
-	"\x04kind\"b\n" +
+	"\fstale_target\x18\x0f \x01(\v2\x17.acpgate.v1.StaleTargetH\x00R\vstaleTarget\x126\n" +
+	"\agateway\x18\x10 \x01(\v2\x1a.acpgate.v1.GatewayFailureH\x00R\agateway\x12\x1c\n" +
+	"\tretryable\x18\x03 \x01(\bR\tretryableB\x06\n" +
+	"\x04kind\"(\n" +
+	"\x0eGatewayFailure\x12\x16\n" +
+	"\x06detail\x18\x01 \x01(\tR\x06detail\"b\n" +
 	"\rPartialOutput\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12\x1c\n" +
 	"\ttruncated\x18\x02 \x01(\bR\ttruncated\x12\x1f\n" +
@@ -1203,13 +1300,14 @@ const file_acpgate_v1_outcome_proto_rawDesc = "" +
 	"\x14STOP_KIND_MAX_TOKENS\x10\x02\x12\x1f\n" +
 	"\x1bSTOP_KIND_MAX_TURN_REQUESTS\x10\x03\x12\x15\n" +
 	"\x11STOP_KIND_REFUSAL\x10\x04\x12\x17\n" +
-	"\x13STOP_KIND_CANCELLED\x10\x05*\xc8\x01\n" +
+	"\x13STOP_KIND_CANCELLED\x10\x05*\xee\x01\n" +
 	"\x0fTransportReason\x12 \n" +
 	"\x1cTRANSPORT_REASON_UNSPECIFIED\x10\x00\x12!\n" +
 	"\x1dTRANSPORT_REASON_SPAWN_FAILED\x10\x01\x12!\n" +
 	"\x1dTRANSPORT_REASON_STREAM_ENDED\x10\x02\x12%\n" +
 	"!TRANSPORT_REASON_TRANSPORT_FAILED\x10\x03\x12&\n" +
-	"\"TRANSPORT_REASON_HANDSHAKE_TIMEOUT\x10\x04*W\n" +
+	"\"TRANSPORT_REASON_HANDSHAKE_TIMEOUT\x10\x04\x12$\n" +
+	" TRANSPORT_REASON_GATEWAY_STOPPED\x10\x05*W\n" +
 	"\x10RefusalDetection\x12!\n" +
 	"\x1dREFUSAL_DETECTION_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cREFUSAL_DETECTION_STRUCTURED\x10\x01B5Z3github.com/acpgate/acpgate/gen/acpgate/v1;acpgatev1b\x06proto3"
@@ -1227,7 +1325,7 @@ func file_acpgate_v1_outcome_proto_rawDescGZIP() []byte {
 }
 
 var file_acpgate_v1_outcome_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_acpgate_v1_outcome_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_acpgate_v1_outcome_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_acpgate_v1_outcome_proto_goTypes = []any{
 	(StopKind)(0),                  // 0: acpgate.v1.StopKind
 	(TransportReason)(0),           // 1: acpgate.v1.TransportReason
@@ -1235,32 +1333,34 @@ var file_acpgate_v1_outcome_proto_goTypes = []any{
 	(*Usage)(nil),                  // 3: acpgate.v1.Usage
 	(*PromptOutcome)(nil),          // 4: acpgate.v1.PromptOutcome
 	(*HarnessError)(nil),           // 5: acpgate.v1.HarnessError
-	(*PartialOutput)(nil),          // 6: acpgate.v1.PartialOutput
-	(*TransportFailure)(nil),       // 7: acpgate.v1.TransportFailure
-	(*ProtocolViolation)(nil),      // 8: acpgate.v1.ProtocolViolation
-	(*HarnessFailure)(nil),         // 9: acpgate.v1.HarnessFailure
-	(*PolicyRefusal)(nil),          // 10: acpgate.v1.PolicyRefusal
-	(*CapabilityNotSupported)(nil), // 11: acpgate.v1.CapabilityNotSupported
-	(*StaleTarget)(nil),            // 12: acpgate.v1.StaleTarget
+	(*GatewayFailure)(nil),         // 6: acpgate.v1.GatewayFailure
+	(*PartialOutput)(nil),          // 7: acpgate.v1.PartialOutput
+	(*TransportFailure)(nil),       // 8: acpgate.v1.TransportFailure
+	(*ProtocolViolation)(nil),      // 9: acpgate.v1.ProtocolViolation
+	(*HarnessFailure)(nil),         // 10: acpgate.v1.HarnessFailure
+	(*PolicyRefusal)(nil),          // 11: acpgate.v1.PolicyRefusal
+	(*CapabilityNotSupported)(nil), // 12: acpgate.v1.CapabilityNotSupported
+	(*StaleTarget)(nil),            // 13: acpgate.v1.StaleTarget
 }
 var file_acpgate_v1_outcome_proto_depIdxs = []int32{
 	0,  // 0: acpgate.v1.PromptOutcome.stop_kind:type_name -> acpgate.v1.StopKind
 	3,  // 1: acpgate.v1.PromptOutcome.usage:type_name -> acpgate.v1.Usage
-	6,  // 2: acpgate.v1.HarnessError.partial:type_name -> acpgate.v1.PartialOutput
-	7,  // 3: acpgate.v1.HarnessError.transport:type_name -> acpgate.v1.TransportFailure
-	8,  // 4: acpgate.v1.HarnessError.protocol:type_name -> acpgate.v1.ProtocolViolation
-	9,  // 5: acpgate.v1.HarnessError.harness:type_name -> acpgate.v1.HarnessFailure
-	10, // 6: acpgate.v1.HarnessError.policy_refused:type_name -> acpgate.v1.PolicyRefusal
-	11, // 7: acpgate.v1.HarnessError.capability_not_supported:type_name -> acpgate.v1.CapabilityNotSupported
-	12, // 8: acpgate.v1.HarnessError.stale_target:type_name -> acpgate.v1.StaleTarget
-	1,  // 9: acpgate.v1.TransportFailure.reason:type_name -> acpgate.v1.TransportReason
-	0,  // 10: acpgate.v1.HarnessFailure.stop_kind:type_name -> acpgate.v1.StopKind
-	2,  // 11: acpgate.v1.PolicyRefusal.detection:type_name -> acpgate.v1.RefusalDetection
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	7,  // 2: acpgate.v1.HarnessError.partial:type_name -> acpgate.v1.PartialOutput
+	8,  // 3: acpgate.v1.HarnessError.transport:type_name -> acpgate.v1.TransportFailure
+	9,  // 4: acpgate.v1.HarnessError.protocol:type_name -> acpgate.v1.ProtocolViolation
+	10, // 5: acpgate.v1.HarnessError.harness:type_name -> acpgate.v1.HarnessFailure
+	11, // 6: acpgate.v1.HarnessError.policy_refused:type_name -> acpgate.v1.PolicyRefusal
+	12, // 7: acpgate.v1.HarnessError.capability_not_supported:type_name -> acpgate.v1.CapabilityNotSupported
+	13, // 8: acpgate.v1.HarnessError.stale_target:type_name -> acpgate.v1.StaleTarget
+	6,  // 9: acpgate.v1.HarnessError.gateway:type_name -> acpgate.v1.GatewayFailure
+	1,  // 10: acpgate.v1.TransportFailure.reason:type_name -> acpgate.v1.TransportReason
+	0,  // 11: acpgate.v1.HarnessFailure.stop_kind:type_name -> acpgate.v1.StopKind
+	2,  // 12: acpgate.v1.PolicyRefusal.detection:type_name -> acpgate.v1.RefusalDetection
+	13, // [13:13] is the sub-list for method output_type
+	13, // [13:13] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_acpgate_v1_outcome_proto_init() }
@@ -1276,16 +1376,17 @@ func file_acpgate_v1_outcome_proto_init() {
 		(*HarnessError_PolicyRefused)(nil),
 		(*HarnessError_CapabilityNotSupported)(nil),
 		(*HarnessError_StaleTarget)(nil),
+		(*HarnessError_Gateway)(nil),
 	}
-	file_acpgate_v1_outcome_proto_msgTypes[4].OneofWrappers = []any{}
-	file_acpgate_v1_outcome_proto_msgTypes[6].OneofWrappers = []any{}
+	file_acpgate_v1_outcome_proto_msgTypes[5].OneofWrappers = []any{}
+	file_acpgate_v1_outcome_proto_msgTypes[7].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_acpgate_v1_outcome_proto_rawDesc), len(file_acpgate_v1_outcome_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   10,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -67,6 +67,21 @@ class AgentGatewayStub(object):
                 request_serializer=acpgate_dot_v1_dot_gateway__pb2.ResolvePermissionRequest.SerializeToString,
                 response_deserializer=acpgate_dot_v1_dot_gateway__pb2.ResolvePermissionResponse.FromString,
                 )
+        self.WatchTurn = channel.unary_stream(
+                '/acpgate.v1.AgentGateway/WatchTurn',
+                request_serializer=acpgate_dot_v1_dot_gateway__pb2.WatchTurnRequest.SerializeToString,
+                response_deserializer=acpgate_dot_v1_dot_events__pb2.PromptEvent.FromString,
+                )
+        self.GetTurn = channel.unary_unary(
+                '/acpgate.v1.AgentGateway/GetTurn',
+                request_serializer=acpgate_dot_v1_dot_gateway__pb2.GetTurnRequest.SerializeToString,
+                response_deserializer=acpgate_dot_v1_dot_gateway__pb2.Turn.FromString,
+                )
+        self.ListTurns = channel.unary_unary(
+                '/acpgate.v1.AgentGateway/ListTurns',
+                request_serializer=acpgate_dot_v1_dot_gateway__pb2.ListTurnsRequest.SerializeToString,
+                response_deserializer=acpgate_dot_v1_dot_gateway__pb2.ListTurnsResponse.FromString,
+                )
 
 
 class AgentGatewayServicer(object):
@@ -156,6 +171,34 @@ class AgentGatewayServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WatchTurn(self, request, context):
+        """WatchTurn streams a turn's events with `seq` greater than `after_seq`:
+        replayed from the turn's journal, then live as they happen, ending with
+        the terminal event and status OK. Watching an ended turn replays it and
+        ends. Any number of watchers may follow a turn, each at its own pace; a
+        watcher never slows the turn. The events are byte for byte those the
+        turn's Prompt stream carried (heartbeats aside, which are not
+        journaled). NOT_FOUND for an unknown turn or one past its retention.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetTurn(self, request, context):
+        """GetTurn describes a turn, running or ended.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListTurns(self, request, context):
+        """ListTurns lists turns, newest first, optionally only one session's or
+        one agent's.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AgentGatewayServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -198,6 +241,21 @@ def add_AgentGatewayServicer_to_server(servicer, server):
                     servicer.ResolvePermission,
                     request_deserializer=acpgate_dot_v1_dot_gateway__pb2.ResolvePermissionRequest.FromString,
                     response_serializer=acpgate_dot_v1_dot_gateway__pb2.ResolvePermissionResponse.SerializeToString,
+            ),
+            'WatchTurn': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchTurn,
+                    request_deserializer=acpgate_dot_v1_dot_gateway__pb2.WatchTurnRequest.FromString,
+                    response_serializer=acpgate_dot_v1_dot_events__pb2.PromptEvent.SerializeToString,
+            ),
+            'GetTurn': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetTurn,
+                    request_deserializer=acpgate_dot_v1_dot_gateway__pb2.GetTurnRequest.FromString,
+                    response_serializer=acpgate_dot_v1_dot_gateway__pb2.Turn.SerializeToString,
+            ),
+            'ListTurns': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListTurns,
+                    request_deserializer=acpgate_dot_v1_dot_gateway__pb2.ListTurnsRequest.FromString,
+                    response_serializer=acpgate_dot_v1_dot_gateway__pb2.ListTurnsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -354,5 +412,56 @@ class AgentGateway(object):
         return grpc.experimental.unary_unary(request, target, '/acpgate.v1.AgentGateway/ResolvePermission',
             acpgate_dot_v1_dot_gateway__pb2.ResolvePermissionRequest.SerializeToString,
             acpgate_dot_v1_dot_gateway__pb2.ResolvePermissionResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def WatchTurn(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(request, target, '/acpgate.v1.AgentGateway/WatchTurn',
+            acpgate_dot_v1_dot_gateway__pb2.WatchTurnRequest.SerializeToString,
+            acpgate_dot_v1_dot_events__pb2.PromptEvent.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetTurn(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/acpgate.v1.AgentGateway/GetTurn',
+            acpgate_dot_v1_dot_gateway__pb2.GetTurnRequest.SerializeToString,
+            acpgate_dot_v1_dot_gateway__pb2.Turn.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListTurns(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/acpgate.v1.AgentGateway/ListTurns',
+            acpgate_dot_v1_dot_gateway__pb2.ListTurnsRequest.SerializeToString,
+            acpgate_dot_v1_dot_gateway__pb2.ListTurnsResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

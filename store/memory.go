@@ -1,0 +1,197 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Memory is a Store in the process's memory: nothing survives the process.
+// Its journals grow with their turns (bounded by the gateway's
+// max_turn_bytes per turn) until retention deletes them.
+type Memory struct {
+	mu        sync.Mutex
+	turns     map[string]*memTurn
+	byRequest map[string][]string // request id → turn ids, by attempt
+}
+
+type memTurn struct {
+	rec    Turn
+	events []Event
+}
+
+// NewMemory returns an empty Memory store.
+func NewMemory() *Memory {
+	return &Memory{turns: make(map[string]*memTurn), byRequest: make(map[string][]string)}
+}
+
+var _ Store = (*Memory)(nil)
+
+func (m *Memory) Begin(_ context.Context, t Turn) (Turn, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, dup := m.turns[t.ID]; dup {
+		return Turn{}, false, fmt.Errorf("memory store: turn %q exists already", t.ID)
+	}
+	if t.RequestID != "" {
+		if ids := m.byRequest[t.RequestID]; len(ids) > 0 {
+			latest := m.turns[ids[len(ids)-1]].rec
+			if latest.Attempt >= t.Attempt {
+				return cloneTurn(latest), false, nil
+			}
+		}
+		m.byRequest[t.RequestID] = append(m.byRequest[t.RequestID], t.ID)
+	}
+	t.EndedAt, t.LastSeq, t.Terminal = time.Time{}, 0, nil
+	m.turns[t.ID] = &memTurn{rec: cloneTurn(t)}
+	return Turn{}, true, nil
+}
+
+func (m *Memory) Started(_ context.Context, turnID, sessionID string, started Event) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mt, err := m.running(turnID)
+	if err != nil {
+		return err
+	}
+	mt.rec.SessionID = sessionID
+	return mt.append([]Event{started})
+}
+
+func (m *Memory) Append(_ context.Context, turnID string, events []Event) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mt, err := m.running(turnID)
+	if err != nil {
+		return err
+	}
+	return mt.append(events)
+}
+
+func (m *Memory) End(_ context.Context, turnID string, terminal Event, endedAt time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mt, err := m.running(turnID)
+	if err != nil {
+		return err
+	}
+	if err := mt.append([]Event{terminal}); err != nil {
+		return err
+	}
+	mt.rec.EndedAt = endedAt
+	mt.rec.Terminal = bytes.Clone(terminal.Data)
+	return nil
+}
+
+func (m *Memory) running(turnID string) (*memTurn, error) {
+	mt, ok := m.turns[turnID]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	if !mt.rec.Running() {
+		return nil, ErrEnded
+	}
+	return mt, nil
+}
+
+func (mt *memTurn) append(events []Event) error {
+	for _, e := range events {
+		if e.Seq != mt.rec.LastSeq+1 {
+			return fmt.Errorf("memory store: turn %q: event seq %d does not follow %d", mt.rec.ID, e.Seq, mt.rec.LastSeq)
+		}
+		mt.events = append(mt.events, Event{Seq: e.Seq, Data: bytes.Clone(e.Data)})
+		mt.rec.LastSeq = e.Seq
+	}
+	return nil
+}
+
+func (m *Memory) Get(_ context.Context, turnID string) (Turn, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mt, ok := m.turns[turnID]
+	if !ok {
+		return Turn{}, ErrNotFound
+	}
+	return cloneTurn(mt.rec), nil
+}
+
+func (m *Memory) List(_ context.Context, f Filter, limit int, from *Position) ([]Turn, error) {
+	m.mu.Lock()
+	var all []Turn
+	for _, mt := range m.turns {
+		if (f.SessionID == "" || mt.rec.SessionID == f.SessionID) && (f.Agent == "" || mt.rec.Agent == f.Agent) {
+			all = append(all, mt.rec)
+		}
+	}
+	m.mu.Unlock()
+	slices.SortFunc(all, func(a, b Turn) int { return -ComparePositions(PositionOf(a), PositionOf(b)) })
+	var out []Turn
+	for _, t := range all {
+		if from != nil && ComparePositions(PositionOf(t), *from) >= 0 {
+			continue
+		}
+		if len(out) == limit {
+			break
+		}
+		out = append(out, cloneTurn(t))
+	}
+	return out, nil
+}
+
+func (m *Memory) Events(_ context.Context, turnID string, afterSeq uint64, limit int) ([]Event, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mt, ok := m.turns[turnID]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	// Seqs run 1, 2, 3…: event n is at index n-1.
+	if afterSeq >= uint64(len(mt.events)) {
+		return nil, nil
+	}
+	end := min(uint64(len(mt.events)), afterSeq+uint64(limit))
+	return slices.Clone(mt.events[afterSeq:end]), nil
+}
+
+func (m *Memory) Running(context.Context) ([]Turn, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []Turn
+	for _, mt := range m.turns {
+		if mt.rec.Running() {
+			out = append(out, cloneTurn(mt.rec))
+		}
+	}
+	return out, nil
+}
+
+func (m *Memory) DeleteEnded(_ context.Context, before time.Time) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for id, mt := range m.turns {
+		if mt.rec.Running() || !mt.rec.EndedAt.Before(before) {
+			continue
+		}
+		delete(m.turns, id)
+		if r := mt.rec.RequestID; r != "" {
+			m.byRequest[r] = slices.DeleteFunc(m.byRequest[r], func(x string) bool { return x == id })
+			if len(m.byRequest[r]) == 0 {
+				delete(m.byRequest, r)
+			}
+		}
+		n++
+	}
+	return n, nil
+}
+
+func (m *Memory) Close() error { return nil }
+
+func cloneTurn(t Turn) Turn {
+	t.PromptHash = bytes.Clone(t.PromptHash)
+	t.Terminal = bytes.Clone(t.Terminal)
+	return t
+}

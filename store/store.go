@@ -1,0 +1,113 @@
+// Package store keeps acpgate's durable turns: each turn's record and the
+// journal of the events its stream carried, so that a turn outlives the
+// stream that started it and, with a persistent store, the gateway process.
+//
+// The gateway numbers and encodes events itself; a store keeps them as
+// opaque bytes in seq order, which is what makes a replay byte-identical to
+// what a live stream carried. Two implementations: Memory (nothing
+// survives the process) and SQLite (one file, the default). The interface
+// is small so that a shared database for several gateway replicas fits
+// behind it without changing callers; storetest holds the one test suite
+// every implementation passes.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Turn is a turn's record.
+type Turn struct {
+	// ID is the turn's id, unique across every gateway run.
+	ID string
+	// RequestID is the client's idempotency key; "" when it gave none.
+	RequestID string
+	// Attempt counts the turns of one RequestID: 1, then 2 for the
+	// resubmission after a retryable ending, and so on. 1 without one.
+	Attempt uint32
+	// Agent is the configured agent name.
+	Agent string
+	// SessionID is the session the turn ran in; "" until it is known.
+	SessionID string
+	// Target is what RequestID is bound to, as the gateway words it
+	// ("agent:NAME" or "session:ID").
+	Target string
+	// PromptHash identifies the prompt content RequestID is bound to.
+	PromptHash []byte
+	// StartedAt is when the turn started.
+	StartedAt time.Time
+	// EndedAt is when it ended; zero while it runs.
+	EndedAt time.Time
+	// LastSeq is the seq of the last journaled event.
+	LastSeq uint64
+	// Terminal is the terminal event, encoded; nil while the turn runs.
+	Terminal []byte
+}
+
+// Running reports whether the turn has not ended.
+func (t Turn) Running() bool { return t.EndedAt.IsZero() }
+
+// Event is one journaled event: its seq and its encoding.
+type Event struct {
+	Seq  uint64
+	Data []byte
+}
+
+// Filter selects turns for List; empty fields select everything.
+type Filter struct {
+	SessionID string
+	Agent     string
+}
+
+// Position is where a page of List starts: after the turn that started at
+// StartedAt with id ID, in List's order.
+type Position struct {
+	StartedAt time.Time
+	ID        string
+}
+
+// Errors a Store reports.
+var (
+	// ErrNotFound: no such turn (or it is past its retention).
+	ErrNotFound = errors.New("no such turn")
+	// ErrEnded: the turn has ended; its journal takes no more events.
+	ErrEnded = errors.New("the turn has ended")
+)
+
+// Store keeps turns and their journals. Its methods are safe for
+// concurrent use. Errors other than the ones above carry the store's own
+// context (its path, the operation).
+type Store interface {
+	// Begin records t as a new running turn, unless t.RequestID is set
+	// and a turn with that RequestID and an attempt of t.Attempt or later
+	// exists: then it records nothing and returns the latest attempt of
+	// that RequestID with created false. The check and the insert are one
+	// atomic step, so two concurrent submissions of one key start one
+	// turn.
+	Begin(ctx context.Context, t Turn) (existing Turn, created bool, err error)
+	// Started journals the turn's first event (seq 1, `started`) and sets
+	// its SessionID.
+	Started(ctx context.Context, turnID, sessionID string, started Event) error
+	// Append journals events of a running turn, in seq order, each seq
+	// following the last journaled one.
+	Append(ctx context.Context, turnID string, events []Event) error
+	// End journals the terminal event, which follows the last journaled
+	// event, and marks the turn ended at endedAt.
+	End(ctx context.Context, turnID string, terminal Event, endedAt time.Time) error
+	// Get returns a turn's record.
+	Get(ctx context.Context, turnID string) (Turn, error)
+	// List returns up to limit turns matching f, newest first (by
+	// StartedAt, then by ID), starting after from when it is not nil.
+	List(ctx context.Context, f Filter, limit int, from *Position) ([]Turn, error)
+	// Events returns up to limit journaled events of a turn with seq
+	// greater than afterSeq, in order.
+	Events(ctx context.Context, turnID string, afterSeq uint64, limit int) ([]Event, error)
+	// Running returns every turn that has not ended.
+	Running(ctx context.Context) ([]Turn, error)
+	// DeleteEnded deletes the turns that ended before t, journals and all,
+	// and returns how many.
+	DeleteEnded(ctx context.Context, before time.Time) (int, error)
+	// Close releases the store.
+	Close() error
+}
