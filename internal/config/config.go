@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"time"
@@ -34,6 +35,13 @@ const (
 	// DefaultMaxAgentRequests bounds the requests one agent may have
 	// waiting for the gateway's answer: the runtime's own default.
 	DefaultMaxAgentRequests = acp.DefaultMaxAgentRequests
+	// DefaultHeartbeatInterval is how long a stream may be silent before
+	// it gets a heartbeat event.
+	DefaultHeartbeatInterval = 15 * time.Second
+	// DefaultTurnRetention is how long an ended turn is kept.
+	DefaultTurnRetention = 24 * time.Hour
+	// DefaultMaxTurnBytes bounds one turn's journal (1 GiB).
+	DefaultMaxTurnBytes = 1 << 30
 	// DefaultMaxStreamsPerConnection bounds the concurrent calls on one
 	// client connection (HTTP/2 MAX_CONCURRENT_STREAMS).
 	DefaultMaxStreamsPerConnection = 100
@@ -66,6 +74,43 @@ type Config struct {
 	ShutdownGrace time.Duration
 	// HandshakeTimeout is the default of Agent.HandshakeTimeout.
 	HandshakeTimeout time.Duration
+	// Store is where turns and their journals are kept.
+	Store StoreKind
+	// StateDir is the directory of the sqlite store; empty means
+	// DefaultStateDir's answer.
+	StateDir string
+	// HeartbeatInterval is how long a Prompt or WatchTurn stream may send
+	// nothing before it gets a heartbeat event.
+	HeartbeatInterval time.Duration
+	// TurnRetention is how long an ended turn is kept, journal and all.
+	TurnRetention time.Duration
+}
+
+// StoreKind names a turn store.
+type StoreKind string
+
+// The turn stores.
+const (
+	// StoreSQLite keeps turns in one SQLite file in StateDir: they
+	// survive a restart.
+	StoreSQLite StoreKind = "sqlite"
+	// StoreMemory keeps turns in memory: nothing survives the process.
+	StoreMemory StoreKind = "memory"
+)
+
+// DefaultStateDir is where the sqlite store lives when state_dir is not
+// set: acpgate under $XDG_STATE_HOME, else under ~/.local/state.
+func DefaultStateDir(lookupEnv func(string) (string, bool)) (string, error) {
+	if lookupEnv != nil {
+		if d, ok := lookupEnv("XDG_STATE_HOME"); ok && filepath.IsAbs(d) {
+			return filepath.Join(d, "acpgate"), nil
+		}
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("finding a state directory (set state_dir): %w", err)
+	}
+	return filepath.Join(home, ".local", "state", "acpgate"), nil
 }
 
 // Agent describes one ACP agent program and how sessions with it are run.
@@ -165,6 +210,9 @@ type Limits struct {
 	// MaxStreamsPerConnection bounds the concurrent calls on one client
 	// connection.
 	MaxStreamsPerConnection int
+	// MaxTurnBytes bounds one turn's journal; a turn that reaches it is
+	// cancelled.
+	MaxTurnBytes int64
 	// MaxPromptBytes bounds the size of one prompt.
 	MaxPromptBytes int
 	// MaxFrameBytes bounds one JSON-RPC message read from an agent.
@@ -302,9 +350,13 @@ func defaults() *Config {
 
 			MaxAgentRequests:        DefaultMaxAgentRequests,
 			MaxStreamsPerConnection: DefaultMaxStreamsPerConnection,
+			MaxTurnBytes:            DefaultMaxTurnBytes,
 		},
-		ShutdownGrace:    DefaultShutdownGrace,
-		HandshakeTimeout: DefaultHandshakeTimeout,
+		ShutdownGrace:     DefaultShutdownGrace,
+		HandshakeTimeout:  DefaultHandshakeTimeout,
+		Store:             StoreSQLite,
+		HeartbeatInterval: DefaultHeartbeatInterval,
+		TurnRetention:     DefaultTurnRetention,
 	}
 }
 

@@ -140,10 +140,23 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 
 				"max_agent_requests":         d.intInto(&c.Limits.MaxAgentRequests, f.child("max_agent_requests")),
 				"max_streams_per_connection": d.intInto(&c.Limits.MaxStreamsPerConnection, f.child("max_streams_per_connection")),
+				"max_turn_bytes": func(v *yaml.Node) {
+					var n int
+					d.intInto(&n, f.child("max_turn_bytes"))(v)
+					c.Limits.MaxTurnBytes = int64(n)
+				},
 			})
 		},
-		"shutdown_grace":    d.durationInto(&c.ShutdownGrace, field{"shutdown_grace", "shutdown_grace"}),
-		"handshake_timeout": d.durationInto(&c.HandshakeTimeout, field{"handshake_timeout", "handshake_timeout"}),
+		"shutdown_grace":     d.durationInto(&c.ShutdownGrace, field{"shutdown_grace", "shutdown_grace"}),
+		"handshake_timeout":  d.durationInto(&c.HandshakeTimeout, field{"handshake_timeout", "handshake_timeout"}),
+		"heartbeat_interval": d.durationInto(&c.HeartbeatInterval, field{"heartbeat_interval", "heartbeat_interval"}),
+		"turn_retention":     d.durationInto(&c.TurnRetention, field{"turn_retention", "turn_retention"}),
+		"state_dir":          d.stringInto(&c.StateDir, field{"state_dir", "state_dir"}, true),
+		"store": func(v *yaml.Node) {
+			if s, ok := d.scalar(v, field{"store", "store"}); ok {
+				c.Store = StoreKind(s)
+			}
+		},
 	})
 }
 

@@ -86,6 +86,17 @@ func (v *checker) config(c *Config) {
 	v.positive("limits.max_streams_per_connection", "limits.max_streams_per_connection", c.Limits.MaxStreamsPerConnection)
 	v.timeout("shutdown_grace", "shutdown_grace", c.ShutdownGrace)
 	v.timeout("handshake_timeout", "handshake_timeout", c.HandshakeTimeout)
+	v.timeout("heartbeat_interval", "heartbeat_interval", c.HeartbeatInterval)
+	v.timeout("turn_retention", "turn_retention", c.TurnRetention)
+	if c.Limits.MaxTurnBytes <= 0 {
+		v.add("limits.max_turn_bytes", "limits.max_turn_bytes: must be positive, got %d", c.Limits.MaxTurnBytes)
+	}
+	if c.Store != StoreSQLite && c.Store != StoreMemory {
+		v.add("store", "store: %q must be %s or %s", c.Store, StoreSQLite, StoreMemory)
+	}
+	if c.StateDir != "" && !filepath.IsAbs(c.StateDir) {
+		v.add("state_dir", "state_dir: %q must be an absolute path", c.StateDir)
+	}
 }
 
 // at is " (line N)" for the line of path, or "" when it has none.
