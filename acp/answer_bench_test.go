@@ -15,8 +15,9 @@ import (
 )
 
 // BenchmarkATurnKeepingAChunk is the hot path of a turn whose outcome
-// keeps the text: one agent_message_chunk applied to the turn. The turn
-// drops its text every 4 MiB, so the benchmark's memory stays bounded.
+// keeps the text: one agent_message_chunk applied to the turn, which
+// reserves the text from a gateway's answer budget. The turn drops its text
+// every 4 MiB, so the benchmark's memory stays bounded.
 func BenchmarkATurnKeepingAChunk(b *testing.B) {
 	for _, size := range []int{64, 64 << 10} {
 		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
@@ -25,22 +26,24 @@ func BenchmarkATurnKeepingAChunk(b *testing.B) {
 				chunk:    chunkInfo{messageID: "m1", text: strings.Repeat("x", size), isText: true},
 				hasChunk: true,
 			}
-			t := newBenchTurn()
+			budget := NewAnswerBudget(DefaultMaxAnswerBytes)
+			t := newBenchTurn(budget)
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
 			i, every := 0, max(1, 4<<20/size)
 			for b.Loop() {
 				t.apply(u)
 				if i++; i%every == 0 {
-					t.acc = accumulator{}
+					t.acc.releaseReservation()
+					t = newBenchTurn(budget)
 				}
 			}
 		})
 	}
 }
 
-func newBenchTurn() *turn {
-	return &turn{emit: func(*acpgatev1.PromptEvent) {}}
+func newBenchTurn(budget *AnswerBudget) *turn {
+	return &turn{emit: func(*acpgatev1.PromptEvent) {}, acc: accumulator{budget: budget, keep: outcome.Interpreter{}.KeepBytes()}}
 }
 
 // answerChunks is an answer of n fresh chunks of size bytes, one message,
@@ -92,7 +95,7 @@ func BenchmarkA128MiBAnswerThroughTheOutcome(b *testing.B) {
 // answerThroughTheOutcome is a default turn's handling of an answer, from
 // its chunks to its terminal event's encoding; step is called between steps.
 func answerThroughTheOutcome(b *testing.B, chunks []chunkInfo, step func()) []byte {
-	t := newBenchTurn()
+	t := newBenchTurn(NewAnswerBudget(DefaultMaxAnswerBytes))
 	size := 0
 	for i := range chunks {
 		t.apply(update{event: &acpgatev1.PromptEvent{}, chunk: chunks[i], hasChunk: true})

@@ -32,7 +32,8 @@ type PromptOptions struct {
 	Idle func()
 	// OmitText leaves the text out of a completed turn's outcome
 	// (outcome.Turn.OmitText), and the turn then keeps only the beginning
-	// of the text that a failure's partial output needs.
+	// of the text that a failure's partial output needs. Without it, the
+	// turn keeps the text within Config.AnswerBudget.
 	OmitText bool
 }
 
@@ -43,10 +44,11 @@ type turn struct {
 	idle     func()
 	omitText bool
 
-	mu       sync.Mutex
-	acc      accumulator
-	finished bool
-	usage    *acpgatev1.Usage // the last usage_update of the turn
+	mu         sync.Mutex
+	acc        accumulator
+	finished   bool
+	usage      *acpgatev1.Usage // the last usage_update of the turn
+	clientGone bool             // the text stopped being kept: nobody will read it
 
 	cancelOnce sync.Once
 	cancelled  chan struct{} // closed when a cancel was requested
@@ -108,6 +110,31 @@ func (t *turn) finish() (text, final outcome.Text) {
 	return t.acc.finish()
 }
 
+// stopKeepingText makes the turn keep only the beginning of its text that
+// a failure's partial output needs, and return its share of the answer
+// budget: its client went away, so no one will read a completed outcome's
+// text.
+func (t *turn) stopKeepingText() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.clientGone = true
+	t.acc.bound()
+}
+
+// unkept says why the turn's text may not have been kept whole.
+func (t *turn) unkept() acpgatev1.TextOmission {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case t.acc.overBudget:
+		return acpgatev1.TextOmission_TEXT_OMISSION_ANSWER_LIMIT
+	case t.clientGone:
+		return acpgatev1.TextOmission_TEXT_OMISSION_CLIENT_GONE
+	default:
+		return acpgatev1.TextOmission_TEXT_OMISSION_UNSPECIFIED
+	}
+}
+
 // withContextUsage completes a completed turn's usage with what the agent
 // reported during the turn (usage_update: context window and cost), beside
 // the token counts of its answer, so the outcome carries every figure the
@@ -164,6 +191,10 @@ func (s *Session) Prompt(ctx context.Context, prompt []acpsdk.ContentBlock, opts
 		// The outcome will not carry the text: keep only what a failure's
 		// partial output needs, so a long answer costs bounded memory.
 		t.acc.limit = s.interp.KeepBytes()
+	} else {
+		// Keep it all while the gateway's answer budget lasts, then as
+		// above.
+		t.acc.budget, t.acc.keep = s.cfg.AnswerBudget, s.interp.KeepBytes()
 	}
 	s.mu.Lock()
 	switch {
@@ -181,6 +212,7 @@ func (s *Session) Prompt(ctx context.Context, prompt []acpsdk.ContentBlock, opts
 
 	replies, _, err := s.conn.Start(outcome.MethodPrompt, acpsdk.PromptRequest{SessionId: acpsdk.SessionId(id), Prompt: prompt})
 	if err != nil {
+		t.finish()
 		s.endTurn(t)
 		return outcome.Result{}, err
 	}
@@ -200,6 +232,7 @@ func (s *Session) Prompt(ctx context.Context, prompt []acpsdk.ContentBlock, opts
 		case <-done:
 			done = nil
 			t.requestCancel(s, "the client went away")
+			t.stopKeepingText()
 		case <-timeout:
 			timeout = nil
 			t.requestCancel(s, fmt.Sprintf("the turn exceeded its timeout of %s", opts.Timeout))
@@ -245,6 +278,7 @@ func (s *Session) conclude(t *turn, sessionID string, reply jsonrpc.Reply) outco
 		SessionID:    sessionID,
 		TurnID:       t.id,
 		OmitText:     t.omitText,
+		Unkept:       t.unkept(),
 		CancelCause:  cause,
 	})
 	if result.Outcome != nil {
