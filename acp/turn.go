@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -105,10 +106,26 @@ func (t *turn) permission(p *acpgatev1.PermissionRequest, splits bool) {
 // finish stops the turn's events and returns its text.
 func (t *turn) finish() (text, final outcome.Text) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.finished = true
-	return t.acc.finish()
+	text, final = t.acc.finish()
+	t.mu.Unlock()
+	if len(text.Kept) >= collectAfterJoinBytes {
+		// The chunks the text was joined from are garbage now, as large as
+		// the text, and the outcome's encoding is about to take twice as
+		// much again (text and final message) in one piece, which the
+		// chunks' scattered memory cannot hold. Left to the runtime, that
+		// memory stays with the process: a 128 MiB answer raised the peak
+		// RSS by 4 times its size instead of 3.
+		debug.FreeOSMemory()
+	}
+	return text, final
 }
+
+// collectAfterJoinBytes is the joined text from which finishing a turn
+// returns the memory its chunks took to the system: that costs a
+// collection and a few milliseconds (13 ms for 128 MiB), little next to
+// streaming that much, and saves as much memory as the text takes.
+const collectAfterJoinBytes = 16 << 20
 
 // stopKeepingText makes the turn keep only the beginning of its text that
 // a failure's partial output needs, and return its share of the answer
