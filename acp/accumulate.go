@@ -29,6 +29,13 @@ import (
 // assembles the answer itself (the outcome then omits the text): the
 // gateway holds a bounded beginning of the answer — all a failure's partial
 // output needs — instead of all of it.
+//
+// Without a limit, the kept text is reserved from a budget shared by the
+// gateway's turns, in steps of answerReserveStep. When a reservation fails,
+// or when bound is called (nobody will read the whole text), the
+// accumulator takes the limit keep from then on, drops the chunks it would
+// not have kept under that limit from the start, and returns its
+// reservation: it ends exactly as an accumulator limited from the start.
 type accumulator struct {
 	limit   int       // keep chunks starting before this offset; 0: keep all
 	done    []message // completed messages with text
@@ -36,6 +43,11 @@ type accumulator struct {
 	id      string
 	open    bool
 	size    int // the joined text's length so far, separators included
+
+	keep       int           // the limit bound takes
+	budget     *AnswerBudget // reserved from while there is no limit
+	reserved   int64         // held from budget
+	overBudget bool          // a reservation failed, so the limit was taken
 }
 
 // message is one message's text, as the chunks that carried it.
@@ -58,6 +70,9 @@ func (a *accumulator) chunk(c chunkInfo) {
 	if a.current.size == 0 && len(a.done) > 0 {
 		a.size += len(messageSeparator)
 	}
+	if a.budget != nil && a.limit == 0 && int64(a.size+len(c.text)) > a.reserved {
+		a.reserve(a.size + len(c.text))
+	}
 	if a.limit == 0 || a.size < a.limit {
 		a.current.parts = append(a.current.parts, c.text)
 	} else {
@@ -65,6 +80,64 @@ func (a *accumulator) chunk(c chunkInfo) {
 	}
 	a.current.size += len(c.text)
 	a.size += len(c.text)
+}
+
+// reserve grows the reservation to cover size bytes of kept text, rounded
+// up to a step; when the budget has no room, the accumulator takes its
+// limit instead.
+func (a *accumulator) reserve(size int) {
+	need := (int64(size) - a.reserved + answerReserveStep - 1) / answerReserveStep * answerReserveStep
+	if a.budget.reserve(need) {
+		a.reserved += need
+		return
+	}
+	a.overBudget = true
+	a.bound()
+}
+
+// bound makes the accumulator keep only the beginning its limit keep lets
+// it keep, as though it had had that limit from the start, and returns its
+// reservation. An accumulator that has a limit already keeps it.
+func (a *accumulator) bound() {
+	a.releaseReservation()
+	if a.limit != 0 {
+		return
+	}
+	a.limit = max(a.keep, 1)
+	offset := 0
+	for i := range a.done {
+		if i > 0 {
+			offset += len(messageSeparator)
+		}
+		offset = a.done[i].trim(offset, a.limit)
+	}
+	if a.current.size > 0 {
+		if len(a.done) > 0 {
+			offset += len(messageSeparator)
+		}
+		a.current.trim(offset, a.limit)
+	}
+}
+
+// releaseReservation returns what the accumulator holds from its budget.
+func (a *accumulator) releaseReservation() {
+	a.budget.release(a.reserved)
+	a.reserved = 0
+}
+
+// trim drops the message's chunks that start at or past limit in the
+// joined text, the message starting at start, and returns where it ends.
+func (m *message) trim(start, limit int) (end int) {
+	offset := start
+	for i, p := range m.parts {
+		if offset >= limit {
+			clear(m.parts[i:]) // unreferenced, so that the chunks can be freed
+			m.parts, m.cut = m.parts[:i], true
+			break
+		}
+		offset += len(p)
+	}
+	return start + m.size
 }
 
 // split ends the current message, if any.
@@ -84,11 +157,12 @@ const messageSeparator = "\n\n"
 
 // finish ends the turn's last message and returns the turn's text and its
 // final message, whole or (past the limit) as their kept beginnings and
-// lengths. The text is built with one copy; the final message is the
-// text's own tail, not a second copy.
+// lengths, and returns the reservation. The text is built with one copy;
+// the final message is the text's own tail, not a second copy.
 func (a *accumulator) finish() (text, final outcome.Text) {
 	a.split()
 	if len(a.done) == 0 {
+		a.releaseReservation()
 		return outcome.Text{}, outcome.Text{}
 	}
 	kept := 0
@@ -98,6 +172,7 @@ func (a *accumulator) finish() (text, final outcome.Text) {
 	a.eachKept(func(s string) { b.WriteString(s) })
 	last := a.done[len(a.done)-1]
 	a.done = nil
+	a.releaseReservation()
 	text = outcome.Text{Kept: b.String(), Bytes: a.size}
 	final = outcome.Text{Bytes: last.size}
 	if text.Whole() {

@@ -85,3 +85,58 @@ func TestAnAccumulatorWithoutALimitKeepsEverything(t *testing.T) {
 		t.Errorf("text %+v final %+v", text, final)
 	}
 }
+
+func TestAnAccumulatorBoundMidwayEndsExactlyAsOneLimitedFromTheStart(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range 20000 {
+		steps := randomSteps(r)
+		keep := 1 + r.IntN(30)
+		at := r.IntN(len(steps) + 1)
+		budget := NewAnswerBudget(1 << 30)
+		switched := accumulator{keep: keep, budget: budget}
+		for j := range len(steps) + 1 {
+			if j == at {
+				switched.bound()
+				if budget.Used() != 0 {
+					t.Fatalf("case %d: %d bytes still reserved once bound", i, budget.Used())
+				}
+			}
+			switch {
+			case j == len(steps):
+			case steps[j].split:
+				switched.split()
+			default:
+				switched.chunk(steps[j].chunk)
+			}
+		}
+		limitedAcc := accumulate(keep, steps)
+		text, final := switched.finish()
+		wantText, wantFinal := limitedAcc.finish()
+		if text != wantText || final != wantFinal {
+			t.Fatalf("case %d, bound at step %d of %d, keep %d: %+v %+v, want %+v %+v", i, at, len(steps), keep, text, final, wantText, wantFinal)
+		}
+		if budget.Used() != 0 {
+			t.Fatalf("case %d: %d bytes still reserved after finish", i, budget.Used())
+		}
+	}
+}
+
+func TestAnAccumulatorOverItsBudgetKeepsOnlyItsLimitAndReturnsTheReservation(t *testing.T) {
+	budget := NewAnswerBudget(2 * answerReserveStep)
+	a := accumulator{keep: 10, budget: budget}
+	chunk := chunkInfo{messageID: "m", text: strings.Repeat("x", answerReserveStep/2), isText: true}
+	for range 4 {
+		a.chunk(chunk)
+	}
+	if a.overBudget || budget.Used() != 2*answerReserveStep {
+		t.Fatalf("within the budget: over %v, %d reserved", a.overBudget, budget.Used())
+	}
+	a.chunk(chunk)
+	if !a.overBudget || budget.Used() != 0 || len(a.current.parts) != 1 || !a.current.cut {
+		t.Fatalf("over the budget: over %v, %d reserved, %d chunks kept", a.overBudget, budget.Used(), len(a.current.parts))
+	}
+	text, final := a.finish()
+	if text.Len() != 5*len(chunk.text) || text.Whole() || final.Len() != 5*len(chunk.text) || final.Kept != "" {
+		t.Errorf("text %d of %d bytes, final %d of %d", len(text.Kept), text.Len(), len(final.Kept), final.Len())
+	}
+}

@@ -68,6 +68,11 @@ type Config struct {
 	HandshakeTimeout time.Duration
 	// PartialCap bounds PartialOutput.text; see outcome.Interpreter.
 	PartialCap int
+	// AnswerBudget bounds the answer text held for outcomes by the turns of
+	// every session sharing it (a gateway's limits.max_answer_bytes); nil:
+	// unbounded. A turn over it completes with its text omitted
+	// (TEXT_OMISSION_ANSWER_LIMIT).
+	AnswerBudget *AnswerBudget
 	// Logger receives diagnostics; slog.Default() when nil.
 	Logger *slog.Logger
 }

@@ -80,6 +80,11 @@ type Turn struct {
 	// It never changes an error: a partial output is always reported. A
 	// text not kept whole is omitted whatever OmitText says.
 	OmitText bool
+	// Unkept, when Text may not be kept whole, says why the gateway stopped
+	// keeping it (TEXT_OMISSION_ANSWER_LIMIT or TEXT_OMISSION_CLIENT_GONE):
+	// a completed outcome whose text was not kept whole gives it as its
+	// text_omission. A text kept whole all the same is handed over whole.
+	Unkept acpgatev1.TextOmission
 	// CancelCause, when the gateway itself cancelled the turn, says why
 	// (for example "the client went away"). It only words the message of a
 	// cancelled ending; it never turns another ending into a cancellation.
@@ -117,18 +122,35 @@ func completed(t Turn, usage *acpgatev1.Usage) *acpgatev1.PromptOutcome {
 		TurnId:     t.TurnID,
 		Usage:      usage,
 	}
-	if t.OmitText || !t.Text.Whole() || !t.FinalMessage.Whole() {
+	if omission := textOmission(t); omission != acpgatev1.TextOmission_TEXT_OMISSION_UNSPECIFIED {
 		// The lengths stay, so that the omission is visible and an empty
 		// text still only ever means the agent said nothing. A text that
 		// was not kept whole is never handed over as though it were the
 		// answer.
-		o.TextOmitted = true
+		o.TextOmitted, o.TextOmission = true, omission
 		o.TextBytes = uint64(t.Text.Len())
 		o.FinalMessageBytes = uint64(t.FinalMessage.Len())
 		return o
 	}
 	o.Text, o.FinalMessage = t.Text.Kept, t.FinalMessage.Kept
 	return o
+}
+
+// textOmission is why a completed turn's outcome leaves its text out, or
+// TEXT_OMISSION_UNSPECIFIED when it carries the text.
+func textOmission(t Turn) acpgatev1.TextOmission {
+	switch {
+	case t.OmitText:
+		return acpgatev1.TextOmission_TEXT_OMISSION_REQUESTED
+	case t.Text.Whole() && t.FinalMessage.Whole():
+		return acpgatev1.TextOmission_TEXT_OMISSION_UNSPECIFIED
+	case t.Unkept != acpgatev1.TextOmission_TEXT_OMISSION_UNSPECIFIED:
+		return t.Unkept
+	default:
+		// A caller that cut the text without saying why: the only cut a
+		// gateway makes on its own is for its answer bound.
+		return acpgatev1.TextOmission_TEXT_OMISSION_ANSWER_LIMIT
+	}
 }
 
 // Result is the interpretation of a turn: exactly one of Outcome and Error

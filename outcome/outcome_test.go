@@ -95,8 +95,9 @@ var table = []struct {
 		}(),
 		check: func(t *testing.T, r outcome.Result) {
 			o := mustOutcome(t, r)
-			if o.GetText() != "" || o.GetFinalMessage() != "" || !o.GetTextOmitted() {
-				t.Errorf("text %q final %q omitted %v", o.GetText(), o.GetFinalMessage(), o.GetTextOmitted())
+			if o.GetText() != "" || o.GetFinalMessage() != "" || !o.GetTextOmitted() ||
+				o.GetTextOmission() != acpgatev1.TextOmission_TEXT_OMISSION_REQUESTED {
+				t.Errorf("text %q final %q omitted %v (%v)", o.GetText(), o.GetFinalMessage(), o.GetTextOmitted(), o.GetTextOmission())
 			}
 			if want := len("first answer\n\nsecond ünïcödé"); o.GetTextBytes() != uint64(want) {
 				t.Errorf("text_bytes %d, want %d", o.GetTextBytes(), want)
@@ -502,8 +503,8 @@ func FuzzInterpretAlwaysYieldsExactlyOne(f *testing.F) {
 			t.Fatalf("an outcome other than end_turn: %v", r.Outcome)
 		}
 		if o := r.Outcome; o != nil {
-			if o.GetTextOmitted() != omit {
-				t.Fatalf("text_omitted %v for omit %v", o.GetTextOmitted(), omit)
+			if o.GetTextOmitted() != omit || (o.GetTextOmission() == acpgatev1.TextOmission_TEXT_OMISSION_REQUESTED) != omit {
+				t.Fatalf("text_omitted %v (%v) for omit %v", o.GetTextOmitted(), o.GetTextOmission(), omit)
 			}
 			if omit && (o.GetText() != "" || o.GetTextBytes() != uint64(len(text))) {
 				t.Fatalf("omitted outcome carries text %q or the wrong length %d (want %d)", o.GetText(), o.GetTextBytes(), len(text))
@@ -645,6 +646,32 @@ func TestATextNotKeptWholeIsNeverHandedOverAsTheAnswer(t *testing.T) {
 	turn.FinalMessage = outcome.Text{Bytes: 40}
 	o := mustOutcome(t, outcome.Interpreter{}.Interpret(turn))
 	if o.GetText() != "" || !o.GetTextOmitted() || o.GetTextBytes() != 100 || o.GetFinalMessageBytes() != 40 {
+		t.Errorf("outcome %v", o)
+	}
+}
+
+func TestAnOutcomeWhoseTextWasNotKeptSaysWhy(t *testing.T) {
+	for _, why := range []acpgatev1.TextOmission{
+		acpgatev1.TextOmission_TEXT_OMISSION_ANSWER_LIMIT,
+		acpgatev1.TextOmission_TEXT_OMISSION_CLIENT_GONE,
+	} {
+		turn := answered(`{"stopReason":"end_turn"}`, "", "")
+		turn.Text = outcome.Text{Kept: "the beginn", Bytes: 100}
+		turn.FinalMessage = outcome.Text{Bytes: 40}
+		turn.Unkept = why
+		o := mustOutcome(t, outcome.Interpreter{}.Interpret(turn))
+		if o.GetText() != "" || !o.GetTextOmitted() || o.GetTextOmission() != why || o.GetTextBytes() != 100 || o.GetFinalMessageBytes() != 40 {
+			t.Errorf("%v: outcome %v", why, o)
+		}
+	}
+}
+
+func TestAnOutcomeWhoseTextWasKeptWholeAllTheSameCarriesIt(t *testing.T) {
+	turn := answered(`{"stopReason":"end_turn"}`, "", "short\n\nanswer")
+	turn.Unkept = acpgatev1.TextOmission_TEXT_OMISSION_ANSWER_LIMIT
+	o := mustOutcome(t, outcome.Interpreter{}.Interpret(turn))
+	if o.GetText() != "short\n\nanswer" || o.GetFinalMessage() != "answer" || o.GetTextOmitted() ||
+		o.GetTextOmission() != acpgatev1.TextOmission_TEXT_OMISSION_UNSPECIFIED {
 		t.Errorf("outcome %v", o)
 	}
 }

@@ -911,11 +911,14 @@ type PromptRequest struct {
 	// One-shot only: the working directory, as in CreateSessionRequest.cwd.
 	Cwd string `protobuf:"bytes,5,opt,name=cwd,proto3" json:"cwd,omitempty"`
 	// When true, a completed turn's PromptOutcome leaves `text` and
-	// `final_message` empty, sets `text_omitted` and reports their lengths
-	// instead. For clients that assemble the answer from the streamed chunks
-	// themselves: by default the outcome repeats the whole answer (twice when
-	// the turn had one message), which for a long answer costs more than
-	// streaming it did. A HarnessError's partial output is never omitted.
+	// `final_message` empty, sets `text_omitted` (with `text_omission`
+	// TEXT_OMISSION_REQUESTED) and reports their lengths instead. For clients
+	// that assemble the answer from the streamed chunks themselves: by default
+	// the outcome repeats the whole answer (twice when the turn had one
+	// message), which for a long answer costs more than streaming it did. A
+	// HarnessError's partial output is never omitted. Without it the gateway
+	// may still omit the text of an answer that does not fit its bound on
+	// answer text held for outcomes (TEXT_OMISSION_ANSWER_LIMIT).
 	OmitOutcomeText bool `protobuf:"varint,6,opt,name=omit_outcome_text,json=omitOutcomeText,proto3" json:"omit_outcome_text,omitempty"`
 	// When true, consecutive agent_message_chunk events of one message that
 	// the gateway has already read from the agent when it sends are merged

@@ -97,6 +97,73 @@ func (StopKind) EnumDescriptor() ([]byte, []int) {
 	return file_acpgate_v1_outcome_proto_rawDescGZIP(), []int{0}
 }
 
+// TextOmission is why a completed turn's outcome leaves out its text
+// (PromptOutcome.text_omitted).
+type TextOmission int32
+
+const (
+	// The text is not omitted: `text` and `final_message` are the whole
+	// answer.
+	TextOmission_TEXT_OMISSION_UNSPECIFIED TextOmission = 0
+	// The client asked for it (PromptRequest.omit_outcome_text).
+	TextOmission_TEXT_OMISSION_REQUESTED TextOmission = 1
+	// The answer text that the gateway holds for outcomes, across all of its
+	// running turns, would have exceeded its bound (the configuration's
+	// `limits.max_answer_bytes`, 512 MiB by default) while this turn's answer
+	// grew. The gateway then stopped keeping this turn's text, as though the
+	// client had set omit_outcome_text: the chunks still carried every byte
+	// of the answer, and a failure's partial output is unaffected. A client
+	// that needs the text assembles it from the chunks, or retries when the
+	// gateway is less loaded.
+	TextOmission_TEXT_OMISSION_ANSWER_LIMIT TextOmission = 2
+	// The client went away while the turn ran, so the gateway stopped keeping
+	// its text; no client receives such an outcome.
+	TextOmission_TEXT_OMISSION_CLIENT_GONE TextOmission = 3
+)
+
+// Enum value maps for TextOmission.
+var (
+	TextOmission_name = map[int32]string{
+		0: "TEXT_OMISSION_UNSPECIFIED",
+		1: "TEXT_OMISSION_REQUESTED",
+		2: "TEXT_OMISSION_ANSWER_LIMIT",
+		3: "TEXT_OMISSION_CLIENT_GONE",
+	}
+	TextOmission_value = map[string]int32{
+		"TEXT_OMISSION_UNSPECIFIED":  0,
+		"TEXT_OMISSION_REQUESTED":    1,
+		"TEXT_OMISSION_ANSWER_LIMIT": 2,
+		"TEXT_OMISSION_CLIENT_GONE":  3,
+	}
+)
+
+func (x TextOmission) Enum() *TextOmission {
+	p := new(TextOmission)
+	*p = x
+	return p
+}
+
+func (x TextOmission) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (TextOmission) Descriptor() protoreflect.EnumDescriptor {
+	return file_acpgate_v1_outcome_proto_enumTypes[1].Descriptor()
+}
+
+func (TextOmission) Type() protoreflect.EnumType {
+	return &file_acpgate_v1_outcome_proto_enumTypes[1]
+}
+
+func (x TextOmission) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use TextOmission.Descriptor instead.
+func (TextOmission) EnumDescriptor() ([]byte, []int) {
+	return file_acpgate_v1_outcome_proto_rawDescGZIP(), []int{1}
+}
+
 // TransportReason names how the channel to the agent broke.
 type TransportReason int32
 
@@ -154,11 +221,11 @@ func (x TransportReason) String() string {
 }
 
 func (TransportReason) Descriptor() protoreflect.EnumDescriptor {
-	return file_acpgate_v1_outcome_proto_enumTypes[1].Descriptor()
+	return file_acpgate_v1_outcome_proto_enumTypes[2].Descriptor()
 }
 
 func (TransportReason) Type() protoreflect.EnumType {
-	return &file_acpgate_v1_outcome_proto_enumTypes[1]
+	return &file_acpgate_v1_outcome_proto_enumTypes[2]
 }
 
 func (x TransportReason) Number() protoreflect.EnumNumber {
@@ -167,7 +234,7 @@ func (x TransportReason) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use TransportReason.Descriptor instead.
 func (TransportReason) EnumDescriptor() ([]byte, []int) {
-	return file_acpgate_v1_outcome_proto_rawDescGZIP(), []int{1}
+	return file_acpgate_v1_outcome_proto_rawDescGZIP(), []int{2}
 }
 
 // RefusalDetection names how a refusal was recognised.
@@ -203,11 +270,11 @@ func (x RefusalDetection) String() string {
 }
 
 func (RefusalDetection) Descriptor() protoreflect.EnumDescriptor {
-	return file_acpgate_v1_outcome_proto_enumTypes[2].Descriptor()
+	return file_acpgate_v1_outcome_proto_enumTypes[3].Descriptor()
 }
 
 func (RefusalDetection) Type() protoreflect.EnumType {
-	return &file_acpgate_v1_outcome_proto_enumTypes[2]
+	return &file_acpgate_v1_outcome_proto_enumTypes[3]
 }
 
 func (x RefusalDetection) Number() protoreflect.EnumNumber {
@@ -216,7 +283,7 @@ func (x RefusalDetection) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RefusalDetection.Descriptor instead.
 func (RefusalDetection) EnumDescriptor() ([]byte, []int) {
-	return file_acpgate_v1_outcome_proto_rawDescGZIP(), []int{2}
+	return file_acpgate_v1_outcome_proto_rawDescGZIP(), []int{3}
 }
 
 // Usage is what an agent reported about the resources a turn or session
@@ -378,11 +445,14 @@ type PromptOutcome struct {
 	// its `session/prompt` answer and the last `usage_update` (context window,
 	// cost) sent during the turn. Absent when the agent reported neither.
 	Usage *Usage `protobuf:"bytes,7,opt,name=usage,proto3" json:"usage,omitempty"`
-	// True when the client asked for the text to be left out
-	// (PromptRequest.omit_outcome_text): `text` and `final_message` are then
-	// empty whatever the agent said, and `text_bytes` and
-	// `final_message_bytes` give their lengths. False otherwise, so that an
-	// empty `text` keeps meaning "the agent said nothing".
+	// True when `text` and `final_message` are left out: they are then empty
+	// whatever the agent said, `text_bytes` and `final_message_bytes` give
+	// their lengths, and `text_omission` says why (the client asked for it, or
+	// the gateway's bound on answer text held for outcomes was reached). The
+	// answer is then exactly what the turn's agent_message_chunk events
+	// carried, which is always all of it. False otherwise, so that `text` is
+	// always either the whole answer or omitted, never cut, and an empty
+	// `text` keeps meaning "the agent said nothing".
 	TextOmitted bool `protobuf:"varint,8,opt,name=text_omitted,json=textOmitted,proto3" json:"text_omitted,omitempty"`
 	// Set only when `text_omitted`: the length in bytes of the omitted `text`,
 	// so that a client can check the answer it assembled from the chunks.
@@ -390,8 +460,11 @@ type PromptOutcome struct {
 	// Set only when `text_omitted`: the length in bytes of the omitted
 	// `final_message`.
 	FinalMessageBytes uint64 `protobuf:"varint,10,opt,name=final_message_bytes,json=finalMessageBytes,proto3" json:"final_message_bytes,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Why the text was omitted; TEXT_OMISSION_UNSPECIFIED exactly when
+	// `text_omitted` is false.
+	TextOmission  TextOmission `protobuf:"varint,11,opt,name=text_omission,json=textOmission,proto3,enum=acpgate.v1.TextOmission" json:"text_omission,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PromptOutcome) Reset() {
@@ -492,6 +565,13 @@ func (x *PromptOutcome) GetFinalMessageBytes() uint64 {
 		return x.FinalMessageBytes
 	}
 	return 0
+}
+
+func (x *PromptOutcome) GetTextOmission() TextOmission {
+	if x != nil {
+		return x.TextOmission
+	}
+	return TextOmission_TEXT_OMISSION_UNSPECIFIED
 }
 
 // HarnessError is every ending of a turn other than a completed one: the
@@ -1233,7 +1313,7 @@ const file_acpgate_v1_outcome_proto_rawDesc = "" +
 	"\x14_cached_write_tokensB\x0f\n" +
 	"\r_context_sizeB\x0f\n" +
 	"\r_context_usedB\x0e\n" +
-	"\f_cost_amount\"\xef\x02\n" +
+	"\f_cost_amount\"\xae\x03\n" +
 	"\rPromptOutcome\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12#\n" +
 	"\rfinal_message\x18\x02 \x01(\tR\ffinalMessage\x121\n" +
@@ -1248,7 +1328,8 @@ const file_acpgate_v1_outcome_proto_rawDesc = "" +
 	"\n" +
 	"text_bytes\x18\t \x01(\x04R\ttextBytes\x12.\n" +
 	"\x13final_message_bytes\x18\n" +
-	" \x01(\x04R\x11finalMessageBytes\"\xd0\x04\n" +
+	" \x01(\x04R\x11finalMessageBytes\x12=\n" +
+	"\rtext_omission\x18\v \x01(\x0e2\x18.acpgate.v1.TextOmissionR\ftextOmission\"\xd0\x04\n" +
 	"\fHarnessError\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\tR\amessage\x123\n" +
 	"\apartial\x18\x02 \x01(\v2\x19.acpgate.v1.PartialOutputR\apartial\x12<\n" +
@@ -1300,7 +1381,12 @@ const file_acpgate_v1_outcome_proto_rawDesc = "" +
 	"\x14STOP_KIND_MAX_TOKENS\x10\x02\x12\x1f\n" +
 	"\x1bSTOP_KIND_MAX_TURN_REQUESTS\x10\x03\x12\x15\n" +
 	"\x11STOP_KIND_REFUSAL\x10\x04\x12\x17\n" +
-	"\x13STOP_KIND_CANCELLED\x10\x05*\xee\x01\n" +
+	"\x13STOP_KIND_CANCELLED\x10\x05*\x89\x01\n" +
+	"\fTextOmission\x12\x1d\n" +
+	"\x19TEXT_OMISSION_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17TEXT_OMISSION_REQUESTED\x10\x01\x12\x1e\n" +
+	"\x1aTEXT_OMISSION_ANSWER_LIMIT\x10\x02\x12\x1d\n" +
+	"\x19TEXT_OMISSION_CLIENT_GONE\x10\x03*\xee\x01\n" +
 	"\x0fTransportReason\x12 \n" +
 	"\x1cTRANSPORT_REASON_UNSPECIFIED\x10\x00\x12!\n" +
 	"\x1dTRANSPORT_REASON_SPAWN_FAILED\x10\x01\x12!\n" +
@@ -1324,43 +1410,45 @@ func file_acpgate_v1_outcome_proto_rawDescGZIP() []byte {
 	return file_acpgate_v1_outcome_proto_rawDescData
 }
 
-var file_acpgate_v1_outcome_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_acpgate_v1_outcome_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
 var file_acpgate_v1_outcome_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_acpgate_v1_outcome_proto_goTypes = []any{
 	(StopKind)(0),                  // 0: acpgate.v1.StopKind
-	(TransportReason)(0),           // 1: acpgate.v1.TransportReason
-	(RefusalDetection)(0),          // 2: acpgate.v1.RefusalDetection
-	(*Usage)(nil),                  // 3: acpgate.v1.Usage
-	(*PromptOutcome)(nil),          // 4: acpgate.v1.PromptOutcome
-	(*HarnessError)(nil),           // 5: acpgate.v1.HarnessError
-	(*GatewayFailure)(nil),         // 6: acpgate.v1.GatewayFailure
-	(*PartialOutput)(nil),          // 7: acpgate.v1.PartialOutput
-	(*TransportFailure)(nil),       // 8: acpgate.v1.TransportFailure
-	(*ProtocolViolation)(nil),      // 9: acpgate.v1.ProtocolViolation
-	(*HarnessFailure)(nil),         // 10: acpgate.v1.HarnessFailure
-	(*PolicyRefusal)(nil),          // 11: acpgate.v1.PolicyRefusal
-	(*CapabilityNotSupported)(nil), // 12: acpgate.v1.CapabilityNotSupported
-	(*StaleTarget)(nil),            // 13: acpgate.v1.StaleTarget
+	(TextOmission)(0),              // 1: acpgate.v1.TextOmission
+	(TransportReason)(0),           // 2: acpgate.v1.TransportReason
+	(RefusalDetection)(0),          // 3: acpgate.v1.RefusalDetection
+	(*Usage)(nil),                  // 4: acpgate.v1.Usage
+	(*PromptOutcome)(nil),          // 5: acpgate.v1.PromptOutcome
+	(*HarnessError)(nil),           // 6: acpgate.v1.HarnessError
+	(*GatewayFailure)(nil),         // 7: acpgate.v1.GatewayFailure
+	(*PartialOutput)(nil),          // 8: acpgate.v1.PartialOutput
+	(*TransportFailure)(nil),       // 9: acpgate.v1.TransportFailure
+	(*ProtocolViolation)(nil),      // 10: acpgate.v1.ProtocolViolation
+	(*HarnessFailure)(nil),         // 11: acpgate.v1.HarnessFailure
+	(*PolicyRefusal)(nil),          // 12: acpgate.v1.PolicyRefusal
+	(*CapabilityNotSupported)(nil), // 13: acpgate.v1.CapabilityNotSupported
+	(*StaleTarget)(nil),            // 14: acpgate.v1.StaleTarget
 }
 var file_acpgate_v1_outcome_proto_depIdxs = []int32{
 	0,  // 0: acpgate.v1.PromptOutcome.stop_kind:type_name -> acpgate.v1.StopKind
-	3,  // 1: acpgate.v1.PromptOutcome.usage:type_name -> acpgate.v1.Usage
-	7,  // 2: acpgate.v1.HarnessError.partial:type_name -> acpgate.v1.PartialOutput
-	8,  // 3: acpgate.v1.HarnessError.transport:type_name -> acpgate.v1.TransportFailure
-	9,  // 4: acpgate.v1.HarnessError.protocol:type_name -> acpgate.v1.ProtocolViolation
-	10, // 5: acpgate.v1.HarnessError.harness:type_name -> acpgate.v1.HarnessFailure
-	11, // 6: acpgate.v1.HarnessError.policy_refused:type_name -> acpgate.v1.PolicyRefusal
-	12, // 7: acpgate.v1.HarnessError.capability_not_supported:type_name -> acpgate.v1.CapabilityNotSupported
-	13, // 8: acpgate.v1.HarnessError.stale_target:type_name -> acpgate.v1.StaleTarget
-	6,  // 9: acpgate.v1.HarnessError.gateway:type_name -> acpgate.v1.GatewayFailure
-	1,  // 10: acpgate.v1.TransportFailure.reason:type_name -> acpgate.v1.TransportReason
-	0,  // 11: acpgate.v1.HarnessFailure.stop_kind:type_name -> acpgate.v1.StopKind
-	2,  // 12: acpgate.v1.PolicyRefusal.detection:type_name -> acpgate.v1.RefusalDetection
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	4,  // 1: acpgate.v1.PromptOutcome.usage:type_name -> acpgate.v1.Usage
+	1,  // 2: acpgate.v1.PromptOutcome.text_omission:type_name -> acpgate.v1.TextOmission
+	8,  // 3: acpgate.v1.HarnessError.partial:type_name -> acpgate.v1.PartialOutput
+	9,  // 4: acpgate.v1.HarnessError.transport:type_name -> acpgate.v1.TransportFailure
+	10, // 5: acpgate.v1.HarnessError.protocol:type_name -> acpgate.v1.ProtocolViolation
+	11, // 6: acpgate.v1.HarnessError.harness:type_name -> acpgate.v1.HarnessFailure
+	12, // 7: acpgate.v1.HarnessError.policy_refused:type_name -> acpgate.v1.PolicyRefusal
+	13, // 8: acpgate.v1.HarnessError.capability_not_supported:type_name -> acpgate.v1.CapabilityNotSupported
+	14, // 9: acpgate.v1.HarnessError.stale_target:type_name -> acpgate.v1.StaleTarget
+	7,  // 10: acpgate.v1.HarnessError.gateway:type_name -> acpgate.v1.GatewayFailure
+	2,  // 11: acpgate.v1.TransportFailure.reason:type_name -> acpgate.v1.TransportReason
+	0,  // 12: acpgate.v1.HarnessFailure.stop_kind:type_name -> acpgate.v1.StopKind
+	3,  // 13: acpgate.v1.PolicyRefusal.detection:type_name -> acpgate.v1.RefusalDetection
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_acpgate_v1_outcome_proto_init() }
@@ -1385,7 +1473,7 @@ func file_acpgate_v1_outcome_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_acpgate_v1_outcome_proto_rawDesc), len(file_acpgate_v1_outcome_proto_rawDesc)),
-			NumEnums:      3,
+			NumEnums:      4,
 			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   0,
