@@ -102,9 +102,12 @@ func New(opts Options) (*Gateway, error) {
 		g.tempDir = func(agent string) (string, error) { return os.MkdirTemp("", "acpgate-"+agent+"-") }
 	}
 	containment := probeContainment(log)
+	// One budget for every agent: the bound is on what the gateway holds.
+	budget := acp.NewAnswerBudget(opts.Config.Limits.MaxAnswerBytes)
 	for _, a := range opts.Config.Agents {
 		entry := &agentEntry{cfg: a, acp: acpConfig(a, opts, lookup, log)}
 		entry.acp.Process.Containment = containment
+		entry.acp.AnswerBudget = budget
 		g.agents = append(g.agents, entry)
 		g.byName[a.Name] = entry
 	}

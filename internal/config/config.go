@@ -213,6 +213,10 @@ type Limits struct {
 	// MaxTurnBytes bounds one turn's journal; a turn that reaches it is
 	// cancelled.
 	MaxTurnBytes int64
+	// MaxAnswerBytes bounds the answer text all turns hold together for
+	// their outcomes; a turn that would go over it completes with its
+	// text omitted (TEXT_OMISSION_ANSWER_LIMIT).
+	MaxAnswerBytes int64
 	// MaxPromptBytes bounds the size of one prompt.
 	MaxPromptBytes int
 	// MaxFrameBytes bounds one JSON-RPC message read from an agent.
@@ -351,6 +355,7 @@ func defaults() *Config {
 			MaxAgentRequests:        DefaultMaxAgentRequests,
 			MaxStreamsPerConnection: DefaultMaxStreamsPerConnection,
 			MaxTurnBytes:            DefaultMaxTurnBytes,
+			MaxAnswerBytes:          acp.DefaultMaxAnswerBytes,
 		},
 		ShutdownGrace:     DefaultShutdownGrace,
 		HandshakeTimeout:  DefaultHandshakeTimeout,

@@ -140,11 +140,8 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 
 				"max_agent_requests":         d.intInto(&c.Limits.MaxAgentRequests, f.child("max_agent_requests")),
 				"max_streams_per_connection": d.intInto(&c.Limits.MaxStreamsPerConnection, f.child("max_streams_per_connection")),
-				"max_turn_bytes": func(v *yaml.Node) {
-					var n int
-					d.intInto(&n, f.child("max_turn_bytes"))(v)
-					c.Limits.MaxTurnBytes = int64(n)
-				},
+				"max_turn_bytes":   d.int64Into(&c.Limits.MaxTurnBytes, f.child("max_turn_bytes")),
+				"max_answer_bytes": d.int64Into(&c.Limits.MaxAnswerBytes, f.child("max_answer_bytes")),
 			})
 		},
 		"shutdown_grace":     d.durationInto(&c.ShutdownGrace, field{"shutdown_grace", "shutdown_grace"}),
@@ -501,6 +498,15 @@ func (d *decoder) boolInto(dst *bool, f field) func(*yaml.Node) {
 }
 
 // intInto returns a handler storing an integer setting.
+// int64Into is intInto for byte counts that may pass 2 GiB.
+func (d *decoder) int64Into(dst *int64, f field) func(*yaml.Node) {
+	return func(n *yaml.Node) {
+		var v int
+		d.intInto(&v, f)(n)
+		*dst = int64(v)
+	}
+}
+
 func (d *decoder) intInto(dst *int, f field) func(*yaml.Node) {
 	return func(n *yaml.Node) {
 		s, ok := d.scalar(n, f)

@@ -88,9 +88,8 @@ func (v *checker) config(c *Config) {
 	v.timeout("handshake_timeout", "handshake_timeout", c.HandshakeTimeout)
 	v.timeout("heartbeat_interval", "heartbeat_interval", c.HeartbeatInterval)
 	v.timeout("turn_retention", "turn_retention", c.TurnRetention)
-	if c.Limits.MaxTurnBytes <= 0 {
-		v.add("limits.max_turn_bytes", "limits.max_turn_bytes: must be positive, got %d", c.Limits.MaxTurnBytes)
-	}
+	v.positive("limits.max_turn_bytes", "limits.max_turn_bytes", int(c.Limits.MaxTurnBytes))
+	v.positive("limits.max_answer_bytes", "limits.max_answer_bytes", int(c.Limits.MaxAnswerBytes))
 	if c.Store != StoreSQLite && c.Store != StoreMemory {
 		v.add("store", "store: %q must be %s or %s", c.Store, StoreSQLite, StoreMemory)
 	}
