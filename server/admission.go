@@ -4,12 +4,13 @@ import (
 	"context"
 	"sync"
 
+	"github.com/acpgate/acpgate/outcome"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
 // msgShuttingDown is what a call refused while the gateway drains is told.
-const msgShuttingDown = "the gateway is shutting down"
+const msgShuttingDown = outcome.CauseShutdown
 
 // admission decides what may start: a session, against the gateway-wide and
 // the per-agent limit, and a turn, while the gateway is not draining. Every

@@ -70,3 +70,15 @@ func (s *checkedStream) RecvMsg(m any) error {
 	}
 	return s.codec.failure(m)
 }
+
+// encodedEvent is a PromptEvent already encoded (a journaled event), sent
+// as it is: every stream of a turn carries the journal's bytes, and the
+// gateway does not encode an event twice.
+type encodedEvent []byte
+
+func (c *requestCodec) Marshal(v any) (mem.BufferSlice, error) {
+	if e, ok := v.(encodedEvent); ok {
+		return mem.BufferSlice{mem.SliceBuffer(e)}, nil
+	}
+	return c.CodecV2.Marshal(v)
+}

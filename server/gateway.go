@@ -12,6 +12,7 @@ import (
 	"crypto/rand"
 	"encoding/base32"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"strings"
@@ -27,6 +28,7 @@ import (
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/config"
 	"github.com/acpgate/acpgate/outcome"
+	"github.com/acpgate/acpgate/store"
 )
 
 // Options configure a Gateway.
@@ -43,6 +45,9 @@ type Options struct {
 	// JanitorInterval is how often idle and dead sessions are swept; one
 	// second when zero.
 	JanitorInterval time.Duration
+	// Store keeps the turns and their journals; an empty memory store when
+	// nil. The gateway does not close it.
+	Store store.Store
 	// TempDir creates a fresh temporary working directory for a session of
 	// the agent named, for agents without a workspace; a directory of the
 	// system's temporary directory when nil. A gateway that may be killed
@@ -62,6 +67,8 @@ type Gateway struct {
 
 	admit    *admission
 	sessions *registry
+	store    store.Store
+	turns    turnTable
 
 	janitor   chan struct{}
 	janitorWG sync.WaitGroup
@@ -97,6 +104,13 @@ func New(opts Options) (*Gateway, error) {
 		sessions: newRegistry(),
 		janitor:  make(chan struct{}),
 		tempDir:  opts.TempDir,
+		store:    opts.Store,
+	}
+	if g.store == nil {
+		g.store = store.NewMemory()
+	}
+	if err := g.endStopped(context.Background()); err != nil {
+		return nil, fmt.Errorf("ending the turns that ran when the gateway last stopped: %w", err)
 	}
 	if g.tempDir == nil {
 		g.tempDir = func(agent string) (string, error) { return os.MkdirTemp("", "acpgate-"+agent+"-") }
@@ -246,9 +260,27 @@ func (g *Gateway) ResolvePermission(_ context.Context, req *acpgatev1.ResolvePer
 	return &acpgatev1.ResolvePermissionResponse{}, nil
 }
 
-// open starts an agent session and registers it. Errors are gRPC status
-// errors, or *acp.Error when the agent caused the failure.
-func (g *Gateway) open(ctx context.Context, agent, cwd, loadID string, oneShot bool) (*liveSession, error) {
+// opening is a session admitted under the limits, with its directory,
+// whose agent has not been started yet.
+type opening struct {
+	entry   *agentEntry
+	slot    *slot
+	dir     string
+	tempDir string // "" when the session runs in a configured workspace
+}
+
+// abandon gives back what prepare took, when the session is not started.
+func (o *opening) abandon() {
+	o.slot.release()
+	if o.tempDir != "" {
+		_ = os.RemoveAll(o.tempDir)
+	}
+}
+
+// prepare admits a session of agent and resolves its directory: every
+// failure that is the caller's (a gRPC status), before anything is
+// started.
+func (g *Gateway) prepare(agent, cwd string) (*opening, error) {
 	if agent == "" {
 		return nil, status.Error(codes.InvalidArgument, "agent is required")
 	}
@@ -265,28 +297,42 @@ func (g *Gateway) open(ctx context.Context, agent, cwd, loadID string, oneShot b
 		slot.release()
 		return nil, err
 	}
-	sess, err := acp.Open(ctx, entry.acp, acp.OpenOptions{Cwd: dir, LoadSessionID: loadID})
+	return &opening{entry: entry, slot: slot, dir: dir, tempDir: tempDir}, nil
+}
+
+// start starts a prepared session's agent and registers the session. An
+// error is *acp.Error when the agent caused it; either way o is abandoned.
+func (g *Gateway) start(ctx context.Context, o *opening, loadID string, oneShot bool) (*liveSession, error) {
+	entry := o.entry
+	sess, err := acp.Open(ctx, entry.acp, acp.OpenOptions{Cwd: o.dir, LoadSessionID: loadID})
 	if err != nil {
 		var agentErr *acp.Error
 		if errors.As(err, &agentErr) && agentErr.Info != nil {
 			entry.noteCapabilities(*agentErr.Info)
 		}
-		slot.release()
-		if tempDir != "" {
-			_ = os.RemoveAll(tempDir)
-		}
+		o.abandon()
 		return nil, err
 	}
 	entry.noteCapabilities(sess.Info())
 	now := time.Now()
-	live := &liveSession{sess: sess, agent: entry, slot: slot, oneShot: oneShot, tempDir: tempDir, created: now, lastActive: now}
+	live := &liveSession{sess: sess, agent: entry, slot: o.slot, oneShot: oneShot, tempDir: o.tempDir, created: now, lastActive: now}
 	if g.admit.isDraining() {
 		live.close()
 		return nil, status.Error(codes.Unavailable, msgShuttingDown)
 	}
 	g.sessions.add(live)
-	g.log.Info("session opened", "agent", agent, "session", live.id, "acp_session", sess.ID(), "cwd", sess.Cwd(), "pid", sess.Pid(), "one_shot", oneShot)
+	g.log.Info("session opened", "agent", entry.cfg.Name, "session", live.id, "acp_session", sess.ID(), "cwd", sess.Cwd(), "pid", sess.Pid(), "one_shot", oneShot)
 	return live, nil
+}
+
+// open prepares and starts a session. Errors are gRPC status errors, or
+// *acp.Error when the agent caused the failure.
+func (g *Gateway) open(ctx context.Context, agent, cwd, loadID string, oneShot bool) (*liveSession, error) {
+	o, err := g.prepare(agent, cwd)
+	if err != nil {
+		return nil, err
+	}
+	return g.start(ctx, o, loadID, oneShot)
 }
 
 func (e *agentEntry) noteCapabilities(info acp.AgentInfo) {

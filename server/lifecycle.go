@@ -61,6 +61,10 @@ func (g *Gateway) Drain(ctx context.Context) {
 	for _, l := range g.sessions.all() {
 		l.sess.Cancel(msgShuttingDown)
 	}
+	// Turns whose one-shot agent is still starting have no session yet.
+	for _, t := range g.turns.all() {
+		t.cancel()
+	}
 	turnsCtx := ctx
 	if deadline, ok := ctx.Deadline(); ok {
 		var cancel context.CancelFunc

@@ -119,6 +119,13 @@ func (l *liveSession) claim(turnID string) bool {
 	return true
 }
 
+// unclaim undoes a claim for a turn that did not run.
+func (l *liveSession) unclaim() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.running = ""
+}
+
 // release frees the session for its next turn.
 func (l *liveSession) release() {
 	l.mu.Lock()

@@ -78,60 +78,22 @@ func TestACancelledTurnNeverWaitsForItsStreamAndItsTerminalStillArrives(t *testi
 	}
 }
 
-func TestAStreamThatHungUpReleasesTheTurnAndKeepsNothing(t *testing.T) {
-	q := newEventQueue()
-	fill(q)
-	done := pushes(q, chunk("x"))
-	q.hangUp()
-	if !returnsWithin(done, 5*time.Second) {
-		t.Fatal("a push blocked on a full queue did not return once the stream hung up")
-	}
-	q.push(chunk("y"))
-	q.finish(chunk("terminal"))
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	if batch, ok := q.take(ctx, nil); ok {
-		t.Errorf("a hung-up queue kept %d events", len(batch))
-	}
-}
-
-// recorder is a Prompt stream that records what is sent.
-type recorder struct {
-	acpgatev1.AgentGateway_PromptServer
-	ctx  context.Context
-	sent []*acpgatev1.PromptEvent
-}
-
-func (r *recorder) Context() context.Context { return r.ctx }
-func (r *recorder) Send(e *acpgatev1.PromptEvent) error {
-	r.sent = append(r.sent, e)
-	return nil
-}
-
-func TestTheWriterNumbersWhatItSendsWithoutGapsAndMergesOnlyQueuedChunksOfOneMessage(t *testing.T) {
-	q := newEventQueue()
-	q.push(&acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_Started{Started: &acpgatev1.TurnStarted{TurnId: "t"}}})
-	for _, text := range []string{"a", "b", "c"} {
-		q.push(chunk(text))
-	}
-	q.push(&acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_AgentThoughtChunk{AgentThoughtChunk: &acpgatev1.MessageChunk{Text: "hm"}}})
-	q.push(chunk("d"))
-	q.finish(&acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_Outcome{Outcome: &acpgatev1.PromptOutcome{Text: "abcd"}}})
-	r := &recorder{ctx: context.Background()}
-	w := &streamWriter{stream: r, coalesce: true}
-	if err := w.run(q); err != nil {
-		t.Fatal(err)
-	}
+func TestTheMergerJoinsOnlyQueuedTextChunksOfOneMessage(t *testing.T) {
+	batch := []*acpgatev1.PromptEvent{chunk("a"), chunk("b"), chunk("c"),
+		{Event: &acpgatev1.PromptEvent_AgentThoughtChunk{AgentThoughtChunk: &acpgatev1.MessageChunk{Text: "hm"}}},
+		chunk("d")}
+	var m merger
 	var texts []string
-	for i, e := range r.sent {
-		if e.GetSeq() != uint64(i+1) {
-			t.Errorf("event %d has seq %d", i, e.GetSeq())
+	var n int
+	for i := 0; i < len(batch); i++ {
+		e := batch[i]
+		if isTextChunk(e.GetAgentMessageChunk()) {
+			e, i = m.merge(batch, i)
+			texts = append(texts, e.GetAgentMessageChunk().GetText())
 		}
-		if c := e.GetAgentMessageChunk(); c != nil {
-			texts = append(texts, c.GetText())
-		}
+		n++
 	}
-	if len(r.sent) != 5 || len(texts) != 2 || texts[0] != "abc" || texts[1] != "d" {
-		t.Errorf("sent %d events with chunks %q, want started, abc, the thought, d, the outcome", len(r.sent), texts)
+	if n != 3 || len(texts) != 2 || texts[0] != "abc" || texts[1] != "d" {
+		t.Errorf("%d events with chunks %q, want abc, the thought, d", n, texts)
 	}
 }

@@ -118,6 +118,16 @@ func (m *Memory) Get(_ context.Context, turnID string) (Turn, error) {
 	return cloneTurn(mt.rec), nil
 }
 
+func (m *Memory) Latest(_ context.Context, requestID string) (Turn, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ids := m.byRequest[requestID]
+	if requestID == "" || len(ids) == 0 {
+		return Turn{}, ErrNotFound
+	}
+	return cloneTurn(m.turns[ids[len(ids)-1]].rec), nil
+}
+
 func (m *Memory) List(_ context.Context, f Filter, limit int, from *Position) ([]Turn, error) {
 	m.mu.Lock()
 	var all []Turn

@@ -97,6 +97,9 @@ type Store interface {
 	End(ctx context.Context, turnID string, terminal Event, endedAt time.Time) error
 	// Get returns a turn's record.
 	Get(ctx context.Context, turnID string) (Turn, error)
+	// Latest returns the latest attempt of the turns with requestID, or
+	// ErrNotFound.
+	Latest(ctx context.Context, requestID string) (Turn, error)
 	// List returns up to limit turns matching f, newest first (by
 	// StartedAt, then by ID), starting after from when it is not nil.
 	List(ctx context.Context, f Filter, limit int, from *Position) ([]Turn, error)

@@ -46,6 +46,7 @@ const (
 	exitAuthRequired       = 8
 	exitCapability         = 9
 	exitStaleTarget        = 10
+	exitGatewayFailure     = 11
 	exitInvalidArgument    = 64
 	exitRejected           = 65
 	exitGatewayUnavailable = 69
@@ -66,6 +67,7 @@ var exitCodes = []struct {
 	{exitAuthRequired, "`error.harness` with `auth_required`: the agent needs credentials configured for the gateway."},
 	{exitCapability, "`error.capability_not_supported`: the request needs a capability the agent did not advertise."},
 	{exitStaleTarget, "`error.stale_target`: the request's target no longer applies."},
+	{exitGatewayFailure, "`error.gateway`: the gateway itself failed the turn (it could not write the turn's journal)."},
 	{exitInvalidArgument, "gRPC status `INVALID_ARGUMENT`: the gateway rejected the request as malformed."},
 	{exitRejected, "gRPC status `NOT_FOUND`, `FAILED_PRECONDITION`, `RESOURCE_EXHAUSTED` or any other non-OK status not listed here: no turn ran."},
 	{exitGatewayUnavailable, "gRPC status `UNAVAILABLE` or `DEADLINE_EXCEEDED`: the gateway or the agent could not be reached, or the gateway is draining."},
@@ -91,6 +93,7 @@ var classExits = map[string]int{
 	"policy_refused":           exitPolicyRefused,
 	"capability_not_supported": exitCapability,
 	"stale_target":             exitStaleTarget,
+	"gateway":                  exitGatewayFailure,
 }
 
 // classify names a HarnessError's class and its exit code. An error with no

@@ -1,0 +1,134 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+	"github.com/acpgate/acpgate/store"
+)
+
+// followBatch is how many events a stream reads at once.
+const followBatch = 256
+
+// storePoll is how often a stream re-reads a turn that runs with no
+// journal in this gateway (it is being set up).
+const storePoll = 100 * time.Millisecond
+
+// follow sends a turn's events with seq greater than after to stream, from
+// the turn's journal while it runs in this gateway (memory, or the store
+// for what has left memory) and from the store once it has ended, until
+// the terminal has been sent. A stream that has sent nothing for the
+// heartbeat interval sends a heartbeat. It returns nil once the terminal
+// is sent, or why the stream ended before.
+//
+// Every stream is its own cursor: a slow one falls behind without holding
+// the turn back, and reads the store when it is behind what memory keeps.
+func (g *Gateway) follow(ctx context.Context, turnID string, after uint64, stream grpc.ServerStream) error {
+	heartbeat := time.NewTimer(g.cfg.HeartbeatInterval)
+	defer heartbeat.Stop()
+	for {
+		batch, more, done, err := g.nextEvents(ctx, turnID, after)
+		if err != nil {
+			return err
+		}
+		for _, e := range batch {
+			if err := stream.SendMsg(encodedEvent(e.Data)); err != nil {
+				return err
+			}
+			after = e.Seq
+		}
+		if len(batch) > 0 {
+			heartbeat.Reset(g.cfg.HeartbeatInterval)
+		}
+		if done(after) {
+			return nil
+		}
+		if len(batch) > 0 {
+			continue
+		}
+		select {
+		case <-more:
+		case <-heartbeat.C:
+			hb := &acpgatev1.PromptEvent{Time: timestamppb.Now(), Event: &acpgatev1.PromptEvent_Heartbeat{Heartbeat: &acpgatev1.Heartbeat{LastSeq: after}}}
+			if err := stream.SendMsg(hb); err != nil {
+				return err
+			}
+			heartbeat.Reset(g.cfg.HeartbeatInterval)
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// nextEvents reads the events of turnID after seq after. more is closed
+// when there may be more; done(seq) reports whether seq is the terminal's.
+func (g *Gateway) nextEvents(ctx context.Context, turnID string, after uint64) (batch []store.Event, more <-chan struct{}, done func(uint64) bool, err error) {
+	if t := g.turns.get(turnID); t != nil {
+		events, more, inMemory, last, ended := t.j.read(after, followBatch)
+		if !inMemory {
+			if events, err = g.store.Events(ctx, turnID, after, followBatch); err != nil {
+				return nil, nil, nil, status.Errorf(codes.Internal, "reading turn %q's journal: %v", turnID, err)
+			}
+		}
+		return events, more, func(seq uint64) bool { return ended && seq >= last }, nil
+	}
+	rec, err := g.store.Get(ctx, turnID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil, nil, status.Errorf(codes.NotFound, "no turn %q (unknown, or past its retention)", turnID)
+	}
+	if err != nil {
+		return nil, nil, nil, status.Errorf(codes.Internal, "reading turn %q: %v", turnID, err)
+	}
+	events, err := g.store.Events(ctx, turnID, after, followBatch)
+	if err != nil {
+		return nil, nil, nil, status.Errorf(codes.Internal, "reading turn %q's journal: %v", turnID, err)
+	}
+	if rec.Running() {
+		// Being set up, or started by a request that attached before the
+		// turn's journal was registered: look again shortly.
+		return events, pollAfter(storePoll), func(uint64) bool { return false }, nil
+	}
+	return events, nil, func(seq uint64) bool { return seq >= rec.LastSeq }, nil
+}
+
+// turnProto is a turn's record as the API shows it.
+func (g *Gateway) turnProto(rec store.Turn) (*acpgatev1.Turn, error) {
+	t := &acpgatev1.Turn{
+		TurnId:    rec.ID,
+		RequestId: rec.RequestID,
+		Attempt:   rec.Attempt,
+		Agent:     rec.Agent,
+		SessionId: rec.SessionID,
+		State:     acpgatev1.TurnState_TURN_STATE_RUNNING,
+		StartedAt: timestamppb.New(rec.StartedAt),
+		LastSeq:   rec.LastSeq,
+	}
+	if live := g.turns.get(rec.ID); live != nil {
+		_, _, _, last, _ := live.j.read(^uint64(0), 0)
+		t.LastSeq = max(t.LastSeq, last)
+	}
+	if !rec.Running() {
+		t.State = acpgatev1.TurnState_TURN_STATE_ENDED
+		t.EndedAt = timestamppb.New(rec.EndedAt)
+		t.Terminal = &acpgatev1.PromptEvent{}
+		if err := proto.Unmarshal(rec.Terminal, t.Terminal); err != nil {
+			return nil, status.Errorf(codes.Internal, "turn %q's terminal does not decode: %v", rec.ID, err)
+		}
+	}
+	return t, nil
+}
+
+// pollAfter is a channel closed after d.
+func pollAfter(d time.Duration) <-chan struct{} {
+	c := make(chan struct{})
+	time.AfterFunc(d, func() { close(c) })
+	return c
+}

@@ -1,0 +1,256 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+	"github.com/acpgate/acpgate/store"
+)
+
+// Bounds of a journal's memory.
+const (
+	// commitDelay is how long an event may wait to be written to the
+	// store: chunks are durable within this of being sent.
+	commitDelay = 50 * time.Millisecond
+	// recentEvents and recentBytes bound the committed events a journal
+	// keeps in memory for watchers that are close behind; older ones are
+	// read back from the store.
+	recentEvents = 1024
+	recentBytes  = 4 << 20
+	// maxUncommitted bounds the events waiting for the store; beyond it the
+	// turn waits for the store (a disk slower than the agent slows the
+	// agent, as a full pipe does).
+	maxUncommitted = 8192
+)
+
+// journal is a running turn's events on their way to the store and to
+// every stream that follows the turn.
+//
+// The turn's pump appends events: numbered, stamped and encoded once, so
+// every stream and every replay carries the same bytes. Streams read from
+// the journal at their own pace, never holding the turn back: the recent
+// events are in memory, older ones in the store. Events are written to the
+// store behind, in batches (group commit), within commitDelay; the turn's
+// started event and its terminal are written before anyone can read them,
+// so a client that saw either can count on the store having it.
+type journal struct {
+	id     string
+	st     store.Store
+	log    *slog.Logger
+	cancel func(cause string) // cancels the turn
+
+	mu        sync.Mutex
+	recent    []store.Event // the latest events, seqs contiguous, the last is lastSeq
+	lastSeq   uint64
+	committed uint64        // events up to this seq are in the store
+	ended     bool          // the terminal is journaled
+	changed   chan struct{} // closed when events are added, then replaced
+	wrote     chan struct{} // signalled when a commit finishes
+	failed    error         // the store's first failure
+
+	flush chan struct{} // signalled when there is something to commit
+	stop  chan struct{} // closed when the committer must finish
+	done  chan struct{} // closed when the committer has finished
+}
+
+func newJournal(id string, st store.Store, log *slog.Logger, cancel func(cause string)) *journal {
+	j := &journal{
+		id:      id,
+		st:      st,
+		log:     log,
+		cancel:  cancel,
+		changed: make(chan struct{}),
+		wrote:   make(chan struct{}, 1),
+		flush:   make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	go j.commitLoop()
+	return j
+}
+
+// encode numbers, stamps and encodes the next event.
+func (j *journal) encode(e *acpgatev1.PromptEvent, seq uint64) store.Event {
+	e.Seq = seq
+	e.Time = timestamppb.Now()
+	data, err := proto.Marshal(e)
+	if err != nil {
+		// A PromptEvent the gateway built always encodes.
+		panic(fmt.Sprintf("encoding a journal event: %v", err))
+	}
+	return store.Event{Seq: seq, Data: data}
+}
+
+// append journals events that follow lastSeq. It waits while too many
+// events wait for the store.
+func (j *journal) append(events []store.Event) {
+	j.mu.Lock()
+	for j.lastSeq-j.committed >= maxUncommitted && j.failed == nil {
+		j.mu.Unlock()
+		signal(j.flush)
+		<-j.wrote
+		j.mu.Lock()
+	}
+	j.recent = append(j.recent, events...)
+	j.lastSeq = events[len(events)-1].Seq
+	j.broadcast()
+	j.mu.Unlock()
+	signal(j.flush)
+}
+
+// start journals the turn's started event, seq 1, and the session it runs
+// in, before any stream can read it.
+func (j *journal) start(ctx context.Context, sessionID string, started store.Event) error {
+	if err := j.st.Started(ctx, j.id, sessionID, started); err != nil {
+		j.mu.Lock()
+		j.failed = fmt.Errorf("journaling the turn's start: %w", err)
+		j.mu.Unlock()
+		return j.failed
+	}
+	j.mu.Lock()
+	j.recent = append(j.recent, started)
+	j.lastSeq, j.committed = started.Seq, started.Seq
+	j.broadcast()
+	j.mu.Unlock()
+	return nil
+}
+
+// broadcast wakes the streams waiting for events; j.mu is held.
+func (j *journal) broadcast() {
+	close(j.changed)
+	j.changed = make(chan struct{})
+}
+
+// failure is the store's first failure, or nil.
+func (j *journal) failure() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.failed
+}
+
+// next returns the seq the next event gets.
+func (j *journal) next() uint64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.lastSeq + 1
+}
+
+// commitLoop writes events to the store behind the turn.
+func (j *journal) commitLoop() {
+	defer close(j.done)
+	for {
+		select {
+		case <-j.flush:
+		case <-j.stop:
+			j.commit()
+			return
+		}
+		// Let a burst gather into one write.
+		select {
+		case <-time.After(commitDelay):
+		case <-j.stop:
+		}
+		j.commit()
+	}
+}
+
+// commit writes the events the store does not have yet.
+func (j *journal) commit() error {
+	j.mu.Lock()
+	if j.failed != nil {
+		j.mu.Unlock()
+		return j.failed
+	}
+	var pending []store.Event
+	if n := int(j.lastSeq - j.committed); n > 0 {
+		pending = j.recent[len(j.recent)-n:]
+	}
+	j.mu.Unlock()
+	if len(pending) == 0 {
+		return nil
+	}
+	err := j.st.Append(context.Background(), j.id, pending)
+	j.mu.Lock()
+	if err != nil {
+		j.failed = fmt.Errorf("journaling events %d to %d: %w", pending[0].Seq, pending[len(pending)-1].Seq, err)
+		err = j.failed
+	} else {
+		j.committed = pending[len(pending)-1].Seq
+		j.trim()
+	}
+	j.mu.Unlock()
+	signal(j.wrote)
+	if err != nil {
+		j.log.Error("the turn's journal could not be written; cancelling the turn", "turn", j.id, "err", err)
+		j.cancel("the gateway could not write the turn's journal")
+	}
+	return err
+}
+
+// trim drops committed events beyond the recent bounds; j.mu is held.
+func (j *journal) trim() {
+	keep := len(j.recent)
+	size := 0
+	for i := len(j.recent) - 1; i >= 0; i-- {
+		if j.recent[i].Seq <= j.committed && (len(j.recent)-i > recentEvents || size > recentBytes) {
+			keep = len(j.recent) - i - 1
+			break
+		}
+		size += len(j.recent[i].Data)
+	}
+	if keep < len(j.recent) {
+		j.recent = append(j.recent[:0:0], j.recent[len(j.recent)-keep:]...)
+	}
+}
+
+// end journals the terminal: everything before it and then it are written
+// to the store before any stream can read it. It returns the store's
+// failure, if any; the terminal is then still delivered to the streams
+// reading from memory.
+func (j *journal) end(terminal store.Event) error {
+	close(j.stop)
+	<-j.done
+	err := j.commit()
+	if err == nil {
+		err = j.st.End(context.Background(), j.id, terminal, time.Now())
+		if err != nil {
+			j.log.Error("the turn's terminal could not be journaled", "turn", j.id, "err", err)
+		}
+	}
+	j.mu.Lock()
+	j.recent = append(j.recent, terminal)
+	j.lastSeq = terminal.Seq
+	if err == nil {
+		j.committed = terminal.Seq
+	}
+	j.ended = true
+	j.broadcast()
+	j.mu.Unlock()
+	return err
+}
+
+// read returns up to max events after seq from memory, and a channel
+// closed when more arrive. inMemory is false when events after seq have
+// already left memory: read them from the store. ended reports that the
+// terminal is journaled and is the last event up to lastSeq.
+func (j *journal) read(after uint64, max int) (events []store.Event, more <-chan struct{}, inMemory bool, last uint64, ended bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if after >= j.lastSeq {
+		return nil, j.changed, true, j.lastSeq, j.ended
+	}
+	first := j.lastSeq - uint64(len(j.recent)) + 1
+	if len(j.recent) == 0 || after+1 < first {
+		return nil, j.changed, false, j.lastSeq, j.ended
+	}
+	i := int(after + 1 - first)
+	n := min(max, len(j.recent)-i)
+	return j.recent[i : i+n : i+n], j.changed, true, j.lastSeq, j.ended
+}

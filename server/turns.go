@@ -1,0 +1,496 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/acpgate/acpgate/acp"
+	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+	"github.com/acpgate/acpgate/outcome"
+	"github.com/acpgate/acpgate/store"
+)
+
+// turnTable is the turns running in this gateway, by id.
+type turnTable struct {
+	mu    sync.Mutex
+	turns map[string]*runningTurn
+}
+
+// runningTurn is a turn running in this gateway.
+type runningTurn struct {
+	rec    store.Turn
+	j      *journal
+	cancel context.CancelFunc // cancels the turn's context: the turn is cancelled
+}
+
+func (t *turnTable) add(r *runningTurn) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.turns == nil {
+		t.turns = make(map[string]*runningTurn)
+	}
+	t.turns[r.rec.ID] = r
+}
+
+func (t *turnTable) remove(id string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.turns, id)
+}
+
+func (t *turnTable) get(id string) *runningTurn {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.turns[id]
+}
+
+func (t *turnTable) all() []*runningTurn {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]*runningTurn, 0, len(t.turns))
+	for _, r := range t.turns {
+		out = append(out, r)
+	}
+	return out
+}
+
+// maxRequestIDBytes bounds PromptRequest.request_id.
+const maxRequestIDBytes = 128
+
+// checkRequestID enforces request_id's form: 1 to 128 bytes of printable
+// ASCII.
+func checkRequestID(id string) error {
+	if len(id) > maxRequestIDBytes {
+		return status.Errorf(codes.InvalidArgument, "request_id is %d bytes, over the limit of %d", len(id), maxRequestIDBytes)
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return status.Errorf(codes.InvalidArgument, "request_id must be printable ASCII without spaces; byte %d is 0x%02x", i, id[i])
+		}
+	}
+	return nil
+}
+
+// promptHash identifies a request's prompt content, which a request_id is
+// bound to.
+func promptHash(req *acpgatev1.PromptRequest) []byte {
+	content := &acpgatev1.PromptRequest{Prompt: req.GetPrompt(), Text: req.GetText(), Cwd: req.GetCwd()}
+	b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(content)
+	sum := sha256.Sum256(b)
+	return sum[:]
+}
+
+func requestTarget(req *acpgatev1.PromptRequest) string {
+	if req.GetSessionId() != "" {
+		return "session:" + req.GetSessionId()
+	}
+	return "agent:" + req.GetAgent()
+}
+
+// cancelsOnDisconnect applies on_disconnect's default.
+func cancelsOnDisconnect(req *acpgatev1.PromptRequest) bool {
+	switch req.GetOnDisconnect() {
+	case acpgatev1.DisconnectPolicy_DISCONNECT_POLICY_CANCEL:
+		return true
+	case acpgatev1.DisconnectPolicy_DISCONNECT_POLICY_CONTINUE:
+		return false
+	}
+	return req.GetRequestId() == ""
+}
+
+// recorded is what an earlier submission of a request_id left.
+type recorded int
+
+const (
+	recordedNone   recorded = iota // nothing: start the turn
+	recordedAttach                 // a turn to attach to
+	recordedRetry                  // a retryable ending: start the next attempt
+)
+
+// previous decides what an earlier turn of the same request_id means for
+// req.
+func previous(rec store.Turn, req *acpgatev1.PromptRequest) (recorded, error) {
+	if rec.Target != requestTarget(req) || !bytes.Equal(rec.PromptHash, promptHash(req)) {
+		return recordedNone, status.Errorf(codes.AlreadyExists, "request_id %q was used for another prompt or target (turn %s)", req.GetRequestId(), rec.ID)
+	}
+	if rec.Running() {
+		return recordedAttach, nil
+	}
+	var terminal acpgatev1.PromptEvent
+	if err := proto.Unmarshal(rec.Terminal, &terminal); err != nil {
+		return recordedNone, status.Errorf(codes.Internal, "turn %q's terminal does not decode: %v", rec.ID, err)
+	}
+	if terminal.GetError().GetRetryable() {
+		return recordedRetry, nil
+	}
+	return recordedAttach, nil
+}
+
+// turnPlan is a turn about to start: its record, and either the session
+// it claimed or the one-shot session it will open.
+type turnPlan struct {
+	rec     store.Turn
+	blocks  []acpsdk.ContentBlock
+	live    *liveSession // a claimed open session
+	opening *opening     // a one-shot session to start
+	req     *acpgatev1.PromptRequest
+}
+
+// abandon gives back what the plan holds.
+func (p *turnPlan) abandon() {
+	if p.live != nil {
+		p.live.unclaim()
+	}
+	if p.opening != nil {
+		p.opening.abandon()
+	}
+}
+
+// begin decides what a Prompt runs: a new turn (started on its own
+// goroutine), or an earlier turn of the same request_id to attach to. It
+// returns the id of the turn to follow.
+func (g *Gateway) begin(req *acpgatev1.PromptRequest, blocks []acpsdk.ContentBlock) (string, error) {
+	attempt := uint32(1)
+	if id := req.GetRequestId(); id != "" {
+		rec, err := g.store.Latest(context.Background(), id)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return "", status.Errorf(codes.Unavailable, "reading the turn journal: %v", err)
+		default:
+			what, err := previous(rec, req)
+			if err != nil {
+				return "", err
+			}
+			if what == recordedAttach {
+				return rec.ID, nil
+			}
+			attempt = rec.Attempt + 1
+		}
+	}
+	plan := &turnPlan{req: req, blocks: blocks, rec: store.Turn{
+		ID:         g.newTurnID(),
+		RequestID:  req.GetRequestId(),
+		Attempt:    attempt,
+		Target:     requestTarget(req),
+		PromptHash: promptHash(req),
+		StartedAt:  time.Now(),
+	}}
+	if req.GetSessionId() != "" {
+		live, err := g.claimSession(req.GetSessionId(), plan.rec.ID)
+		if err != nil {
+			return "", err
+		}
+		plan.live = live
+		plan.rec.Agent, plan.rec.SessionID = live.agent.cfg.Name, live.id
+	} else {
+		o, err := g.prepare(req.GetAgent(), req.GetCwd())
+		if err != nil {
+			return "", err
+		}
+		plan.opening = o
+		plan.rec.Agent = req.GetAgent()
+	}
+	if err := g.admit.admitTurn(); err != nil {
+		plan.abandon()
+		return "", err
+	}
+	existing, created, err := g.store.Begin(context.Background(), plan.rec)
+	if err != nil || !created {
+		g.admit.turnEnded()
+		plan.abandon()
+		if err != nil {
+			return "", status.Errorf(codes.Unavailable, "recording the turn in the journal: %v", err)
+		}
+		// A concurrent submission of the same request_id won.
+		if _, err := previous(existing, req); err != nil {
+			return "", err
+		}
+		return existing.ID, nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &runningTurn{rec: plan.rec, cancel: cancel}
+	r.j = newJournal(plan.rec.ID, g.store, g.log, func(cause string) {
+		if plan.live != nil {
+			plan.live.sess.Cancel(cause)
+		}
+		cancel()
+	})
+	g.turns.add(r)
+	go g.runTurn(ctx, r, plan)
+	return plan.rec.ID, nil
+}
+
+// claimSession claims an open session for a turn.
+func (g *Gateway) claimSession(id, turnID string) (*liveSession, error) {
+	live, err := g.sessions.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-live.sess.Done():
+		// Its agent has gone; the janitor has not swept it yet.
+		g.remove(live)
+		return nil, status.Errorf(codes.NotFound, "session %q has ended: its agent is gone", id)
+	default:
+	}
+	if !live.claim(turnID) {
+		return nil, status.Errorf(codes.FailedPrecondition, "session %q is already running a turn (ACP allows one at a time)", id)
+	}
+	return live, nil
+}
+
+// runTurn runs a planned turn to its terminal, journaling its events. It
+// owns the turn: it ends when the turn has ended, whoever is watching.
+func (g *Gateway) runTurn(ctx context.Context, r *runningTurn, plan *turnPlan) {
+	defer g.admit.turnEnded()
+	defer g.turns.remove(r.rec.ID)
+	defer r.cancel()
+	id := r.rec.ID
+	live := plan.live
+	if live == nil {
+		var err error
+		live, err = g.start(ctx, plan.opening, "", true)
+		if err != nil {
+			g.endUnstarted(r, err)
+			return
+		}
+		live.claim(id)
+		plan.live = live
+	}
+	started := r.j.encode(started(id, live.id, live.agent.cfg.Name), 1)
+	if err := r.j.start(ctx, live.id, started); err != nil {
+		live.release()
+		g.log.Error("the turn could not be journaled", "turn", id, "err", err)
+		r.j.end(r.j.encode(terminal(outcome.Result{Error: g.interp.JournalFailed(err.Error(), outcome.Text{})}), 2))
+		g.afterTurn(live, nil)
+		return
+	}
+	q := newEventQueue()
+	pumped := make(chan struct{})
+	go func() {
+		defer close(pumped)
+		g.pump(q, r.j, plan.req.GetCoalesceChunks(), live)
+	}()
+	result, err := live.sess.Prompt(ctx, plan.blocks, acp.PromptOptions{
+		TurnID:   id,
+		Timeout:  live.agent.cfg.TurnTimeout,
+		Emit:     q.push,
+		OnCancel: q.abandon,
+		OmitText: plan.req.GetOmitOutcomeText(),
+	})
+	if err != nil {
+		// Not a turn's ending (busy or closed underneath us), but the
+		// turn has been announced: it still gets a terminal.
+		g.log.Error("the turn could not start", "turn", id, "err", err)
+		result = outcome.Result{Error: g.interp.StaleTarget("the session ended before the turn could start: " + err.Error())}
+	}
+	if failed := r.j.failure(); failed != nil {
+		e := g.interp.JournalFailed(failed.Error(), outcome.Text{})
+		e.Partial = result.Error.GetPartial()
+		result = outcome.Result{Error: e}
+	}
+	// The session is free before anyone can read the terminal.
+	live.release()
+	q.finish(terminal(result))
+	<-pumped
+	g.logTerminal(id, live.agent.cfg.Name, live.id, result.Error)
+	g.afterTurn(live, result.Error)
+}
+
+// afterTurn closes a one-shot session, and a session whose agent is gone.
+func (g *Gateway) afterTurn(live *liveSession, e *acpgatev1.HarnessError) {
+	if live.oneShot || e.GetTransport() != nil {
+		g.remove(live)
+	}
+}
+
+// endUnstarted journals the ending of a one-shot turn whose agent did not
+// start: a one-shot caller handles one shape, so the failure to start or
+// handshake is the turn's terminal, after a started event with no session.
+func (g *Gateway) endUnstarted(r *runningTurn, err error) {
+	var agentErr *acp.Error
+	var e *acpgatev1.HarnessError
+	switch {
+	case errors.As(err, &agentErr):
+		e = agentErr.Proto
+	default:
+		// The turn was cancelled (its client went away, or shutdown)
+		// before its agent had started, or the gateway is draining.
+		e = g.interp.StaleTarget("the turn ended before its agent had started: " + status.Convert(statusOf(err)).Message())
+	}
+	if err := r.j.start(context.Background(), "", r.j.encode(started(r.rec.ID, "", r.rec.Agent), 1)); err != nil {
+		g.log.Error("the turn could not be journaled", "turn", r.rec.ID, "err", err)
+	}
+	r.j.end(r.j.encode(terminal(outcome.Result{Error: e}), 2))
+	g.logTerminal(r.rec.ID, r.rec.Agent, "", e)
+}
+
+// pump moves a turn's events from its queue into its journal: merging text
+// chunks when the client asked for that, and bounding the journal at
+// limits.max_turn_bytes, past which the turn is cancelled and its further
+// events are not journaled.
+func (g *Gateway) pump(q *eventQueue, j *journal, coalesce bool, live *liveSession) {
+	var (
+		m     merger
+		spare []*acpgatev1.PromptEvent
+		size  int64
+		over  bool
+	)
+	limit := g.cfg.Limits.MaxTurnBytes
+	for {
+		batch, _ := q.take(context.Background(), spare)
+		seq := j.next()
+		var out []store.Event
+		for i := 0; i < len(batch); i++ {
+			e := batch[i]
+			if coalesce && isTextChunk(e.GetAgentMessageChunk()) {
+				e, i = m.merge(batch, i)
+			}
+			if isTerminal(e) {
+				if len(out) > 0 {
+					j.append(out)
+				}
+				j.end(j.encode(e, seq))
+				return
+			}
+			if over {
+				continue
+			}
+			ev := j.encode(e, seq)
+			if size += int64(len(ev.Data)); size > limit {
+				over = true
+				cause := fmt.Sprintf("the turn's journal reached limits.max_turn_bytes (%d bytes)", limit)
+				g.log.Warn("cancelling a turn whose journal is full", "turn", j.id, "limit", limit)
+				live.sess.Cancel(cause)
+				continue
+			}
+			out = append(out, ev)
+			seq++
+		}
+		if len(out) > 0 {
+			j.append(out)
+		}
+		clear(batch)
+		spare = batch
+	}
+}
+
+// endStopped ends every turn the store still shows as running: the gateway
+// stopped while they ran (they cannot be running now, since a store is
+// used by one gateway at a time).
+func (g *Gateway) endStopped(ctx context.Context) error {
+	running, err := g.store.Running(ctx)
+	if err != nil {
+		return err
+	}
+	for _, rec := range running {
+		e := g.interp.GatewayStopped(outcome.Text{})
+		ev := &acpgatev1.PromptEvent{Seq: rec.LastSeq + 1, Event: &acpgatev1.PromptEvent_Error{Error: e}}
+		j := &journal{}
+		data := j.encode(ev, rec.LastSeq+1)
+		if err := g.store.End(ctx, rec.ID, data, time.Now()); err != nil {
+			return fmt.Errorf("ending turn %s: %w", rec.ID, err)
+		}
+		g.log.Warn("a turn was running when the gateway stopped; it has ended", "turn", rec.ID, "agent", rec.Agent, "last_seq", rec.LastSeq)
+	}
+	return nil
+}
+
+// WatchTurn streams a turn's events after after_seq.
+func (g *Gateway) WatchTurn(req *acpgatev1.WatchTurnRequest, stream acpgatev1.AgentGateway_WatchTurnServer) error {
+	if req.GetTurnId() == "" {
+		return status.Error(codes.InvalidArgument, "turn_id is required")
+	}
+	if _, err := g.store.Get(stream.Context(), req.GetTurnId()); errors.Is(err, store.ErrNotFound) && g.turns.get(req.GetTurnId()) == nil {
+		return status.Errorf(codes.NotFound, "no turn %q (unknown, or past its retention)", req.GetTurnId())
+	}
+	err := g.follow(stream.Context(), req.GetTurnId(), req.GetAfterSeq(), stream)
+	if _, ok := status.FromError(err); ok && status.Code(err) != codes.Unknown {
+		return err
+	}
+	return nil
+}
+
+// GetTurn describes a turn.
+func (g *Gateway) GetTurn(ctx context.Context, req *acpgatev1.GetTurnRequest) (*acpgatev1.Turn, error) {
+	if req.GetTurnId() == "" {
+		return nil, status.Error(codes.InvalidArgument, "turn_id is required")
+	}
+	rec, err := g.store.Get(ctx, req.GetTurnId())
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, status.Errorf(codes.NotFound, "no turn %q (unknown, or past its retention)", req.GetTurnId())
+	}
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "reading turn %q: %v", req.GetTurnId(), err)
+	}
+	return g.turnProto(rec)
+}
+
+// ListTurns lists turns, newest first.
+func (g *Gateway) ListTurns(ctx context.Context, req *acpgatev1.ListTurnsRequest) (*acpgatev1.ListTurnsResponse, error) {
+	size := int(req.GetPageSize())
+	switch {
+	case size < 0:
+		return nil, status.Error(codes.InvalidArgument, "page_size must not be negative")
+	case size == 0:
+		size = 50
+	case size > 500:
+		size = 500
+	}
+	from, err := decodePageToken(req.GetPageToken())
+	if err != nil {
+		return nil, err
+	}
+	recs, err := g.store.List(ctx, store.Filter{SessionID: req.GetSessionId(), Agent: req.GetAgent()}, size+1, from)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "listing turns: %v", err)
+	}
+	resp := &acpgatev1.ListTurnsResponse{}
+	if len(recs) > size {
+		recs = recs[:size]
+		resp.NextPageToken = encodePageToken(store.PositionOf(recs[size-1]))
+	}
+	for _, rec := range recs {
+		t, err := g.turnProto(rec)
+		if err != nil {
+			return nil, err
+		}
+		resp.Turns = append(resp.Turns, t)
+	}
+	return resp, nil
+}
+
+func encodePageToken(p store.Position) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(p.StartedAt.UnixNano(), 10) + ":" + p.ID))
+}
+
+func decodePageToken(token string) (*store.Position, error) {
+	if token == "" {
+		return nil, nil
+	}
+	bad := status.Error(codes.InvalidArgument, "page_token is not one ListTurns returned")
+	b, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil {
+		return nil, bad
+	}
+	nanos, id, ok := strings.Cut(string(b), ":")
+	n, err := strconv.ParseInt(nanos, 10, 64)
+	if !ok || err != nil || id == "" {
+		return nil, bad
+	}
+	return &store.Position{StartedAt: time.Unix(0, n), ID: id}, nil
+}
