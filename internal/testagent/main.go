@@ -110,6 +110,14 @@
 //	                      bytes, so the whole line is longer than BYTES
 //	grandchild            start /bin/sleep 300 (same process group, stdio on
 //	                      /dev/null) and chunk "grandchild:<pid>"
+//	stall                 stop reading stdin for good: the line being read when
+//	                      the agent stalls, and every later one, is never handled
+//	                      (not even stdin EOF: only a signal ends the process),
+//	                      so the client's writes block once the pipe is full
+//	readflood N PATH      send N fs/read_text_file requests for PATH in one burst,
+//	                      without waiting for their answers (which are dropped)
+//	reqflood N            send N requests of the unknown method "testagent/flood"
+//	                      (params {}) in one burst, without waiting for answers
 //
 // Endings: the first one reached ends the script; later lines are not run.
 //
@@ -198,6 +206,7 @@ func main() {
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
 	for {
 		line, err := in.ReadBytes('\n')
+		a.waitIfStalled()
 		if len(bytes.TrimSpace(line)) > 0 {
 			a.handleLine(line)
 		}
