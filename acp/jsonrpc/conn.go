@@ -25,7 +25,7 @@
 // reads its stdin makes the gateway hold every answer, each on a goroutine
 // blocked writing it: sixty reads of an 8 MiB file cost over 600 MiB. With
 // it, what answers hold is at most the bound times the largest answer, plus
-// the one being encoded (see Conn.write). The wait for a slot ends when the
+// the encoding of the one being written (see Conn.write). The wait for a slot ends when the
 // connection is closed, so Close never waits on it. An agent that stops
 // reading while its requests wait to be answered stalls only itself: its
 // writes block, the reader waits, and the turn's cancel grace stops the
@@ -60,14 +60,6 @@ const DefaultMaxFrameBytes = 16 << 20
 // answers of the largest file read the gateway serves (8 MiB by default)
 // are 128 MiB, the most a hostile agent can make one connection hold.
 const DefaultMaxInFlightRequests = 16
-
-// maxKeptWriteBuffer is the largest encoding buffer a connection keeps
-// between writes. One exceptional message (the answer to an 8 MiB file
-// read) grows the buffer to its size; kept, that memory would stay with the
-// connection for its whole life, on every session that ever read a large
-// file. Messages larger than this allocate their buffer each time, which
-// costs little beside encoding and writing them.
-const maxKeptWriteBuffer = 64 << 10
 
 // ErrorObject is a JSON-RPC error, as the gateway sends it to an agent.
 type ErrorObject struct {
@@ -181,7 +173,6 @@ type Conn struct {
 
 	writeMu sync.Mutex
 	w       *bufio.Writer
-	wbuf    bytes.Buffer
 
 	mu      sync.Mutex
 	nextID  int64
@@ -325,26 +316,21 @@ func (c *Conn) Close() {
 	c.handlers.Wait()
 }
 
-// write encodes msg into the connection's one buffer and writes it, one
-// message at a time. The buffer holds a single encoding, at most about six
-// times the largest string the message carries (JSON escapes a control
-// byte as six), and is dropped after a write that grew it past
-// maxKeptWriteBuffer.
+// write encodes msg and writes it, one message at a time. The encoding is
+// written from encoding/json's own buffer, which it keeps in a sync.Pool
+// that the garbage collector empties: a connection keeps no buffer of its
+// own, which one large answer (an 8 MiB file read) would have grown for
+// the connection's whole life, and no second copy of the encoding exists.
+// That buffer holds one encoding at a time, under writeMu, while the write
+// waits for the agent to read: at most about twice (growth by doubling)
+// six times (JSON escapes a control byte as six) the largest string the
+// message carries.
 func (c *Conn) write(msg any) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
-	defer func() {
-		if c.wbuf.Cap() > maxKeptWriteBuffer {
-			c.wbuf = bytes.Buffer{}
-		}
-	}()
-	c.wbuf.Reset()
-	enc := json.NewEncoder(&c.wbuf)
+	enc := json.NewEncoder(c.w)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(msg); err != nil { // Encode appends the '\n'.
-		return err
-	}
-	if _, err := c.w.Write(c.wbuf.Bytes()); err != nil {
 		return err
 	}
 	return c.w.Flush()
