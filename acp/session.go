@@ -28,6 +28,10 @@ const (
 	DefaultPermissionTimeout = 5 * time.Minute
 )
 
+// DefaultMaxAgentRequests is Config.MaxAgentRequests when it is zero; see
+// jsonrpc.DefaultMaxInFlightRequests for why 16.
+const DefaultMaxAgentRequests = jsonrpc.DefaultMaxInFlightRequests
+
 // Config is how to run one agent and what it may do.
 type Config struct {
 	// Agent is the configured agent name, used in events and logs.
@@ -48,6 +52,12 @@ type Config struct {
 	StrictFraming bool
 	// MaxFrameBytes bounds one line from the agent.
 	MaxFrameBytes int
+	// MaxAgentRequests bounds the agent's requests (permission, fs) served
+	// at once; beyond it the gateway stops reading the agent until one is
+	// answered. With FS.MaxReadBytes it bounds what answers waiting for an
+	// agent that does not read can hold: their product.
+	// DefaultMaxAgentRequests when zero.
+	MaxAgentRequests int
 	// CancelGrace is how long a cancelled turn waits for the agent's
 	// answer before the agent is stopped. DefaultCancelGrace when zero.
 	CancelGrace time.Duration
@@ -164,9 +174,10 @@ func Open(ctx context.Context, cfg Config, opts OpenOptions) (*Session, error) {
 		pending: make(map[string]*pendingPermission),
 	}
 	s.conn = jsonrpc.New(proc.stdout, proc.stdin, s, jsonrpc.Options{
-		MaxFrameBytes: cfg.MaxFrameBytes,
-		StrictFraming: cfg.StrictFraming,
-		Logger:        s.log,
+		MaxFrameBytes:       cfg.MaxFrameBytes,
+		StrictFraming:       cfg.StrictFraming,
+		Logger:              s.log,
+		MaxInFlightRequests: cfg.MaxAgentRequests,
 	})
 	if err := s.handshake(ctx, opts); err != nil {
 		s.proc.kill()
