@@ -127,6 +127,7 @@ type Session struct {
 	pending  map[string]*pendingPermission
 
 	closeOnce sync.Once
+	cancels   sync.WaitGroup // session/cancel notifications being written
 }
 
 // Open starts the agent, performs the ACP handshake (initialize, then
@@ -365,5 +366,6 @@ func (s *Session) Close() {
 		}
 		s.proc.stop(s.cfg.StopGrace)
 		s.conn.Close()
+		s.cancels.Wait() // the agent is gone: their writes have failed
 	})
 }
