@@ -25,11 +25,13 @@
 // reads its stdin makes the gateway hold every answer, each on a goroutine
 // blocked writing it: sixty reads of an 8 MiB file cost over 600 MiB. With
 // it, what answers hold is at most the bound times the largest answer, plus
-// the encoding of the one being written (see Conn.write). The wait for a slot ends when the
-// connection is closed, so Close never waits on it. An agent that stops
-// reading while its requests wait to be answered stalls only itself: its
-// writes block, the reader waits, and the turn's cancel grace stops the
-// agent, which fails the blocked writes and frees every slot.
+// the encoding of the one being written (see Conn.write). The wait for a
+// slot ends when the connection is closed, so Close never waits on it. An
+// agent that stops reading while its requests wait to be answered stalls
+// only itself: its writes block, the reader waits, and the turn's cancel
+// grace stops the agent, which fails the blocked writes and frees every
+// slot. Nothing the gateway sends may wait for those writes on a path that
+// must reach the grace (see acp's requestCancel).
 package jsonrpc
 
 import (
