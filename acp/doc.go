@@ -18,7 +18,9 @@
 //
 // The connection (package acp/jsonrpc) reads the agent's stdout on one
 // goroutine. Notifications are applied in arrival order; requests the agent
-// makes (permission, fs) are served concurrently; writes are serialized.
+// makes (permission, fs) are served concurrently, at most
+// Config.MaxAgentRequests at once (the reader waits for a slot beyond
+// that); writes are serialized.
 //
 // Open performs the handshake: initialize (protocol version 1), authenticate
 // when an auth method is configured, then session/new or session/load.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -90,15 +91,38 @@ func (s *Session) readTextFile(params json.RawMessage) (any, *jsonrpc.ErrorObjec
 	if info.Size() > limit {
 		return nil, fsError(jsonrpc.CodeInvalidParams, "%q is %d bytes, over the read limit of %d bytes", req.Path, info.Size(), limit)
 	}
-	data, err := os.ReadFile(path)
+	text, err := readText(path, info.Size(), limit)
 	if err != nil {
 		return nil, fsError(jsonrpc.CodeInternalError, "reading %q: %v", req.Path, err)
 	}
-	content, rpcErr := selectLines(string(data), req.Line, req.Limit)
+	content, rpcErr := selectLines(text, req.Line, req.Limit)
 	if rpcErr != nil {
 		return nil, rpcErr
 	}
 	return acpsdk.ReadTextFileResponse{Content: content}, nil
+}
+
+// readText reads a file of about size bytes into one string of its own,
+// failing if it has grown past limit since it was measured. Reading into
+// bytes and converting would allocate the file twice, and the answers to
+// the agent's reads in flight are what bounds the gateway's memory against
+// an agent that floods it with them.
+func readText(path string, size, limit int64) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	var b strings.Builder
+	b.Grow(int(size))
+	n, err := io.Copy(&b, io.LimitReader(f, limit+1))
+	if err != nil {
+		return "", err
+	}
+	if n > limit {
+		return "", fmt.Errorf("the file grew past the read limit of %d bytes while it was read", limit)
+	}
+	return b.String(), nil
 }
 
 // selectLines applies ACP's line (1-based first line) and limit (number of

@@ -27,10 +27,11 @@ const (
 	DefaultStopGrace         = 2 * time.Second
 	DefaultHandshakeTimeout  = 60 * time.Second
 	DefaultPermissionTimeout = 5 * time.Minute
-	// DefaultMaxAgentRequests bounds the agent's requests waiting for the
-	// gateway's answer at once (Config.MaxAgentRequests).
-	DefaultMaxAgentRequests = 16
 )
+
+// DefaultMaxAgentRequests is Config.MaxAgentRequests when it is zero; see
+// jsonrpc.DefaultMaxInFlightRequests for why 16.
+const DefaultMaxAgentRequests = jsonrpc.DefaultMaxInFlightRequests
 
 // Config is how to run one agent and what it may do.
 type Config struct {
@@ -52,8 +53,11 @@ type Config struct {
 	StrictFraming bool
 	// MaxFrameBytes bounds one line from the agent.
 	MaxFrameBytes int
-	// MaxAgentRequests bounds the agent's requests waiting for the
-	// gateway's answer at once; DefaultMaxAgentRequests when zero.
+	// MaxAgentRequests bounds the agent's requests (permission, fs) served
+	// at once; beyond it the gateway stops reading the agent until one is
+	// answered. With FS.MaxReadBytes it bounds what answers waiting for an
+	// agent that does not read can hold: their product.
+	// DefaultMaxAgentRequests when zero.
 	MaxAgentRequests int
 	// CancelGrace is how long a cancelled turn waits for the agent's
 	// answer before the agent is stopped. DefaultCancelGrace when zero.
@@ -135,6 +139,7 @@ type Session struct {
 	pending  map[string]*pendingPermission
 
 	closeOnce sync.Once
+	cancels   sync.WaitGroup // session/cancel notifications being written
 }
 
 // Open starts the agent, performs the ACP handshake (initialize, then
@@ -189,9 +194,10 @@ func Open(ctx context.Context, cfg Config, opts OpenOptions) (*Session, error) {
 		pending: make(map[string]*pendingPermission),
 	}
 	s.conn = jsonrpc.New(proc.stdout, proc.stdin, agentHandler{s}, jsonrpc.Options{
-		MaxFrameBytes: cfg.MaxFrameBytes,
-		StrictFraming: cfg.StrictFraming,
-		Logger:        s.log,
+		MaxFrameBytes:       cfg.MaxFrameBytes,
+		StrictFraming:       cfg.StrictFraming,
+		Logger:              s.log,
+		MaxInFlightRequests: cfg.MaxAgentRequests,
 	})
 	hctx, cancel := context.WithTimeoutCause(ctx, cfg.HandshakeTimeout, errHandshakeTimeout)
 	err = s.handshake(hctx, opts)
@@ -427,5 +433,6 @@ func (s *Session) Close() {
 		}
 		s.proc.stop(s.cfg.StopGrace)
 		s.conn.Close()
+		s.cancels.Wait() // the agent is gone: their writes have failed
 	})
 }

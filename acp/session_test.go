@@ -721,3 +721,35 @@ func processGone(pid int) bool {
 	fields := strings.Fields(string(b))
 	return len(fields) > 2 && fields[2] == "Z"
 }
+
+func TestATurnTimeoutStopsAnAgentThatFloodsRequestsAndDoesNotReadTheAnswers(t *testing.T) {
+	cfg := agentConfig()
+	cfg.FS.Read = true
+	cfg.MaxAgentRequests = 2
+	cfg.CancelGrace = 300 * time.Millisecond
+	s := open(t, cfg)
+	big := filepath.Join(s.Cwd(), "big.txt")
+	if err := os.WriteFile(big, []byte(strings.Repeat("x", 2<<20)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The first answer fills the agent's stdin pipe; the agent never reads
+	// it, so every later write, session/cancel among them, waits for good.
+	done := make(chan outcome.Result, 1)
+	go func() {
+		r, err := s.Prompt(context.Background(), []acpsdk.ContentBlock{acpsdk.TextBlock("stall\nreadflood 8 " + big + "\nhang")},
+			acp.PromptOptions{Timeout: 300 * time.Millisecond})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	select {
+	case r := <-done:
+		contains(t, mustError(t, r).GetMessage(), "did not acknowledge", "exceeded its timeout of 300ms")
+	case <-time.After(30 * time.Second):
+		t.Fatal("the turn did not end: its cancel waited behind answers the agent does not read")
+	}
+	if !processGone(s.Pid()) {
+		t.Error("the agent still runs")
+	}
+}

@@ -161,6 +161,13 @@ func (t *turn) withContextUsage(o *acpgatev1.PromptOutcome) {
 
 // requestCancel asks the agent to cancel the turn (once): session/cancel,
 // and every pending permission request of the turn is answered cancelled.
+//
+// It does not wait for session/cancel to be written. The write waits its
+// turn behind the answers to the agent's own requests, and an agent that
+// does not read its stdin keeps those waiting for good: Prompt, which
+// calls this itself when its client goes away or its timeout expires,
+// would then never reach the cancel grace that stops such an agent, and
+// the turn would never end. Stopping the agent fails the write.
 func (t *turn) requestCancel(s *Session, cause string) {
 	t.cancelOnce.Do(func() {
 		t.cause = cause
@@ -168,9 +175,14 @@ func (t *turn) requestCancel(s *Session, cause string) {
 		if t.onCancel != nil {
 			t.onCancel()
 		}
-		if err := s.conn.Notify("session/cancel", acpsdk.CancelNotification{SessionId: acpsdk.SessionId(s.ID())}); err != nil {
-			s.log.Debug("sending session/cancel failed", "err", err)
-		}
+		id := s.ID()
+		s.cancels.Add(1)
+		go func() {
+			defer s.cancels.Done()
+			if err := s.conn.Notify("session/cancel", acpsdk.CancelNotification{SessionId: acpsdk.SessionId(id)}); err != nil {
+				s.log.Debug("sending session/cancel failed", "err", err)
+			}
+		}()
 	})
 }
 

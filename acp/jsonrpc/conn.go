@@ -15,6 +15,23 @@
 // grow. Requests from the agent are served concurrently, each on its own
 // goroutine, so an agent waiting for one answer never blocks the stream.
 // Writes go through one mutex, one line at a time.
+//
+// Requests in flight are bounded (Options.MaxInFlightRequests): a request
+// holds its slot from the moment it is read until its answer has been
+// written. When every slot is taken the reader stops reading, exactly as a
+// slow consumer of notifications makes it, until a slot frees: no goroutine
+// and no buffer exist for requests beyond the bound, which wait in the
+// agent's pipe. Without the bound an agent that sends requests and never
+// reads its stdin makes the gateway hold every answer, each on a goroutine
+// blocked writing it: sixty reads of an 8 MiB file cost over 600 MiB. With
+// it, what answers hold is at most the bound times the largest answer, plus
+// the encoding of the one being written (see Conn.write). The wait for a
+// slot ends when the connection is closed, so Close never waits on it. An
+// agent that stops reading while its requests wait to be answered stalls
+// only itself: its writes block, the reader waits, and the turn's cancel
+// grace stops the agent, which fails the blocked writes and frees every
+// slot. Nothing the gateway sends may wait for those writes on a path that
+// must reach the grace (see acp's requestCancel).
 package jsonrpc
 
 import (
@@ -37,6 +54,14 @@ import (
 // DefaultMaxFrameBytes is the longest line accepted from an agent when
 // Options.MaxFrameBytes is not set.
 const DefaultMaxFrameBytes = 16 << 20
+
+// DefaultMaxInFlightRequests is how many of the agent's requests are served
+// at once when Options.MaxInFlightRequests is not set. An ACP agent has a
+// few outstanding at a time (a permission request or a file read per tool
+// call it runs in parallel), so 16 never slows an honest agent; and 16
+// answers of the largest file read the gateway serves (8 MiB by default)
+// are 128 MiB, the most a hostile agent can make one connection hold.
+const DefaultMaxInFlightRequests = 16
 
 // ErrorObject is a JSON-RPC error, as the gateway sends it to an agent.
 type ErrorObject struct {
@@ -71,8 +96,9 @@ type Handler interface {
 
 // An IdleHandler is a Handler that is also told, on the reader goroutine,
 // each time the reader has handled every complete line it holds and is
-// about to wait for more of the agent's output. That is the moment for a
-// consumer that holds notifications' effects back, to send several at
+// about to wait for more of the agent's output, and each time it is about
+// to wait for a request slot (see the package doc). That is the moment for
+// a consumer that holds notifications' effects back, to send several at
 // once, to send them: holding them longer would delay them for nothing.
 type IdleHandler interface {
 	Handler
@@ -90,6 +116,11 @@ type Options struct {
 	StrictFraming bool
 	// Logger receives diagnostics; slog.Default() when nil.
 	Logger *slog.Logger
+	// MaxInFlightRequests bounds the agent's requests being served at
+	// once; when they are all taken the reader waits for one to be
+	// answered (see the package doc). DefaultMaxInFlightRequests when
+	// zero or negative.
+	MaxInFlightRequests int
 }
 
 // EndKind is how a connection's input ended.
@@ -139,10 +170,11 @@ type Conn struct {
 	opts    Options
 	log     *slog.Logger
 	handler Handler
+	idle    IdleHandler   // handler, when it is one
+	slots   chan struct{} // one token per request being served
 
 	writeMu sync.Mutex
 	w       *bufio.Writer
-	wbuf    bytes.Buffer
 
 	mu      sync.Mutex
 	nextID  int64
@@ -164,15 +196,21 @@ func New(r io.Reader, w io.Writer, h Handler, opts Options) *Conn {
 	if opts.MaxFrameBytes <= 0 {
 		opts.MaxFrameBytes = DefaultMaxFrameBytes
 	}
+	if opts.MaxInFlightRequests <= 0 {
+		opts.MaxInFlightRequests = DefaultMaxInFlightRequests
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	idle, _ := h.(IdleHandler)
 	c := &Conn{
 		opts:    opts,
 		log:     log,
 		handler: h,
+		idle:    idle,
+		slots:   make(chan struct{}, opts.MaxInFlightRequests),
 		w:       bufio.NewWriterSize(w, 64<<10),
 		pending: make(map[int64]chan Reply),
 		done:    make(chan struct{}),
@@ -270,23 +308,31 @@ func (c *Conn) forget(id int64) {
 
 // Close stops serving: it cancels request handlers and waits for them and
 // for the reader. The caller must have made the reader's input end (by
-// closing or killing the agent) or Close blocks until it does.
+// closing or killing the agent) or Close blocks until it does, unless the
+// reader is waiting for a request slot: that wait ends at once. A handler
+// blocked writing its answer to an agent that does not read ends when the
+// agent is stopped and the write fails.
 func (c *Conn) Close() {
 	c.cancel()
 	<-c.done
 	c.handlers.Wait()
 }
 
+// write encodes msg and writes it, one message at a time. The encoding is
+// written from encoding/json's own buffer, which it keeps in a sync.Pool
+// that the garbage collector empties: a connection keeps no buffer of its
+// own, which one large answer (an 8 MiB file read) would have grown for
+// the connection's whole life, and no second copy of the encoding exists.
+// That buffer holds one encoding at a time, under writeMu, while the write
+// waits for the agent to read: at most about twice (growth by doubling)
+// six times (JSON escapes a control byte as six) the largest string the
+// message carries.
 func (c *Conn) write(msg any) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
-	c.wbuf.Reset()
-	enc := json.NewEncoder(&c.wbuf)
+	enc := json.NewEncoder(c.w)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(msg); err != nil { // Encode appends the '\n'.
-		return err
-	}
-	if _, err := c.w.Write(c.wbuf.Bytes()); err != nil {
 		return err
 	}
 	return c.w.Flush()
@@ -303,11 +349,10 @@ type envelope struct {
 
 func (c *Conn) read(r io.Reader) {
 	reader := newLineReader(r, c.opts.MaxFrameBytes)
-	idle, _ := c.handler.(IdleHandler)
 	end := End{Kind: EndStream}
 	for {
-		if idle != nil && !reader.holdsLine() {
-			idle.Idle()
+		if c.idle != nil && !reader.holdsLine() {
+			c.idle.Idle()
 		}
 		line, err := reader.next()
 		if err != nil {
@@ -354,6 +399,9 @@ func (c *Conn) dispatch(line []byte) string {
 	hasID := len(env.ID) > 0 && !bytes.Equal(env.ID, []byte("null"))
 	switch {
 	case env.Method != "" && hasID:
+		if !c.takeSlot() {
+			return "" // closed: the reader stops after this line
+		}
 		c.handlers.Add(1)
 		go c.serve(env)
 	case env.Method != "":
@@ -449,8 +497,34 @@ func (c *Conn) route(env envelope) {
 	ch <- Reply{Response: outcome.Response{Result: env.Result, Error: env.Error}}
 }
 
+// takeSlot waits for a free request slot, on the reader goroutine, so that
+// the agent's output is not read while every slot is taken. It reports
+// false when the connection was closed first. Before waiting it tells an
+// IdleHandler, as before waiting for the agent: the reader is about to
+// stop, and what a consumer holds back must not wait with it.
+func (c *Conn) takeSlot() bool {
+	select {
+	case c.slots <- struct{}{}:
+		return true
+	default:
+	}
+	if c.idle != nil {
+		c.idle.Idle()
+	}
+	select {
+	case c.slots <- struct{}{}:
+		return true
+	case <-c.ctx.Done():
+		return false
+	}
+}
+
+// serve answers one request and then frees its slot: the slot covers the
+// answer until it is written, since an answer waiting for an agent that
+// does not read is what the bound is there to limit.
 func (c *Conn) serve(env envelope) {
 	defer c.handlers.Done()
+	defer func() { <-c.slots }()
 	result, rpcErr := c.handler.Request(c.ctx, env.Method, env.Params)
 	msg := struct {
 		JSONRPC string          `json:"jsonrpc"`

@@ -9,8 +9,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -47,6 +49,14 @@ func (h recordingHandler) Notify(method string, params json.RawMessage) bool {
 
 func newPeer(t *testing.T, opts Options) *peer {
 	t.Helper()
+	notes := make(chan string, 100)
+	return newPeerServing(t, opts, recordingHandler{notes}, notes)
+}
+
+// newPeerServing is newPeer with the connection's handler h, which sends
+// what it records on notes.
+func newPeerServing(t *testing.T, opts Options, h Handler, notes chan string) *peer {
+	t.Helper()
 	agentOut, connIn := io.Pipe()
 	// An OS pipe, as with a real agent: the connection's writes must not
 	// wait for the peer to read them.
@@ -55,8 +65,7 @@ func newPeer(t *testing.T, opts Options) *peer {
 		t.Fatal(err)
 	}
 	opts.Logger = slog.New(slog.DiscardHandler)
-	notes := make(chan string, 100)
-	c := New(agentOut, agentIn, recordingHandler{notes}, opts)
+	c := New(agentOut, agentIn, h, opts)
 	p := &peer{t: t, toConn: connIn, lines: bufio.NewScanner(connOut), conn: c, notes: notes}
 	t.Cleanup(func() {
 		_ = connIn.Close()
@@ -316,7 +325,8 @@ func FuzzDispatchNeverPanics(f *testing.F) {
 	f.Fuzz(func(t *testing.T, line string) {
 		notes := make(chan string, 1000)
 		c := &Conn{opts: Options{MaxFrameBytes: 1 << 20}, log: slog.New(slog.DiscardHandler), handler: recordingHandler{notes},
-			pending: map[int64]chan Reply{1: make(chan Reply, 1)}, w: bufio.NewWriter(io.Discard)}
+			pending: map[int64]chan Reply{1: make(chan Reply, 1)}, w: bufio.NewWriter(io.Discard),
+			slots: make(chan struct{}, 1)}
 		c.ctx, c.cancel = context.WithCancel(context.Background())
 		defer c.cancel()
 		_ = c.dispatch([]byte(line))
@@ -361,4 +371,141 @@ func TestAnIdleHandlerHearsWhenEveryBufferedLineIsHandled(t *testing.T) {
 	}
 	_ = agentWrites.Close()
 	<-c.Done()
+}
+
+// blockingHandler serves every request by waiting until it is released or
+// the connection closes, and counts how many requests it serves at once.
+type blockingHandler struct {
+	recordingHandler
+	started chan string   // each request's params, as its handler starts
+	release chan struct{} // one receive ends one request
+	running atomic.Int32
+	peak    atomic.Int32
+}
+
+func newBlockingHandler() *blockingHandler {
+	return &blockingHandler{recordingHandler: recordingHandler{make(chan string, 100)},
+		started: make(chan string, 100), release: make(chan struct{})}
+}
+
+func (h *blockingHandler) Request(ctx context.Context, method string, params json.RawMessage) (any, *ErrorObject) {
+	n := h.running.Add(1)
+	defer h.running.Add(-1)
+	for p := h.peak.Load(); n > p && !h.peak.CompareAndSwap(p, n); p = h.peak.Load() {
+	}
+	h.started <- string(params)
+	select {
+	case <-h.release:
+	case <-ctx.Done():
+	}
+	return "done", nil
+}
+
+// expectStarted waits for handlers to start for the requests whose params
+// are want, in any order: each runs on its own goroutine.
+func (h *blockingHandler) expectStarted(t *testing.T, want ...string) {
+	t.Helper()
+	var got []string
+	for range want {
+		select {
+		case p := <-h.started:
+			got = append(got, p)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("handlers started for %v, want %v", got, want)
+		}
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("handlers started for %v, want %v", got, want)
+	}
+}
+
+// expectNothing checks that no handler starts and no notification arrives
+// for a while: the reader is not reading.
+func (h *blockingHandler) expectNothing(t *testing.T) {
+	t.Helper()
+	select {
+	case got := <-h.started:
+		t.Fatalf("a handler started for %s beyond the bound of requests in flight", got)
+	case n := <-h.notes:
+		t.Fatalf("the notification %q was read while every request slot was taken", n)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+func TestAtMostMaxInFlightRequestsAreServedAtOnceAndTheReaderWaitsForASlot(t *testing.T) {
+	h := newBlockingHandler()
+	p := newPeerServing(t, Options{MaxInFlightRequests: 4}, h, h.notes)
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		for i := range 10 {
+			p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"block","params":%d}`, i, i))
+		}
+		p.send(`{"jsonrpc":"2.0","method":"after","params":0}`)
+	}()
+	h.expectStarted(t, "0", "1", "2", "3")
+	h.expectNothing(t)
+	for i := 4; i < 10; i++ {
+		h.release <- struct{}{} // one answer goes out, one slot frees
+		if m := p.read(); m["result"] != "done" {
+			t.Fatalf("answer %v", m)
+		}
+		h.expectStarted(t, fmt.Sprint(i))
+		if i < 9 {
+			h.expectNothing(t)
+		}
+	}
+	// The last request took the last free slot; a notification needs none.
+	select {
+	case n := <-h.notes:
+		if n != "after 0" {
+			t.Errorf("notification %q", n)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the reader did not go on reading once the last request had a slot")
+	}
+	<-sent
+	for range 4 {
+		h.release <- struct{}{}
+		p.read()
+	}
+	if peak := h.peak.Load(); peak != 4 {
+		t.Errorf("%d requests were served at once, want at most (and here exactly) 4", peak)
+	}
+}
+
+func TestCloseReturnsPromptlyWhileTheReaderWaitsForARequestSlot(t *testing.T) {
+	h := newBlockingHandler()
+	p := newPeerServing(t, Options{MaxInFlightRequests: 1}, h, h.notes)
+	go func() {
+		p.send(`{"jsonrpc":"2.0","id":1,"method":"block","params":1}`)
+		// Read by the reader, which then waits for the slot. The peer's
+		// output stays open: only the wait for a slot can end the reader.
+		p.send(`{"jsonrpc":"2.0","id":2,"method":"block","params":2}`)
+	}()
+	select {
+	case <-h.started:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no handler started")
+	}
+	time.Sleep(200 * time.Millisecond) // for the reader to read the second and wait
+	closed := make(chan struct{})
+	go func() {
+		p.conn.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close waited while the reader was waiting for a request slot")
+	}
+	if e := p.conn.Ended(); e == nil || e.Kind != EndClosed {
+		t.Errorf("ended %+v, want EndClosed", e)
+	}
+	select {
+	case got := <-h.started:
+		t.Errorf("the request that waited for a slot was served after Close: %s", got)
+	default:
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -181,19 +180,8 @@ func TestSIGTERMCancelsRunningTurnsDeliversTheirTerminalAndLeavesNoAgent(t *test
 		t.Fatal("no agent process found while a turn runs")
 	}
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	var terminal *acpgatev1.PromptEvent
-	for {
-		e, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("the stream ended with %v instead of its terminal", err)
-		}
-		terminal = e
-	}
-	if !terminal.GetError().GetHarness().GetCancelled() {
-		t.Errorf("terminal %v", terminal)
+	if e := terminal(t, stream, 30*time.Second); !e.GetError().GetHarness().GetCancelled() {
+		t.Errorf("terminal %v", e)
 	}
 	select {
 	case err := <-s.exited:

@@ -77,20 +77,27 @@ func (o *output) writeJSON(v any) {
 	o.writeRaw(b)
 }
 
-// writeRepeated writes line n times through one buffered writer, flushed at
-// the end, holding the lock so that the burst is not interleaved.
-func (o *output) writeRepeated(line []byte, n int) {
+// burst runs write with one buffered writer on stdout, flushed at the end,
+// holding the lock so that the burst is not interleaved.
+func (o *output) burst(write func(w *bufio.Writer)) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed {
 		return
 	}
 	w := bufio.NewWriterSize(o.f, 64<<10)
-	for range n {
-		_, _ = w.Write(line)
-		_ = w.WriteByte('\n')
-	}
+	write(w)
 	_ = w.Flush()
+}
+
+// writeRepeated writes line n times in one burst.
+func (o *output) writeRepeated(line []byte, n int) {
+	o.burst(func(w *bufio.Writer) {
+		for range n {
+			_, _ = w.Write(line)
+			_ = w.WriteByte('\n')
+		}
+	})
 }
 
 func (o *output) close() {
@@ -114,6 +121,9 @@ type agent struct {
 	turns       map[*turn]struct{}        // running prompt turns
 	nextID      int64                     // id of the agent's next own request
 	pending     map[int64]chan<- *message // agent requests awaiting an answer
+
+	stallOnce sync.Once
+	stalled   chan struct{} // closed by the stall directive: stdin is no longer read
 }
 
 func newAgent(cfg config, stdout *os.File) *agent {
@@ -123,6 +133,7 @@ func newAgent(cfg config, stdout *os.File) *agent {
 		sessions: map[string]bool{},
 		turns:    map[*turn]struct{}{},
 		pending:  map[int64]chan<- *message{},
+		stalled:  make(chan struct{}),
 	}
 }
 

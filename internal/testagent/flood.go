@@ -43,20 +43,15 @@ func floodTimed(t *turn, n, size, rate int) {
 
 	o := t.a.out
 	if rate == 0 {
-		o.mu.Lock()
-		defer o.mu.Unlock()
-		if o.closed {
-			return
-		}
-		w := bufio.NewWriterSize(o.f, 64<<10)
-		for i := range n {
-			if i&255 == 0 && t.isCancelled() {
-				break
+		o.burst(func(w *bufio.Writer) {
+			for i := range n {
+				if i&255 == 0 && t.isCancelled() {
+					break
+				}
+				stamp(i)
+				_, _ = w.Write(line)
 			}
-			stamp(i)
-			_, _ = w.Write(line)
-		}
-		_ = w.Flush()
+		})
 		return
 	}
 

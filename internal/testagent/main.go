@@ -117,6 +117,14 @@
 //	                      a session of its own (so outside the agent's process
 //	                      group), never killed by the agent, and chunk
 //	                      "spawned:<pid>"
+//	stall                 stop reading stdin for good: the line being read when
+//	                      the agent stalls, and every later one, is never handled
+//	                      (not even stdin EOF: only a signal ends the process),
+//	                      so the client's writes block once the pipe is full
+//	readflood N PATH      send N fs/read_text_file requests for PATH in one burst,
+//	                      without waiting for their answers (which are dropped)
+//	reqflood N            send N requests of the unknown method "testagent/flood"
+//	                      (params {}) in one burst, without waiting for answers
 //
 // The pids that grandchild and spawn report are the ones /proc shows: when
 // the agent runs in a PID namespace of its own, not the namespace's numbers.
@@ -210,6 +218,7 @@ func main() {
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
 	for {
 		line, err := in.ReadBytes('\n')
+		a.waitIfStalled()
 		if len(bytes.TrimSpace(line)) > 0 {
 			a.handleLine(line)
 		}

@@ -512,6 +512,37 @@ func parseDirective(name, rest string) (step, error) {
 			t.say(spawn(v[0], setsid))
 			return false
 		}, nil
+
+	// Not endings: directives added later are appended here.
+	case "stall":
+		return noArgs(rest, func(t *turn) bool {
+			t.a.stall()
+			return false
+		})
+
+	case "readflood":
+		f, err := fields(rest, 2, 2)
+		if err != nil {
+			return nil, err
+		}
+		v, err := intArgs(f[0], 1)
+		if err != nil {
+			return nil, err
+		}
+		return func(t *turn) bool {
+			t.a.sendRequests("fs/read_text_file", v[0], obj{"sessionId": t.sessionID, "path": f[1]})
+			return false
+		}, nil
+
+	case "reqflood":
+		v, err := intArgs(rest, 1)
+		if err != nil {
+			return nil, err
+		}
+		return func(t *turn) bool {
+			t.a.sendRequests("testagent/flood", v[0], obj{})
+			return false
+		}, nil
 	}
 	return nil, fmt.Errorf("unknown directive %q", name)
 }

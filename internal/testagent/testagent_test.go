@@ -870,3 +870,56 @@ func (p *proc) startedPid(script, prefix string) int {
 	}
 	return pid
 }
+
+func TestReadfloodAndReqfloodSendRequestsWithoutWaitingForAnswers(t *testing.T) {
+	p := start(t)
+	sid := p.newSession()
+	p.prompt(1, sid, "readflood 2 /tmp/f\nreqflood 3")
+	var reads, unknown []int
+	for range 5 {
+		m := p.next()
+		id := int(m["id"].(float64))
+		switch m["method"] {
+		case "fs/read_text_file":
+			jsonEq(t, m["params"], fmt.Sprintf(`{"sessionId":%q,"path":"/tmp/f"}`, sid))
+			reads = append(reads, id)
+		case "testagent/flood":
+			jsonEq(t, m["params"], `{}`)
+			unknown = append(unknown, id)
+		default:
+			t.Fatalf("unexpected %v", m)
+		}
+	}
+	if !reflect.DeepEqual(reads, []int{0, 1}) || !reflect.DeepEqual(unknown, []int{2, 3, 4}) {
+		t.Errorf("read ids %v, unknown-method ids %v", reads, unknown)
+	}
+	_, resp := p.turn(1) // unanswered: the turn does not wait
+	jsonEq(t, resp["result"], `{"stopReason":"end_turn"}`)
+	for id := range 5 {
+		p.respondError(id, -32601, "no")
+	}
+	p.quiet(200 * time.Millisecond)
+	if s := p.stderr.String(); s != "" {
+		t.Errorf("answers to the flood were reported as unmatched: %s", s)
+	}
+}
+
+func TestAStalledAgentHandlesNothingMoreFromStdinNotEvenEOF(t *testing.T) {
+	p := start(t)
+	sid := p.newSession()
+	p.prompt(1, sid, "stall\nchunk after")
+	updates, resp := p.turn(1)
+	if got := chunkTexts(t, updates); !reflect.DeepEqual(got, []string{"after"}) {
+		t.Errorf("chunks %q", got)
+	}
+	jsonEq(t, resp["result"], `{"stopReason":"end_turn"}`)
+	p.request(2, "session/new", map[string]any{"cwd": "/", "mcpServers": []any{}})
+	p.quiet(300 * time.Millisecond)
+	_ = p.stdin.Close()
+	select {
+	case <-p.exited:
+		t.Fatal("a stalled agent noticed stdin EOF and exited")
+	case <-time.After(300 * time.Millisecond):
+	}
+	_ = p.cmd.Process.Kill()
+}
