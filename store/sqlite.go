@@ -302,15 +302,8 @@ func (s *SQLite) journal(ctx context.Context, op, turnID string, events []Event,
 				return fmt.Errorf("event seq %d does not follow %d", e.Seq, prev)
 			}
 		}
-		insert, err := tx.PrepareContext(ctx, `INSERT INTO events (turn_id, seq, data) VALUES (?, ?, ?)`)
-		if err != nil {
+		if err := insertEvents(ctx, tx, turnID, events); err != nil {
 			return err
-		}
-		defer insert.Close()
-		for _, e := range events {
-			if _, err := insert.ExecContext(ctx, turnID, int64(e.Seq), nonNil(e.Data)); err != nil {
-				return err
-			}
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE turns SET last_seq = ? WHERE id = ?`,
 			lastSeq+int64(len(events)), turnID); err != nil {
@@ -321,6 +314,29 @@ func (s *SQLite) journal(ctx context.Context, op, turnID string, events []Event,
 		}
 		return nil
 	})
+}
+
+// insertRows is how many events one INSERT carries. A statement per event
+// spends more in the driver than in SQLite: rows of 64 journal a batch of
+// 256 events about a fifth faster (BenchmarkAppend), and 64×3 parameters
+// stay far below SQLite's limit of 32,766.
+const insertRows = 64
+
+func insertEvents(ctx context.Context, tx *sql.Tx, turnID string, events []Event) error {
+	args := make([]any, 0, 3*insertRows)
+	for len(events) > 0 {
+		n := min(len(events), insertRows)
+		args = args[:0]
+		for _, e := range events[:n] {
+			args = append(args, turnID, int64(e.Seq), nonNil(e.Data))
+		}
+		q := `INSERT INTO events (turn_id, seq, data) VALUES (?, ?, ?)` + strings.Repeat(`, (?, ?, ?)`, n-1)
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return err
+		}
+		events = events[n:]
+	}
+	return nil
 }
 
 // inTx runs f in a write transaction and commits it. Errors other than
