@@ -265,7 +265,10 @@ func (s *SQLite) Append(ctx context.Context, turnID string, events []Event) erro
 	if len(events) == 0 {
 		// Nothing to journal, but the caller still learns of a turn
 		// that ended or never was.
-		_, err := s.Get(ctx, turnID)
+		t, err := s.Get(ctx, turnID)
+		if err == nil && !t.Running() {
+			err = ErrEnded
+		}
 		return err
 	}
 	return s.journal(ctx, "journal events of turn "+turnID, turnID, events, nil)

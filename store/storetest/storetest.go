@@ -183,8 +183,7 @@ func testJournal(t *testing.T, open func(*testing.T) store.Store) {
 
 	t.Run("started sets the session and journals seq 1", func(t *testing.T) {
 		st := open(t)
-		mustBegin(t, st, NewTurn("t1", "r1", 1, 0))
-		mustStarted(t, st, "t1")
+		startTurn(t, st, "t1")
 		got, err := st.Get(ctx, "t1")
 		if err != nil {
 			t.Fatalf("Get: %v", err)
@@ -197,21 +196,17 @@ func testJournal(t *testing.T, open func(*testing.T) store.Store) {
 
 	t.Run("appends journal events in order", func(t *testing.T) {
 		st := open(t)
-		mustBegin(t, st, NewTurn("t1", "r1", 1, 0))
-		mustStarted(t, st, "t1")
+		startTurn(t, st, "t1")
 		mustAppend(t, st, "t1", Events(2, 4))
 		mustAppend(t, st, "t1", Events(5, 5))
 		mustAppend(t, st, "t1", nil)
 		assertEvents(t, st, "t1", Events(1, 5))
-		if got, _ := st.Get(ctx, "t1"); got.LastSeq != 5 {
-			t.Errorf("LastSeq = %d, want 5", got.LastSeq)
-		}
+		assertLastSeq(t, st, "t1", 5)
 	})
 
 	t.Run("an append whose seqs do not follow is an error and journals nothing", func(t *testing.T) {
 		st := open(t)
-		mustBegin(t, st, NewTurn("t1", "r1", 1, 0))
-		mustStarted(t, st, "t1")
+		startTurn(t, st, "t1")
 		for name, batch := range map[string][]store.Event{
 			"a gap before the batch":     Events(3, 4),
 			"a repeat of a journaled":    Events(1, 2),
@@ -224,15 +219,12 @@ func testJournal(t *testing.T, open func(*testing.T) store.Store) {
 			}
 		}
 		assertEvents(t, st, "t1", Events(1, 1))
-		if got, _ := st.Get(ctx, "t1"); got.LastSeq != 1 {
-			t.Errorf("LastSeq = %d, want 1", got.LastSeq)
-		}
+		assertLastSeq(t, st, "t1", 1)
 	})
 
 	t.Run("end journals the terminal and records when the turn ended", func(t *testing.T) {
 		st := open(t)
-		mustBegin(t, st, NewTurn("t1", "r1", 1, 0))
-		mustStarted(t, st, "t1")
+		startTurn(t, st, "t1")
 		mustAppend(t, st, "t1", Events(2, 3))
 		terminal := store.Event{Seq: 4, Data: []byte("ended: ok")}
 		endedAt := base.Add(time.Minute + time.Nanosecond)
@@ -252,8 +244,7 @@ func testJournal(t *testing.T, open func(*testing.T) store.Store) {
 
 	t.Run("an end whose seq does not follow is an error and leaves the turn running", func(t *testing.T) {
 		st := open(t)
-		mustBegin(t, st, NewTurn("t1", "r1", 1, 0))
-		mustStarted(t, st, "t1")
+		startTurn(t, st, "t1")
 		if err := st.End(ctx, "t1", store.Event{Seq: 3, Data: []byte("ended")}, base); err == nil {
 			t.Fatal("End with a gap: no error")
 		}
@@ -264,13 +255,15 @@ func testJournal(t *testing.T, open func(*testing.T) store.Store) {
 
 	t.Run("an ended turn's journal takes no more events", func(t *testing.T) {
 		st := open(t)
-		mustBegin(t, st, NewTurn("t1", "r1", 1, 0))
-		mustStarted(t, st, "t1")
+		startTurn(t, st, "t1")
 		if err := st.End(ctx, "t1", store.Event{Seq: 2, Data: []byte("ended")}, base); err != nil {
 			t.Fatalf("End: %v", err)
 		}
 		if err := st.Append(ctx, "t1", Events(3, 3)); !errors.Is(err, store.ErrEnded) {
 			t.Errorf("Append after End: %v, want ErrEnded", err)
+		}
+		if err := st.Append(ctx, "t1", nil); !errors.Is(err, store.ErrEnded) {
+			t.Errorf("an empty Append after End: %v, want ErrEnded", err)
 		}
 		if err := st.End(ctx, "t1", store.Event{Seq: 3, Data: []byte("again")}, base); !errors.Is(err, store.ErrEnded) {
 			t.Errorf("End after End: %v, want ErrEnded", err)
@@ -285,9 +278,10 @@ func testJournal(t *testing.T, open func(*testing.T) store.Store) {
 		st := open(t)
 		mustBegin(t, st, NewTurn("t1", "r1", 1, 0))
 		checks := map[string]error{
-			"Started": st.Started(ctx, "nope", "s1", Events(1, 1)[0]),
-			"Append":  st.Append(ctx, "nope", Events(1, 1)),
-			"End":     st.End(ctx, "nope", Events(1, 1)[0], base),
+			"Started":         st.Started(ctx, "nope", "s1", Events(1, 1)[0]),
+			"Append":          st.Append(ctx, "nope", Events(1, 1)),
+			"an empty Append": st.Append(ctx, "nope", nil),
+			"End":             st.End(ctx, "nope", Events(1, 1)[0], base),
 		}
 		_, checks["Get"] = st.Get(ctx, "nope")
 		_, checks["Events"] = st.Events(ctx, "nope", 0, 10)
@@ -300,8 +294,7 @@ func testJournal(t *testing.T, open func(*testing.T) store.Store) {
 
 	t.Run("events after a seq come in order up to the limit", func(t *testing.T) {
 		st := open(t)
-		mustBegin(t, st, NewTurn("t1", "r1", 1, 0))
-		mustStarted(t, st, "t1")
+		startTurn(t, st, "t1")
 		mustAppend(t, st, "t1", Events(2, 10))
 		for _, c := range []struct {
 			after    uint64
@@ -567,6 +560,21 @@ func mustBegin(t *testing.T, st store.Store, tr store.Turn) (store.Turn, bool) {
 		t.Fatalf("Begin(%s): %v", tr.ID, err)
 	}
 	return existing, created
+}
+
+// startTurn begins turn id and journals its start.
+func startTurn(t *testing.T, st store.Store, id string) {
+	t.Helper()
+	mustBegin(t, st, NewTurn(id, "r-"+id, 1, 0))
+	mustStarted(t, st, id)
+}
+
+func assertLastSeq(t *testing.T, st store.Store, id string, want uint64) {
+	t.Helper()
+	got, err := st.Get(context.Background(), id)
+	if err != nil || got.LastSeq != want {
+		t.Errorf("LastSeq of %s = %d, %v; want %d", id, got.LastSeq, err, want)
+	}
 }
 
 func mustStarted(t *testing.T, st store.Store, id string) {
