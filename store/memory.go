@@ -97,14 +97,19 @@ func (m *Memory) running(turnID string) (*memTurn, error) {
 	return mt, nil
 }
 
+// append checks the whole batch before journaling any of it: a batch with
+// a bad seq in its middle must journal nothing, or the caller, told it
+// failed, would resend events the journal already holds.
 func (mt *memTurn) append(events []Event) error {
-	for _, e := range events {
-		if e.Seq != mt.rec.LastSeq+1 {
-			return fmt.Errorf("memory store: turn %q: event seq %d does not follow %d", mt.rec.ID, e.Seq, mt.rec.LastSeq)
+	for i, e := range events {
+		if prev := mt.rec.LastSeq + uint64(i); e.Seq != prev+1 {
+			return fmt.Errorf("memory store: turn %q: event seq %d does not follow %d", mt.rec.ID, e.Seq, prev)
 		}
-		mt.events = append(mt.events, Event{Seq: e.Seq, Data: bytes.Clone(e.Data)})
-		mt.rec.LastSeq = e.Seq
 	}
+	for _, e := range events {
+		mt.events = append(mt.events, Event{Seq: e.Seq, Data: bytes.Clone(e.Data)})
+	}
+	mt.rec.LastSeq += uint64(len(events))
 	return nil
 }
 
@@ -162,8 +167,14 @@ func (m *Memory) Events(_ context.Context, turnID string, afterSeq uint64, limit
 	if afterSeq >= uint64(len(mt.events)) {
 		return nil, nil
 	}
-	end := min(uint64(len(mt.events)), afterSeq+uint64(limit))
-	return slices.Clone(mt.events[afterSeq:end]), nil
+	end := min(uint64(len(mt.events)), afterSeq+uint64(max(limit, 0)))
+	out := make([]Event, 0, end-afterSeq)
+	for _, e := range mt.events[afterSeq:end] {
+		// The data too: a caller that reuses a returned buffer must not
+		// rewrite the journal.
+		out = append(out, Event{Seq: e.Seq, Data: bytes.Clone(e.Data)})
+	}
+	return out, nil
 }
 
 func (m *Memory) Running(context.Context) ([]Turn, error) {

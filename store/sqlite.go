@@ -1,0 +1,535 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// SQLite is a Store in one SQLite database file, dir/acpgate.db, so that
+// turns and their journals outlive the gateway process.
+//
+// Durability: the database runs in WAL mode with synchronous=NORMAL. A
+// committed write survives the gateway process crashing or being killed;
+// a power loss or kernel crash may lose the last commits before the WAL
+// was synced (never corrupting the database). Syncing every commit
+// (synchronous=FULL) would cost an fsync per batch of events, and the
+// gateway already loses a stream's live events on such a crash.
+//
+// A directory is used by one gateway at a time: OpenSQLite takes an
+// exclusive flock on dir/lock, held until Close. Two gateways writing one
+// database would each believe it owns the running turns and mark the
+// other's turns ended at its start.
+type SQLite struct {
+	path string // the database file, for errors
+	// write has one connection: SQLite allows one writer at a time, and
+	// queueing writers in the pool is cheaper and fairer than having them
+	// spin on SQLITE_BUSY. Its transactions begin IMMEDIATE, so a
+	// transaction that reads and then writes (Begin's check and insert)
+	// holds the write lock from its first read.
+	write *sql.DB
+	// read has a few query-only connections: in WAL mode readers see the
+	// last commit without waiting for the writer, so a replay does not
+	// queue behind a busy turn's appends.
+	read *sql.DB
+	lock *os.File
+}
+
+// SQLiteOptions tunes OpenSQLiteWith. The zero value is what OpenSQLite uses.
+type SQLiteOptions struct {
+	// MaxPageCount, when positive, caps the database at that many pages
+	// on every connection, so that tests can fill it and see that a full
+	// database fails writes rather than losing events.
+	MaxPageCount int
+}
+
+// sqliteFile and sqliteLock are the names OpenSQLite uses inside its dir.
+const (
+	sqliteFile = "acpgate.db"
+	sqliteLock = "lock"
+	// readConns bounds concurrent readers (replays, listings); more
+	// would only contend for the two cores a small gateway host has.
+	readConns = 4
+)
+
+// migrations create and evolve the schema; migration i brings the database
+// from user_version i to i+1. Append only: a database records how many ran,
+// so editing one that has shipped would leave old databases without it.
+var migrations = []string{
+	`CREATE TABLE turns (
+		id          TEXT PRIMARY KEY,
+		request_id  TEXT NOT NULL,
+		attempt     INTEGER NOT NULL,
+		agent       TEXT NOT NULL,
+		session_id  TEXT NOT NULL,
+		target      TEXT NOT NULL,
+		prompt_hash BLOB,
+		started_at  INTEGER NOT NULL, -- unix nanoseconds
+		ended_at    INTEGER,          -- unix nanoseconds; NULL while running
+		last_seq    INTEGER NOT NULL,
+		terminal    BLOB
+	);
+	-- The idempotency key: one turn per (request id, attempt).
+	CREATE UNIQUE INDEX turns_request ON turns (request_id, attempt) WHERE request_id <> '';
+	-- List's order, unfiltered and by each filter.
+	CREATE INDEX turns_order ON turns (started_at DESC, id DESC);
+	CREATE INDEX turns_session ON turns (session_id, started_at DESC, id DESC);
+	CREATE INDEX turns_agent ON turns (agent, started_at DESC, id DESC);
+	-- DeleteEnded's cutoff, and Running at startup.
+	CREATE INDEX turns_ended ON turns (ended_at) WHERE ended_at IS NOT NULL;
+	CREATE INDEX turns_running ON turns (id) WHERE ended_at IS NULL;
+	CREATE TABLE events (
+		turn_id TEXT NOT NULL,
+		seq     INTEGER NOT NULL,
+		data    BLOB NOT NULL,
+		PRIMARY KEY (turn_id, seq)
+	) WITHOUT ROWID;`,
+}
+
+// OpenSQLite opens (creating if need be) the store in dir.
+func OpenSQLite(dir string) (*SQLite, error) {
+	return OpenSQLiteWith(dir, SQLiteOptions{})
+}
+
+// OpenSQLiteWith is OpenSQLite with options.
+func OpenSQLiteWith(dir string, opts SQLiteOptions) (_ *SQLite, err error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("sqlite store: creating its directory %s: %w", dir, err)
+	}
+	lockPath := filepath.Join(dir, sqliteLock)
+	lock, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite store: opening its lock file: %w", err)
+	}
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		lock.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("sqlite store: %s is in use by another acpgate process (it holds %s)", dir, lockPath)
+		}
+		return nil, fmt.Errorf("sqlite store: locking %s: %w", lockPath, err)
+	}
+	s := &SQLite{path: filepath.Join(dir, sqliteFile), lock: lock}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+
+	params := url.Values{}
+	params.Add("_busy_timeout", "10000")
+	params.Add("_txlock", "immediate")
+	if opts.MaxPageCount > 0 {
+		params.Add("_pragma", fmt.Sprintf("max_page_count(%d)", opts.MaxPageCount))
+	}
+	readParams := url.Values{"_query_only": {"1"}}
+	for k, v := range params {
+		readParams[k] = v
+	}
+	params.Add("_journal_mode", "WAL")
+	params.Add("_synchronous", "NORMAL")
+	// A file: URI, so that a '?' or '#' in the path stays part of the path.
+	uri := "file:" + (&url.URL{Path: s.path}).EscapedPath() + "?"
+	if s.write, err = sql.Open("sqlite", uri+params.Encode()); err != nil {
+		return nil, s.openError(err)
+	}
+	s.write.SetMaxOpenConns(1)
+	s.write.SetConnMaxIdleTime(0)
+	if err := s.migrate(); err != nil {
+		return nil, err
+	}
+	if s.read, err = sql.Open("sqlite", uri+readParams.Encode()); err != nil {
+		return nil, s.openError(err)
+	}
+	s.read.SetMaxOpenConns(readConns)
+	s.read.SetMaxIdleConns(readConns)
+	return s, nil
+}
+
+// openError words a failure to open or check the database: a file that is
+// not a database, or is damaged, is named as such, since the fix (move it
+// aside, restore a backup) is the operator's.
+func (s *SQLite) openError(err error) error {
+	if code, ok := sqliteCode(err); ok && (code == sqlite3.SQLITE_NOTADB || code == sqlite3.SQLITE_CORRUPT) {
+		return fmt.Errorf("sqlite store: %s is not a usable database (damaged, or not a SQLite file): %w", s.path, err)
+	}
+	return fmt.Errorf("sqlite store: opening %s: %w", s.path, err)
+}
+
+// migrate checks the database and brings its schema up to date. It runs
+// quick_check first: a damaged file found at startup is one message naming
+// it, where found later it would be a failed turn in the middle of a
+// stream. quick_check reads the whole file, which at startup costs about
+// a second per few hundred MB.
+func (s *SQLite) migrate() error {
+	ctx := context.Background()
+	var check string
+	if err := s.write.QueryRowContext(ctx, "PRAGMA quick_check(1)").Scan(&check); err != nil {
+		return s.openError(err)
+	}
+	if check != "ok" {
+		return fmt.Errorf("sqlite store: %s is not a usable database (damaged: %s)", s.path, check)
+	}
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return s.openError(err)
+	}
+	defer tx.Rollback()
+	var version int
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return s.openError(err)
+	}
+	if version > len(migrations) {
+		return fmt.Errorf("sqlite store: %s has schema version %d, newer than this acpgate's %d: run a newer acpgate, or use another state directory", s.path, version, len(migrations))
+	}
+	for v := version; v < len(migrations); v++ {
+		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+			return fmt.Errorf("sqlite store: %s: migrating the schema to version %d: %w", s.path, v+1, err)
+		}
+	}
+	// user_version lives in the file header and is part of the
+	// transaction: a migration that fails leaves the version it found.
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", len(migrations))); err != nil {
+		return s.openError(err)
+	}
+	if err := tx.Commit(); err != nil {
+		return s.openError(err)
+	}
+	return nil
+}
+
+var _ Store = (*SQLite)(nil)
+
+// turnColumns are the columns scanTurn reads, in its order.
+const turnColumns = `id, request_id, attempt, agent, session_id, target, prompt_hash, started_at, ended_at, last_seq, terminal`
+
+type rowScanner interface{ Scan(dest ...any) error }
+
+func scanTurn(r rowScanner) (Turn, error) {
+	var t Turn
+	var startedAt int64
+	var endedAt sql.NullInt64
+	var lastSeq int64
+	if err := r.Scan(&t.ID, &t.RequestID, &t.Attempt, &t.Agent, &t.SessionID, &t.Target, &t.PromptHash,
+		&startedAt, &endedAt, &lastSeq, &t.Terminal); err != nil {
+		return Turn{}, err
+	}
+	t.StartedAt = time.Unix(0, startedAt)
+	if endedAt.Valid {
+		t.EndedAt = time.Unix(0, endedAt.Int64)
+	}
+	t.LastSeq = uint64(lastSeq)
+	return t, nil
+}
+
+func (s *SQLite) Begin(ctx context.Context, t Turn) (Turn, bool, error) {
+	var existing Turn
+	created := false
+	err := s.inTx(ctx, "begin turn "+t.ID, func(tx *sql.Tx) error {
+		if t.RequestID != "" {
+			latest, err := scanTurn(tx.QueryRowContext(ctx,
+				`SELECT `+turnColumns+` FROM turns WHERE request_id = ? ORDER BY attempt DESC LIMIT 1`, t.RequestID))
+			if err == nil && latest.Attempt >= t.Attempt {
+				existing = latest
+				return nil
+			}
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO turns (`+turnColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, 0, NULL)`,
+			t.ID, t.RequestID, t.Attempt, t.Agent, t.SessionID, t.Target, nonNil(t.PromptHash), t.StartedAt.UnixNano())
+		created = err == nil
+		return err
+	})
+	return existing, created, err
+}
+
+func (s *SQLite) Started(ctx context.Context, turnID, sessionID string, started Event) error {
+	return s.journal(ctx, "journal the start of turn "+turnID, turnID, []Event{started}, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE turns SET session_id = ? WHERE id = ?`, sessionID, turnID)
+		return err
+	})
+}
+
+func (s *SQLite) Append(ctx context.Context, turnID string, events []Event) error {
+	if len(events) == 0 {
+		// Nothing to journal, but the caller still learns of a turn
+		// that ended or never was.
+		t, err := s.Get(ctx, turnID)
+		if err == nil && !t.Running() {
+			err = ErrEnded
+		}
+		return err
+	}
+	return s.journal(ctx, "journal events of turn "+turnID, turnID, events, nil)
+}
+
+func (s *SQLite) End(ctx context.Context, turnID string, terminal Event, endedAt time.Time) error {
+	return s.journal(ctx, "end turn "+turnID, turnID, []Event{terminal}, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE turns SET ended_at = ?, terminal = ? WHERE id = ?`,
+			endedAt.UnixNano(), nonNil(terminal.Data), turnID)
+		return err
+	})
+}
+
+// journal appends events to a running turn's journal and runs also, in one
+// transaction: either the whole batch and its effect on the record are
+// kept or none of it is, so a failed write (a full disk) loses nothing the
+// caller believes kept, and a retry does not duplicate.
+func (s *SQLite) journal(ctx context.Context, op, turnID string, events []Event, also func(*sql.Tx) error) error {
+	return s.inTx(ctx, op, func(tx *sql.Tx) error {
+		var lastSeq int64
+		var endedAt sql.NullInt64
+		err := tx.QueryRowContext(ctx, `SELECT last_seq, ended_at FROM turns WHERE id = ?`, turnID).Scan(&lastSeq, &endedAt)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if endedAt.Valid {
+			return ErrEnded
+		}
+		for i, e := range events {
+			if prev := uint64(lastSeq) + uint64(i); e.Seq != prev+1 {
+				return fmt.Errorf("event seq %d does not follow %d", e.Seq, prev)
+			}
+		}
+		if err := insertEvents(ctx, tx, turnID, events); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE turns SET last_seq = ? WHERE id = ?`,
+			lastSeq+int64(len(events)), turnID); err != nil {
+			return err
+		}
+		if also != nil {
+			return also(tx)
+		}
+		return nil
+	})
+}
+
+// insertRows is how many events one INSERT carries. A statement per event
+// spends more in the driver than in SQLite: rows of 64 journal a batch of
+// 256 events about a fifth faster (BenchmarkAppend), and 64×3 parameters
+// stay far below SQLite's limit of 32,766.
+const insertRows = 64
+
+func insertEvents(ctx context.Context, tx *sql.Tx, turnID string, events []Event) error {
+	args := make([]any, 0, 3*insertRows)
+	for len(events) > 0 {
+		n := min(len(events), insertRows)
+		args = args[:0]
+		for _, e := range events[:n] {
+			args = append(args, turnID, int64(e.Seq), nonNil(e.Data))
+		}
+		q := `INSERT INTO events (turn_id, seq, data) VALUES (?, ?, ?)` + strings.Repeat(`, (?, ?, ?)`, n-1)
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return err
+		}
+		events = events[n:]
+	}
+	return nil
+}
+
+// inTx runs f in a write transaction and commits it. Errors other than
+// ErrNotFound and ErrEnded get the database's path and op.
+func (s *SQLite) inTx(ctx context.Context, op string, f func(*sql.Tx) error) error {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return s.opError(op, err)
+	}
+	if err := f(tx); err != nil {
+		tx.Rollback()
+		return s.opError(op, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return s.opError(op, err)
+	}
+	return nil
+}
+
+// opError gives err the store's context, and says so plainly when the
+// database or its disk is full: that is the one an operator can act on.
+func (s *SQLite) opError(op string, err error) error {
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrEnded) {
+		return err
+	}
+	if code, ok := sqliteCode(err); ok && code == sqlite3.SQLITE_FULL {
+		return fmt.Errorf("sqlite store %s: %s: the database or its disk is full: %w", s.path, op, err)
+	}
+	return fmt.Errorf("sqlite store %s: %s: %w", s.path, op, err)
+}
+
+// sqliteCode is err's primary SQLite result code.
+func sqliteCode(err error) (int, bool) {
+	var e *sqlite.Error
+	if !errors.As(err, &e) {
+		return 0, false
+	}
+	return e.Code() & 0xff, true
+}
+
+// nonNil makes an absent byte slice an empty one: the driver would store
+// nil as NULL, which the NOT NULL columns refuse and Get would hand back
+// as nil where the caller gave an empty slice.
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+func (s *SQLite) Get(ctx context.Context, turnID string) (Turn, error) {
+	t, err := scanTurn(s.read.QueryRowContext(ctx, `SELECT `+turnColumns+` FROM turns WHERE id = ?`, turnID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Turn{}, ErrNotFound
+	}
+	if err != nil {
+		return Turn{}, s.opError("get turn "+turnID, err)
+	}
+	return t, nil
+}
+
+func (s *SQLite) List(ctx context.Context, f Filter, limit int, from *Position) ([]Turn, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	var where []string
+	var args []any
+	if f.SessionID != "" {
+		where, args = append(where, "session_id = ?"), append(args, f.SessionID)
+	}
+	if f.Agent != "" {
+		where, args = append(where, "agent = ?"), append(args, f.Agent)
+	}
+	if from != nil {
+		// Strictly after from in List's order; ids are compared as
+		// bytes, as ComparePositions does.
+		where = append(where, "(started_at < ? OR (started_at = ? AND id < ?))")
+		n := from.StartedAt.UnixNano()
+		args = append(args, n, n, from.ID)
+	}
+	q := `SELECT ` + turnColumns + ` FROM turns`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	q += ` ORDER BY started_at DESC, id DESC LIMIT ?`
+	return s.queryTurns(ctx, "list turns", q, append(args, limit)...)
+}
+
+func (s *SQLite) Running(ctx context.Context) ([]Turn, error) {
+	return s.queryTurns(ctx, "list running turns", `SELECT `+turnColumns+` FROM turns WHERE ended_at IS NULL`)
+}
+
+func (s *SQLite) queryTurns(ctx context.Context, op, q string, args ...any) ([]Turn, error) {
+	rows, err := s.read.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, s.opError(op, err)
+	}
+	defer rows.Close()
+	var out []Turn
+	for rows.Next() {
+		t, err := scanTurn(rows)
+		if err != nil {
+			return nil, s.opError(op, err)
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.opError(op, err)
+	}
+	return out, nil
+}
+
+func (s *SQLite) Events(ctx context.Context, turnID string, afterSeq uint64, limit int) ([]Event, error) {
+	op := "read the journal of turn " + turnID
+	var out []Event
+	// Seqs are stored as int64; a seq past that range is past the end.
+	if limit > 0 && afterSeq < 1<<63-1 {
+		rows, err := s.read.QueryContext(ctx, `SELECT seq, data FROM events WHERE turn_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+			turnID, int64(afterSeq), limit)
+		if err != nil {
+			return nil, s.opError(op, err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var e Event
+			var seq int64
+			if err := rows.Scan(&seq, &e.Data); err != nil {
+				return nil, s.opError(op, err)
+			}
+			e.Seq = uint64(seq)
+			out = append(out, e)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, s.opError(op, err)
+		}
+	}
+	if len(out) == 0 {
+		// No events: tell an empty (or exhausted) journal from no turn.
+		if _, err := s.Get(ctx, turnID); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// deleteBatch bounds how many turns one DeleteEnded transaction deletes:
+// the write lock is held for the transaction, and running turns' appends
+// wait for it.
+const deleteBatch = 100
+
+func (s *SQLite) DeleteEnded(ctx context.Context, before time.Time) (int, error) {
+	cutoff := before.UnixNano()
+	total := 0
+	for {
+		n := 0
+		err := s.inTx(ctx, "delete ended turns", func(tx *sql.Tx) error {
+			const ids = `SELECT id FROM turns WHERE ended_at < ? ORDER BY ended_at, id LIMIT ?`
+			if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE turn_id IN (`+ids+`)`, cutoff, deleteBatch); err != nil {
+				return err
+			}
+			res, err := tx.ExecContext(ctx, `DELETE FROM turns WHERE id IN (`+ids+`)`, cutoff, deleteBatch)
+			if err != nil {
+				return err
+			}
+			deleted, err := res.RowsAffected()
+			n = int(deleted)
+			return err
+		})
+		total += n
+		if err != nil || n < deleteBatch {
+			return total, err
+		}
+	}
+}
+
+// Close closes the database and releases the directory for another
+// gateway.
+func (s *SQLite) Close() error {
+	var errs []error
+	for _, db := range []*sql.DB{s.read, s.write} {
+		if db != nil {
+			errs = append(errs, db.Close())
+		}
+	}
+	if s.lock != nil {
+		// Closing the file releases the flock.
+		errs = append(errs, s.lock.Close())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("sqlite store %s: close: %w", s.path, err)
+	}
+	return nil
+}
