@@ -401,6 +401,21 @@ func (s *SQLite) Get(ctx context.Context, turnID string) (Turn, error) {
 	return t, nil
 }
 
+func (s *SQLite) Latest(ctx context.Context, requestID string) (Turn, error) {
+	if requestID == "" {
+		return Turn{}, ErrNotFound
+	}
+	t, err := scanTurn(s.read.QueryRowContext(ctx,
+		`SELECT `+turnColumns+` FROM turns WHERE request_id = ? ORDER BY attempt DESC LIMIT 1`, requestID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Turn{}, ErrNotFound
+	}
+	if err != nil {
+		return Turn{}, s.opError("find request "+requestID, err)
+	}
+	return t, nil
+}
+
 func (s *SQLite) List(ctx context.Context, f Filter, limit int, from *Position) ([]Turn, error) {
 	if limit <= 0 {
 		return nil, nil

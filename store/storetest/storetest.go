@@ -100,6 +100,23 @@ func testBegin(t *testing.T, open func(*testing.T) store.Store) {
 		}
 	})
 
+	t.Run("latest finds the newest attempt of a request id and nothing for an unknown one", func(t *testing.T) {
+		st := open(t)
+		mustBegin(t, st, NewTurn("t1", "r1", 1, 0))
+		second := NewTurn("t2", "r1", 2, 1)
+		mustBegin(t, st, second)
+		got, err := st.Latest(ctx, "r1")
+		if err != nil {
+			t.Fatalf("Latest: %v", err)
+		}
+		assertTurn(t, got, second)
+		for _, unknown := range []string{"r2", ""} {
+			if _, err := st.Latest(ctx, unknown); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("Latest(%q): %v, want ErrNotFound", unknown, err)
+			}
+		}
+	})
+
 	t.Run("a resubmission at the next attempt starts that attempt", func(t *testing.T) {
 		st := open(t)
 		mustBegin(t, st, NewTurn("t1", "r1", 1, 0))
