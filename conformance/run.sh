@@ -64,7 +64,7 @@ if ! cmp -s "$work/declared.jsonl" conformance/expected.jsonl; then
 fi
 
 echo "== conformance: start the gateway"
-ACPGATE_TESTAGENT="$work/testagent" "$work/acpgate" serve \
+ACPGATE_TESTAGENT="$work/testagent" XDG_STATE_HOME="$work/state" "$work/acpgate" serve \
 	--config conformance/gateway.yaml --listen 127.0.0.1:0 2>"$work/server.log" &
 server_pid=$!
 addr=$(acpgate_address "$work/server.log" "$server_pid") || fail "the gateway did not start listening"

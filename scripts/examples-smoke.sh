@@ -13,7 +13,7 @@ trap cleanup EXIT
 
 go build -o "$tmp/acpgate" ./cmd/acpgate
 go build -o "$tmp/example-go" ./examples/go
-"$tmp/acpgate" serve --listen 127.0.0.1:0 2>"$tmp/serve.log" &
+XDG_STATE_HOME="$tmp/state" "$tmp/acpgate" serve --listen 127.0.0.1:0 2>"$tmp/serve.log" &
 pid=$!
 addr=$(acpgate_address "$tmp/serve.log" "$pid")
 

@@ -11,7 +11,7 @@ cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "
 trap cleanup EXIT
 
 go build -o "$tmp/acpgate" ./cmd/acpgate
-"$tmp/acpgate" serve --listen 127.0.0.1:0 2>"$tmp/serve.log" &
+XDG_STATE_HOME="$tmp/state" "$tmp/acpgate" serve --listen 127.0.0.1:0 2>"$tmp/serve.log" &
 pid=$!
 addr=$(acpgate_address "$tmp/serve.log" "$pid")
 

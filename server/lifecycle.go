@@ -24,6 +24,19 @@ func (g *Gateway) sweep(interval time.Duration) {
 				g.remove(live)
 			}
 		}
+		g.expireTurns()
+	}
+}
+
+// expireTurns deletes the turns that ended more than turn_retention ago,
+// journals and all; their request_ids are free again.
+func (g *Gateway) expireTurns() {
+	n, err := g.store.DeleteEnded(context.Background(), time.Now().Add(-g.cfg.TurnRetention))
+	switch {
+	case err != nil:
+		g.log.Warn("deleting expired turns failed", "err", err)
+	case n > 0:
+		g.log.Info("deleted expired turns", "turns", n, "retention", g.cfg.TurnRetention)
 	}
 }
 

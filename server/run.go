@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 
 	"github.com/acpgate/acpgate/internal/config"
+	"github.com/acpgate/acpgate/store"
 )
 
 // RunOptions configure Run.
@@ -19,6 +21,9 @@ type RunOptions struct {
 	Version string
 	// Logger receives the gateway's logs; slog.Default() when nil.
 	Logger *slog.Logger
+	// LookupEnv resolves the environment (the default state directory);
+	// os.LookupEnv when nil.
+	LookupEnv func(string) (string, bool)
 	// TempDir makes a session's temporary directory; see Options.TempDir.
 	TempDir func(agent string) (string, error)
 	// Ready, when set, is called with the listening address once the
@@ -35,7 +40,12 @@ func Run(ctx context.Context, opts RunOptions) error {
 	if log == nil {
 		log = slog.Default()
 	}
-	gw, err := New(Options{Config: opts.Config, Version: opts.Version, Logger: log, TempDir: opts.TempDir})
+	st, err := OpenStore(opts.Config, opts.LookupEnv, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	gw, err := New(Options{Config: opts.Config, Version: opts.Version, Logger: log, TempDir: opts.TempDir, Store: st})
 	if err != nil {
 		return err
 	}
@@ -65,4 +75,29 @@ func Run(ctx context.Context, opts RunOptions) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// OpenStore opens the turn store the configuration names: the sqlite file
+// in state_dir (created if missing), or memory.
+func OpenStore(cfg *config.Config, lookupEnv func(string) (string, bool), log *slog.Logger) (store.Store, error) {
+	if cfg.Store == config.StoreMemory {
+		log.Info("turn store", "store", "memory", "durable", false)
+		return store.NewMemory(), nil
+	}
+	if lookupEnv == nil {
+		lookupEnv = os.LookupEnv
+	}
+	dir := cfg.StateDir
+	if dir == "" {
+		var err error
+		if dir, err = config.DefaultStateDir(lookupEnv); err != nil {
+			return nil, err
+		}
+	}
+	st, err := store.OpenSQLite(dir)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("turn store", "store", "sqlite", "state_dir", dir)
+	return st, nil
 }

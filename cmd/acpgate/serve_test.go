@@ -63,7 +63,9 @@ func serve(t *testing.T, args ...string) *served {
 	t.Helper()
 	bin, _ := binaries(t)
 	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
-	cmd.Env = append(os.Environ(), "ACPGATE_E2E_AGENT="+agentBin)
+	// Each gateway gets a state directory of its own: a sqlite store is
+	// used by one gateway at a time.
+	cmd.Env = append(os.Environ(), "ACPGATE_E2E_AGENT="+agentBin, "XDG_STATE_HOME="+t.TempDir())
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
