@@ -139,7 +139,7 @@ func runDriver(args []string) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	smoke := fs.Bool("smoke", false, "tiny shapes, one run each: check that every client and section works and that no chunk is lost (for CI)")
 	runs := fs.Int("runs", 5, "repetitions of each throughput and latency measurement")
-	out := fs.String("out", "", "write the report (Markdown) here; default docs/benchmarks.md, none with -smoke")
+	out := fs.String("out", "", "write the report (Markdown) here; default the repository's docs/benchmarks.md, none with -smoke")
 	rawOut := fs.String("json", "", "also write every raw result here, as JSON")
 	keep := fs.Bool("keep", false, "keep the working directory (binaries, configuration, gateway logs, profiles)")
 	only := fs.String("sections", "", "run only these sections (comma-separated: throughput,paced,breaks,ttfc,concurrency,idle,backpressure,profiles)")
@@ -170,13 +170,13 @@ func runDriver(args []string) int {
 		d.plan = smokePlan()
 	} else {
 		d.plan = fullPlan(max(1, *runs))
-		if *out == "" {
-			*out = "docs/benchmarks.md"
-		}
 	}
 	if err := d.setup(); err != nil {
 		fmt.Fprintln(os.Stderr, "acpbench:", err)
 		return 1
+	}
+	if *out == "" && !*smoke {
+		*out = filepath.Join(d.root, "docs", "benchmarks.md")
 	}
 	if *keep {
 		fmt.Fprintln(os.Stderr, "acpbench: working directory", d.dir)
@@ -200,9 +200,6 @@ func runDriver(args []string) int {
 
 	if *out != "" {
 		path := *out
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(d.root, path)
-		}
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			fmt.Fprintln(os.Stderr, "acpbench:", err)
 			return 1
@@ -256,6 +253,9 @@ func (d *driver) section(name string, f func() error) {
 }
 
 // setup finds the repository and builds acpgate and the test agent from it.
+// The harness is a module of its own (bench/), so it looks upwards for the
+// product module's go.mod and builds there: the test agent is under
+// internal/, which only the product module may build.
 func (d *driver) setup() error {
 	wd, err := os.Getwd()
 	if err != nil {
