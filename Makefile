@@ -3,6 +3,10 @@
 
 GO       ?= go
 TOOL     := $(GO) tool -modfile=tools/go.mod
+# The benchmark harness is a module of its own (bench/go.mod), so that the
+# product module's dependencies and tests are the product's; lint and
+# go-test cover it too, from its directory.
+BENCH    := $(GO) -C bench
 # A count, not a duration: with a duration, Go 1.26's fuzzing coordinator can
 # report "context deadline exceeded" as a failure when the time runs out
 # while a worker is busy (go.dev/issue/75804, fixed in Go 1.27), which a
@@ -18,13 +22,15 @@ generate:
 	$(TOOL) buf generate
 	@$(MAKE) --no-print-directory generate-python 2>/dev/null || echo "(Python stubs not regenerated: run make deps for Debian's protoc)"
 
-## lint: buf lint, gofmt, go vet, staticcheck.
+## lint: buf lint, gofmt, go vet, staticcheck (the product and the bench module).
 lint:
 	$(TOOL) buf lint
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go' | grep -v '^gen/'))"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	$(BENCH) vet ./...
 	$(TOOL) staticcheck ./...
+	$(BENCH) tool -modfile=../tools/go.mod staticcheck ./...
 
 ## deps: install what the suite needs beyond Go (pinned; only what is missing).
 deps:
@@ -38,6 +44,7 @@ test: deps build go-test fuzz smoke examples conformance
 
 go-test:
 	ACPGATE_REQUIRE_INTEROP=1 $(GO) test -race -count=1 ./...
+	$(BENCH) test -race -count=1 ./...
 
 ## fuzz: run each fuzz target for FUZZTIME (executions, or a duration).
 fuzz:
@@ -78,8 +85,8 @@ build:
 
 ## bench: the benchmark harness (about 8 minutes on 2 cores); writes docs/benchmarks.md.
 bench:
-	$(GO) run ./bench/cmd/acpbench run -out docs/benchmarks.md
+	$(BENCH) run ./cmd/acpbench run -out ../docs/benchmarks.md
 
 ## bench-smoke: every benchmark client and section on tiny shapes; fails on any lost chunk.
 bench-smoke:
-	$(GO) run ./bench/cmd/acpbench run -smoke
+	$(BENCH) run ./cmd/acpbench run -smoke

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,7 +42,7 @@ type plan struct {
 
 	bpN, bpSize, bpReadRate int
 
-	profile []shape // floods run through acpgate-pprof
+	profile []shape // floods run through a profiling acpgate serve
 }
 
 type shape struct {
@@ -109,7 +110,6 @@ type driver struct {
 	dir   string // binaries, configuration, logs
 	self  string
 	gwBin string
-	prof  string // acpgate-pprof
 	agent string
 	cfg   string
 
@@ -139,7 +139,7 @@ func runDriver(args []string) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	smoke := fs.Bool("smoke", false, "tiny shapes, one run each: check that every client and section works and that no chunk is lost (for CI)")
 	runs := fs.Int("runs", 5, "repetitions of each throughput and latency measurement")
-	out := fs.String("out", "", "write the report (Markdown) here; default docs/benchmarks.md, none with -smoke")
+	out := fs.String("out", "", "write the report (Markdown) here; default the repository's docs/benchmarks.md, none with -smoke")
 	rawOut := fs.String("json", "", "also write every raw result here, as JSON")
 	keep := fs.Bool("keep", false, "keep the working directory (binaries, configuration, gateway logs, profiles)")
 	only := fs.String("sections", "", "run only these sections (comma-separated: throughput,paced,breaks,ttfc,concurrency,idle,backpressure,profiles)")
@@ -170,13 +170,13 @@ func runDriver(args []string) int {
 		d.plan = smokePlan()
 	} else {
 		d.plan = fullPlan(max(1, *runs))
-		if *out == "" {
-			*out = "docs/benchmarks.md"
-		}
 	}
 	if err := d.setup(); err != nil {
 		fmt.Fprintln(os.Stderr, "acpbench:", err)
 		return 1
+	}
+	if *out == "" && !*smoke {
+		*out = filepath.Join(d.root, "docs", "benchmarks.md")
 	}
 	if *keep {
 		fmt.Fprintln(os.Stderr, "acpbench: working directory", d.dir)
@@ -200,9 +200,6 @@ func runDriver(args []string) int {
 
 	if *out != "" {
 		path := *out
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(d.root, path)
-		}
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			fmt.Fprintln(os.Stderr, "acpbench:", err)
 			return 1
@@ -256,6 +253,9 @@ func (d *driver) section(name string, f func() error) {
 }
 
 // setup finds the repository and builds acpgate and the test agent from it.
+// The harness is a module of its own (bench/), so it looks upwards for the
+// product module's go.mod and builds there: the test agent is under
+// internal/, which only the product module may build.
 func (d *driver) setup() error {
 	wd, err := os.Getwd()
 	if err != nil {
@@ -278,8 +278,7 @@ func (d *driver) setup() error {
 	}
 	d.gwBin = filepath.Join(d.dir, "acpgate")
 	d.agent = filepath.Join(d.dir, "testagent")
-	d.prof = filepath.Join(d.dir, "acpgate-pprof")
-	for _, b := range []struct{ out, pkg string }{{d.gwBin, "./cmd/acpgate"}, {d.agent, "./internal/testagent"}, {d.prof, "./bench/cmd/acpgate-pprof"}} {
+	for _, b := range []struct{ out, pkg string }{{d.gwBin, "./cmd/acpgate"}, {d.agent, "./internal/testagent"}} {
 		d.logf("building %s", b.pkg)
 		cmd := exec.Command("go", "build", "-o", b.out, b.pkg)
 		cmd.Dir = d.root
@@ -303,10 +302,11 @@ agents:
 	return os.WriteFile(d.cfg, []byte(cfg), 0o644)
 }
 
-// gateway starts a fresh acpgate and warms it up with one small turn.
-func (d *driver) gateway() (*gatewayProc, error) {
+// gateway starts a fresh acpgate serve, with extra flags if any, and warms
+// it up with one small turn.
+func (d *driver) gateway(extra ...string) (*gatewayProc, error) {
 	d.logSeq++
-	g, err := startGateway(d.gwBin, d.cfg, filepath.Join(d.dir, fmt.Sprintf("gateway-%02d.log", d.logSeq)))
+	g, err := startGateway(d.gwBin, d.cfg, filepath.Join(d.dir, fmt.Sprintf("gateway-%02d.log", d.logSeq)), extra...)
 	if err != nil {
 		return nil, err
 	}
@@ -812,14 +812,13 @@ func (r Result) brief(n int) string {
 	return s
 }
 
-// profiles runs floods through acpgate-pprof (the same gateway with CPU and
-// allocation profiles) and keeps `go tool pprof -top` of each.
+// profiles runs floods through acpgate serve with its hidden profiling
+// flags (CPU from start to exit, allocations written after the clean
+// shutdown that SIGTERM starts) and keeps `go tool pprof -top` of each.
 func (d *driver) profiles() error {
-	for _, sh := range d.plan.profile {
-		d.logSeq++
-		base := filepath.Join(d.dir, fmt.Sprintf("profile-%02d", d.logSeq))
-		g, err := startGatewayCmd(exec.Command(d.prof, "--config", d.cfg, "--listen", "127.0.0.1:0",
-			"--cpuprofile", base+".cpu.prof", "--allocprofile", base+".allocs.prof"), base+".log")
+	for i, sh := range d.plan.profile {
+		base := filepath.Join(d.dir, fmt.Sprintf("profile-%02d", i+1))
+		g, err := d.gateway("--cpuprofile", base+".cpu.prof", "--allocprofile", base+".allocs.prof")
 		if err != nil {
 			return err
 		}
@@ -834,16 +833,18 @@ func (d *driver) profiles() error {
 		for _, p := range []struct {
 			dst  *string
 			args []string
+			file string
 		}{
-			{&pr.CPU, []string{"-top", "-nodecount=25", base + ".cpu.prof"}},
-			{&pr.CPUCum, []string{"-top", "-cum", "-nodecount=25", base + ".cpu.prof"}},
-			{&pr.Allocs, []string{"-top", "-sample_index=alloc_space", "-nodecount=20", base + ".allocs.prof"}},
+			{&pr.CPU, []string{"-top", "-nodecount=25"}, base + ".cpu.prof"},
+			{&pr.CPUCum, []string{"-top", "-cum", "-nodecount=25"}, base + ".cpu.prof"},
+			{&pr.Allocs, []string{"-top", "-sample_index=alloc_space", "-nodecount=20"}, base + ".allocs.prof"},
 		} {
-			cmd := exec.Command("go", append([]string{"tool", "pprof"}, append(p.args[:len(p.args)-1], d.prof, p.args[len(p.args)-1])...)...)
+			// pprof reads the symbols from the binary that wrote the profile.
+			cmd := exec.Command("go", slices.Concat([]string{"tool", "pprof"}, p.args, []string{d.gwBin, p.file})...)
 			cmd.Dir = d.root
 			out, err := cmd.Output()
 			if err != nil {
-				return fmt.Errorf("go tool pprof %v: %v", p.args, err)
+				return fmt.Errorf("go tool pprof %v %s: %v", p.args, filepath.Base(p.file), err)
 			}
 			*p.dst = trimPprof(string(out))
 		}

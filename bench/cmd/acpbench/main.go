@@ -6,8 +6,13 @@
 //	acpbench client -job JSON                     one measurement (used by run)
 //	acpbench report -json FILE [-out FILE]        render a report again from run's -json output
 //
-// Run it from the repository: it builds acpgate and the test agent from the
-// working tree first. See docs/benchmarks.md for what is measured and how.
+// It is a module of its own (bench/go.mod, with the product module replaced
+// by the working tree), so that the product's dependencies and tests are the
+// product's. Run it from the repository, e.g. `go -C bench run ./cmd/acpbench
+// run` or `make bench`: it builds acpgate and the test agent from the working
+// tree first, in the product module. Relative -out and -json paths are
+// relative to the working directory. See docs/benchmarks.md for what is
+// measured and how.
 package main
 
 import (

@@ -22,15 +22,12 @@ type gatewayProc struct {
 	exited chan struct{}
 }
 
-// startGateway runs `acpgate serve --config cfg --listen 127.0.0.1:0` and
-// waits for it to say where it listens. Its stderr goes to logPath.
-func startGateway(bin, cfg, logPath string) (*gatewayProc, error) {
-	return startGatewayCmd(exec.Command(bin, "serve", "--config", cfg, "--listen", "127.0.0.1:0", "--log-level", "warn"), logPath)
-}
-
-// startGatewayCmd starts cmd, which must print "acpgate listening on ADDR"
-// on stderr like acpgate serve.
-func startGatewayCmd(cmd *exec.Cmd, logPath string) (*gatewayProc, error) {
+// startGateway runs `acpgate serve --config cfg --listen 127.0.0.1:0`, with
+// extra flags after those (the profiling ones, say), and waits for it to say
+// where it listens. Its stderr goes to logPath.
+func startGateway(bin, cfg, logPath string, extra ...string) (*gatewayProc, error) {
+	args := append([]string{"serve", "--config", cfg, "--listen", "127.0.0.1:0", "--log-level", "warn"}, extra...)
+	cmd := exec.Command(bin, args...)
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
