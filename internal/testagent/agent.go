@@ -344,6 +344,15 @@ func (a *agent) loadSession(m *message) {
 // prompt parses the script and starts it on its own goroutine, so that the
 // reader loop keeps reading cancels and answers while it runs.
 func (a *agent) prompt(m *message) {
+	if a.cfg.countPrompts != "" {
+		// One line per session/prompt received, in a file that tests read
+		// to know how often the agent was really asked.
+		f, err := os.OpenFile(a.cfg.countPrompts, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			_, _ = f.WriteString("prompt\n")
+			_ = f.Close()
+		}
+	}
 	var p struct {
 		SessionID string `json:"sessionId"`
 		Prompt    []struct {

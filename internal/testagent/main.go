@@ -26,6 +26,9 @@
 //	                            before reading anything.
 //	--unique-sessions           mint session ids "sess-<pid>-<n>" (pid as /proc shows it) instead, unique
 //	                            across agent processes (as real agents' UUIDs are).
+//	--count-prompts FILE        append the line "prompt" to FILE for every
+//	                            session/prompt received (tests count how often
+//	                            the agent was really asked).
 //	--hang-on METHOD            never answer requests of METHOD (say initialize or
 //	                            session/new): an agent that hangs at start-up.
 //	--commands A,B              right after answering session/new or session/load,
@@ -163,6 +166,7 @@ type config struct {
 	uniqueSessions  bool
 	commands        []string // advertised right after session/new and session/load
 	hangOn          string   // a method never answered
+	countPrompts    string   // a file that gets a line per session/prompt
 }
 
 func parseFlags(args []string) (config, error) {
@@ -177,6 +181,7 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&cfg.strayStartup, "stray-startup", false, `print "starting up..." on stdout first`)
 	fs.BoolVar(&cfg.uniqueSessions, "unique-sessions", false, `mint session ids "sess-<pid>-<n>", unique across processes`)
 	fs.StringVar(&commands, "commands", "", "comma-separated command names to advertise (available_commands_update) right after session/new and session/load")
+	fs.StringVar(&cfg.countPrompts, "count-prompts", "", "append a line to this file for every session/prompt received")
 	fs.StringVar(&cfg.hangOn, "hang-on", "", "never answer requests of this method (initialize, session/new, ...)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
