@@ -27,6 +27,7 @@ import (
 	"github.com/acpgate/acpgate/internal/testutil"
 	"github.com/acpgate/acpgate/outcome"
 	"github.com/acpgate/acpgate/server"
+	"github.com/acpgate/acpgate/store"
 )
 
 var testAgent, acpgateBin string
@@ -103,6 +104,12 @@ type harness struct {
 
 func start(t *testing.T) *harness {
 	t.Helper()
+	return startWith(t, nil)
+}
+
+// startWith starts a gateway whose options set may change.
+func startWith(t *testing.T, set func(*server.Options)) *harness {
+	t.Helper()
 	ws := t.TempDir()
 	if err := os.Mkdir(filepath.Join(ws, "sub"), 0o755); err != nil {
 		t.Fatal(err)
@@ -121,7 +128,11 @@ func start(t *testing.T) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := server.New(server.Options{Config: cfg, Version: "test", LookupEnv: lookup, Logger: slog.New(slog.DiscardHandler), JanitorInterval: 50 * time.Millisecond})
+	opts := server.Options{Config: cfg, Version: "test", LookupEnv: lookup, Logger: slog.New(slog.DiscardHandler), JanitorInterval: 50 * time.Millisecond}
+	if set != nil {
+		set(&opts)
+	}
+	gw, err := server.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -888,5 +899,28 @@ func TestTwoAgentProcessesThatMintTheSameSessionIDGetTwoSessions(t *testing.T) {
 	}
 	if _, err := h.client.GetSession(ctx, &acpgatev1.GetSessionRequest{SessionId: first.GetId()}); err != nil {
 		t.Errorf("closing the second closed the first: %v", err)
+	}
+}
+
+func TestAFullDiskEndsTheTurnWithAGatewayErrorSayingSoAndNoSilentGap(t *testing.T) {
+	// A real SQLite file capped at a few pages: writes fail with
+	// SQLITE_FULL, as on a full disk.
+	st, err := store.OpenSQLiteWith(t.TempDir(), store.SQLiteOptions{MaxPageCount: 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	h := startWith(t, func(o *server.Options) { o.Store = st })
+	stream, err := h.client.Prompt(context.Background(), &acpgatev1.PromptRequest{Agent: "test", Text: "flood 20000 64\nstop end_turn"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := collect(t, stream)
+	e := last(events).GetError()
+	if e.GetGateway() == nil || !e.GetRetryable() || !strings.Contains(e.GetMessage(), "journal") {
+		t.Fatalf("terminal %v, want a retryable gateway error about the journal", last(events))
+	}
+	if !strings.Contains(e.GetGateway().GetDetail(), "full") {
+		t.Errorf("the detail %q does not say the store is full", e.GetGateway().GetDetail())
 	}
 }

@@ -257,7 +257,14 @@ func (g *Gateway) claimSession(id, turnID string) (*liveSession, error) {
 // owns the turn: it ends when the turn has ended, whoever is watching.
 func (g *Gateway) runTurn(ctx context.Context, r *runningTurn, plan *turnPlan) {
 	defer g.admit.turnEnded()
-	defer g.turns.remove(r.rec.ID)
+	defer func() {
+		// A turn whose journal the store could not take stays readable
+		// from memory: the store has neither all its events nor its
+		// terminal, and its streams must still end with the terminal.
+		if r.j.failure() == nil {
+			g.turns.remove(r.rec.ID)
+		}
+	}()
 	defer r.cancel()
 	id := r.rec.ID
 	live := plan.live
