@@ -21,7 +21,7 @@ const containmentBound = 10 * time.Second
 func TestAnAgentThatExitsEndsTheTurnWhateverItsGrandchildrenHoldOpen(t *testing.T) {
 	s := serve(t, "--config", writeConfig(t, e2eConfig))
 	client, _ := s.client(t)
-	stream, err := client.Prompt(bounded(t), &acpgatev1.PromptRequest{Agent: "test", Text: "spawn 300\nchunk last words\nexit 3"})
+	stream, err := client.Prompt(bounded(t), &acpgatev1.PromptRequest{Agent: "test", Text: "spawn 300\nchunk last words\nsleep 1000\nexit 3"})
 	if err != nil {
 		t.Fatal(err)
 	}
