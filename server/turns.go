@@ -1,21 +1,15 @@
 package server
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/acpgate/acpgate/acp"
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
@@ -65,78 +59,6 @@ func (t *turnTable) all() []*runningTurn {
 		out = append(out, r)
 	}
 	return out
-}
-
-// maxRequestIDBytes bounds PromptRequest.request_id.
-const maxRequestIDBytes = 128
-
-// checkRequestID enforces request_id's form: 1 to 128 bytes of printable
-// ASCII.
-func checkRequestID(id string) error {
-	if len(id) > maxRequestIDBytes {
-		return status.Errorf(codes.InvalidArgument, "request_id is %d bytes, over the limit of %d", len(id), maxRequestIDBytes)
-	}
-	for i := 0; i < len(id); i++ {
-		if id[i] < 0x21 || id[i] > 0x7e {
-			return status.Errorf(codes.InvalidArgument, "request_id must be printable ASCII without spaces; byte %d is 0x%02x", i, id[i])
-		}
-	}
-	return nil
-}
-
-// promptHash identifies a request's prompt content, which a request_id is
-// bound to.
-func promptHash(req *acpgatev1.PromptRequest) []byte {
-	content := &acpgatev1.PromptRequest{Prompt: req.GetPrompt(), Text: req.GetText(), Cwd: req.GetCwd()}
-	b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(content)
-	sum := sha256.Sum256(b)
-	return sum[:]
-}
-
-func requestTarget(req *acpgatev1.PromptRequest) string {
-	if req.GetSessionId() != "" {
-		return "session:" + req.GetSessionId()
-	}
-	return "agent:" + req.GetAgent()
-}
-
-// cancelsOnDisconnect applies on_disconnect's default.
-func cancelsOnDisconnect(req *acpgatev1.PromptRequest) bool {
-	switch req.GetOnDisconnect() {
-	case acpgatev1.DisconnectPolicy_DISCONNECT_POLICY_CANCEL:
-		return true
-	case acpgatev1.DisconnectPolicy_DISCONNECT_POLICY_CONTINUE:
-		return false
-	}
-	return req.GetRequestId() == ""
-}
-
-// recorded is what an earlier submission of a request_id left.
-type recorded int
-
-const (
-	recordedNone   recorded = iota // nothing: start the turn
-	recordedAttach                 // a turn to attach to
-	recordedRetry                  // a retryable ending: start the next attempt
-)
-
-// previous decides what an earlier turn of the same request_id means for
-// req.
-func previous(rec store.Turn, req *acpgatev1.PromptRequest) (recorded, error) {
-	if rec.Target != requestTarget(req) || !bytes.Equal(rec.PromptHash, promptHash(req)) {
-		return recordedNone, status.Errorf(codes.AlreadyExists, "request_id %q was used for another prompt or target (turn %s)", req.GetRequestId(), rec.ID)
-	}
-	if rec.Running() {
-		return recordedAttach, nil
-	}
-	var terminal acpgatev1.PromptEvent
-	if err := proto.Unmarshal(rec.Terminal, &terminal); err != nil {
-		return recordedNone, status.Errorf(codes.Internal, "turn %q's terminal does not decode: %v", rec.ID, err)
-	}
-	if terminal.GetError().GetRetryable() {
-		return recordedRetry, nil
-	}
-	return recordedAttach, nil
 }
 
 // turnPlan is a turn about to start: its record, and either the session
@@ -415,89 +337,4 @@ func (g *Gateway) endStopped(ctx context.Context) error {
 		g.log.Warn("a turn was running when the gateway stopped; it has ended", "turn", rec.ID, "agent", rec.Agent, "last_seq", rec.LastSeq)
 	}
 	return nil
-}
-
-// WatchTurn streams a turn's events after after_seq.
-func (g *Gateway) WatchTurn(req *acpgatev1.WatchTurnRequest, stream acpgatev1.AgentGateway_WatchTurnServer) error {
-	if req.GetTurnId() == "" {
-		return status.Error(codes.InvalidArgument, "turn_id is required")
-	}
-	if _, err := g.store.Get(stream.Context(), req.GetTurnId()); errors.Is(err, store.ErrNotFound) && g.turns.get(req.GetTurnId()) == nil {
-		return status.Errorf(codes.NotFound, "no turn %q (unknown, or past its retention)", req.GetTurnId())
-	}
-	err := g.follow(stream.Context(), req.GetTurnId(), req.GetAfterSeq(), stream)
-	if _, ok := status.FromError(err); ok && status.Code(err) != codes.Unknown {
-		return err
-	}
-	return nil
-}
-
-// GetTurn describes a turn.
-func (g *Gateway) GetTurn(ctx context.Context, req *acpgatev1.GetTurnRequest) (*acpgatev1.Turn, error) {
-	if req.GetTurnId() == "" {
-		return nil, status.Error(codes.InvalidArgument, "turn_id is required")
-	}
-	rec, err := g.store.Get(ctx, req.GetTurnId())
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, status.Errorf(codes.NotFound, "no turn %q (unknown, or past its retention)", req.GetTurnId())
-	}
-	if err != nil {
-		return nil, status.Errorf(codes.Internal, "reading turn %q: %v", req.GetTurnId(), err)
-	}
-	return g.turnProto(rec)
-}
-
-// ListTurns lists turns, newest first.
-func (g *Gateway) ListTurns(ctx context.Context, req *acpgatev1.ListTurnsRequest) (*acpgatev1.ListTurnsResponse, error) {
-	size := int(req.GetPageSize())
-	switch {
-	case size < 0:
-		return nil, status.Error(codes.InvalidArgument, "page_size must not be negative")
-	case size == 0:
-		size = 50
-	case size > 500:
-		size = 500
-	}
-	from, err := decodePageToken(req.GetPageToken())
-	if err != nil {
-		return nil, err
-	}
-	recs, err := g.store.List(ctx, store.Filter{SessionID: req.GetSessionId(), Agent: req.GetAgent()}, size+1, from)
-	if err != nil {
-		return nil, status.Errorf(codes.Internal, "listing turns: %v", err)
-	}
-	resp := &acpgatev1.ListTurnsResponse{}
-	if len(recs) > size {
-		recs = recs[:size]
-		resp.NextPageToken = encodePageToken(store.PositionOf(recs[size-1]))
-	}
-	for _, rec := range recs {
-		t, err := g.turnProto(rec)
-		if err != nil {
-			return nil, err
-		}
-		resp.Turns = append(resp.Turns, t)
-	}
-	return resp, nil
-}
-
-func encodePageToken(p store.Position) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(p.StartedAt.UnixNano(), 10) + ":" + p.ID))
-}
-
-func decodePageToken(token string) (*store.Position, error) {
-	if token == "" {
-		return nil, nil
-	}
-	bad := status.Error(codes.InvalidArgument, "page_token is not one ListTurns returned")
-	b, err := base64.RawURLEncoding.DecodeString(token)
-	if err != nil {
-		return nil, bad
-	}
-	nanos, id, ok := strings.Cut(string(b), ":")
-	n, err := strconv.ParseInt(nanos, 10, 64)
-	if !ok || err != nil || id == "" {
-		return nil, bad
-	}
-	return &store.Position{StartedAt: time.Unix(0, n), ID: id}, nil
 }

@@ -31,7 +31,7 @@ const (
 	DefaultCancelGrace = acp.DefaultCancelGrace
 	// DefaultHandshakeTimeout bounds an agent's start-up: spawn, initialize,
 	// authenticate and session/new or session/load together.
-	DefaultHandshakeTimeout = 60 * time.Second
+	DefaultHandshakeTimeout = acp.DefaultHandshakeTimeout
 	// DefaultMaxAgentRequests bounds the requests one agent may have
 	// waiting for the gateway's answer: the runtime's own default.
 	DefaultMaxAgentRequests = acp.DefaultMaxAgentRequests

@@ -1,0 +1,101 @@
+package server
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+
+	"github.com/acpgate/acpgate/store"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// WatchTurn streams a turn's events after after_seq.
+func (g *Gateway) WatchTurn(req *acpgatev1.WatchTurnRequest, stream acpgatev1.AgentGateway_WatchTurnServer) error {
+	if req.GetTurnId() == "" {
+		return status.Error(codes.InvalidArgument, "turn_id is required")
+	}
+	if _, err := g.store.Get(stream.Context(), req.GetTurnId()); errors.Is(err, store.ErrNotFound) && g.turns.get(req.GetTurnId()) == nil {
+		return status.Errorf(codes.NotFound, "no turn %q (unknown, or past its retention)", req.GetTurnId())
+	}
+	err := g.follow(stream.Context(), req.GetTurnId(), req.GetAfterSeq(), stream)
+	if _, ok := status.FromError(err); ok && status.Code(err) != codes.Unknown {
+		return err
+	}
+	return nil
+}
+
+// GetTurn describes a turn.
+func (g *Gateway) GetTurn(ctx context.Context, req *acpgatev1.GetTurnRequest) (*acpgatev1.Turn, error) {
+	if req.GetTurnId() == "" {
+		return nil, status.Error(codes.InvalidArgument, "turn_id is required")
+	}
+	rec, err := g.store.Get(ctx, req.GetTurnId())
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, status.Errorf(codes.NotFound, "no turn %q (unknown, or past its retention)", req.GetTurnId())
+	}
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "reading turn %q: %v", req.GetTurnId(), err)
+	}
+	return g.turnProto(rec)
+}
+
+// ListTurns lists turns, newest first.
+func (g *Gateway) ListTurns(ctx context.Context, req *acpgatev1.ListTurnsRequest) (*acpgatev1.ListTurnsResponse, error) {
+	size := int(req.GetPageSize())
+	switch {
+	case size < 0:
+		return nil, status.Error(codes.InvalidArgument, "page_size must not be negative")
+	case size == 0:
+		size = 50
+	case size > 500:
+		size = 500
+	}
+	from, err := decodePageToken(req.GetPageToken())
+	if err != nil {
+		return nil, err
+	}
+	recs, err := g.store.List(ctx, store.Filter{SessionID: req.GetSessionId(), Agent: req.GetAgent()}, size+1, from)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "listing turns: %v", err)
+	}
+	resp := &acpgatev1.ListTurnsResponse{}
+	if len(recs) > size {
+		recs = recs[:size]
+		resp.NextPageToken = encodePageToken(store.PositionOf(recs[size-1]))
+	}
+	for _, rec := range recs {
+		t, err := g.turnProto(rec)
+		if err != nil {
+			return nil, err
+		}
+		resp.Turns = append(resp.Turns, t)
+	}
+	return resp, nil
+}
+
+func encodePageToken(p store.Position) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(p.StartedAt.UnixNano(), 10) + ":" + p.ID))
+}
+
+func decodePageToken(token string) (*store.Position, error) {
+	if token == "" {
+		return nil, nil
+	}
+	bad := status.Error(codes.InvalidArgument, "page_token is not one ListTurns returned")
+	b, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil {
+		return nil, bad
+	}
+	nanos, id, ok := strings.Cut(string(b), ":")
+	n, err := strconv.ParseInt(nanos, 10, 64)
+	if !ok || err != nil || id == "" {
+		return nil, bad
+	}
+	return &store.Position{StartedAt: time.Unix(0, n), ID: id}, nil
+}
