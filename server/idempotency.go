@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"crypto/sha256"
 
-	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
-
-	"github.com/acpgate/acpgate/store"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+
+	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+	"github.com/acpgate/acpgate/store"
 )
 
 // The rules of PromptRequest.request_id and on_disconnect, in one place.

@@ -8,11 +8,11 @@ import (
 	"strings"
 	"time"
 
-	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
-
-	"github.com/acpgate/acpgate/store"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+	"github.com/acpgate/acpgate/store"
 )
 
 // WatchTurn streams a turn's events after after_seq.
