@@ -24,10 +24,11 @@ const (
 	// read back from the store.
 	recentEvents = 1024
 	recentBytes  = 4 << 20
-	// maxUncommitted bounds the events waiting for the store; beyond it the
-	// turn waits for the store (a disk slower than the agent slows the
-	// agent, as a full pipe does).
-	maxUncommitted = 8192
+	// maxUncommitted and maxUncommittedBytes bound the events waiting for
+	// the store; beyond them the turn waits for the store (a disk slower
+	// than the agent slows the agent, as a full pipe does).
+	maxUncommitted      = 8192
+	maxUncommittedBytes = 16 << 20
 )
 
 // journal is a running turn's events on their way to the store and to
@@ -50,6 +51,7 @@ type journal struct {
 	recent    []store.Event // the latest events, seqs contiguous, the last is lastSeq
 	lastSeq   uint64
 	committed uint64        // events up to this seq are in the store
+	pending   int           // the bytes of the events after committed
 	ended     bool          // the terminal is journaled
 	changed   chan struct{} // closed when events are added, then replaced
 	wrote     chan struct{} // signalled when a commit finishes
@@ -92,7 +94,7 @@ func (j *journal) encode(e *acpgatev1.PromptEvent, seq uint64) store.Event {
 // events wait for the store.
 func (j *journal) append(events []store.Event) {
 	j.mu.Lock()
-	for j.lastSeq-j.committed >= maxUncommitted && j.failed == nil {
+	for (j.lastSeq-j.committed >= maxUncommitted || j.pending >= maxUncommittedBytes) && j.failed == nil {
 		j.mu.Unlock()
 		signal(j.flush)
 		<-j.wrote
@@ -100,6 +102,9 @@ func (j *journal) append(events []store.Event) {
 	}
 	j.recent = append(j.recent, events...)
 	j.lastSeq = events[len(events)-1].Seq
+	for _, e := range events {
+		j.pending += len(e.Data)
+	}
 	j.broadcast()
 	j.mu.Unlock()
 	signal(j.flush)
@@ -183,6 +188,9 @@ func (j *journal) commit() error {
 		err = j.failed
 	} else {
 		j.committed = pending[len(pending)-1].Seq
+		for _, e := range pending {
+			j.pending -= len(e.Data)
+		}
 		j.trim()
 	}
 	j.mu.Unlock()
