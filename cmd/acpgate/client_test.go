@@ -323,6 +323,7 @@ func TestCLIPromptErrorArms(t *testing.T) {
 		{"capability_not_supported", &acpgatev1.HarnessError{Kind: &acpgatev1.HarnessError_CapabilityNotSupported{
 			CapabilityNotSupported: &acpgatev1.CapabilityNotSupported{Primitive: "session/load"}}}, 9, "capability_not_supported"},
 		{"stale_target", &acpgatev1.HarnessError{Kind: &acpgatev1.HarnessError_StaleTarget{StaleTarget: &acpgatev1.StaleTarget{Detail: "gone"}}}, 10, "stale_target"},
+		{"gateway", &acpgatev1.HarnessError{Retryable: true, Kind: &acpgatev1.HarnessError_Gateway{Gateway: &acpgatev1.GatewayFailure{Detail: "disk full"}}}, 11, "gateway"},
 		{"unknown_class", &acpgatev1.HarnessError{}, 5, "error"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -400,6 +401,35 @@ func TestCLIPromptJSON(t *testing.T) {
 	if stderr != "" {
 		t.Errorf("--json wrote to stderr on success:\n%s", stderr)
 	}
+}
+
+// cliHeartbeat is a heartbeat as the gateway sends it: seq 0, outside the
+// numbering of the other events.
+func cliHeartbeat(lastSeq uint64) *acpgatev1.PromptEvent {
+	return &acpgatev1.PromptEvent{Time: timestamppb.New(time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC)),
+		Event: &acpgatev1.PromptEvent_Heartbeat{Heartbeat: &acpgatev1.Heartbeat{LastSeq: lastSeq}}}
+}
+
+func TestAPromptIgnoresHeartbeatsForPeopleAndPrintsThemInJSON(t *testing.T) {
+	events := cliScript(cliStarted("s1"), cliChunk("m1", "Hel"), cliChunk("m1", "lo"), cliOutcome("s1", "Hello", "Hello"))
+	// Heartbeats carry seq 0 between the numbered events.
+	events = []*acpgatev1.PromptEvent{events[0], cliHeartbeat(1), events[1], cliHeartbeat(2), cliHeartbeat(2), events[2], events[3]}
+	f := &fakeGateway{events: events}
+	addr := cliServe(t, f)
+
+	code, stdout, stderr := cliRun(t, "prompt", "--addr", addr, "--session", "s1", "hi")
+	if code != exitOK || stdout != "Hello\n" {
+		t.Errorf("exit %d, stdout %q; want 0, %q; stderr:\n%s", code, stdout, "Hello\n", stderr)
+	}
+	if stderr != "· end_turn (session s1)\n" {
+		t.Errorf("stderr = %q, want only the end_turn note", stderr)
+	}
+
+	code, stdout, stderr = cliRun(t, "prompt", "--addr", addr, "--json", "--session", "s1", "hi")
+	if code != exitOK || stderr != "" {
+		t.Errorf("--json: exit %d, stderr %q", code, stderr)
+	}
+	cliCheckJSONLines(t, stdout, events)
 }
 
 func TestCLIPromptStatus(t *testing.T) {
@@ -706,7 +736,7 @@ func TestCLIExitCodeTable(t *testing.T) {
 		t.Errorf("table header:\n%s", table)
 	}
 	for _, code := range []int{exitOK, exitUsage, exitTransport, exitProtocol, exitHarness, exitPolicyRefused,
-		exitCancelled, exitAuthRequired, exitCapability, exitStaleTarget, exitInvalidArgument, exitRejected, exitGatewayUnavailable} {
+		exitCancelled, exitAuthRequired, exitCapability, exitStaleTarget, exitGatewayFailure, exitInvalidArgument, exitRejected, exitGatewayUnavailable} {
 		if strings.Count(table, "\n| "+strconv.Itoa(code)+" | ") != 1 {
 			t.Errorf("table lacks exactly one row for %d:\n%s", code, table)
 		}

@@ -160,8 +160,8 @@ func (s *humanSink) event(ev *acpgatev1.PromptEvent) {
 	case *acpgatev1.PromptEvent_CurrentMode:
 		s.note("mode: %s", e.CurrentMode.GetModeId())
 	}
-	// started, usage, available_commands and raw updates are shown by
-	// --json only.
+	// started, usage, available_commands, raw updates and heartbeats
+	// (which only say the stream is alive) are shown by --json only.
 }
 
 func (s *humanSink) outcome(ev *acpgatev1.PromptEvent) {
