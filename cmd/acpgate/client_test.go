@@ -432,6 +432,69 @@ func TestAPromptIgnoresHeartbeatsForPeopleAndPrintsThemInJSON(t *testing.T) {
 	cliCheckJSONLines(t, stdout, events)
 }
 
+func TestAPromptSendsItsRequestIDAndDisconnectPolicy(t *testing.T) {
+	continueTurn, cancelTurn := acpgatev1.DisconnectPolicy_DISCONNECT_POLICY_CONTINUE, acpgatev1.DisconnectPolicy_DISCONNECT_POLICY_CANCEL
+	for _, tc := range []struct {
+		args      []string
+		requestID string
+		policy    acpgatev1.DisconnectPolicy
+	}{
+		{nil, "", acpgatev1.DisconnectPolicy_DISCONNECT_POLICY_UNSPECIFIED},
+		{[]string{"--request-id", "job-7"}, "job-7", acpgatev1.DisconnectPolicy_DISCONNECT_POLICY_UNSPECIFIED},
+		{[]string{"--request-id", "job-7", "--on-disconnect", "cancel"}, "job-7", cancelTurn},
+		{[]string{"--on-disconnect", "continue"}, "", continueTurn},
+		{[]string{"--request-id", "job-7", "--detach"}, "job-7", continueTurn},
+		{[]string{"--detach"}, "", continueTurn},
+		{[]string{"--detach", "--on-disconnect", "continue"}, "", continueTurn},
+	} {
+		f := &fakeGateway{events: cliScript(cliStarted("s1"), cliOutcome("s1", "ok", "ok"))}
+		addr := cliServe(t, f)
+		args := append(append([]string{"--addr", addr, "--agent", "demo"}, tc.args...), "hi")
+		if code, _, stderr := cliRun(t, "prompt", args...); code != exitOK {
+			t.Errorf("%q: exit %d; stderr:\n%s", tc.args, code, stderr)
+			continue
+		}
+		prompts, _, _ := f.snapshot()
+		if len(prompts) != 1 || prompts[0].GetRequestId() != tc.requestID || prompts[0].GetOnDisconnect() != tc.policy {
+			t.Errorf("%q: requests = %v, want request_id %q and on_disconnect %v", tc.args, prompts, tc.requestID, tc.policy)
+		}
+	}
+}
+
+func TestADetachedPromptPrintsTheTurnIDAtStartAndLeavesTheTurnRunning(t *testing.T) {
+	for _, asJSON := range []bool{false, true} {
+		// The fake turn never ends: only the command can end the call.
+		f := &fakeGateway{events: cliScript(cliStarted("s1"), cliChunk("", "never shown")), waitCancel: true}
+		addr := cliServe(t, f)
+		args := []string{"--addr", addr, "--agent", "demo", "--request-id", "job-7", "--detach", "long task"}
+		if asJSON {
+			args = append([]string{"--json"}, args...)
+		}
+		code, stdout, stderr := cliRun(t, "prompt", args...)
+		if code != exitOK || stderr != "" {
+			t.Errorf("--json=%v: exit %d, stderr %q; want 0 and nothing on stderr", asJSON, code, stderr)
+		}
+		if asJSON {
+			cliCheckJSONLines(t, stdout, f.events[:1])
+		} else if stdout != "turn-1\n" {
+			t.Errorf("stdout = %q, want the turn id", stdout)
+		}
+		// The call was let go, not the turn cancelled.
+		cliWaitFor(t, func() bool { _, _, sc := f.snapshot(); return sc })
+		if _, cancels, _ := f.snapshot(); len(cancels) != 0 {
+			t.Errorf("a detached prompt called Cancel on %q", cancels)
+		}
+	}
+}
+
+func TestADetachedPromptThatIsRejectedExitsAsAnAttachedOneWould(t *testing.T) {
+	addr := cliServe(t, &fakeGateway{promptErr: status.Error(codes.AlreadyExists, "request_id \"job-7\" was used for another prompt")})
+	code, stdout, stderr := cliRun(t, "prompt", "--addr", addr, "--agent", "demo", "--request-id", "job-7", "--detach", "hi")
+	if code != exitRejected || stdout != "" || !strings.Contains(stderr, "acpgate: ALREADY_EXISTS: ") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want %d and ALREADY_EXISTS", code, stdout, stderr, exitRejected)
+	}
+}
+
 func TestCLIPromptStatus(t *testing.T) {
 	detailed, err := status.New(codes.FailedPrecondition, "the agent refused to set up a session").WithDetails(&acpgatev1.HarnessError{
 		Message: "the agent requires authentication",
@@ -702,6 +765,8 @@ func TestCLIUsageErrors(t *testing.T) {
 		{"prompt", "--addr", addr, "--agent", "demo", "--bogus", "hello"},
 		{"prompt", "--addr", addr, "--agent", "demo", "-"},
 		{"prompt", "--addr", addr, "--agent", "demo", "", " "},
+		{"prompt", "--addr", addr, "--agent", "demo", "--on-disconnect", "later", "hello"},
+		{"prompt", "--addr", addr, "--agent", "demo", "--detach", "--on-disconnect", "cancel", "hello"},
 		{"agents", "--addr", addr, "extra"},
 		{"agents", "--nope"},
 		{"sessions", "--addr", addr, "extra"},
