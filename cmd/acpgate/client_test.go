@@ -42,11 +42,18 @@ type fakeGateway struct {
 	sessions *acpgatev1.ListSessionsResponse
 	listErr  error
 
+	// WatchTurn: fail with watchErr, or send watchEvents and end with
+	// watchEndErr.
+	watchErr    error
+	watchEvents []*acpgatev1.PromptEvent
+	watchEndErr error
+
 	cancelOnce sync.Once
 	cancelled  chan struct{} // closed by the first Cancel call
 
 	mu              sync.Mutex
 	prompts         []*acpgatev1.PromptRequest
+	watches         []*acpgatev1.WatchTurnRequest
 	cancels         []string
 	streamCancelled bool // a Prompt call ended by the client cancelling it
 }
@@ -58,18 +65,14 @@ func (f *fakeGateway) Prompt(req *acpgatev1.PromptRequest, stream grpc.ServerStr
 	if f.promptErr != nil {
 		return f.promptErr
 	}
-	for _, ev := range f.events {
-		if err := stream.Send(ev); err != nil {
-			return err
-		}
+	if err := cliSend(stream, f.events); err != nil {
+		return err
 	}
 	if f.waitCancel {
 		select {
 		case <-f.cancelled:
-			for _, ev := range f.afterCancel {
-				if err := stream.Send(ev); err != nil {
-					return err
-				}
+			if err := cliSend(stream, f.afterCancel); err != nil {
+				return err
 			}
 		case <-stream.Context().Done():
 			f.mu.Lock()
@@ -79,6 +82,29 @@ func (f *fakeGateway) Prompt(req *acpgatev1.PromptRequest, stream grpc.ServerStr
 		}
 	}
 	return f.endErr
+}
+
+func (f *fakeGateway) WatchTurn(req *acpgatev1.WatchTurnRequest, stream grpc.ServerStreamingServer[acpgatev1.PromptEvent]) error {
+	f.mu.Lock()
+	f.watches = append(f.watches, req)
+	f.mu.Unlock()
+	if f.watchErr != nil {
+		return f.watchErr
+	}
+	if err := cliSend(stream, f.watchEvents); err != nil {
+		return err
+	}
+	return f.watchEndErr
+}
+
+// cliSend sends events on stream, in order.
+func cliSend(stream grpc.ServerStreamingServer[acpgatev1.PromptEvent], events []*acpgatev1.PromptEvent) error {
+	for _, ev := range events {
+		if err := stream.Send(ev); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (f *fakeGateway) Cancel(_ context.Context, req *acpgatev1.CancelRequest) (*acpgatev1.CancelResponse, error) {
@@ -495,6 +521,62 @@ func TestADetachedPromptThatIsRejectedExitsAsAnAttachedOneWould(t *testing.T) {
 	}
 }
 
+func TestWatchShowsATurnAsPromptWouldAndExitsWithItsTerminal(t *testing.T) {
+	transport := &acpgatev1.HarnessError{Message: "the agent exited; partial output: part", Retryable: true,
+		Kind: &acpgatev1.HarnessError_Transport{Transport: &acpgatev1.TransportFailure{Reason: acpgatev1.TransportReason_TRANSPORT_REASON_STREAM_ENDED}}}
+	events := cliScript(cliStarted("s1"), cliChunk("m1", "part"), cliThought("hmm"), cliError(transport))
+	events = append(events[:2:2], append([]*acpgatev1.PromptEvent{cliHeartbeat(2)}, events[2:]...)...)
+	f := &fakeGateway{watchEvents: events}
+	addr := cliServe(t, f)
+
+	// Flags may follow the turn id.
+	code, stdout, stderr := cliRun(t, "watch", "--addr", addr, "turn-1", "--after", "0")
+	if code != exitTransport || stdout != "part\n" {
+		t.Errorf("exit %d, stdout %q; want %d, %q; stderr:\n%s", code, stdout, exitTransport, "part\n", stderr)
+	}
+	// The note breaks the answer's line on stderr only, as for prompt.
+	if want := "\n· thinking: hmm\nacpgate: transport: the agent exited; partial output: part\n"; stderr != want {
+		t.Errorf("stderr = %q, want %q", stderr, want)
+	}
+
+	code, stdout, _ = cliRun(t, "watch", "--addr", addr, "--json", "--after", "1", "turn-1")
+	if code != exitTransport {
+		t.Errorf("--json: exit %d, want %d", code, exitTransport)
+	}
+	cliCheckJSONLines(t, stdout, events) // heartbeats included
+
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	want := []*acpgatev1.WatchTurnRequest{{TurnId: "turn-1"}, {TurnId: "turn-1", AfterSeq: 1}}
+	if len(f.watches) != len(want) || !proto.Equal(f.watches[0], want[0]) || !proto.Equal(f.watches[1], want[1]) {
+		t.Errorf("WatchTurn requests = %v, want %v", f.watches, want)
+	}
+}
+
+func TestWatchingAnUnknownTurnExitsAsAPromptRejectedWithNotFound(t *testing.T) {
+	addr := cliServe(t, &fakeGateway{watchErr: status.Error(codes.NotFound, `no turn "t9" (unknown, or past its retention)`)})
+	code, stdout, stderr := cliRun(t, "watch", "--addr", addr, "t9")
+	if code != exitRejected || stdout != "" || stderr != "acpgate: NOT_FOUND: no turn \"t9\" (unknown, or past its retention)\n" {
+		t.Errorf("exit %d, stdout %q, stderr %q; want %d and only NOT_FOUND", code, stdout, stderr, exitRejected)
+	}
+}
+
+func TestAWatchCutOffMidTurnSaysWhereToResume(t *testing.T) {
+	f := &fakeGateway{
+		watchEvents: cliScript(cliStarted("s1"), cliChunk("", "half"), cliHeartbeat(0)),
+		watchEndErr: status.Error(codes.Unavailable, "gone"),
+	}
+	f.watchEvents[2].Seq = 0 // a heartbeat is not where to resume
+	addr := cliServe(t, f)
+	code, stdout, stderr := cliRun(t, "watch", "--addr", addr, "turn-1")
+	if code != exitGatewayUnavailable || stdout != "half\n" {
+		t.Errorf("exit %d, stdout %q; want %d, %q", code, stdout, exitGatewayUnavailable, "half\n")
+	}
+	if want := "acpgate: UNAVAILABLE: gone\n· the turn goes on without this watch; resume with: acpgate watch --after 2 turn-1\n"; stderr != want {
+		t.Errorf("stderr = %q, want %q", stderr, want)
+	}
+}
+
 func TestCLIPromptStatus(t *testing.T) {
 	detailed, err := status.New(codes.FailedPrecondition, "the agent refused to set up a session").WithDetails(&acpgatev1.HarnessError{
 		Message: "the agent requires authentication",
@@ -772,6 +854,9 @@ func TestCLIUsageErrors(t *testing.T) {
 		{"sessions", "--addr", addr, "extra"},
 		{"cancel", "--addr", addr},
 		{"cancel", "--addr", addr, "a", "b"},
+		{"watch", "--addr", addr},
+		{"watch", "--addr", addr, "t1", "t2"},
+		{"watch", "--addr", addr, "t1", "--after", "-1"},
 		{"version", "extra"},
 		{"version", "--addr", addr},
 	} {
