@@ -42,6 +42,11 @@ type fakeGateway struct {
 	sessions *acpgatev1.ListSessionsResponse
 	listErr  error
 
+	// ListTurns serves turns in pages of at most turnsPage (all when 0),
+	// the page token being the offset; GetTurn finds one of them.
+	turns     []*acpgatev1.Turn
+	turnsPage int
+
 	// WatchTurn: fail with watchErr, or send watchEvents and end with
 	// watchEndErr.
 	watchErr    error
@@ -54,6 +59,7 @@ type fakeGateway struct {
 	mu              sync.Mutex
 	prompts         []*acpgatev1.PromptRequest
 	watches         []*acpgatev1.WatchTurnRequest
+	turnLists       []*acpgatev1.ListTurnsRequest
 	cancels         []string
 	streamCancelled bool // a Prompt call ended by the client cancelling it
 }
@@ -95,6 +101,32 @@ func (f *fakeGateway) WatchTurn(req *acpgatev1.WatchTurnRequest, stream grpc.Ser
 		return err
 	}
 	return f.watchEndErr
+}
+
+func (f *fakeGateway) ListTurns(_ context.Context, req *acpgatev1.ListTurnsRequest) (*acpgatev1.ListTurnsResponse, error) {
+	f.mu.Lock()
+	f.turnLists = append(f.turnLists, proto.Clone(req).(*acpgatev1.ListTurnsRequest))
+	f.mu.Unlock()
+	from, _ := strconv.Atoi(req.GetPageToken())
+	n := int(req.GetPageSize())
+	if f.turnsPage > 0 {
+		n = min(n, f.turnsPage)
+	}
+	to := min(from+n, len(f.turns))
+	resp := &acpgatev1.ListTurnsResponse{Turns: f.turns[from:to]}
+	if to < len(f.turns) {
+		resp.NextPageToken = strconv.Itoa(to)
+	}
+	return resp, nil
+}
+
+func (f *fakeGateway) GetTurn(_ context.Context, req *acpgatev1.GetTurnRequest) (*acpgatev1.Turn, error) {
+	for _, t := range f.turns {
+		if t.GetTurnId() == req.GetTurnId() {
+			return t, nil
+		}
+	}
+	return nil, status.Errorf(codes.NotFound, "no turn %q (unknown, or past its retention)", req.GetTurnId())
 }
 
 // cliSend sends events on stream, in order.
@@ -819,6 +851,116 @@ func TestCLISessions(t *testing.T) {
 	}
 }
 
+// cliTurns are five turns, newest first: one running, the others ended in
+// each way a turn ends.
+func cliTurns() []*acpgatev1.Turn {
+	at := func(sec int) *timestamppb.Timestamp {
+		return timestamppb.New(time.Date(2026, 1, 2, 3, 4, sec, 0, time.UTC))
+	}
+	ended := func(id string, terminal *acpgatev1.PromptEvent) *acpgatev1.Turn {
+		return &acpgatev1.Turn{TurnId: id, Attempt: 1, Agent: "demo", SessionId: "s1", State: acpgatev1.TurnState_TURN_STATE_ENDED,
+			StartedAt: at(1), EndedAt: at(2), LastSeq: 4, Terminal: terminal}
+	}
+	transport := &acpgatev1.HarnessError{Message: "the agent\nexited", Retryable: true,
+		Kind: &acpgatev1.HarnessError_Transport{Transport: &acpgatev1.TransportFailure{}}}
+	return []*acpgatev1.Turn{
+		{TurnId: "t5", RequestId: "job-7", Attempt: 2, Agent: "demo", SessionId: "s2", State: acpgatev1.TurnState_TURN_STATE_RUNNING,
+			StartedAt: at(9), LastSeq: 3},
+		ended("t4", cliError(transport)),
+		ended("t3", cliError(cliCancelledError())),
+		ended("t2", cliOutcome("s1", "hi", "hi")),
+		{TurnId: "t1", Attempt: 1, Agent: "demo", State: acpgatev1.TurnState_TURN_STATE_ENDED, StartedAt: at(0), EndedAt: at(0), LastSeq: 2,
+			Terminal: cliError(&acpgatev1.HarnessError{Kind: &acpgatev1.HarnessError_Transport{Transport: &acpgatev1.TransportFailure{}}})},
+	}
+}
+
+func TestTurnsListsEveryPageUpToTheLimitAsATable(t *testing.T) {
+	f := &fakeGateway{turns: cliTurns(), turnsPage: 2}
+	addr := cliServe(t, f)
+	code, stdout, stderr := cliRun(t, "turns", "--addr", addr, "--limit", "0", "--agent", "demo")
+	if code != exitOK {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+	want := []string{
+		"TURN STATE AGENT SESSION ATTEMPT REQUEST STARTED ENDED SEQ ENDING",
+		"t5 running demo s2 2 job-7 2026-01-02T03:04:09Z - 3 -",
+		"t4 ended demo s1 1 - 2026-01-02T03:04:01Z 2026-01-02T03:04:02Z 4 transport (retryable)",
+		"t3 ended demo s1 1 - 2026-01-02T03:04:01Z 2026-01-02T03:04:02Z 4 harness",
+		"t2 ended demo s1 1 - 2026-01-02T03:04:01Z 2026-01-02T03:04:02Z 4 outcome",
+		"t1 ended demo - 1 - 2026-01-02T03:04:00Z 2026-01-02T03:04:00Z 2 transport",
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("want a header and %d rows:\n%s", len(want)-1, stdout)
+	}
+	for i, w := range want {
+		if got := strings.Join(strings.Fields(lines[i]), " "); got != w {
+			t.Errorf("line %d = %q, want fields %q", i+1, lines[i], w)
+		}
+	}
+	f.mu.Lock()
+	lists := f.turnLists
+	f.mu.Unlock()
+	if len(lists) != 3 || lists[0].GetAgent() != "demo" || lists[2].GetPageToken() != "4" || lists[0].GetPageSize() != maxTurnsPage {
+		t.Errorf("ListTurns requests = %v, want three pages of demo's turns", lists)
+	}
+
+	// --limit cuts the list, asks for no more than it needs, and says so.
+	code, stdout, _ = cliRun(t, "turns", "--addr", addr, "--limit", "3", "--session", "s1")
+	lines = strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+	if code != exitOK || len(lines) != 5 || !strings.HasPrefix(lines[3], "t3 ") || lines[4] != "(more turns: --limit 0 lists them all)" {
+		t.Errorf("--limit 3: exit %d, stdout:\n%s", code, stdout)
+	}
+	f.mu.Lock()
+	lists = f.turnLists[3:]
+	f.mu.Unlock()
+	if len(lists) != 2 || lists[0].GetSessionId() != "s1" || lists[0].GetPageSize() != 3 || lists[1].GetPageSize() != 1 {
+		t.Errorf("--limit 3: ListTurns requests = %v, want pages of 3 then 1 of s1's turns", lists)
+	}
+
+	code, stdout, _ = cliRun(t, "turns", "--addr", addr, "--json", "--limit", "2")
+	var got acpgatev1.ListTurnsResponse
+	if err := protojson.Unmarshal([]byte(stdout), &got); code != exitOK || err != nil ||
+		!proto.Equal(&got, &acpgatev1.ListTurnsResponse{Turns: f.turns[:2], NextPageToken: "2"}) || strings.Count(stdout, "\n") != 1 {
+		t.Errorf("--json: exit %d, err %v, output %q", code, err, stdout)
+	}
+
+	empty := cliServe(t, &fakeGateway{})
+	if code, stdout, _ := cliRun(t, "turns", "--addr", empty); code != exitOK || stdout != "no turns\n" {
+		t.Errorf("empty: exit %d, stdout %q", code, stdout)
+	}
+}
+
+func TestTurnDescribesOneTurnWithItsErrorMessage(t *testing.T) {
+	f := &fakeGateway{turns: cliTurns()}
+	addr := cliServe(t, f)
+	code, stdout, stderr := cliRun(t, "turn", "--addr", addr, "t4")
+	if code != exitOK {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	want := []string{"turn t4", "state ended", "agent demo", "session s1", "attempt 1", "request -",
+		"started 2026-01-02T03:04:01Z", "ended 2026-01-02T03:04:02Z", "seq 4", "ending transport (retryable)", "message the agent exited"}
+	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("want %d lines:\n%s", len(want), stdout)
+	}
+	for i, w := range want {
+		if got := strings.Join(strings.Fields(lines[i]), " "); got != w {
+			t.Errorf("line %d = %q, want fields %q", i+1, lines[i], w)
+		}
+	}
+
+	code, stdout, _ = cliRun(t, "turn", "--addr", addr, "--json", "t5")
+	var got acpgatev1.Turn
+	if err := protojson.Unmarshal([]byte(stdout), &got); code != exitOK || err != nil || !proto.Equal(&got, f.turns[0]) {
+		t.Errorf("--json: exit %d, err %v, output %q", code, err, stdout)
+	}
+
+	if code, stdout, stderr := cliRun(t, "turn", "--addr", addr, "t9"); code != exitRejected || stdout != "" || !strings.HasPrefix(stderr, "acpgate: NOT_FOUND: ") {
+		t.Errorf("unknown turn: exit %d, stdout %q, stderr %q; want %d and NOT_FOUND", code, stdout, stderr, exitRejected)
+	}
+}
+
 func TestCLICancel(t *testing.T) {
 	running := cliServe(t, &fakeGateway{cancelResp: true})
 	if code, stdout, _ := cliRun(t, "cancel", "--addr", running, "s1"); code != 0 || stdout != "session s1: the running turn was asked to cancel\n" {
@@ -855,6 +997,10 @@ func TestCLIUsageErrors(t *testing.T) {
 		{"cancel", "--addr", addr},
 		{"cancel", "--addr", addr, "a", "b"},
 		{"watch", "--addr", addr},
+		{"turns", "--addr", addr, "extra"},
+		{"turns", "--addr", addr, "--limit", "-1"},
+		{"turn", "--addr", addr},
+		{"turn", "--addr", addr, "t1", "t2"},
 		{"watch", "--addr", addr, "t1", "t2"},
 		{"watch", "--addr", addr, "t1", "--after", "-1"},
 		{"version", "extra"},
