@@ -1,15 +1,15 @@
 package main
 
-// The client subcommands: prompt, agents, sessions, open, close,
-// cancel, permit and version.
+// The client subcommands: prompt, watch, agents, sessions, open, close,
+// cancel, permit, turns, turn and version.
 //
 // Every subcommand except version talks to a running gateway over gRPC
 // (plaintext; --addr, default $ACPGATE_ADDR or 127.0.0.1:7070).
 //
 // Each concept has its file: exitcode.go (the exit-code policy), dial.go
 // (reaching the gateway; a rejected call's exit code), interrupt.go,
-// prompt.go (the streaming subcommand), commands.go (the one-call
-// subcommands), render_human.go and render_json.go (the output).
+// prompt.go and watch.go (the streaming subcommands), commands.go (the
+// one-call subcommands), render_human.go and render_json.go (the output).
 //
 // Adding a subcommand: one that makes one call is an entry of
 // oneCallCommands (commands.go), which names it, describes it, declares its
@@ -55,7 +55,7 @@ type commandFunc func(ctx context.Context, fs *flag.FlagSet, args []string, stdo
 // usage. A subcommand that makes one call belongs in oneCallCommands
 // (commands.go); one that streams has its own file, as prompt.go.
 var clientCommands = slices.Concat(
-	[]clientCommand{promptCommand},
+	[]clientCommand{promptCommand, watchCommand},
 	oneCallCommands,
 	[]clientCommand{versionCommand},
 )

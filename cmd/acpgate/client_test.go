@@ -42,11 +42,24 @@ type fakeGateway struct {
 	sessions *acpgatev1.ListSessionsResponse
 	listErr  error
 
+	// ListTurns serves turns in pages of at most turnsPage (all when 0),
+	// the page token being the offset; GetTurn finds one of them.
+	turns     []*acpgatev1.Turn
+	turnsPage int
+
+	// WatchTurn: fail with watchErr, or send watchEvents and end with
+	// watchEndErr.
+	watchErr    error
+	watchEvents []*acpgatev1.PromptEvent
+	watchEndErr error
+
 	cancelOnce sync.Once
 	cancelled  chan struct{} // closed by the first Cancel call
 
 	mu              sync.Mutex
 	prompts         []*acpgatev1.PromptRequest
+	watches         []*acpgatev1.WatchTurnRequest
+	turnLists       []*acpgatev1.ListTurnsRequest
 	cancels         []string
 	streamCancelled bool // a Prompt call ended by the client cancelling it
 }
@@ -58,18 +71,14 @@ func (f *fakeGateway) Prompt(req *acpgatev1.PromptRequest, stream grpc.ServerStr
 	if f.promptErr != nil {
 		return f.promptErr
 	}
-	for _, ev := range f.events {
-		if err := stream.Send(ev); err != nil {
-			return err
-		}
+	if err := cliSend(stream, f.events); err != nil {
+		return err
 	}
 	if f.waitCancel {
 		select {
 		case <-f.cancelled:
-			for _, ev := range f.afterCancel {
-				if err := stream.Send(ev); err != nil {
-					return err
-				}
+			if err := cliSend(stream, f.afterCancel); err != nil {
+				return err
 			}
 		case <-stream.Context().Done():
 			f.mu.Lock()
@@ -79,6 +88,55 @@ func (f *fakeGateway) Prompt(req *acpgatev1.PromptRequest, stream grpc.ServerStr
 		}
 	}
 	return f.endErr
+}
+
+func (f *fakeGateway) WatchTurn(req *acpgatev1.WatchTurnRequest, stream grpc.ServerStreamingServer[acpgatev1.PromptEvent]) error {
+	f.mu.Lock()
+	f.watches = append(f.watches, req)
+	f.mu.Unlock()
+	if f.watchErr != nil {
+		return f.watchErr
+	}
+	if err := cliSend(stream, f.watchEvents); err != nil {
+		return err
+	}
+	return f.watchEndErr
+}
+
+func (f *fakeGateway) ListTurns(_ context.Context, req *acpgatev1.ListTurnsRequest) (*acpgatev1.ListTurnsResponse, error) {
+	f.mu.Lock()
+	f.turnLists = append(f.turnLists, proto.Clone(req).(*acpgatev1.ListTurnsRequest))
+	f.mu.Unlock()
+	from, _ := strconv.Atoi(req.GetPageToken())
+	n := int(req.GetPageSize())
+	if f.turnsPage > 0 {
+		n = min(n, f.turnsPage)
+	}
+	to := min(from+n, len(f.turns))
+	resp := &acpgatev1.ListTurnsResponse{Turns: f.turns[from:to]}
+	if to < len(f.turns) {
+		resp.NextPageToken = strconv.Itoa(to)
+	}
+	return resp, nil
+}
+
+func (f *fakeGateway) GetTurn(_ context.Context, req *acpgatev1.GetTurnRequest) (*acpgatev1.Turn, error) {
+	for _, t := range f.turns {
+		if t.GetTurnId() == req.GetTurnId() {
+			return t, nil
+		}
+	}
+	return nil, status.Errorf(codes.NotFound, "no turn %q (unknown, or past its retention)", req.GetTurnId())
+}
+
+// cliSend sends events on stream, in order.
+func cliSend(stream grpc.ServerStreamingServer[acpgatev1.PromptEvent], events []*acpgatev1.PromptEvent) error {
+	for _, ev := range events {
+		if err := stream.Send(ev); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (f *fakeGateway) Cancel(_ context.Context, req *acpgatev1.CancelRequest) (*acpgatev1.CancelResponse, error) {
@@ -323,6 +381,7 @@ func TestCLIPromptErrorArms(t *testing.T) {
 		{"capability_not_supported", &acpgatev1.HarnessError{Kind: &acpgatev1.HarnessError_CapabilityNotSupported{
 			CapabilityNotSupported: &acpgatev1.CapabilityNotSupported{Primitive: "session/load"}}}, 9, "capability_not_supported"},
 		{"stale_target", &acpgatev1.HarnessError{Kind: &acpgatev1.HarnessError_StaleTarget{StaleTarget: &acpgatev1.StaleTarget{Detail: "gone"}}}, 10, "stale_target"},
+		{"gateway", &acpgatev1.HarnessError{Retryable: true, Kind: &acpgatev1.HarnessError_Gateway{Gateway: &acpgatev1.GatewayFailure{Detail: "disk full"}}}, 11, "gateway"},
 		{"unknown_class", &acpgatev1.HarnessError{}, 5, "error"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -399,6 +458,154 @@ func TestCLIPromptJSON(t *testing.T) {
 	cliCheckJSONLines(t, stdout, f.events)
 	if stderr != "" {
 		t.Errorf("--json wrote to stderr on success:\n%s", stderr)
+	}
+}
+
+// cliHeartbeat is a heartbeat as the gateway sends it: seq 0, outside the
+// numbering of the other events.
+func cliHeartbeat(lastSeq uint64) *acpgatev1.PromptEvent {
+	return &acpgatev1.PromptEvent{Time: timestamppb.New(time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC)),
+		Event: &acpgatev1.PromptEvent_Heartbeat{Heartbeat: &acpgatev1.Heartbeat{LastSeq: lastSeq}}}
+}
+
+func TestAPromptIgnoresHeartbeatsForPeopleAndPrintsThemInJSON(t *testing.T) {
+	events := cliScript(cliStarted("s1"), cliChunk("m1", "Hel"), cliChunk("m1", "lo"), cliOutcome("s1", "Hello", "Hello"))
+	// Heartbeats carry seq 0 between the numbered events.
+	events = []*acpgatev1.PromptEvent{events[0], cliHeartbeat(1), events[1], cliHeartbeat(2), cliHeartbeat(2), events[2], events[3]}
+	f := &fakeGateway{events: events}
+	addr := cliServe(t, f)
+
+	code, stdout, stderr := cliRun(t, "prompt", "--addr", addr, "--session", "s1", "hi")
+	if code != exitOK || stdout != "Hello\n" {
+		t.Errorf("exit %d, stdout %q; want 0, %q; stderr:\n%s", code, stdout, "Hello\n", stderr)
+	}
+	if stderr != "· end_turn (session s1)\n" {
+		t.Errorf("stderr = %q, want only the end_turn note", stderr)
+	}
+
+	code, stdout, stderr = cliRun(t, "prompt", "--addr", addr, "--json", "--session", "s1", "hi")
+	if code != exitOK || stderr != "" {
+		t.Errorf("--json: exit %d, stderr %q", code, stderr)
+	}
+	cliCheckJSONLines(t, stdout, events)
+}
+
+func TestAPromptSendsItsRequestIDAndDisconnectPolicy(t *testing.T) {
+	continueTurn, cancelTurn := acpgatev1.DisconnectPolicy_DISCONNECT_POLICY_CONTINUE, acpgatev1.DisconnectPolicy_DISCONNECT_POLICY_CANCEL
+	for _, tc := range []struct {
+		args      []string
+		requestID string
+		policy    acpgatev1.DisconnectPolicy
+	}{
+		{nil, "", acpgatev1.DisconnectPolicy_DISCONNECT_POLICY_UNSPECIFIED},
+		{[]string{"--request-id", "job-7"}, "job-7", acpgatev1.DisconnectPolicy_DISCONNECT_POLICY_UNSPECIFIED},
+		{[]string{"--request-id", "job-7", "--on-disconnect", "cancel"}, "job-7", cancelTurn},
+		{[]string{"--on-disconnect", "continue"}, "", continueTurn},
+		{[]string{"--request-id", "job-7", "--detach"}, "job-7", continueTurn},
+		{[]string{"--detach"}, "", continueTurn},
+		{[]string{"--detach", "--on-disconnect", "continue"}, "", continueTurn},
+	} {
+		f := &fakeGateway{events: cliScript(cliStarted("s1"), cliOutcome("s1", "ok", "ok"))}
+		addr := cliServe(t, f)
+		args := append(append([]string{"--addr", addr, "--agent", "demo"}, tc.args...), "hi")
+		if code, _, stderr := cliRun(t, "prompt", args...); code != exitOK {
+			t.Errorf("%q: exit %d; stderr:\n%s", tc.args, code, stderr)
+			continue
+		}
+		prompts, _, _ := f.snapshot()
+		if len(prompts) != 1 || prompts[0].GetRequestId() != tc.requestID || prompts[0].GetOnDisconnect() != tc.policy {
+			t.Errorf("%q: requests = %v, want request_id %q and on_disconnect %v", tc.args, prompts, tc.requestID, tc.policy)
+		}
+	}
+}
+
+func TestADetachedPromptPrintsTheTurnIDAtStartAndLeavesTheTurnRunning(t *testing.T) {
+	for _, asJSON := range []bool{false, true} {
+		// The fake turn never ends: only the command can end the call.
+		f := &fakeGateway{events: cliScript(cliStarted("s1"), cliChunk("", "never shown")), waitCancel: true}
+		addr := cliServe(t, f)
+		args := []string{"--addr", addr, "--agent", "demo", "--request-id", "job-7", "--detach", "long task"}
+		if asJSON {
+			args = append([]string{"--json"}, args...)
+		}
+		code, stdout, stderr := cliRun(t, "prompt", args...)
+		if code != exitOK || stderr != "" {
+			t.Errorf("--json=%v: exit %d, stderr %q; want 0 and nothing on stderr", asJSON, code, stderr)
+		}
+		if asJSON {
+			cliCheckJSONLines(t, stdout, f.events[:1])
+		} else if stdout != "turn-1\n" {
+			t.Errorf("stdout = %q, want the turn id", stdout)
+		}
+		// The call was let go, not the turn cancelled.
+		cliWaitFor(t, func() bool { _, _, sc := f.snapshot(); return sc })
+		if _, cancels, _ := f.snapshot(); len(cancels) != 0 {
+			t.Errorf("a detached prompt called Cancel on %q", cancels)
+		}
+	}
+}
+
+func TestADetachedPromptThatIsRejectedExitsAsAnAttachedOneWould(t *testing.T) {
+	addr := cliServe(t, &fakeGateway{promptErr: status.Error(codes.AlreadyExists, "request_id \"job-7\" was used for another prompt")})
+	code, stdout, stderr := cliRun(t, "prompt", "--addr", addr, "--agent", "demo", "--request-id", "job-7", "--detach", "hi")
+	if code != exitRejected || stdout != "" || !strings.Contains(stderr, "acpgate: ALREADY_EXISTS: ") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want %d and ALREADY_EXISTS", code, stdout, stderr, exitRejected)
+	}
+}
+
+func TestWatchShowsATurnAsPromptWouldAndExitsWithItsTerminal(t *testing.T) {
+	transport := &acpgatev1.HarnessError{Message: "the agent exited; partial output: part", Retryable: true,
+		Kind: &acpgatev1.HarnessError_Transport{Transport: &acpgatev1.TransportFailure{Reason: acpgatev1.TransportReason_TRANSPORT_REASON_STREAM_ENDED}}}
+	events := cliScript(cliStarted("s1"), cliChunk("m1", "part"), cliThought("hmm"), cliError(transport))
+	events = append(events[:2:2], append([]*acpgatev1.PromptEvent{cliHeartbeat(2)}, events[2:]...)...)
+	f := &fakeGateway{watchEvents: events}
+	addr := cliServe(t, f)
+
+	// Flags may follow the turn id.
+	code, stdout, stderr := cliRun(t, "watch", "--addr", addr, "turn-1", "--after", "0")
+	if code != exitTransport || stdout != "part\n" {
+		t.Errorf("exit %d, stdout %q; want %d, %q; stderr:\n%s", code, stdout, exitTransport, "part\n", stderr)
+	}
+	// The note breaks the answer's line on stderr only, as for prompt.
+	if want := "\n· thinking: hmm\nacpgate: transport: the agent exited; partial output: part\n"; stderr != want {
+		t.Errorf("stderr = %q, want %q", stderr, want)
+	}
+
+	code, stdout, _ = cliRun(t, "watch", "--addr", addr, "--json", "--after", "1", "turn-1")
+	if code != exitTransport {
+		t.Errorf("--json: exit %d, want %d", code, exitTransport)
+	}
+	cliCheckJSONLines(t, stdout, events) // heartbeats included
+
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	want := []*acpgatev1.WatchTurnRequest{{TurnId: "turn-1"}, {TurnId: "turn-1", AfterSeq: 1}}
+	if len(f.watches) != len(want) || !proto.Equal(f.watches[0], want[0]) || !proto.Equal(f.watches[1], want[1]) {
+		t.Errorf("WatchTurn requests = %v, want %v", f.watches, want)
+	}
+}
+
+func TestWatchingAnUnknownTurnExitsAsAPromptRejectedWithNotFound(t *testing.T) {
+	addr := cliServe(t, &fakeGateway{watchErr: status.Error(codes.NotFound, `no turn "t9" (unknown, or past its retention)`)})
+	code, stdout, stderr := cliRun(t, "watch", "--addr", addr, "t9")
+	if code != exitRejected || stdout != "" || stderr != "acpgate: NOT_FOUND: no turn \"t9\" (unknown, or past its retention)\n" {
+		t.Errorf("exit %d, stdout %q, stderr %q; want %d and only NOT_FOUND", code, stdout, stderr, exitRejected)
+	}
+}
+
+func TestAWatchCutOffMidTurnSaysWhereToResume(t *testing.T) {
+	f := &fakeGateway{
+		watchEvents: cliScript(cliStarted("s1"), cliChunk("", "half"), cliHeartbeat(0)),
+		watchEndErr: status.Error(codes.Unavailable, "gone"),
+	}
+	f.watchEvents[2].Seq = 0 // a heartbeat is not where to resume
+	addr := cliServe(t, f)
+	code, stdout, stderr := cliRun(t, "watch", "--addr", addr, "turn-1")
+	if code != exitGatewayUnavailable || stdout != "half\n" {
+		t.Errorf("exit %d, stdout %q; want %d, %q", code, stdout, exitGatewayUnavailable, "half\n")
+	}
+	if want := "acpgate: UNAVAILABLE: gone\n· the turn goes on without this watch; resume with: acpgate watch --after 2 turn-1\n"; stderr != want {
+		t.Errorf("stderr = %q, want %q", stderr, want)
 	}
 }
 
@@ -644,6 +851,116 @@ func TestCLISessions(t *testing.T) {
 	}
 }
 
+// cliTurns are five turns, newest first: one running, the others ended in
+// each way a turn ends.
+func cliTurns() []*acpgatev1.Turn {
+	at := func(sec int) *timestamppb.Timestamp {
+		return timestamppb.New(time.Date(2026, 1, 2, 3, 4, sec, 0, time.UTC))
+	}
+	ended := func(id string, terminal *acpgatev1.PromptEvent) *acpgatev1.Turn {
+		return &acpgatev1.Turn{TurnId: id, Attempt: 1, Agent: "demo", SessionId: "s1", State: acpgatev1.TurnState_TURN_STATE_ENDED,
+			StartedAt: at(1), EndedAt: at(2), LastSeq: 4, Terminal: terminal}
+	}
+	transport := &acpgatev1.HarnessError{Message: "the agent\nexited", Retryable: true,
+		Kind: &acpgatev1.HarnessError_Transport{Transport: &acpgatev1.TransportFailure{}}}
+	return []*acpgatev1.Turn{
+		{TurnId: "t5", RequestId: "job-7", Attempt: 2, Agent: "demo", SessionId: "s2", State: acpgatev1.TurnState_TURN_STATE_RUNNING,
+			StartedAt: at(9), LastSeq: 3},
+		ended("t4", cliError(transport)),
+		ended("t3", cliError(cliCancelledError())),
+		ended("t2", cliOutcome("s1", "hi", "hi")),
+		{TurnId: "t1", Attempt: 1, Agent: "demo", State: acpgatev1.TurnState_TURN_STATE_ENDED, StartedAt: at(0), EndedAt: at(0), LastSeq: 2,
+			Terminal: cliError(&acpgatev1.HarnessError{Kind: &acpgatev1.HarnessError_Transport{Transport: &acpgatev1.TransportFailure{}}})},
+	}
+}
+
+func TestTurnsListsEveryPageUpToTheLimitAsATable(t *testing.T) {
+	f := &fakeGateway{turns: cliTurns(), turnsPage: 2}
+	addr := cliServe(t, f)
+	code, stdout, stderr := cliRun(t, "turns", "--addr", addr, "--limit", "0", "--agent", "demo")
+	if code != exitOK {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+	want := []string{
+		"TURN STATE AGENT SESSION ATTEMPT REQUEST STARTED ENDED SEQ ENDING",
+		"t5 running demo s2 2 job-7 2026-01-02T03:04:09Z - 3 -",
+		"t4 ended demo s1 1 - 2026-01-02T03:04:01Z 2026-01-02T03:04:02Z 4 transport (retryable)",
+		"t3 ended demo s1 1 - 2026-01-02T03:04:01Z 2026-01-02T03:04:02Z 4 harness",
+		"t2 ended demo s1 1 - 2026-01-02T03:04:01Z 2026-01-02T03:04:02Z 4 outcome",
+		"t1 ended demo - 1 - 2026-01-02T03:04:00Z 2026-01-02T03:04:00Z 2 transport",
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("want a header and %d rows:\n%s", len(want)-1, stdout)
+	}
+	for i, w := range want {
+		if got := strings.Join(strings.Fields(lines[i]), " "); got != w {
+			t.Errorf("line %d = %q, want fields %q", i+1, lines[i], w)
+		}
+	}
+	f.mu.Lock()
+	lists := f.turnLists
+	f.mu.Unlock()
+	if len(lists) != 3 || lists[0].GetAgent() != "demo" || lists[2].GetPageToken() != "4" || lists[0].GetPageSize() != maxTurnsPage {
+		t.Errorf("ListTurns requests = %v, want three pages of demo's turns", lists)
+	}
+
+	// --limit cuts the list, asks for no more than it needs, and says so.
+	code, stdout, _ = cliRun(t, "turns", "--addr", addr, "--limit", "3", "--session", "s1")
+	lines = strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+	if code != exitOK || len(lines) != 5 || !strings.HasPrefix(lines[3], "t3 ") || lines[4] != "(more turns: --limit 0 lists them all)" {
+		t.Errorf("--limit 3: exit %d, stdout:\n%s", code, stdout)
+	}
+	f.mu.Lock()
+	lists = f.turnLists[3:]
+	f.mu.Unlock()
+	if len(lists) != 2 || lists[0].GetSessionId() != "s1" || lists[0].GetPageSize() != 3 || lists[1].GetPageSize() != 1 {
+		t.Errorf("--limit 3: ListTurns requests = %v, want pages of 3 then 1 of s1's turns", lists)
+	}
+
+	code, stdout, _ = cliRun(t, "turns", "--addr", addr, "--json", "--limit", "2")
+	var got acpgatev1.ListTurnsResponse
+	if err := protojson.Unmarshal([]byte(stdout), &got); code != exitOK || err != nil ||
+		!proto.Equal(&got, &acpgatev1.ListTurnsResponse{Turns: f.turns[:2], NextPageToken: "2"}) || strings.Count(stdout, "\n") != 1 {
+		t.Errorf("--json: exit %d, err %v, output %q", code, err, stdout)
+	}
+
+	empty := cliServe(t, &fakeGateway{})
+	if code, stdout, _ := cliRun(t, "turns", "--addr", empty); code != exitOK || stdout != "no turns\n" {
+		t.Errorf("empty: exit %d, stdout %q", code, stdout)
+	}
+}
+
+func TestTurnDescribesOneTurnWithItsErrorMessage(t *testing.T) {
+	f := &fakeGateway{turns: cliTurns()}
+	addr := cliServe(t, f)
+	code, stdout, stderr := cliRun(t, "turn", "--addr", addr, "t4")
+	if code != exitOK {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	want := []string{"turn t4", "state ended", "agent demo", "session s1", "attempt 1", "request -",
+		"started 2026-01-02T03:04:01Z", "ended 2026-01-02T03:04:02Z", "seq 4", "ending transport (retryable)", "message the agent exited"}
+	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("want %d lines:\n%s", len(want), stdout)
+	}
+	for i, w := range want {
+		if got := strings.Join(strings.Fields(lines[i]), " "); got != w {
+			t.Errorf("line %d = %q, want fields %q", i+1, lines[i], w)
+		}
+	}
+
+	code, stdout, _ = cliRun(t, "turn", "--addr", addr, "--json", "t5")
+	var got acpgatev1.Turn
+	if err := protojson.Unmarshal([]byte(stdout), &got); code != exitOK || err != nil || !proto.Equal(&got, f.turns[0]) {
+		t.Errorf("--json: exit %d, err %v, output %q", code, err, stdout)
+	}
+
+	if code, stdout, stderr := cliRun(t, "turn", "--addr", addr, "t9"); code != exitRejected || stdout != "" || !strings.HasPrefix(stderr, "acpgate: NOT_FOUND: ") {
+		t.Errorf("unknown turn: exit %d, stdout %q, stderr %q; want %d and NOT_FOUND", code, stdout, stderr, exitRejected)
+	}
+}
+
 func TestCLICancel(t *testing.T) {
 	running := cliServe(t, &fakeGateway{cancelResp: true})
 	if code, stdout, _ := cliRun(t, "cancel", "--addr", running, "s1"); code != 0 || stdout != "session s1: the running turn was asked to cancel\n" {
@@ -672,11 +989,20 @@ func TestCLIUsageErrors(t *testing.T) {
 		{"prompt", "--addr", addr, "--agent", "demo", "--bogus", "hello"},
 		{"prompt", "--addr", addr, "--agent", "demo", "-"},
 		{"prompt", "--addr", addr, "--agent", "demo", "", " "},
+		{"prompt", "--addr", addr, "--agent", "demo", "--on-disconnect", "later", "hello"},
+		{"prompt", "--addr", addr, "--agent", "demo", "--detach", "--on-disconnect", "cancel", "hello"},
 		{"agents", "--addr", addr, "extra"},
 		{"agents", "--nope"},
 		{"sessions", "--addr", addr, "extra"},
 		{"cancel", "--addr", addr},
 		{"cancel", "--addr", addr, "a", "b"},
+		{"watch", "--addr", addr},
+		{"turns", "--addr", addr, "extra"},
+		{"turns", "--addr", addr, "--limit", "-1"},
+		{"turn", "--addr", addr},
+		{"turn", "--addr", addr, "t1", "t2"},
+		{"watch", "--addr", addr, "t1", "t2"},
+		{"watch", "--addr", addr, "t1", "--after", "-1"},
 		{"version", "extra"},
 		{"version", "--addr", addr},
 	} {
@@ -706,7 +1032,7 @@ func TestCLIExitCodeTable(t *testing.T) {
 		t.Errorf("table header:\n%s", table)
 	}
 	for _, code := range []int{exitOK, exitUsage, exitTransport, exitProtocol, exitHarness, exitPolicyRefused,
-		exitCancelled, exitAuthRequired, exitCapability, exitStaleTarget, exitInvalidArgument, exitRejected, exitGatewayUnavailable} {
+		exitCancelled, exitAuthRequired, exitCapability, exitStaleTarget, exitGatewayFailure, exitInvalidArgument, exitRejected, exitGatewayUnavailable} {
 		if strings.Count(table, "\n| "+strconv.Itoa(code)+" | ") != 1 {
 			t.Errorf("table lacks exactly one row for %d:\n%s", code, table)
 		}

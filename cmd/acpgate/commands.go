@@ -93,6 +93,62 @@ var oneCallCommands = []clientCommand{
 		}),
 	},
 	{
+		name: "turns", usage: "[--session ID] [--agent NAME] [--limit N] [--json]",
+		brief:    "list turns, running and ended, newest first",
+		synopsis: "[--addr ADDR] [--session ID] [--agent NAME] [--limit N] [--json]",
+		summary: "Lists the turns the gateway keeps (running, or ended within its turn_retention), newest first: " +
+			"state, attempt, request id, times, last seq and how each ended (outcome, or the error's class).",
+		run: oneCall(func(fs *flag.FlagSet) unaryCall {
+			session := fs.String("session", "", "only this session's turns")
+			agent := fs.String("agent", "", "only this agent's turns")
+			limit := fs.Int("limit", 50, "list at most N turns; 0 lists them all")
+			asJSON := jsonFlag(fs, "the turns (as one ListTurnsResponse)")
+			return unaryCall{
+				check: func(args []string) string {
+					if msg := noArguments("turns")(args); msg != "" {
+						return msg
+					}
+					if *limit < 0 {
+						return "--limit is 0 (all) or more"
+					}
+					return ""
+				},
+				do: func(ctx context.Context, client acpgatev1.AgentGatewayClient, _ []string, stdout io.Writer) error {
+					resp, err := listTurns(ctx, client, &acpgatev1.ListTurnsRequest{SessionId: *session, Agent: *agent}, *limit)
+					if err != nil {
+						return err
+					}
+					show(stdout, *asJSON, resp, printTurns)
+					return nil
+				},
+			}
+		}),
+	},
+	{
+		name: "turn", usage: "[--json] TURN_ID", brief: "describe a turn, running or ended",
+		synopsis: "[--addr ADDR] [--json] TURN_ID",
+		summary:  "Describes a turn, running or ended; acpgate watch shows its events.",
+		run: oneCall(func(fs *flag.FlagSet) unaryCall {
+			asJSON := jsonFlag(fs, "the Turn")
+			return unaryCall{
+				check: func(args []string) string {
+					if len(args) != 1 || args[0] == "" {
+						return "give exactly one TURN_ID"
+					}
+					return ""
+				},
+				do: func(ctx context.Context, client acpgatev1.AgentGatewayClient, args []string, stdout io.Writer) error {
+					turn, err := client.GetTurn(ctx, &acpgatev1.GetTurnRequest{TurnId: args[0]})
+					if err != nil {
+						return err
+					}
+					show(stdout, *asJSON, turn, printTurn)
+					return nil
+				},
+			}
+		}),
+	},
+	{
 		name: "open", usage: "--agent NAME [--cwd DIR] [--load ID] [--json]",
 		brief:    "open a session (prints its id) for prompt --session",
 		synopsis: "[--addr ADDR] --agent NAME [--cwd DIR] [--load SESSION_ID] [--json]",
@@ -191,6 +247,37 @@ var oneCallCommands = []clientCommand{
 			}
 		}),
 	},
+}
+
+// maxTurnsPage is the largest page ListTurns serves.
+const maxTurnsPage = 500
+
+// listTurns reads the pages of ListTurns from req on, until limit turns
+// (0: no limit) or the last page. The answer's next_page_token continues
+// after its last turn, or is empty when there are no more.
+func listTurns(ctx context.Context, client acpgatev1.AgentGatewayClient, req *acpgatev1.ListTurnsRequest, limit int) (*acpgatev1.ListTurnsResponse, error) {
+	all := &acpgatev1.ListTurnsResponse{}
+	for {
+		req.PageSize = maxTurnsPage
+		if limit > 0 {
+			req.PageSize = int32(min(limit-len(all.Turns), maxTurnsPage))
+		}
+		page, err := client.ListTurns(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		all.Turns = append(all.Turns, page.GetTurns()...)
+		all.NextPageToken = page.GetNextPageToken()
+		if limit > 0 && len(all.Turns) > limit {
+			// A longer page than asked for: where the next one starts is
+			// not known.
+			all.Turns, all.NextPageToken = all.Turns[:limit], ""
+		}
+		if all.NextPageToken == "" || len(page.GetTurns()) == 0 || (limit > 0 && len(all.Turns) == limit) {
+			return all, nil
+		}
+		req.PageToken = all.NextPageToken
+	}
 }
 
 // noArguments is the check of a subcommand that takes no positional

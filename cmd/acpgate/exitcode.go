@@ -1,12 +1,13 @@
 package main
 
 // The client's exit codes: what a finished command tells its caller. A prompt
-// exits with the code of its terminal event; a call the gateway rejected with
+// (or a watch) exits with the code of its terminal event; a call the gateway rejected with
 // a non-OK status exits with the status's code class. The table is also
 // rendered by exitCodeTable for the README.
 //
 //	code  meaning
-//	   0  success; for prompt, the turn completed (outcome, end_turn)
+//	   0  success; for prompt and watch, the turn completed (outcome,
+//	      end_turn); for prompt --detach, the turn started
 //	   2  usage error: bad flags or arguments
 //	   3  error.transport: the channel to the agent broke
 //	   4  error.protocol: the agent broke the ACP wire contract (also: the
@@ -57,7 +58,7 @@ var exitCodes = []struct {
 	code    int
 	meaning string
 }{
-	{exitOK, "Success. For `prompt`: the turn completed (`outcome`, `end_turn`)."},
+	{exitOK, "Success. For `prompt` and `watch`: the turn completed (`outcome`, `end_turn`); for `prompt --detach`: the turn started."},
 	{exitUsage, "Usage error: bad flags or arguments."},
 	{exitTransport, "`error.transport`: the channel to the agent broke."},
 	{exitProtocol, "`error.protocol`: the agent broke the ACP wire contract (also: the gateway ended the stream without a terminal event)."},

@@ -17,15 +17,26 @@ import (
 var clientStdin io.Reader = os.Stdin
 
 var promptCommand = clientCommand{
-	name: "prompt", usage: "(--agent NAME | --session ID) [--json] [--cwd DIR] TEXT...|-",
+	name: "prompt", usage: "(--agent NAME | --session ID) [--json] [--cwd DIR] [--request-id ID [--detach]] TEXT...|-",
 	brief:    "run one prompt turn and stream the answer",
-	synopsis: "[--addr ADDR] (--agent NAME | --session ID) [--json] [--cwd DIR] TEXT... | -",
+	synopsis: "[--addr ADDR] (--agent NAME | --session ID) [--json] [--cwd DIR] [--request-id ID] [--detach] [--on-disconnect cancel|continue] TEXT... | -",
 	summary: `Runs one prompt turn and streams it. The agent's answer goes to stdout as it
 arrives (exactly the turn's outcome text, plus a final newline); thoughts,
 tool calls, plans and permission decisions go to stderr. TEXT is the prompt;
 "-" reads it from stdin. With --json, every event is printed to stdout as one
-protojson line and nothing else is printed to stdout.`,
+protojson line and nothing else is printed to stdout.
+
+With --request-id, running the same prompt again with the same id starts no
+new turn: it attaches to the first one and streams it from its start. With
+--detach, the command prints the turn's id as soon as the turn has started
+and exits 0, leaving the turn running; follow it with acpgate watch.`,
 	run: runPrompt,
+}
+
+// disconnectPolicies are --on-disconnect's values.
+var disconnectPolicies = map[string]acpgatev1.DisconnectPolicy{
+	"cancel":   acpgatev1.DisconnectPolicy_DISCONNECT_POLICY_CANCEL,
+	"continue": acpgatev1.DisconnectPolicy_DISCONNECT_POLICY_CONTINUE,
 }
 
 func runPrompt(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) int {
@@ -34,14 +45,22 @@ func runPrompt(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 	session := fs.String("session", "", "run on this open session")
 	asJSON := fs.Bool("json", false, "print each event as one protojson line")
 	cwd := fs.String("cwd", "", "one-shot working directory, relative to the agent's workspace")
+	requestID := fs.String("request-id", "", "idempotency key: the same prompt with the same id attaches to its turn instead of running again")
+	detach := fs.Bool("detach", false, "print the turn id once the turn has started and exit, leaving it running (implies --on-disconnect continue)")
+	onDisconnect := fs.String("on-disconnect", "", "what happens to the turn if this command goes away before its end: cancel or continue (default: continue with --request-id, else cancel)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
+	policy, knownPolicy := disconnectPolicies[*onDisconnect]
 	switch {
 	case (*agent == "") == (*session == ""):
 		return usageError(fs, stderr, "give exactly one of --agent and --session")
 	case *cwd != "" && *session != "":
 		return usageError(fs, stderr, "--cwd applies to --agent (one-shot) only")
+	case *onDisconnect != "" && !knownPolicy:
+		return usageError(fs, stderr, "--on-disconnect is cancel or continue")
+	case *detach && policy == acpgatev1.DisconnectPolicy_DISCONNECT_POLICY_CANCEL:
+		return usageError(fs, stderr, "--detach leaves the turn running; it cannot be combined with --on-disconnect cancel")
 	case fs.NArg() == 0:
 		return usageError(fs, stderr, "no prompt text (give TEXT, or - to read stdin)")
 	}
@@ -64,7 +83,13 @@ func runPrompt(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 	}
 	defer closeConn()
 
-	req := &acpgatev1.PromptRequest{SessionId: *session, Agent: *agent, Text: text, Cwd: *cwd}
+	req := &acpgatev1.PromptRequest{SessionId: *session, Agent: *agent, Text: text, Cwd: *cwd,
+		RequestId: *requestID, OnDisconnect: policy}
+	if *detach {
+		// Said explicitly, whatever the default: the turn must outlive
+		// this command.
+		req.OnDisconnect = acpgatev1.DisconnectPolicy_DISCONNECT_POLICY_CONTINUE
+	}
 	var sink eventSink
 	if *asJSON {
 		sink = &jsonSink{out: stdout, err: stderr} // every event, as the gateway cuts them
@@ -74,7 +99,17 @@ func runPrompt(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 		// does not show: fewer, larger chunks cost less at every hop.
 		req.CoalesceChunks = true
 	}
-	return streamPrompt(ctx, client, req, sink, stderr)
+	var detached func(started *acpgatev1.PromptEvent) // nil: read the turn to its end
+	if *detach {
+		detached = func(ev *acpgatev1.PromptEvent) {
+			if *asJSON {
+				writeJSONLine(stdout, ev)
+				return
+			}
+			fmt.Fprintln(stdout, ev.GetStarted().GetTurnId())
+		}
+	}
+	return streamPrompt(ctx, client, req, sink, detached, stderr)
 }
 
 // eventSink shows a prompt's events.
@@ -90,8 +125,11 @@ type eventSink interface {
 }
 
 // streamPrompt runs the Prompt call and shows its events; interrupt.go says
-// how ctx's cancellation is handled.
-func streamPrompt(ctx context.Context, client acpgatev1.AgentGatewayClient, req *acpgatev1.PromptRequest, sink eventSink, stderr io.Writer) int {
+// how ctx's cancellation is handled. With detached set, the command is done
+// at the `started` event, which detached shows instead of sink, and the
+// turn is left running.
+func streamPrompt(ctx context.Context, client acpgatev1.AgentGatewayClient, req *acpgatev1.PromptRequest, sink eventSink,
+	detached func(started *acpgatev1.PromptEvent), stderr io.Writer) int {
 	rpcCtx, rpcCancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer rpcCancel()
 
@@ -102,6 +140,31 @@ func streamPrompt(ctx context.Context, client acpgatev1.AgentGatewayClient, req 
 	if err != nil {
 		return statusExit(err, ctx.Err() != nil, stderr)
 	}
+	code, _ := showTurn(ctx, stream, sink, func(ev *acpgatev1.PromptEvent) (done bool) {
+		if detached != nil {
+			detached(ev)
+			return true
+		}
+		turnStarted(ev.GetStarted().GetSessionId())
+		return false
+	}, stderr)
+	return code
+}
+
+// turnStream is a stream of one turn's events: a Prompt or a WatchTurn
+// call.
+type turnStream interface {
+	Recv() (*acpgatev1.PromptEvent, error)
+}
+
+// showTurn reads stream to its end, shows its events on sink and returns
+// the exit code: the terminal event's, or why the stream ended without one.
+// started, when not nil, is told of the `started` event first, and ends
+// the command with exit code 0 when it reports done. lastSeq is the
+// seq of the last event read, heartbeats aside: where a watcher resumes.
+// ctx is the command's: once it is cancelled, a stream that ends without a
+// terminal was interrupted.
+func showTurn(ctx context.Context, stream turnStream, sink eventSink, started func(*acpgatev1.PromptEvent) (done bool), stderr io.Writer) (code int, lastSeq uint64) {
 	terminal := -1 // the exit code of the terminal event, once seen
 	for {
 		ev, err := stream.Recv()
@@ -112,17 +175,22 @@ func streamPrompt(ctx context.Context, client acpgatev1.AgentGatewayClient, req 
 			if terminal >= 0 {
 				// The turn's verdict is in; a broken stream after it
 				// changes nothing.
-				return terminal
+				return terminal, lastSeq
 			}
 			sink.abort()
-			return statusExit(err, ctx.Err() != nil, stderr)
+			return statusExit(err, ctx.Err() != nil, stderr), lastSeq
 		}
 		if terminal >= 0 {
 			continue // nothing follows the terminal event
 		}
+		if ev.GetSeq() > 0 {
+			lastSeq = ev.GetSeq()
+		}
 		switch ev.GetEvent().(type) {
 		case *acpgatev1.PromptEvent_Started:
-			turnStarted(ev.GetStarted().GetSessionId())
+			if started != nil && started(ev) {
+				return exitOK, lastSeq
+			}
 			sink.event(ev)
 		case *acpgatev1.PromptEvent_Outcome:
 			sink.outcome(ev)
@@ -136,13 +204,13 @@ func streamPrompt(ctx context.Context, client acpgatev1.AgentGatewayClient, req 
 		}
 	}
 	if terminal >= 0 {
-		return terminal
+		return terminal, lastSeq
 	}
 	sink.abort()
 	if ctx.Err() != nil {
 		fmt.Fprintln(stderr, "acpgate: cancelled: interrupted")
-		return exitCancelled
+		return exitCancelled, lastSeq
 	}
 	fmt.Fprintln(stderr, "acpgate: protocol: the gateway ended the stream without a terminal event")
-	return exitProtocol
+	return exitProtocol, lastSeq
 }

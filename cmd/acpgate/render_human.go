@@ -9,8 +9,12 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+	"github.com/acpgate/acpgate/outcome"
 )
 
 // humanSink prints the agent's answer to stdout and everything else, one
@@ -160,8 +164,8 @@ func (s *humanSink) event(ev *acpgatev1.PromptEvent) {
 	case *acpgatev1.PromptEvent_CurrentMode:
 		s.note("mode: %s", e.CurrentMode.GetModeId())
 	}
-	// started, usage, available_commands and raw updates are shown by
-	// --json only.
+	// started, usage, available_commands, raw updates and heartbeats
+	// (which only say the stream is alive) are shown by --json only.
 }
 
 func (s *humanSink) outcome(ev *acpgatev1.PromptEvent) {
@@ -344,6 +348,67 @@ func printSessions(stdout io.Writer, resp *acpgatev1.ListSessionsResponse) {
 			strconv.FormatUint(s.GetTurns(), 10), s.GetCwd()})
 	}
 	printTable(stdout, "no open sessions", []string{"ID", "AGENT", "STATE", "TURNS", "CWD"}, rows)
+}
+
+// turnColumns are the columns of printTurns and the lines of printTurn.
+var turnColumns = []string{"TURN", "STATE", "AGENT", "SESSION", "ATTEMPT", "REQUEST", "STARTED", "ENDED", "SEQ", "ENDING"}
+
+// turnCells renders a turn as turnColumns' cells.
+func turnCells(t *acpgatev1.Turn) []string {
+	return []string{oneLine(t.GetTurnId()), strings.ToLower(strings.TrimPrefix(t.GetState().String(), "TURN_STATE_")),
+		oneLine(t.GetAgent()), firstNonEmpty(oneLine(t.GetSessionId()), "-"), strconv.FormatUint(uint64(t.GetAttempt()), 10),
+		firstNonEmpty(t.GetRequestId(), "-"), timeCell(t.GetStartedAt()), timeCell(t.GetEndedAt()),
+		strconv.FormatUint(t.GetLastSeq(), 10), turnEnding(t)}
+}
+
+// turnEnding says how a turn ended: "outcome", or its error's class (as
+// outcome.Class names it), marked "(retryable)" where running the prompt
+// again may succeed; "-" while it runs.
+func turnEnding(t *acpgatev1.Turn) string {
+	switch {
+	case t.GetTerminal().GetOutcome() != nil:
+		return "outcome"
+	case t.GetTerminal().GetError() != nil:
+		e := t.GetTerminal().GetError()
+		if e.GetRetryable() {
+			return outcome.Class(e) + " (retryable)"
+		}
+		return outcome.Class(e)
+	}
+	return "-"
+}
+
+// timeCell renders a time in UTC to the second, or "-" when it is absent.
+func timeCell(ts *timestamppb.Timestamp) string {
+	if ts == nil {
+		return "-"
+	}
+	return ts.AsTime().UTC().Format(time.RFC3339)
+}
+
+// printTurns prints the turns listed as a table.
+func printTurns(stdout io.Writer, resp *acpgatev1.ListTurnsResponse) {
+	rows := make([][]string, 0, len(resp.GetTurns()))
+	for _, t := range resp.GetTurns() {
+		rows = append(rows, turnCells(t))
+	}
+	printTable(stdout, "no turns", turnColumns, rows)
+	if resp.GetNextPageToken() != "" {
+		fmt.Fprintln(stdout, "(more turns: --limit 0 lists them all)")
+	}
+}
+
+// printTurn prints GetTurn's answer, one field a line, and an error
+// terminal's message.
+func printTurn(stdout io.Writer, t *acpgatev1.Turn) {
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	for i, cell := range turnCells(t) {
+		fmt.Fprintf(tw, "%s\t%s\n", strings.ToLower(turnColumns[i]), cell)
+	}
+	if e := t.GetTerminal().GetError(); e != nil {
+		fmt.Fprintf(tw, "message\t%s\n", oneLine(e.GetMessage()))
+	}
+	_ = tw.Flush()
 }
 
 // stateName renders SESSION_STATE_RUNNING as "running".
