@@ -12,8 +12,11 @@ package main
 //     with cancelled, exit 7). If Cancel fails, or no terminal arrives
 //     within clientCancelWait, the call itself is cancelled, which also
 //     cancels the turn on the gateway;
-//   - before the turn has started, the call itself is cancelled: the gateway
-//     abandons the set-up and no turn runs.
+//   - before the turn has started, the call itself is cancelled. Without a
+//     request id (on_disconnect CANCEL) the gateway then abandons the
+//     set-up and no turn runs; with one, the turn runs on (CONTINUE, the
+//     default for a request id) unless --on-disconnect cancel was given,
+//     and `acpgate turns` shows it.
 //
 // Either way an interrupted prompt exits 7 unless the turn ended otherwise
 // first.
