@@ -91,6 +91,11 @@
 //	                      "read-error:<code>:<message>"
 //	write PATH TEXT       fs/write_text_file with content TEXT; chunk "write:ok" or
 //	                      "write-error:<code>:<message>"
+//	osread PATH           read PATH with the operating system, not through the
+//	                      client; chunk "osread:<content>" or "osread-error:<err>"
+//	oswrite PATH TEXT     write TEXT to PATH with the operating system (created
+//	                      or truncated, mode 0644); chunk "oswrite:ok" or
+//	                      "oswrite-error:<err>"
 //	terminal              terminal/create {"command":"echo","args":["testagent"]};
 //	                      chunk "terminal:ok" or "terminal-error:<code>"
 //	sleep MS              pause MS milliseconds (interrupted by cancel)

@@ -322,6 +322,36 @@ func parseDirective(name, rest string) (step, error) {
 			return false
 		}, nil
 
+	case "osread":
+		path := strings.TrimSpace(rest)
+		if path == "" {
+			return nil, fmt.Errorf("wants PATH")
+		}
+		return func(t *turn) bool {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.say("osread-error:" + err.Error())
+			} else {
+				t.say("osread:" + string(b))
+			}
+			return false
+		}, nil
+
+	case "oswrite":
+		path, text, _ := strings.Cut(strings.TrimLeft(rest, " "), " ")
+		if path == "" {
+			return nil, fmt.Errorf("wants PATH TEXT")
+		}
+		text = unescape(text)
+		return func(t *turn) bool {
+			if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+				t.say("oswrite-error:" + err.Error())
+			} else {
+				t.say("oswrite:ok")
+			}
+			return false
+		}, nil
+
 	case "terminal":
 		return noArgs(rest, func(t *turn) bool {
 			ans := t.a.call("terminal/create", obj{"sessionId": t.sessionID, "command": "echo",

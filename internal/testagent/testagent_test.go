@@ -923,3 +923,19 @@ func TestAStalledAgentHandlesNothingMoreFromStdinNotEvenEOF(t *testing.T) {
 	}
 	_ = p.cmd.Process.Kill()
 }
+
+func TestOSReadAndWriteUseTheFileSystemDirectly(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f.txt")
+	p := start(t)
+	sid := p.newSession()
+	p.prompt(1, sid, "oswrite "+file+" a\\nb\nosread "+file+"\nosread "+filepath.Join(dir, "missing"))
+	jsonEq(t, get(p.next(), "params.update.content.text"), `"oswrite:ok"`)
+	jsonEq(t, get(p.next(), "params.update.content.text"), `"osread:a\nb"`)
+	text, _ := get(p.next(), "params.update.content.text").(string)
+	if !strings.HasPrefix(text, "osread-error:") || !strings.Contains(text, "no such file") {
+		t.Errorf("reading a missing file: %s", text)
+	}
+	_, resp := p.turn(1)
+	jsonEq(t, resp["result"], `{"stopReason":"end_turn"}`)
+}
