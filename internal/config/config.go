@@ -143,6 +143,9 @@ type Agent struct {
 	PermissionTimeout time.Duration
 	// FS is the file-system access offered to the agent.
 	FS FS
+	// Sandbox confines the agent's file-system access with the kernel's
+	// Landlock.
+	Sandbox Sandbox
 	// StrictFraming makes any non-JSON-RPC line on the agent's stdout a
 	// protocol error instead of something to skip.
 	StrictFraming bool
@@ -172,6 +175,22 @@ type FS struct {
 	Read bool
 	// Write offers fs/write_text_file.
 	Write bool
+}
+
+// Sandbox says how an agent is confined by the kernel (Landlock): with
+// Enabled, the agent process and everything it starts may read and write
+// only the session's working directory and RW, and read only the system's
+// directories, its own command's directory and RO. See package sandbox.
+type Sandbox struct {
+	// Enabled confines the agent. Default false.
+	Enabled bool
+	// Required refuses to start the agent when the kernel cannot confine
+	// it; without it the agent then runs unconfined, with a warning.
+	Required bool
+	// RW are absolute paths the agent may also read and write.
+	RW []string
+	// RO are absolute paths the agent may also read.
+	RO []string
 }
 
 // MCPServer is a stdio MCP server handed to the agent in session/new.

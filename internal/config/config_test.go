@@ -164,6 +164,7 @@ agents:
     permission_policy: allow
     strict_framing: true
     fs: {write: true}
+    sandbox: {enabled: true, required: true, rw: [/srv/cache], ro: [/srv/models, /srv/x]}
   - name: 0a
     command: a
     permission_policy: ask
@@ -176,6 +177,7 @@ shutdown_grace: 250ms
 				Agents: []Agent{
 					{
 						Name: "b.2_x-y", Command: "b", PermissionPolicy: PolicyAllow, StrictFraming: true, FS: FS{Write: true},
+						Sandbox:           Sandbox{Enabled: true, Required: true, RW: []string{"/srv/cache"}, RO: []string{"/srv/models", "/srv/x"}},
 						PermissionTimeout: DefaultPermissionTimeout, TurnTimeout: DefaultTurnTimeout,
 						IdleTimeout: DefaultIdleTimeout, CancelGrace: DefaultCancelGrace, HandshakeTimeout: DefaultHandshakeTimeout,
 					},
@@ -267,6 +269,24 @@ func TestParseErrors(t *testing.T) {
 			name: "unknown key in limits",
 			yaml: agent("") + "limits:\n  max_session: 3\n",
 			want: []string{`config.yaml:5: unknown key "max_session" in limits (did you mean "max_sessions"?)`},
+		},
+		{
+			name: "unknown key in sandbox",
+			yaml: agent("    sandbox: {enabled: true, rx: [/a]}\n"),
+			want: []string{`config.yaml:4: unknown key "rx" in sandbox of agent "a" (did you mean "ro"?)`},
+		},
+		{
+			name: "sandbox paths must be absolute",
+			yaml: agent("    sandbox: {enabled: true, rw: [cache], ro: [/ok, models]}\n"),
+			want: []string{
+				`config.yaml:4: agent "a": sandbox.rw[0] "cache" must be an absolute path`,
+				`config.yaml:4: agent "a": sandbox.ro[1] "models" must be an absolute path`,
+			},
+		},
+		{
+			name: "sandbox settings without enabled are a mistake, not ignored",
+			yaml: agent("    sandbox:\n      required: true\n"),
+			want: []string{`config.yaml:5: agent "a": sandbox.required, rw and ro have no effect unless sandbox.enabled is true`},
 		},
 		{
 			name: "unknown key in fs",

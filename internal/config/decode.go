@@ -218,6 +218,15 @@ func (d *decoder) agent(n *yaml.Node, i int) Agent {
 				"write": d.boolInto(&a.FS.Write, fs.child("write")),
 			})
 		},
+		"sandbox": func(v *yaml.Node) {
+			sb := f("sandbox")
+			d.fields(v, sb, "in sandbox of "+label, map[string]func(*yaml.Node){
+				"enabled":  d.boolInto(&a.Sandbox.Enabled, sb.child("enabled")),
+				"required": d.boolInto(&a.Sandbox.Required, sb.child("required")),
+				"rw":       d.listInto(&a.Sandbox.RW, sb.child("rw"), true),
+				"ro":       d.listInto(&a.Sandbox.RO, sb.child("ro"), true),
+			})
+		},
 		"strict_framing":    d.boolInto(&a.StrictFraming, f("strict_framing")),
 		"turn_timeout":      d.durationInto(&a.TurnTimeout, f("turn_timeout")),
 		"idle_timeout":      d.durationInto(&a.IdleTimeout, f("idle_timeout")),

@@ -126,6 +126,20 @@ func (v *checker) agent(a Agent, path, label string) {
 	if a.Workspace != "" && !filepath.IsAbs(a.Workspace) {
 		v.add(p("workspace"), "%s: workspace %q must be an absolute path", label, a.Workspace)
 	}
+	for _, list := range []struct {
+		key   string
+		paths []string
+	}{{"rw", a.Sandbox.RW}, {"ro", a.Sandbox.RO}} {
+		key := list.key
+		for i, path := range list.paths {
+			if !filepath.IsAbs(path) {
+				v.add(fmt.Sprintf("%s[%d]", p("sandbox.")+key, i), "%s: sandbox.%s[%d] %q must be an absolute path", label, key, i, path)
+			}
+		}
+	}
+	if (a.Sandbox.Required || len(a.Sandbox.RW) > 0 || len(a.Sandbox.RO) > 0) && !a.Sandbox.Enabled {
+		v.add(p("sandbox"), "%s: sandbox.required, rw and ro have no effect unless sandbox.enabled is true", label)
+	}
 	if !a.PermissionPolicy.Valid() {
 		v.add(p("permission_policy"), "%s: permission_policy %q must be one of %s, %s or %s", label, a.PermissionPolicy, PolicyReject, PolicyAllow, PolicyAsk)
 	}
