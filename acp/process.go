@@ -36,6 +36,12 @@ type ProcessSpec struct {
 	// Containment is how the agent's process tree is held; see
 	// ProbeContainment. The zero value is the process group.
 	Containment Containment
+	// Wrap, when set, returns the program and arguments that actually
+	// run, given the working directory, Command and Args: a launcher that
+	// confines the agent and then executes it in its place (keeping its
+	// pid, so containment and exit status are unchanged). An error refuses
+	// the start.
+	Wrap func(dir, command string, args []string) (string, []string, error)
 }
 
 // process is a running agent program, contained with its descendants.

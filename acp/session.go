@@ -177,6 +177,12 @@ func Open(ctx context.Context, cfg Config, opts OpenOptions) (*Session, error) {
 	if spec.StderrLine == nil {
 		spec.StderrLine = func(line string) { log.Debug("agent stderr", "line", line) }
 	}
+	if spec.Wrap != nil {
+		spec.Command, spec.Args, err = spec.Wrap(cwd, spec.Command, spec.Args)
+		if err != nil {
+			return nil, &Error{Proto: interp.SpawnFailed(err.Error())}
+		}
+	}
 	proc, err := startProcess(spec)
 	if err != nil {
 		return nil, &Error{Proto: interp.SpawnFailed(err.Error())}

@@ -53,6 +53,10 @@ type Options struct {
 	// system's temporary directory when nil. A gateway that may be killed
 	// passes one whose leftovers the next start removes (package scratch).
 	TempDir func(agent string) (string, error)
+	// SandboxLauncher is the acpgate executable, which confines agents
+	// with sandbox.enabled (see package sandbox); such agents fail to
+	// start when it is empty.
+	SandboxLauncher string
 }
 
 // Gateway implements acpgatev1.AgentGatewayServer.
@@ -116,11 +120,15 @@ func New(opts Options) (*Gateway, error) {
 		g.tempDir = func(agent string) (string, error) { return os.MkdirTemp("", "acpgate-"+agent+"-") }
 	}
 	containment := probeContainment(log)
+	noSandbox := probeSandbox(opts.Config.Agents, log)
 	// One budget for every agent: the bound is on what the gateway holds.
 	budget := acp.NewAnswerBudget(opts.Config.Limits.MaxAnswerBytes)
 	for _, a := range opts.Config.Agents {
 		entry := &agentEntry{cfg: a, acp: acpConfig(a, opts, lookup, log)}
 		entry.acp.Process.Containment = containment
+		if a.Sandbox.Enabled {
+			entry.acp.Process.Wrap = sandboxWrap(a, opts.SandboxLauncher, noSandbox)
+		}
 		entry.acp.AnswerBudget = budget
 		g.agents = append(g.agents, entry)
 		g.byName[a.Name] = entry

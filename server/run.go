@@ -26,6 +26,8 @@ type RunOptions struct {
 	LookupEnv func(string) (string, bool)
 	// TempDir makes a session's temporary directory; see Options.TempDir.
 	TempDir func(agent string) (string, error)
+	// SandboxLauncher is the acpgate executable; see Options.
+	SandboxLauncher string
 	// Ready, when set, is called with the listening address once the
 	// server accepts calls.
 	Ready func(net.Addr)
@@ -45,7 +47,7 @@ func Run(ctx context.Context, opts RunOptions) error {
 		return err
 	}
 	defer st.Close()
-	gw, err := New(Options{Config: opts.Config, Version: opts.Version, Logger: log, TempDir: opts.TempDir, Store: st})
+	gw, err := New(Options{Config: opts.Config, Version: opts.Version, Logger: log, TempDir: opts.TempDir, Store: st, SandboxLauncher: opts.SandboxLauncher})
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/acpgate/acpgate/internal/sandbox"
 )
 
 func main() {
@@ -34,6 +36,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runServe(ctx, args[1:], stderr)
 	case "demo-agent":
 		return runDemoAgent(ctx, args[1:], stderr)
+	case sandbox.Command:
+		// The launcher of a confined agent (see package sandbox); not
+		// in the usage: only the gateway runs it.
+		return sandbox.Main(args[1:], stderr)
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

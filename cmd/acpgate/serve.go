@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/acpgate/acpgate/internal/config"
 	"github.com/acpgate/acpgate/internal/demoagent"
 	"github.com/acpgate/acpgate/internal/scratch"
@@ -43,6 +45,20 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
+	// The gateway holds every agent's credentials in its environment and
+	// memory. Non-dumpable, its /proc/PID/environ, mem and the like are
+	// closed to processes of the same uid without CAP_SYS_PTRACE, and it
+	// cannot be ptrace-attached by them (sandboxed agents are kept out by
+	// Landlock as well, whatever their privileges; see package sandbox).
+	// Agents are not affected: execve makes a process dumpable again.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		log.Warn("could not mark the gateway non-dumpable: agents of the same user may read its environment", "err", err)
+	}
+	// The acpgate executable is also the launcher of sandboxed agents.
+	self, err := os.Executable()
+	if err != nil {
+		log.Warn("locating the acpgate executable: agents with sandbox.enabled will not start", "err", err)
+	}
 	cfg, err := loadConfig(*configPath)
 	if err != nil {
 		fmt.Fprintf(stderr, "acpgate serve: %v\n", err)
@@ -95,11 +111,12 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 		}
 	}()
 	err = server.Run(ctx, server.RunOptions{
-		Config:  cfg,
-		Version: version(),
-		Logger:  log,
-		TempDir: scratchDir.SessionDir,
-		Ready:   func(addr net.Addr) { fmt.Fprintf(stderr, "acpgate listening on %s\n", addr) },
+		Config:          cfg,
+		Version:         version(),
+		Logger:          log,
+		TempDir:         scratchDir.SessionDir,
+		SandboxLauncher: self,
+		Ready:           func(addr net.Addr) { fmt.Fprintf(stderr, "acpgate listening on %s\n", addr) },
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "acpgate serve: %v\n", err)
