@@ -31,11 +31,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
 )
 
 // Command is the hidden acpgate subcommand that runs the launcher.
@@ -198,12 +200,42 @@ func Main(args []string, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "acpgate %s: warning: the agent runs unconfined: %v\n", Command, err)
 	}
-	// Best effort: the strongest confinement this kernel's Landlock
-	// version can enforce (without one, none, which ABI reported above).
-	// Network access stays open: agents call their model's API.
-	if err := landlock.V5.BestEffort().RestrictPaths(Rules(rw, ro, command)...); err != nil {
+	if err := confineThisThread(Rules(rw, ro, command)); err != nil {
 		return fail(126, "confining the agent: %v", err)
 	}
+	// From the confined thread: execve keeps its domain and ends the
+	// others (which were never confined, and never run the agent).
 	err := syscall.Exec(command, argv, os.Environ())
 	return fail(126, "executing %s: %v", command, err)
+}
+
+// confineThisThread puts the calling goroutine's thread, locked to it for
+// good, in a Landlock domain that allows rules: the strongest confinement
+// this kernel's Landlock version can enforce (without one, none, which ABI
+// reports). Network access stays open: agents call their model's API.
+//
+// Only this thread: Landlock's way of confining every thread of a Go
+// process at once (before the kernel's TSYNC flag) signals each of them,
+// which hangs a process that is PID 1 of its namespace, as the launcher
+// is; and the thread that executes the agent is the only one that
+// matters.
+func confineThisThread(rules []landlock.Rule) error {
+	runtime.LockOSThread()
+	fd, flags, err := landlock.V5.BestEffort().NewRulesetFD(rules...)
+	if err != nil {
+		return err
+	}
+	if fd < 0 {
+		return nil // no Landlock: nothing to enforce
+	}
+	defer syscall.Close(fd)
+	// Landlock requires it of an unprivileged thread; it also means a
+	// set-user-ID program the agent runs gains no privilege.
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+	}
+	if err := llsys.LandlockRestrictSelf(fd, flags); err != nil {
+		return fmt.Errorf("landlock_restrict_self: %w", err)
+	}
+	return nil
 }
