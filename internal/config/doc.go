@@ -16,6 +16,7 @@
 //	    permission_policy: reject
 //	    permission_timeout: 5m
 //	    fs: {read: true, write: false}
+//	    sandbox: {enabled: true, required: false, rw: [/srv/cache], ro: [/srv/models]}
 //	    strict_framing: false
 //	    turn_timeout: 10m
 //	    idle_timeout: 30m
@@ -62,6 +63,18 @@
 // An agent process never inherits the gateway's environment wholesale: it
 // gets the variables named in inherit_env that are set, then the explicit env
 // values, and nothing else (see Agent.Environ).
+//
+// # The sandbox
+//
+// sandbox.enabled confines the agent with the kernel's Landlock (package
+// sandbox): it and everything it starts may read and write only the
+// session's directory and sandbox.rw, and read only the system's program,
+// library and configuration files, its own command's directory and
+// sandbox.ro. rw and ro paths must be absolute. sandbox.required refuses
+// to start the agent on a kernel without Landlock (the turn ends with a
+// transport SPAWN_FAILED naming why) instead of running it unconfined with
+// a warning. required, rw and ro without enabled are an error: a
+// confinement meant is never silently not applied.
 //
 // # Every problem at once
 //
