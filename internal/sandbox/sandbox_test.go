@@ -8,21 +8,21 @@ import (
 
 func TestArgvRunsTheLauncherWithTheWorkspaceTheConfiguredPathsAndTheResolvedCommand(t *testing.T) {
 	t.Setenv("PATH", "/usr/bin:/bin")
-	prog, argv, err := Argv("/opt/acpgate", Policy{RW: []string{"/srv/cache"}, RO: []string{"/srv/a", "/srv/b"}, Required: true}, "/work/s1", "sh", []string{"-c", "echo hi"})
+	prog, argv, err := Argv("/opt/acpgate", Policy{RW: []string{"/srv/cache"}, RO: []string{"/srv/a", "/srv/b"}, Required: true}, "/srv/sessions/s1", "sh", []string{"-c", "echo hi"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if prog != "/opt/acpgate" {
 		t.Errorf("program %q, want the launcher", prog)
 	}
-	want := []string{Command, "--required", "--rw", "/work/s1", "--rw", "/srv/cache", "--ro", "/srv/a", "--ro", "/srv/b", "--", argv[len(argv)-3], "-c", "echo hi"}
+	want := []string{Command, "--required", "--rw", "/srv/sessions/s1", "--rw", "/srv/cache", "--ro", "/srv/a", "--ro", "/srv/b", "--", argv[len(argv)-3], "-c", "echo hi"}
 	if !reflect.DeepEqual(argv, want) || !strings.HasSuffix(argv[len(argv)-3], "/sh") || !strings.HasPrefix(argv[len(argv)-3], "/") {
 		t.Errorf("argv %q, want %q with sh resolved to an absolute path", argv, want)
 	}
 }
 
 func TestArgvRefusesACommandThatCannotBeFound(t *testing.T) {
-	if _, _, err := Argv("/opt/acpgate", Policy{}, "/work", "no-such-agent-anywhere", nil); err == nil {
+	if _, _, err := Argv("/opt/acpgate", Policy{}, "/srv/sessions", "no-such-agent-anywhere", nil); err == nil {
 		t.Error("a missing command was accepted")
 	}
 }
