@@ -46,11 +46,13 @@ const scenarioTimeout = 60 * time.Second
 // scenario is one entry of scenarios.json; see conformance/README.md.
 type scenario struct {
 	Name                  string   `json:"name"`
+	Kind                  string   `json:"kind"`
 	Agent                 string   `json:"agent"`
 	Session               bool     `json:"session"`
 	CancelAfterFirstChunk bool     `json:"cancel_after_first_chunk"`
 	OmitOutcomeText       bool     `json:"omit_outcome_text"`
 	Script                []string `json:"script"`
+	Steps                 []step   `json:"steps"`
 }
 
 func main() {
@@ -89,7 +91,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		ran++
-		line, err := runScenario(client, sc)
+		var line []byte
+		switch sc.Kind {
+		case "", "prompt":
+			line, err = runScenario(client, sc)
+		case "steps":
+			line, err = runSteps(client, sc)
+		default:
+			err = fmt.Errorf("unknown kind %q", sc.Kind)
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "conformance: scenario %s: %v\n", sc.Name, err)
 			return 1
@@ -137,7 +147,7 @@ func runScenario(client acpgatev1.AgentGatewayClient, sc scenario) ([]byte, erro
 				return nil, err
 			}
 			out["status"] = st
-			return finish(out)
+			return finish(out, nil)
 		}
 		req.SessionId = sess.GetId()
 		defer func() {
@@ -210,7 +220,7 @@ func runScenario(client acpgatev1.AgentGatewayClient, sc scenario) ([]byte, erro
 		}
 		out["terminal"] = obj
 	}
-	return finish(out)
+	return finish(out, nil)
 }
 
 // armName is the proto field name of the event's oneof arm, or "" for an
@@ -315,11 +325,12 @@ func protoJSONObject(m proto.Message) (map[string]any, error) {
 	return obj, nil
 }
 
-// finish normalises the output line and renders it canonically.
-func finish(out map[string]any) ([]byte, error) {
+// finish normalises the output line and renders it canonically; turns are
+// the turn ids a steps scenario's streams announced, by step.
+func finish(out map[string]any, turns []knownTurn) ([]byte, error) {
 	for k, v := range out {
 		if k != "name" {
-			out[k] = normalise(k, v)
+			out[k] = normalise(k, v, turns)
 		}
 	}
 	var b bytes.Buffer
@@ -339,26 +350,42 @@ var placeholders = map[string]string{
 	"sessionId":  "<session>",
 	"turnId":     "<turn>",
 	"stderrTail": "<stderr-tail>",
+	"time":       "<time>",
+	"startedAt":  "<time>",
+	"endedAt":    "<time>",
 }
+
+// knownTurn is a turn id a steps scenario's stream announced, and the
+// placeholder it becomes: "<turn:N>", N the index of the step.
+type knownTurn struct{ id, placeholder string }
 
 // normalise applies the rules of conformance/README.md to v, found under
 // key.
-func normalise(key string, v any) any {
+func normalise(key string, v any, turns []knownTurn) any {
 	switch x := v.(type) {
 	case map[string]any:
 		for k, e := range x {
-			x[k] = normalise(k, e)
+			x[k] = normalise(k, e, turns)
 		}
 		return x
 	case []any:
 		for i, e := range x {
-			x[i] = normalise(key, e)
+			x[i] = normalise(key, e, turns)
 		}
 		return x
 	case string:
+		for _, t := range turns {
+			if key == "turnId" && x == t.id {
+				return t.placeholder
+			}
+		}
 		if p, ok := placeholders[key]; ok && x != "" {
 			return p
 		}
+		for _, t := range turns {
+			x = strings.ReplaceAll(x, t.id, t.placeholder)
+		}
+		x = strings.ReplaceAll(x, runSuffix, "")
 		return sessionIDPattern.ReplaceAllString(x, "<session>")
 	}
 	return v

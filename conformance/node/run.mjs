@@ -12,6 +12,7 @@
 // (run `npm ci` there first). Exit status: 0 when every scenario could be run
 // (whatever its outcome), 1 when not, 2 on a usage error.
 
+import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -35,7 +36,15 @@ const PLACEHOLDERS = {
   sessionId: "<session>",
   turnId: "<turn>",
   stderrTail: "<stderr-tail>",
+  time: "<time>",
+  startedAt: "<time>",
+  endedAt: "<time>",
 };
+
+// Makes this run's request ids its own: every runner prompts the same
+// gateway, and a request_id seen before would attach to the earlier runner's
+// turn. It is removed from every string of the output.
+const RUN_SUFFIX = "." + randomBytes(8).toString("hex");
 
 // canonical renders JSON with keys sorted by code point, no whitespace and
 // strings as raw UTF-8 (JSON.stringify escapes exactly ", \ and control
@@ -65,20 +74,29 @@ function byCodePoint(a, b) {
   return x.length - y.length;
 }
 
-function normalise(key, value) {
-  if (Array.isArray(value)) return value.map((v) => normalise(key, v));
+// turns: the [turn id, placeholder] pairs a steps scenario's streams
+// announced, in order.
+function normalise(key, value, turns) {
+  if (Array.isArray(value)) return value.map((v) => normalise(key, v, turns));
   if (value !== null && typeof value === "object") {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, normalise(k, v)]));
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, normalise(k, v, turns)]));
   }
   if (typeof value === "string") {
+    for (const [turnId, placeholder] of turns) {
+      if (key === "turnId" && value === turnId) return placeholder;
+    }
     if (key in PLACEHOLDERS && value !== "") return PLACEHOLDERS[key];
+    for (const [turnId, placeholder] of turns) value = value.replaceAll(turnId, placeholder);
+    value = value.replaceAll(RUN_SUFFIX, "");
     return value.replace(SESSION_ID_PATTERN, "<session>");
   }
   return value;
 }
 
-function finish(out) {
-  return canonical(Object.fromEntries(Object.entries(out).map(([k, v]) => [k, k === "name" ? v : normalise(k, v)])));
+function finish(out, turns = []) {
+  return canonical(
+    Object.fromEntries(Object.entries(out).map(([k, v]) => [k, k === "name" ? v : normalise(k, v, turns)])),
+  );
 }
 
 function statusObject(callName, err) {
@@ -188,6 +206,116 @@ async function runScenario(gateway, sc) {
   }
 }
 
+// runSteps runs a scenario of kind "steps": one call per step (see
+// conformance/README.md).
+async function runSteps(gateway, sc) {
+  const outs = [];
+  const results = [];
+  const turns = [];
+  for (const [i, st] of sc.steps.entries()) {
+    const out = { call: st.call };
+    let res;
+    try {
+      if (st.call === "Prompt") res = await promptStep(gateway, sc, st, results, out);
+      else if (st.call === "WatchTurn") res = await watchStep(gateway, st, results, out);
+      else if (st.call === "GetTurn") res = await getTurnStep(gateway, st, results, out);
+      else throw new Error(`unknown call ${JSON.stringify(st.call)}`);
+    } catch (err) {
+      throw new Error(`step ${i}: ${err?.message ?? err}`);
+    }
+    if (res.turnId && !turns.some(([t]) => t === res.turnId)) turns.push([res.turnId, `<turn:${i}>`]);
+    results.push(res);
+    outs.push(out);
+  }
+  return finish({ name: sc.name, steps: outs }, turns);
+}
+
+async function promptStep(gateway, sc, st, results, out) {
+  const agent = st.agent || (sc.agent ?? "");
+  const req = { agent, text: (st.script ?? []).join("\n") };
+  if (st.request_id) req.request_id = st.request_id + RUN_SUFFIX;
+  const res = await readStream("Prompt", gateway.Prompt(req, { deadline: deadline() }), out);
+  sameEvents(violations(res.events, agent, null), st, 0, res.events, results, out);
+  return res;
+}
+
+async function watchStep(gateway, st, results, out) {
+  const afterSeq = st.after_seq ?? 0;
+  const req = { turn_id: stepTurn(st, results), after_seq: afterSeq };
+  const res = await readStream("WatchTurn", gateway.WatchTurn(req, { deadline: deadline() }), out);
+  sameEvents([], st, afterSeq, res.events, results, out);
+  return res;
+}
+
+async function getTurnStep(gateway, st, results, out) {
+  const res = { events: [], turnId: "" };
+  let turn;
+  try {
+    turn = await call(gateway, "GetTurn", { turn_id: stepTurn(st, results) }, { deadline: deadline() });
+  } catch (err) {
+    out.status = statusObject("GetTurn", err);
+    return res;
+  }
+  out.turn = toProtoJSON("acpgate.v1.Turn", turn);
+  if ("same_as" in st) {
+    const ref = stepRef(st.same_as, results).events;
+    if (ref.length === 0 || !turn.terminal || eventKey(turn.terminal) !== eventKey(ref[ref.length - 1])) {
+      out.violations = [`the terminal differs from step ${st.same_as}'s last event`];
+    }
+  }
+  return res;
+}
+
+// readStream reads a Prompt or WatchTurn stream to its end: its events
+// (heartbeats left out) and a non-OK status go to out.
+async function readStream(callName, stream, out) {
+  const res = { events: [], turnId: "" };
+  try {
+    for await (const ev of stream) {
+      const arm = eventArm(ev);
+      if (arm === "heartbeat") continue;
+      if (arm === "started" && !res.turnId) res.turnId = ev.started.turn_id ?? "";
+      res.events.push(ev);
+    }
+  } catch (err) {
+    out.status = statusObject(callName, err);
+  }
+  out.events = res.events.map((ev) => toProtoJSON("acpgate.v1.PromptEvent", ev));
+  return res;
+}
+
+// eventKey is an event's protojson, seq and time included, canonically: two
+// events are equal field for field exactly when their keys are.
+function eventKey(ev) {
+  return canonical(toProtoJSON("acpgate.v1.PromptEvent", ev));
+}
+
+// sameEvents adds to the violations found the difference, when there is one,
+// between events and the events of step same_as with seq > afterSeq, and
+// records them in out.
+function sameEvents(found, st, afterSeq, events, results, out) {
+  if ("same_as" in st) {
+    const want = stepRef(st.same_as, results).events.filter((ev) => BigInt(ev.seq ?? 0) > BigInt(afterSeq));
+    const equal = want.length === events.length && want.every((ev, i) => eventKey(ev) === eventKey(events[i]));
+    if (!equal) found.push(`the events differ from step ${st.same_as}'s after seq ${afterSeq}`);
+  }
+  if (found.length > 0) out.violations = found;
+}
+
+// stepTurn is the turn a WatchTurn or GetTurn step names: turn_id, or the
+// turn the stream of step `turn` announced.
+function stepTurn(st, results) {
+  if (!("turn" in st)) return st.turn_id ?? "";
+  const turnId = stepRef(st.turn, results).turnId;
+  if (!turnId) throw new Error(`step ${st.turn} announced no turn`);
+  return turnId;
+}
+
+function stepRef(i, results) {
+  if (!Number.isInteger(i) || i < 0 || i >= results.length) throw new Error(`no earlier step ${i}`);
+  return results[i];
+}
+
 async function main() {
   const here = path.dirname(fileURLToPath(import.meta.url));
   let args;
@@ -225,7 +353,10 @@ async function main() {
     for (const sc of scenarios) {
       let line;
       try {
-        line = await runScenario(gateway, sc);
+        const kind = sc.kind ?? "prompt";
+        if (kind === "prompt") line = await runScenario(gateway, sc);
+        else if (kind === "steps") line = await runSteps(gateway, sc);
+        else throw new Error(`unknown kind ${JSON.stringify(kind)}`);
       } catch (err) {
         process.stderr.write(`run.mjs: scenario ${sc.name}: ${err?.stack ?? err}\n`);
         return 1;

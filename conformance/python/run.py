@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import re
+import secrets
 import sys
 
 import grpc
@@ -40,7 +41,15 @@ PLACEHOLDERS = {
     "sessionId": "<session>",
     "turnId": "<turn>",
     "stderrTail": "<stderr-tail>",
+    "time": "<time>",
+    "startedAt": "<time>",
+    "endedAt": "<time>",
 }
+
+# Makes this run's request ids its own: every runner prompts the same
+# gateway, and a request_id seen before would attach to the earlier runner's
+# turn. It is removed from every string of the output.
+RUN_SUFFIX = "." + secrets.token_hex(8)
 
 
 def canonical(value):
@@ -48,20 +57,28 @@ def canonical(value):
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def normalise(key, value):
+def normalise(key, value, turns):
+    """turns: (turn id, placeholder) pairs a steps scenario's streams
+    announced, in order."""
     if isinstance(value, dict):
-        return {k: normalise(k, v) for k, v in value.items()}
+        return {k: normalise(k, v, turns) for k, v in value.items()}
     if isinstance(value, list):
-        return [normalise(key, v) for v in value]
+        return [normalise(key, v, turns) for v in value]
     if isinstance(value, str):
+        for turn_id, placeholder in turns:
+            if key == "turnId" and value == turn_id:
+                return placeholder
         if key in PLACEHOLDERS and value != "":
             return PLACEHOLDERS[key]
+        for turn_id, placeholder in turns:
+            value = value.replace(turn_id, placeholder)
+        value = value.replace(RUN_SUFFIX, "")
         return SESSION_ID_PATTERN.sub("<session>", value)
     return value
 
 
-def finish(out):
-    return canonical({k: (v if k == "name" else normalise(k, v)) for k, v in out.items()})
+def finish(out, turns=()):
+    return canonical({k: (v if k == "name" else normalise(k, v, turns)) for k, v in out.items()})
 
 
 def proto_json(message):
@@ -172,6 +189,111 @@ def run_scenario(gateway, sc):
                 pass
 
 
+def run_steps(gateway, sc):
+    """A scenario of kind "steps": one call per step (see
+    conformance/README.md)."""
+    outs, results, turns = [], [], []
+    for i, st in enumerate(sc["steps"]):
+        out = {"call": st["call"]}
+        try:
+            if st["call"] == "Prompt":
+                res = prompt_step(gateway, sc, st, results, out)
+            elif st["call"] == "WatchTurn":
+                res = watch_step(gateway, st, results, out)
+            elif st["call"] == "GetTurn":
+                res = get_turn_step(gateway, st, results, out)
+            else:
+                raise ValueError(f"unknown call {st['call']!r}")
+        except Exception as exc:
+            raise RuntimeError(f"step {i}: {exc}") from exc
+        if res["turn_id"] and all(res["turn_id"] != t for t, _ in turns):
+            turns.append((res["turn_id"], f"<turn:{i}>"))
+        results.append(res)
+        outs.append(out)
+    return finish({"name": sc["name"], "steps": outs}, turns)
+
+
+def prompt_step(gateway, sc, st, results, out):
+    agent = st.get("agent") or sc.get("agent", "")
+    req = gateway_pb2.PromptRequest(agent=agent, text="\n".join(st.get("script", [])))
+    if st.get("request_id"):
+        req.request_id = st["request_id"] + RUN_SUFFIX
+    res = read_stream("Prompt", gateway.Prompt(req, timeout=SCENARIO_TIMEOUT), out)
+    same_events(violations(res["events"], agent, None), st, 0, res["events"], results, out)
+    return res
+
+
+def watch_step(gateway, st, results, out):
+    after_seq = st.get("after_seq", 0)
+    req = gateway_pb2.WatchTurnRequest(turn_id=step_turn(st, results), after_seq=after_seq)
+    res = read_stream("WatchTurn", gateway.WatchTurn(req, timeout=SCENARIO_TIMEOUT), out)
+    same_events([], st, after_seq, res["events"], results, out)
+    return res
+
+
+def get_turn_step(gateway, st, results, out):
+    res = {"events": [], "turn_id": ""}
+    try:
+        turn = gateway.GetTurn(gateway_pb2.GetTurnRequest(turn_id=step_turn(st, results)),
+                               timeout=SCENARIO_TIMEOUT)
+    except grpc.RpcError as err:
+        out["status"] = status_object("GetTurn", err)
+        return res
+    out["turn"] = proto_json(turn)
+    if "same_as" in st:
+        ref = step_ref(st["same_as"], results)["events"]
+        if not ref or not turn.HasField("terminal") or turn.terminal != ref[-1]:
+            out["violations"] = [f"the terminal differs from step {st['same_as']}'s last event"]
+    return res
+
+
+def read_stream(call, stream, out):
+    """Reads a Prompt or WatchTurn stream to its end: its events
+    (heartbeats left out) and a non-OK status go to out."""
+    res = {"events": [], "turn_id": ""}
+    try:
+        for ev in stream:
+            arm = event_arm(ev)
+            if arm == "heartbeat":
+                continue
+            if arm == "started" and not res["turn_id"]:
+                res["turn_id"] = ev.started.turn_id
+            res["events"].append(ev)
+    except grpc.RpcError as err:
+        out["status"] = status_object(call, err)
+    out["events"] = [proto_json(ev) for ev in res["events"]]
+    return res
+
+
+def same_events(found, st, after_seq, events, results, out):
+    """Adds to the violations found the difference, when there is one,
+    between events and the events of step same_as with seq > after_seq
+    (field for field, seq and time included), and records them in out."""
+    if "same_as" in st:
+        want = [ev for ev in step_ref(st["same_as"], results)["events"] if ev.seq > after_seq]
+        if want != events:
+            found.append(f"the events differ from step {st['same_as']}'s after seq {after_seq}")
+    if found:
+        out["violations"] = found
+
+
+def step_turn(st, results):
+    """The turn a WatchTurn or GetTurn step names: turn_id, or the turn the
+    stream of step `turn` announced."""
+    if "turn" not in st:
+        return st.get("turn_id", "")
+    turn_id = step_ref(st["turn"], results)["turn_id"]
+    if not turn_id:
+        raise ValueError(f"step {st['turn']} announced no turn")
+    return turn_id
+
+
+def step_ref(i, results):
+    if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < len(results):
+        raise ValueError(f"no earlier step {i}")
+    return results[i]
+
+
 def main(argv):
     here = os.path.dirname(os.path.abspath(__file__))
     parser = argparse.ArgumentParser(description="acpgate conformance runner (Python)")
@@ -211,7 +333,13 @@ def main(argv):
         gateway = gateway_pb2_grpc.AgentGatewayStub(channel)
         for sc in scenarios:
             try:
-                line = run_scenario(gateway, sc)
+                kind = sc.get("kind", "prompt")
+                if kind == "prompt":
+                    line = run_scenario(gateway, sc)
+                elif kind == "steps":
+                    line = run_steps(gateway, sc)
+                else:
+                    raise ValueError(f"unknown kind {kind!r}")
             except Exception as exc:  # report which scenario could not run
                 print(f"run.py: scenario {sc['name']}: {exc}", file=sys.stderr)
                 return 1
