@@ -117,13 +117,21 @@ func (r *Reloader) ServerConfig() *tls.Config {
 		NextProtos: []string{"h2"},
 		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
 			m := r.Current()
-			return &tls.Config{
+			c := &tls.Config{
 				MinVersion:   tls.VersionTLS12,
 				NextProtos:   []string{"h2"},
 				Certificates: []tls.Certificate{*m.Cert},
-				ClientCAs:    m.ClientCAs,
 				ClientAuth:   r.files.ClientAuth,
-			}, nil
+			}
+			// The CAs are named to the client only when the handshake
+			// verifies against them: a client picks the certificate to
+			// send by that list and sends none when none fits, so a
+			// verifier after the handshake would only ever see "no
+			// certificate" instead of the certificate that is wrong.
+			if r.files.ClientAuth >= tls.VerifyClientCertIfGiven {
+				c.ClientCAs = m.ClientCAs
+			}
+			return c, nil
 		},
 	}
 }
