@@ -6,11 +6,7 @@
 // was wrong (expired, wrong audience, unknown CA) and nothing of the token.
 package auth
 
-import (
-	"context"
-	"maps"
-	"slices"
-)
+import "context"
 
 // Principal is a verified caller: a name (a SPIFFE ID, a certificate's
 // common name, a token's subject) and attributes taken from the credential
@@ -20,23 +16,6 @@ type Principal struct {
 	Name string
 	// Attributes hold further facts the credential asserted, by name.
 	Attributes map[string][]string
-}
-
-// Clone is a deep copy of p.
-func (p Principal) Clone() Principal {
-	c := Principal{Name: p.Name}
-	if p.Attributes != nil {
-		c.Attributes = make(map[string][]string, len(p.Attributes))
-		for k, v := range p.Attributes {
-			c.Attributes[k] = slices.Clone(v)
-		}
-	}
-	return c
-}
-
-// AttributeNames are p's attribute names in order.
-func (p Principal) AttributeNames() []string {
-	return slices.Sorted(maps.Keys(p.Attributes))
 }
 
 type principalKey struct{}

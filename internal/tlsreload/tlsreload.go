@@ -72,13 +72,6 @@ func New(files Files, log *slog.Logger) (*Reloader, error) {
 	return r, nil
 }
 
-// SetCheckInterval changes how often the files are looked at (tests).
-func (r *Reloader) SetCheckInterval(d time.Duration) {
-	r.mu.Lock()
-	r.interval = d
-	r.mu.Unlock()
-}
-
 // Current is the material in use, after reloading it when the files
 // changed and the interval has passed.
 func (r *Reloader) Current() *Material {
