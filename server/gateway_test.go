@@ -136,7 +136,7 @@ func startWith(t *testing.T, set func(*server.Options)) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := server.NewGRPCServer(gw)
+	srv := server.NewGRPCServer(gw, nil)
 	lis := bufconn.Listen(1 << 20)
 	go func() { _ = srv.Serve(lis) }()
 	conn, err := grpc.NewClient("passthrough:///bufnet",

@@ -56,7 +56,9 @@ type GRPCServer struct {
 //
 // Concurrent streams per connection: limits.max_streams_per_connection, so
 // one client connection cannot open calls without bound.
-func NewGRPCServer(g *Gateway) *GRPCServer {
+//
+// sec, when not nil, adds TLS and caller authentication (see Security).
+func NewGRPCServer(g *Gateway, sec *Security) *GRPCServer {
 	log := g.log
 	recover := recovery.WithRecoveryHandlerContext(func(ctx context.Context, p any) error {
 		log.Error("a handler panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
@@ -67,25 +69,30 @@ func NewGRPCServer(g *Gateway) *GRPCServer {
 	})
 	logOpts := []logging.Option{logging.WithLogOnEvents(logging.FinishCall)}
 	codec := newRequestCodec()
-	s := grpc.NewServer(
+	unary := []grpc.UnaryServerInterceptor{
+		logging.UnaryServerInterceptor(logger, logOpts...),
+		recovery.UnaryServerInterceptor(recover),
+	}
+	stream := []grpc.StreamServerInterceptor{
+		logging.StreamServerInterceptor(logger, logOpts...),
+		recovery.StreamServerInterceptor(recover),
+	}
+	// Authentication comes before anything looks at the request, so an
+	// unauthenticated caller learns nothing from validation messages.
+	if authUnary, authStream := sec.interceptors(); authUnary != nil {
+		unary, stream = append(unary, authUnary), append(stream, authStream)
+	}
+	opts := append(sec.serverOptions(),
 		grpc.ForceServerCodecV2(codec),
-		grpc.ChainUnaryInterceptor(
-			logging.UnaryServerInterceptor(logger, logOpts...),
-			recovery.UnaryServerInterceptor(recover),
-			codec.checkUnary,
-			validateUnary,
-		),
-		grpc.ChainStreamInterceptor(
-			logging.StreamServerInterceptor(logger, logOpts...),
-			recovery.StreamServerInterceptor(recover),
-			codec.checkStream,
-		),
+		grpc.ChainUnaryInterceptor(append(unary, codec.checkUnary, validateUnary)...),
+		grpc.ChainStreamInterceptor(append(stream, codec.checkStream)...),
 		grpc.KeepaliveEnforcementPolicy(keepaliveEnforcement),
 		grpc.KeepaliveParams(keepaliveParams),
 		grpc.MaxRecvMsgSize(g.cfg.Limits.MaxPromptBytes+recvMarginBytes),
 		grpc.MaxSendMsgSize(math.MaxInt32),
 		grpc.MaxConcurrentStreams(uint32(g.cfg.Limits.MaxStreamsPerConnection)),
 	)
+	s := grpc.NewServer(opts...)
 	acpgatev1.RegisterAgentGatewayServer(s, g)
 	h := health.NewServer()
 	h.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)

@@ -49,7 +49,7 @@ func TestAPanicBecomesInternalAndTheServerLives(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := server.NewGRPCServer(gw)
+	srv := server.NewGRPCServer(gw, nil)
 	srv.RegisterService(&panickingService, boom{})
 	lis := bufconn.Listen(1 << 16)
 	go func() { _ = srv.Serve(lis) }()

@@ -28,6 +28,9 @@ type RunOptions struct {
 	TempDir func(agent string) (string, error)
 	// SandboxLauncher is the acpgate executable; see Options.
 	SandboxLauncher string
+	// Security is the listener's TLS and caller authentication; when nil
+	// it is built from Config (NewSecurity).
+	Security *Security
 	// Ready, when set, is called with the listening address once the
 	// server accepts calls.
 	Ready func(net.Addr)
@@ -41,6 +44,13 @@ func Run(ctx context.Context, opts RunOptions) error {
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
+	}
+	sec := opts.Security
+	if sec == nil {
+		var err error
+		if sec, err = NewSecurity(opts.Config, log); err != nil {
+			return err
+		}
 	}
 	st, err := OpenStore(opts.Config, opts.LookupEnv, log)
 	if err != nil {
@@ -56,7 +66,7 @@ func Run(ctx context.Context, opts RunOptions) error {
 		gw.Close()
 		return err
 	}
-	srv := NewGRPCServer(gw)
+	srv := NewGRPCServer(gw, sec)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
 	if opts.Ready != nil {

@@ -67,6 +67,17 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	if *listen != "" {
 		cfg.Listen = *listen
 	}
+	if err := cfg.ExposureProblem(); err != nil {
+		fmt.Fprintf(stderr, "acpgate serve: %v\n", err)
+		return 2
+	}
+	// The TLS and auth material is loaded now, so a file that does not
+	// parse is a configuration error like any other.
+	sec, err := server.NewSecurity(cfg, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "acpgate serve: %v\n", err)
+		return 2
+	}
 	// Sessions' temporary directories go in this instance's scratch
 	// directory, so that what a killed gateway leaves there is removed at
 	// the next start.
@@ -116,6 +127,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 		Logger:          log,
 		TempDir:         scratchDir.SessionDir,
 		SandboxLauncher: self,
+		Security:        sec,
 		Ready:           func(addr net.Addr) { fmt.Fprintf(stderr, "acpgate listening on %s\n", addr) },
 	})
 	if err != nil {

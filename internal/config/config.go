@@ -84,6 +84,14 @@ type Config struct {
 	HeartbeatInterval time.Duration
 	// TurnRetention is how long an ended turn is kept, journal and all.
 	TurnRetention time.Duration
+	// TLS is the listener's transport security; plaintext when not
+	// Enabled.
+	TLS TLS
+	// Auth is how callers are identified.
+	Auth Auth
+	// Insecure allows listening beyond loopback without TLS or auth (a
+	// mesh whose sidecar terminates mTLS); see ExposureProblem.
+	Insecure bool
 }
 
 // StoreKind names a turn store.
@@ -398,6 +406,7 @@ func defaultAgent() Agent {
 // inheritDefaults gives each agent the top-level settings it did not set
 // itself.
 func (c *Config) inheritDefaults() {
+	c.resolveSecurityDefaults()
 	for i := range c.Agents {
 		if c.Agents[i].HandshakeTimeout == 0 {
 			c.Agents[i].HandshakeTimeout = c.HandshakeTimeout

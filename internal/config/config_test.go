@@ -115,6 +115,7 @@ func TestParse(t *testing.T) {
 				ShutdownGrace:    10 * time.Second,
 				HandshakeTimeout: 30 * time.Second,
 				Store:            StoreSQLite, HeartbeatInterval: DefaultHeartbeatInterval, TurnRetention: DefaultTurnRetention,
+				TLS: TLS{ClientAuth: ClientAuthNone}, Auth: Auth{Mode: AuthNone, Public: []string{PublicHealth, PublicReflection}},
 			},
 		},
 		{
@@ -137,6 +138,7 @@ func TestParse(t *testing.T) {
 				ShutdownGrace:    10 * time.Second,
 				HandshakeTimeout: DefaultHandshakeTimeout,
 				Store:            StoreSQLite, HeartbeatInterval: DefaultHeartbeatInterval, TurnRetention: DefaultTurnRetention,
+				TLS: TLS{ClientAuth: ClientAuthNone}, Auth: Auth{Mode: AuthNone, Public: []string{PublicHealth, PublicReflection}},
 			},
 		},
 		{
@@ -153,6 +155,7 @@ func TestParse(t *testing.T) {
 				ShutdownGrace:    DefaultShutdownGrace,
 				HandshakeTimeout: DefaultHandshakeTimeout,
 				Store:            StoreSQLite, HeartbeatInterval: DefaultHeartbeatInterval, TurnRetention: DefaultTurnRetention,
+				TLS: TLS{ClientAuth: ClientAuthNone}, Auth: Auth{Mode: AuthNone, Public: []string{PublicHealth, PublicReflection}},
 			},
 		},
 		{
@@ -191,6 +194,7 @@ shutdown_grace: 250ms
 				ShutdownGrace:    250 * time.Millisecond,
 				HandshakeTimeout: DefaultHandshakeTimeout,
 				Store:            StoreSQLite, HeartbeatInterval: DefaultHeartbeatInterval, TurnRetention: DefaultTurnRetention,
+				TLS: TLS{ClientAuth: ClientAuthNone}, Auth: Auth{Mode: AuthNone, Public: []string{PublicHealth, PublicReflection}},
 			},
 		},
 		{
@@ -221,6 +225,7 @@ shutdown_grace: 250ms
 				ShutdownGrace:    DefaultShutdownGrace,
 				HandshakeTimeout: DefaultHandshakeTimeout,
 				Store:            StoreSQLite, HeartbeatInterval: DefaultHeartbeatInterval, TurnRetention: DefaultTurnRetention,
+				TLS: TLS{ClientAuth: ClientAuthNone}, Auth: Auth{Mode: AuthNone, Public: []string{PublicHealth, PublicReflection}},
 			},
 		},
 	}
@@ -787,6 +792,7 @@ func TestDefault(t *testing.T) {
 		Limits:        Limits{MaxSessions: 256, MaxPromptBytes: 1 << 20, MaxFrameBytes: 16 << 20, MaxAgentRequests: DefaultMaxAgentRequests, MaxStreamsPerConnection: DefaultMaxStreamsPerConnection, MaxTurnBytes: DefaultMaxTurnBytes, MaxAnswerBytes: 512 << 20},
 		ShutdownGrace: 10 * time.Second,
 		Store:         StoreSQLite, HeartbeatInterval: DefaultHeartbeatInterval, TurnRetention: DefaultTurnRetention,
+		TLS: TLS{ClientAuth: ClientAuthNone}, Auth: Auth{Mode: AuthNone, Public: []string{PublicHealth, PublicReflection}},
 		HandshakeTimeout: DefaultHandshakeTimeout,
 	}
 	if !reflect.DeepEqual(got, want) {

@@ -149,6 +149,9 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 		"heartbeat_interval": d.durationInto(&c.HeartbeatInterval, field{"heartbeat_interval", "heartbeat_interval"}),
 		"turn_retention":     d.durationInto(&c.TurnRetention, field{"turn_retention", "turn_retention"}),
 		"state_dir":          d.stringInto(&c.StateDir, field{"state_dir", "state_dir"}, true),
+		"tls":                func(v *yaml.Node) { d.tls(v, &c.TLS) },
+		"auth":               func(v *yaml.Node) { d.auth(v, &c.Auth) },
+		"insecure":           d.boolInto(&c.Insecure, field{"insecure", "insecure"}),
 		"store": func(v *yaml.Node) {
 			if s, ok := d.scalar(v, field{"store", "store"}); ok {
 				c.Store = StoreKind(s)

@@ -32,6 +32,32 @@
 //	         max_agent_requests: 16, max_streams_per_connection: 100}
 //	shutdown_grace: 10s
 //	handshake_timeout: 60s
+//	tls: {cert_file: /etc/acpgate/tls.crt, key_file: /etc/acpgate/tls.key,
+//	      client_ca_file: /etc/acpgate/ca.crt, client_auth: require}
+//	auth: {mode: jwt, jwks_file: /etc/acpgate/jwks.json, issuer: https://issuer.example,
+//	       audience: acpgate, algorithms: [ES256], claims: [groups], public: [health, reflection]}
+//	insecure: false
+//
+// # Transport security and callers
+//
+// tls serves the listener over TLS from cert_file and key_file;
+// client_ca_file and client_auth (none, request, require; require by
+// default when client_ca_file is set) ask for client certificates. The
+// files are reloaded when they change (see internal/tlsreload).
+//
+// auth.mode names how a caller is identified: none; mtls, by the verified
+// client certificate's SPIFFE ID, else its subject CN (needs
+// client_ca_file); jwt, by the sub of a bearer token verified against
+// jwks_file, with issuer, audience and exp checked and alg in algorithms
+// (RS256 and ES256 by default; public-key algorithms only). claims are kept
+// as the caller's attributes. The services in public (health, reflection:
+// both by default) need no credentials. The jwt keys are an error under
+// another mode.
+//
+// Every file named by tls and auth must be readable at start: a path that
+// is not is an error naming it. A listen address beyond loopback without
+// tls or an auth mode is refused by serve (Config.ExposureProblem) unless
+// insecure is true, for a mesh whose sidecar terminates mTLS.
 //
 // # Decoding is strict
 //

@@ -96,6 +96,7 @@ func (v *checker) config(c *Config) {
 	if c.StateDir != "" && !filepath.IsAbs(c.StateDir) {
 		v.add("state_dir", "state_dir: %q must be an absolute path", c.StateDir)
 	}
+	v.security(c)
 }
 
 // at is " (line N)" for the line of path, or "" when it has none.
