@@ -137,7 +137,7 @@ func (m *Memory) List(_ context.Context, f Filter, limit int, from *Position) ([
 	m.mu.Lock()
 	var all []Turn
 	for _, mt := range m.turns {
-		if (f.SessionID == "" || mt.rec.SessionID == f.SessionID) && (f.Agent == "" || mt.rec.Agent == f.Agent) {
+		if (f.SessionID == "" || mt.rec.SessionID == f.SessionID) && (f.Agent == "" || mt.rec.Agent == f.Agent) && (f.Owner == nil || mt.rec.Owner == *f.Owner) {
 			all = append(all, mt.rec)
 		}
 	}

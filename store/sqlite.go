@@ -94,6 +94,9 @@ var migrations = []string{
 		data    BLOB NOT NULL,
 		PRIMARY KEY (turn_id, seq)
 	) WITHOUT ROWID;`,
+	// Who started each turn: a caller sees only its own turns.
+	`ALTER TABLE turns ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+	CREATE INDEX turns_owner ON turns (owner, started_at DESC, id DESC);`,
 }
 
 // OpenSQLite opens (creating if need be) the store in dir.
@@ -210,7 +213,7 @@ func (s *SQLite) migrate() error {
 var _ Store = (*SQLite)(nil)
 
 // turnColumns are the columns scanTurn reads, in its order.
-const turnColumns = `id, request_id, attempt, agent, session_id, target, prompt_hash, started_at, ended_at, last_seq, terminal`
+const turnColumns = `id, request_id, attempt, agent, session_id, target, prompt_hash, started_at, ended_at, last_seq, terminal, owner`
 
 type rowScanner interface{ Scan(dest ...any) error }
 
@@ -220,7 +223,7 @@ func scanTurn(r rowScanner) (Turn, error) {
 	var endedAt sql.NullInt64
 	var lastSeq int64
 	if err := r.Scan(&t.ID, &t.RequestID, &t.Attempt, &t.Agent, &t.SessionID, &t.Target, &t.PromptHash,
-		&startedAt, &endedAt, &lastSeq, &t.Terminal); err != nil {
+		&startedAt, &endedAt, &lastSeq, &t.Terminal, &t.Owner); err != nil {
 		return Turn{}, err
 	}
 	t.StartedAt = time.Unix(0, startedAt)
@@ -246,8 +249,8 @@ func (s *SQLite) Begin(ctx context.Context, t Turn) (Turn, bool, error) {
 				return err
 			}
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO turns (`+turnColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, 0, NULL)`,
-			t.ID, t.RequestID, t.Attempt, t.Agent, t.SessionID, t.Target, nonNil(t.PromptHash), t.StartedAt.UnixNano())
+		_, err := tx.ExecContext(ctx, `INSERT INTO turns (`+turnColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, 0, NULL, ?)`,
+			t.ID, t.RequestID, t.Attempt, t.Agent, t.SessionID, t.Target, nonNil(t.PromptHash), t.StartedAt.UnixNano(), t.Owner)
 		created = err == nil
 		return err
 	})
@@ -427,6 +430,9 @@ func (s *SQLite) List(ctx context.Context, f Filter, limit int, from *Position) 
 	}
 	if f.Agent != "" {
 		where, args = append(where, "agent = ?"), append(args, f.Agent)
+	}
+	if f.Owner != nil {
+		where, args = append(where, "owner = ?"), append(args, *f.Owner)
 	}
 	if from != nil {
 		// Strictly after from in List's order; ids are compared as

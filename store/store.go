@@ -35,6 +35,9 @@ type Turn struct {
 	Target string
 	// PromptHash identifies the prompt content RequestID is bound to.
 	PromptHash []byte
+	// Owner names the caller that started the turn; "" for an
+	// unauthenticated one.
+	Owner string
 	// StartedAt is when the turn started.
 	StartedAt time.Time
 	// EndedAt is when it ended; zero while it runs.
@@ -58,6 +61,8 @@ type Event struct {
 type Filter struct {
 	SessionID string
 	Agent     string
+	// Owner, when not nil, selects the turns of that owner only.
+	Owner *string
 }
 
 // Position is where a page of List starts: after the turn that started at

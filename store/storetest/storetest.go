@@ -48,6 +48,7 @@ func NewTurn(id, requestID string, attempt uint32, n int) store.Turn {
 		Agent:      "echo",
 		Target:     "agent:echo",
 		PromptHash: []byte("hash-of-" + requestID),
+		Owner:      "owner-of-" + id,
 		StartedAt:  base.Add(time.Duration(n) * time.Second),
 	}
 }
@@ -355,6 +356,7 @@ func testList(t *testing.T, open func(*testing.T) store.Store) {
 		for i := range 30 {
 			tr := NewTurn(fmt.Sprintf("t%02d", (i*7)%30), fmt.Sprintf("r%d", i), 1, i/4)
 			tr.Agent = []string{"echo", "cat"}[i%2]
+			tr.Owner = []string{"", "alice", "bob", "alice", "carol"}[i%5]
 			mustBegin(t, st, tr)
 			tr.SessionID = fmt.Sprintf("s%d", i%3)
 			if err := st.Started(ctx, tr.ID, tr.SessionID, Events(1, 1)[0]); err != nil {
@@ -370,13 +372,15 @@ func testList(t *testing.T, open func(*testing.T) store.Store) {
 	filtered := func(all []store.Turn, f store.Filter) []string {
 		var ids []string
 		for _, tr := range all {
-			if (f.SessionID == "" || tr.SessionID == f.SessionID) && (f.Agent == "" || tr.Agent == f.Agent) {
+			if (f.SessionID == "" || tr.SessionID == f.SessionID) && (f.Agent == "" || tr.Agent == f.Agent) && (f.Owner == nil || tr.Owner == *f.Owner) {
 				ids = append(ids, tr.ID)
 			}
 		}
 		return ids
 	}
-	filters := []store.Filter{{}, {SessionID: "s1"}, {Agent: "cat"}, {SessionID: "s2", Agent: "echo"}, {SessionID: "none"}}
+	alice, anonymous := "alice", ""
+	filters := []store.Filter{{}, {SessionID: "s1"}, {Agent: "cat"}, {SessionID: "s2", Agent: "echo"}, {SessionID: "none"},
+		{Owner: &alice}, {Owner: &anonymous}, {Owner: &alice, Agent: "echo"}}
 
 	t.Run("list returns the matching turns newest first", func(t *testing.T) {
 		st := open(t)
@@ -630,7 +634,7 @@ func turnIDs(turns []store.Turn) []string {
 func assertTurn(t *testing.T, got, want store.Turn) {
 	t.Helper()
 	if got.ID != want.ID || got.RequestID != want.RequestID || got.Attempt != want.Attempt ||
-		got.Agent != want.Agent || got.Target != want.Target || got.SessionID != want.SessionID ||
+		got.Agent != want.Agent || got.Target != want.Target || got.SessionID != want.SessionID || got.Owner != want.Owner ||
 		!bytes.Equal(got.PromptHash, want.PromptHash) || !got.StartedAt.Equal(want.StartedAt) {
 		t.Errorf("turn = %+v\nwant %+v", got, want)
 	}
