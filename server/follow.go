@@ -103,7 +103,7 @@ func (g *Gateway) nextEvents(ctx context.Context, turnID string, after uint64) (
 func (g *Gateway) turnProto(rec store.Turn) (*acpgatev1.Turn, error) {
 	t := &acpgatev1.Turn{
 		TurnId:    rec.ID,
-		RequestId: rec.RequestID,
+		RequestId: requestIDOf(rec.RequestID),
 		Attempt:   rec.Attempt,
 		Agent:     rec.Agent,
 		SessionId: rec.SessionID,

@@ -70,6 +70,7 @@ type Gateway struct {
 	interp outcome.Interpreter
 
 	admit    *admission
+	authz    authz
 	sessions *registry
 	store    store.Store
 	turns    turnTable
@@ -112,6 +113,10 @@ func New(opts Options) (*Gateway, error) {
 	}
 	if g.store == nil {
 		g.store = store.NewMemory()
+	}
+	var err error
+	if g.authz, err = newAuthz(opts.Config); err != nil {
+		return nil, err
 	}
 	if err := g.endStopped(context.Background()); err != nil {
 		return nil, fmt.Errorf("ending the turns that ran when the gateway last stopped: %w", err)
@@ -187,9 +192,12 @@ func acpConfig(a config.Agent, opts Options, lookup func(string) (string, bool),
 }
 
 // ListAgents returns the configured agents.
-func (g *Gateway) ListAgents(context.Context, *acpgatev1.ListAgentsRequest) (*acpgatev1.ListAgentsResponse, error) {
+func (g *Gateway) ListAgents(ctx context.Context, _ *acpgatev1.ListAgentsRequest) (*acpgatev1.ListAgentsResponse, error) {
 	resp := &acpgatev1.ListAgentsResponse{}
 	for _, a := range g.agents {
+		if !g.authz.mayUse(ctx, a.cfg.Name) {
+			continue
+		}
 		a.mu.Lock()
 		caps := a.caps
 		a.mu.Unlock()
@@ -215,8 +223,8 @@ func (g *Gateway) CreateSession(ctx context.Context, req *acpgatev1.CreateSessio
 }
 
 // GetSession describes an open session.
-func (g *Gateway) GetSession(_ context.Context, req *acpgatev1.GetSessionRequest) (*acpgatev1.Session, error) {
-	live, err := g.sessions.lookup(req.GetSessionId())
+func (g *Gateway) GetSession(ctx context.Context, req *acpgatev1.GetSessionRequest) (*acpgatev1.Session, error) {
+	live, err := g.session(ctx, req.GetSessionId())
 	if err != nil {
 		return nil, err
 	}
@@ -224,17 +232,20 @@ func (g *Gateway) GetSession(_ context.Context, req *acpgatev1.GetSessionRequest
 }
 
 // ListSessions lists the open sessions, oldest first.
-func (g *Gateway) ListSessions(context.Context, *acpgatev1.ListSessionsRequest) (*acpgatev1.ListSessionsResponse, error) {
+func (g *Gateway) ListSessions(ctx context.Context, _ *acpgatev1.ListSessionsRequest) (*acpgatev1.ListSessionsResponse, error) {
 	resp := &acpgatev1.ListSessionsResponse{}
 	for _, l := range g.sessions.all() {
+		if !g.authz.sees(ctx, l.owner) {
+			continue
+		}
 		resp.Sessions = append(resp.Sessions, l.proto())
 	}
 	return resp, nil
 }
 
 // CloseSession closes a session, cancelling its turn first.
-func (g *Gateway) CloseSession(_ context.Context, req *acpgatev1.CloseSessionRequest) (*acpgatev1.CloseSessionResponse, error) {
-	live, err := g.sessions.lookup(req.GetSessionId())
+func (g *Gateway) CloseSession(ctx context.Context, req *acpgatev1.CloseSessionRequest) (*acpgatev1.CloseSessionResponse, error) {
+	live, err := g.session(ctx, req.GetSessionId())
 	if err != nil {
 		return nil, err
 	}
@@ -243,8 +254,8 @@ func (g *Gateway) CloseSession(_ context.Context, req *acpgatev1.CloseSessionReq
 }
 
 // Cancel cancels the turn running on a session.
-func (g *Gateway) Cancel(_ context.Context, req *acpgatev1.CancelRequest) (*acpgatev1.CancelResponse, error) {
-	live, err := g.sessions.lookup(req.GetSessionId())
+func (g *Gateway) Cancel(ctx context.Context, req *acpgatev1.CancelRequest) (*acpgatev1.CancelResponse, error) {
+	live, err := g.session(ctx, req.GetSessionId())
 	if err != nil {
 		return nil, err
 	}
@@ -252,8 +263,8 @@ func (g *Gateway) Cancel(_ context.Context, req *acpgatev1.CancelRequest) (*acpg
 }
 
 // ResolvePermission answers a pending permission request.
-func (g *Gateway) ResolvePermission(_ context.Context, req *acpgatev1.ResolvePermissionRequest) (*acpgatev1.ResolvePermissionResponse, error) {
-	live, err := g.sessions.lookup(req.GetSessionId())
+func (g *Gateway) ResolvePermission(ctx context.Context, req *acpgatev1.ResolvePermissionRequest) (*acpgatev1.ResolvePermissionResponse, error) {
+	live, err := g.session(ctx, req.GetSessionId())
 	if err != nil {
 		return nil, err
 	}
@@ -275,6 +286,7 @@ type opening struct {
 	slot    *slot
 	dir     string
 	tempDir string // "" when the session runs in a configured workspace
+	owner   string // the principal opening it
 }
 
 // abandon gives back what prepare took, when the session is not started.
@@ -288,13 +300,16 @@ func (o *opening) abandon() {
 // prepare admits a session of agent and resolves its directory: every
 // failure that is the caller's (a gRPC status), before anything is
 // started.
-func (g *Gateway) prepare(agent, cwd string) (*opening, error) {
+func (g *Gateway) prepare(ctx context.Context, agent, cwd string) (*opening, error) {
 	if agent == "" {
 		return nil, status.Error(codes.InvalidArgument, "agent is required")
 	}
 	entry, ok := g.byName[agent]
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "no agent named %q is configured", agent)
+	}
+	if err := g.authz.use(ctx, agent); err != nil {
+		return nil, err
 	}
 	slot, err := g.admit.reserveSession(agent, entry.cfg.MaxSessions)
 	if err != nil {
@@ -305,7 +320,7 @@ func (g *Gateway) prepare(agent, cwd string) (*opening, error) {
 		slot.release()
 		return nil, err
 	}
-	return &opening{entry: entry, slot: slot, dir: dir, tempDir: tempDir}, nil
+	return &opening{entry: entry, slot: slot, dir: dir, tempDir: tempDir, owner: caller(ctx).Name}, nil
 }
 
 // start starts a prepared session's agent and registers the session. An
@@ -323,7 +338,7 @@ func (g *Gateway) start(ctx context.Context, o *opening, loadID string, oneShot 
 	}
 	entry.noteCapabilities(sess.Info())
 	now := time.Now()
-	live := &liveSession{sess: sess, agent: entry, slot: o.slot, oneShot: oneShot, tempDir: o.tempDir, created: now, lastActive: now}
+	live := &liveSession{sess: sess, agent: entry, slot: o.slot, owner: o.owner, oneShot: oneShot, tempDir: o.tempDir, created: now, lastActive: now}
 	if g.admit.isDraining() {
 		live.close()
 		return nil, status.Error(codes.Unavailable, msgShuttingDown)
@@ -333,10 +348,23 @@ func (g *Gateway) start(ctx context.Context, o *opening, loadID string, oneShot 
 	return live, nil
 }
 
+// session finds an open session the caller may see; NOT_FOUND otherwise,
+// worded as for an id that does not exist.
+func (g *Gateway) session(ctx context.Context, id string) (*liveSession, error) {
+	live, err := g.sessions.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	if !g.authz.sees(ctx, live.owner) {
+		return nil, errNoSession(id)
+	}
+	return live, nil
+}
+
 // open prepares and starts a session. Errors are gRPC status errors, or
 // *acp.Error when the agent caused the failure.
 func (g *Gateway) open(ctx context.Context, agent, cwd, loadID string, oneShot bool) (*liveSession, error) {
-	o, err := g.prepare(agent, cwd)
+	o, err := g.prepare(ctx, agent, cwd)
 	if err != nil {
 		return nil, err
 	}

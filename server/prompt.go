@@ -24,11 +24,11 @@ func (g *Gateway) Prompt(req *acpgatev1.PromptRequest, stream acpgatev1.AgentGat
 	if err != nil {
 		return err
 	}
-	turnID, err := g.begin(req, blocks)
+	ctx := stream.Context()
+	turnID, err := g.begin(ctx, req, blocks)
 	if err != nil {
 		return err
 	}
-	ctx := stream.Context()
 	err = g.follow(ctx, turnID, 0, stream)
 	if err == nil {
 		return nil

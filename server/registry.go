@@ -74,9 +74,15 @@ func (r *registry) lookup(id string) (*liveSession, error) {
 	live, ok := r.sessions[id]
 	r.mu.Unlock()
 	if !ok {
-		return nil, status.Errorf(codes.NotFound, "no open session %q", id)
+		return nil, errNoSession(id)
 	}
 	return live, nil
+}
+
+// errNoSession is the one answer for a session that does not exist or that
+// the caller may not see.
+func errNoSession(id string) error {
+	return status.Errorf(codes.NotFound, "no open session %q", id)
 }
 
 // all returns the open sessions, oldest first.
@@ -95,7 +101,8 @@ type liveSession struct {
 	id      string // unique among open sessions; see registry
 	sess    *acp.Session
 	agent   *agentEntry
-	slot    *slot // its place under the session limits
+	slot    *slot  // its place under the session limits
+	owner   string // the principal that created it; "" when unauthenticated
 	oneShot bool
 	tempDir string // removed on close; "" when the session runs in a configured workspace
 	created time.Time

@@ -20,8 +20,8 @@ func (g *Gateway) WatchTurn(req *acpgatev1.WatchTurnRequest, stream acpgatev1.Ag
 	if req.GetTurnId() == "" {
 		return status.Error(codes.InvalidArgument, "turn_id is required")
 	}
-	if _, err := g.store.Get(stream.Context(), req.GetTurnId()); errors.Is(err, store.ErrNotFound) && g.turns.get(req.GetTurnId()) == nil {
-		return status.Errorf(codes.NotFound, "no turn %q (unknown, or past its retention)", req.GetTurnId())
+	if _, err := g.turn(stream.Context(), req.GetTurnId()); err != nil {
+		return err
 	}
 	err := g.follow(stream.Context(), req.GetTurnId(), req.GetAfterSeq(), stream)
 	if _, ok := status.FromError(err); ok && status.Code(err) != codes.Unknown {
@@ -35,14 +35,24 @@ func (g *Gateway) GetTurn(ctx context.Context, req *acpgatev1.GetTurnRequest) (*
 	if req.GetTurnId() == "" {
 		return nil, status.Error(codes.InvalidArgument, "turn_id is required")
 	}
-	rec, err := g.store.Get(ctx, req.GetTurnId())
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, status.Errorf(codes.NotFound, "no turn %q (unknown, or past its retention)", req.GetTurnId())
-	}
+	rec, err := g.turn(ctx, req.GetTurnId())
 	if err != nil {
-		return nil, status.Errorf(codes.Internal, "reading turn %q: %v", req.GetTurnId(), err)
+		return nil, err
 	}
 	return g.turnProto(rec)
+}
+
+// turn finds a turn's record that the caller may see; NOT_FOUND otherwise,
+// worded as for an id that does not exist.
+func (g *Gateway) turn(ctx context.Context, id string) (store.Turn, error) {
+	rec, err := g.store.Get(ctx, id)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !g.authz.sees(ctx, rec.Owner)) {
+		return store.Turn{}, status.Errorf(codes.NotFound, "no turn %q (unknown, or past its retention)", id)
+	}
+	if err != nil {
+		return store.Turn{}, status.Errorf(codes.Internal, "reading turn %q: %v", id, err)
+	}
+	return rec, nil
 }
 
 // ListTurns lists turns, newest first.
@@ -60,7 +70,7 @@ func (g *Gateway) ListTurns(ctx context.Context, req *acpgatev1.ListTurnsRequest
 	if err != nil {
 		return nil, err
 	}
-	recs, err := g.store.List(ctx, store.Filter{SessionID: req.GetSessionId(), Agent: req.GetAgent()}, size+1, from)
+	recs, err := g.store.List(ctx, store.Filter{SessionID: req.GetSessionId(), Agent: req.GetAgent(), Owner: g.authz.ownerFilter(ctx)}, size+1, from)
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "listing turns: %v", err)
 	}

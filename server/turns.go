@@ -84,10 +84,12 @@ func (p *turnPlan) abandon() {
 // begin decides what a Prompt runs: a new turn (started on its own
 // goroutine), or an earlier turn of the same request_id to attach to. It
 // returns the id of the turn to follow.
-func (g *Gateway) begin(req *acpgatev1.PromptRequest, blocks []acpsdk.ContentBlock) (string, error) {
+func (g *Gateway) begin(ctx context.Context, req *acpgatev1.PromptRequest, blocks []acpsdk.ContentBlock) (string, error) {
 	attempt := uint32(1)
-	if id := req.GetRequestId(); id != "" {
-		rec, err := g.store.Latest(context.Background(), id)
+	owner := caller(ctx).Name
+	key := requestKey(owner, req.GetRequestId())
+	if key != "" {
+		rec, err := g.store.Latest(context.Background(), key)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 		case err != nil:
@@ -105,21 +107,22 @@ func (g *Gateway) begin(req *acpgatev1.PromptRequest, blocks []acpsdk.ContentBlo
 	}
 	plan := &turnPlan{req: req, blocks: blocks, rec: store.Turn{
 		ID:         g.newTurnID(),
-		RequestID:  req.GetRequestId(),
+		RequestID:  key,
+		Owner:      owner,
 		Attempt:    attempt,
 		Target:     requestTarget(req),
 		PromptHash: promptHash(req),
 		StartedAt:  time.Now(),
 	}}
 	if req.GetSessionId() != "" {
-		live, err := g.claimSession(req.GetSessionId(), plan.rec.ID)
+		live, err := g.claimSession(ctx, req.GetSessionId(), plan.rec.ID)
 		if err != nil {
 			return "", err
 		}
 		plan.live = live
 		plan.rec.Agent, plan.rec.SessionID = live.agent.cfg.Name, live.id
 	} else {
-		o, err := g.prepare(req.GetAgent(), req.GetCwd())
+		o, err := g.prepare(ctx, req.GetAgent(), req.GetCwd())
 		if err != nil {
 			return "", err
 		}
@@ -157,8 +160,8 @@ func (g *Gateway) begin(req *acpgatev1.PromptRequest, blocks []acpsdk.ContentBlo
 }
 
 // claimSession claims an open session for a turn.
-func (g *Gateway) claimSession(id, turnID string) (*liveSession, error) {
-	live, err := g.sessions.lookup(id)
+func (g *Gateway) claimSession(ctx context.Context, id, turnID string) (*liveSession, error) {
+	live, err := g.session(ctx, id)
 	if err != nil {
 		return nil, err
 	}

@@ -173,6 +173,12 @@ type Agent struct {
 	MaxSessions int
 	// MCPServers are passed to the agent in every session/new.
 	MCPServers []MCPServer
+	// Allow are the principal patterns that may use the agent; empty
+	// means every caller. A pattern is a principal's exact name, a prefix
+	// ending in "*" (a SPIFFE trust domain or path: spiffe://example.org/ml/*),
+	// or claim:NAME=VALUE, matching a caller whose attribute NAME (a
+	// token's configured claim) has VALUE.
+	Allow []string
 }
 
 // FS is the file-system capability the gateway offers an agent: whether

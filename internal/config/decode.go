@@ -236,6 +236,7 @@ func (d *decoder) agent(n *yaml.Node, i int) Agent {
 		"cancel_grace":      d.durationInto(&a.CancelGrace, f("cancel_grace")),
 		"handshake_timeout": d.durationInto(&a.HandshakeTimeout, f("handshake_timeout")),
 		"max_sessions":      d.intInto(&a.MaxSessions, f("max_sessions")),
+		"allow":             d.listInto(&a.Allow, f("allow"), false),
 		"mcp_servers": func(v *yaml.Node) {
 			a.MCPServers = d.mcpServers(v, f("mcp_servers"), label)
 		},

@@ -60,6 +60,9 @@ type Auth struct {
 	Algorithms []string
 	// Claims are copied from a token into the caller's attributes (jwt).
 	Claims []string
+	// Admins are principal patterns (see Agent.Allow) that see and may act
+	// on every session and turn, whoever started it.
+	Admins []string
 }
 
 // AuthMode names how callers are identified.
@@ -118,6 +121,7 @@ func (d *decoder) auth(n *yaml.Node, a *Auth) {
 		"audience":   d.stringInto(&a.Audience, f.child("audience"), true),
 		"algorithms": d.listInto(&a.Algorithms, f.child("algorithms"), false),
 		"claims":     d.listInto(&a.Claims, f.child("claims"), false),
+		"admins":     d.listInto(&a.Admins, f.child("admins"), false),
 	})
 }
 
@@ -204,6 +208,11 @@ func (v *checker) security(c *Config) {
 		}
 		if len(a.Algorithms) > 0 {
 			v.add("auth.algorithms", "auth.algorithms is only used with auth.mode jwt (the mode is %s)", a.Mode)
+		}
+	}
+	for i, pat := range a.Admins {
+		if _, err := auth.ParsePattern(pat); err != nil {
+			v.add(fmt.Sprintf("auth.admins[%d]", i), "auth.admins[%d]: %v", i, err)
 		}
 	}
 	for i, p := range a.Public {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/acpgate/acpgate/auth"
 )
 
 // checker applies the rules a decoded Config must meet, collecting every
@@ -149,6 +151,11 @@ func (v *checker) agent(a Agent, path, label string) {
 	v.timeout(p("idle_timeout"), label+": idle_timeout", a.IdleTimeout)
 	v.timeout(p("cancel_grace"), label+": cancel_grace", a.CancelGrace)
 	v.timeout(p("handshake_timeout"), label+": handshake_timeout", a.HandshakeTimeout)
+	for i, pat := range a.Allow {
+		if _, err := auth.ParsePattern(pat); err != nil {
+			v.add(fmt.Sprintf("%s[%d]", p("allow"), i), "%s: allow[%d]: %v", label, i, err)
+		}
+	}
 	if a.MaxSessions < 0 {
 		v.add(p("max_sessions"), "%s: max_sessions must not be negative (0 means no per-agent limit), got %d", label, a.MaxSessions)
 	}
