@@ -104,7 +104,7 @@ func New(opts Options) (*Gateway, error) {
 		cfg:      opts.Config,
 		log:      log,
 		byName:   make(map[string]*agentEntry),
-		admit:    newAdmission(opts.Config.Limits.MaxSessions),
+		admit:    newAdmission(opts.Config.Limits.MaxSessions, opts.Config.Quotas),
 		sessions: newRegistry(),
 		janitor:  make(chan struct{}),
 		tempDir:  opts.TempDir,
@@ -288,7 +288,7 @@ func (o *opening) abandon() {
 // prepare admits a session of agent and resolves its directory: every
 // failure that is the caller's (a gRPC status), before anything is
 // started.
-func (g *Gateway) prepare(agent, cwd string) (*opening, error) {
+func (g *Gateway) prepare(caller, agent, cwd string) (*opening, error) {
 	if agent == "" {
 		return nil, status.Error(codes.InvalidArgument, "agent is required")
 	}
@@ -296,7 +296,7 @@ func (g *Gateway) prepare(agent, cwd string) (*opening, error) {
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "no agent named %q is configured", agent)
 	}
-	slot, err := g.admit.reserveSession(agent, entry.cfg.MaxSessions)
+	slot, err := g.admit.reserveSession(caller, agent, entry.cfg.MaxSessions)
 	if err != nil {
 		return nil, err
 	}
@@ -336,7 +336,7 @@ func (g *Gateway) start(ctx context.Context, o *opening, loadID string, oneShot 
 // open prepares and starts a session. Errors are gRPC status errors, or
 // *acp.Error when the agent caused the failure.
 func (g *Gateway) open(ctx context.Context, agent, cwd, loadID string, oneShot bool) (*liveSession, error) {
-	o, err := g.prepare(agent, cwd)
+	o, err := g.prepare(callerName(ctx), agent, cwd)
 	if err != nil {
 		return nil, err
 	}

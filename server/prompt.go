@@ -24,7 +24,7 @@ func (g *Gateway) Prompt(req *acpgatev1.PromptRequest, stream acpgatev1.AgentGat
 	if err != nil {
 		return err
 	}
-	turnID, err := g.begin(req, blocks)
+	turnID, err := g.begin(callerName(stream.Context()), req, blocks)
 	if err != nil {
 		return err
 	}

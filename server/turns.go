@@ -84,7 +84,7 @@ func (p *turnPlan) abandon() {
 // begin decides what a Prompt runs: a new turn (started on its own
 // goroutine), or an earlier turn of the same request_id to attach to. It
 // returns the id of the turn to follow.
-func (g *Gateway) begin(req *acpgatev1.PromptRequest, blocks []acpsdk.ContentBlock) (string, error) {
+func (g *Gateway) begin(caller string, req *acpgatev1.PromptRequest, blocks []acpsdk.ContentBlock) (string, error) {
 	attempt := uint32(1)
 	if id := req.GetRequestId(); id != "" {
 		rec, err := g.store.Latest(context.Background(), id)
@@ -119,20 +119,20 @@ func (g *Gateway) begin(req *acpgatev1.PromptRequest, blocks []acpsdk.ContentBlo
 		plan.live = live
 		plan.rec.Agent, plan.rec.SessionID = live.agent.cfg.Name, live.id
 	} else {
-		o, err := g.prepare(req.GetAgent(), req.GetCwd())
+		o, err := g.prepare(caller, req.GetAgent(), req.GetCwd())
 		if err != nil {
 			return "", err
 		}
 		plan.opening = o
 		plan.rec.Agent = req.GetAgent()
 	}
-	if err := g.admit.admitTurn(); err != nil {
+	if err := g.admit.admitTurn(caller, plan.rec.ID); err != nil {
 		plan.abandon()
 		return "", err
 	}
 	existing, created, err := g.store.Begin(context.Background(), plan.rec)
 	if err != nil || !created {
-		g.admit.turnEnded()
+		g.admit.turnEnded(plan.rec.ID)
 		plan.abandon()
 		if err != nil {
 			return "", status.Errorf(codes.Unavailable, "recording the turn in the journal: %v", err)
@@ -178,7 +178,7 @@ func (g *Gateway) claimSession(id, turnID string) (*liveSession, error) {
 // runTurn runs a planned turn to its terminal, journaling its events. It
 // owns the turn: it ends when the turn has ended, whoever is watching.
 func (g *Gateway) runTurn(ctx context.Context, r *runningTurn, plan *turnPlan) {
-	defer g.admit.turnEnded()
+	defer g.admit.turnEnded(r.rec.ID)
 	defer func() {
 		// A turn whose journal the store could not take stays readable
 		// from memory: the store has neither all its events nor its
