@@ -1,6 +1,9 @@
 package server
 
 import (
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -99,5 +102,41 @@ func TestAnIdleCallerIsForgotten(t *testing.T) {
 	s.release()
 	if len(a.callers) != 0 {
 		t.Errorf("callers %v after everything was given back", a.callers)
+	}
+}
+
+func TestATurnsPerMinuteQuotaAdmitsAgainAfterTheDelayItGave(t *testing.T) {
+	const perMinute = 6000 // a token every 10ms
+	a := newAdmission(10, config.Quotas{Default: config.Quota{TurnsPerMinute: perMinute}})
+	var err error
+	for i := 0; err == nil && i < 2*perMinute; i++ {
+		id := fmt.Sprint("t", i)
+		if err = a.admitTurn("alice", id); err == nil {
+			a.turnEnded(id)
+		}
+	}
+	d := retryDelay(t, err)
+	time.Sleep(d)
+	if err := a.admitTurn("alice", "after"); err != nil {
+		t.Errorf("after waiting the %v it was told: %v", d, err)
+	}
+}
+
+func TestConcurrentSessionsOfOnePrincipalNeverExceedItsQuota(t *testing.T) {
+	a := newAdmission(100, config.Quotas{Default: config.Quota{OpenSessions: 5}})
+	var (
+		wg       sync.WaitGroup
+		admitted atomic.Int32
+	)
+	for range 50 {
+		wg.Go(func() {
+			if _, err := a.reserveSession("alice", "agent", 0); err == nil {
+				admitted.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := admitted.Load(); n != 5 {
+		t.Errorf("%d sessions admitted under a quota of 5", n)
 	}
 }
