@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/acpgate/acpgate/internal/config"
 	"github.com/acpgate/acpgate/outcome"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -22,30 +23,45 @@ const msgShuttingDown = outcome.CauseShutdown
 // of six, since none of them had finished when the others were checked. A
 // slot is released exactly once, when the session fails to open or when it
 // is closed.
+//
+// Each caller's quotas (see quota.go) are counted under the same lock: a
+// session slot and an admitted turn carry the principal they were admitted
+// for and give its count back exactly once.
 type admission struct {
 	maxSessions int
+	quotas      config.Quotas
 
 	mu       sync.Mutex
-	open     int            // sessions open or opening, all agents
-	perAgent map[string]int // the same, by agent
+	open     int                   // sessions open or opening, all agents
+	perAgent map[string]int        // the same, by agent
+	callers  map[string]*callerUse // what each principal holds, by name
+	turnsOf  map[string]string     // admitted turns not yet ended: id → principal
 	draining bool
 	turns    sync.WaitGroup // turns admitted and not yet ended
 }
 
-func newAdmission(maxSessions int) *admission {
-	return &admission{maxSessions: maxSessions, perAgent: make(map[string]int)}
+func newAdmission(maxSessions int, quotas config.Quotas) *admission {
+	return &admission{
+		maxSessions: maxSessions,
+		quotas:      quotas,
+		perAgent:    make(map[string]int),
+		callers:     make(map[string]*callerUse),
+		turnsOf:     make(map[string]string),
+	}
 }
 
 // slot is one admitted session's place under the limits.
 type slot struct {
-	a     *admission
-	agent string
-	once  sync.Once
+	a         *admission
+	agent     string
+	principal string
+	once      sync.Once
 }
 
-// reserveSession admits one more session of agent, whose own limit is
-// agentMax (0: none), or says which limit refuses it.
-func (a *admission) reserveSession(agent string, agentMax int) (*slot, error) {
+// reserveSession admits one more session of agent for principal; agent's
+// own limit is agentMax (0: none). Otherwise it says which limit or quota
+// refuses it.
+func (a *admission) reserveSession(principal, agent string, agentMax int) (*slot, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	switch {
@@ -56,9 +72,13 @@ func (a *admission) reserveSession(agent string, agentMax int) (*slot, error) {
 	case agentMax > 0 && a.perAgent[agent] >= agentMax:
 		return nil, status.Errorf(codes.ResourceExhausted, "agent %q is at its limit of %d open sessions", agent, agentMax)
 	}
+	if err := a.checkSessionQuota(principal); err != nil {
+		return nil, err
+	}
 	a.open++
 	a.perAgent[agent]++
-	return &slot{a: a, agent: agent}, nil
+	a.use(principal).sessions++
+	return &slot{a: a, agent: agent, principal: principal}, nil
 }
 
 // release gives the slot back; later calls do nothing.
@@ -68,22 +88,44 @@ func (s *slot) release() {
 		defer s.a.mu.Unlock()
 		s.a.open--
 		s.a.perAgent[s.agent]--
+		u := s.a.use(s.principal)
+		u.sessions--
+		s.a.forget(s.principal, u)
 	})
 }
 
-// admitTurn admits a turn unless the gateway is draining; the caller calls
-// turnEnded when the turn has ended.
-func (a *admission) admitTurn() error {
+// admitTurn admits turn id for principal unless the gateway is draining
+// or the principal's quota refuses it; the caller calls turnEnded(id) when
+// the turn has ended.
+func (a *admission) admitTurn(principal, id string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.draining {
 		return status.Error(codes.Unavailable, msgShuttingDown)
 	}
+	if err := a.takeTurnQuota(principal); err != nil {
+		return err
+	}
+	a.turnsOf[id] = principal
 	a.turns.Add(1)
 	return nil
 }
 
-func (a *admission) turnEnded() { a.turns.Done() }
+// turnEnded gives back what admitTurn took for turn id; later calls, and
+// calls for a turn never admitted, do nothing.
+func (a *admission) turnEnded(id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	principal, ok := a.turnsOf[id]
+	if !ok {
+		return
+	}
+	delete(a.turnsOf, id)
+	u := a.use(principal)
+	u.turns--
+	a.forget(principal, u)
+	a.turns.Done()
+}
 
 // drain refuses everything from now on.
 func (a *admission) drain() {

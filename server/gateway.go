@@ -105,7 +105,7 @@ func New(opts Options) (*Gateway, error) {
 		cfg:      opts.Config,
 		log:      log,
 		byName:   make(map[string]*agentEntry),
-		admit:    newAdmission(opts.Config.Limits.MaxSessions),
+		admit:    newAdmission(opts.Config.Limits.MaxSessions, opts.Config.Quotas),
 		sessions: newRegistry(),
 		janitor:  make(chan struct{}),
 		tempDir:  opts.TempDir,
@@ -311,7 +311,7 @@ func (g *Gateway) prepare(ctx context.Context, agent, cwd string) (*opening, err
 	if err := g.authz.use(ctx, agent); err != nil {
 		return nil, err
 	}
-	slot, err := g.admit.reserveSession(agent, entry.cfg.MaxSessions)
+	slot, err := g.admit.reserveSession(caller(ctx).Name, agent, entry.cfg.MaxSessions)
 	if err != nil {
 		return nil, err
 	}

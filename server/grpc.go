@@ -77,10 +77,22 @@ func NewGRPCServer(g *Gateway, sec *Security) *GRPCServer {
 		logging.StreamServerInterceptor(logger, logOpts...),
 		recovery.StreamServerInterceptor(recover),
 	}
+	// The audit record is written outside recovery, so a panic is audited
+	// as the INTERNAL the caller got, and outside authentication, so a
+	// refused caller is audited too.
+	var audit *auditor
+	if g.cfg.Audit.Enabled {
+		audit = &auditor{log: log, includeText: g.cfg.Audit.IncludeText}
+		unary = append([]grpc.UnaryServerInterceptor{unary[0], audit.unary}, unary[1:]...)
+		stream = append([]grpc.StreamServerInterceptor{stream[0], audit.stream}, stream[1:]...)
+	}
 	// Authentication comes before anything looks at the request, so an
 	// unauthenticated caller learns nothing from validation messages.
 	if authUnary, authStream := sec.interceptors(); authUnary != nil {
 		unary, stream = append(unary, authUnary), append(stream, authStream)
+	}
+	if audit != nil {
+		unary, stream = append(unary, audit.noteUnary), append(stream, audit.noteStream)
 	}
 	opts := append(sec.serverOptions(),
 		grpc.ForceServerCodecV2(codec),

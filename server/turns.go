@@ -129,13 +129,13 @@ func (g *Gateway) begin(ctx context.Context, req *acpgatev1.PromptRequest, block
 		plan.opening = o
 		plan.rec.Agent = req.GetAgent()
 	}
-	if err := g.admit.admitTurn(); err != nil {
+	if err := g.admit.admitTurn(owner, plan.rec.ID); err != nil {
 		plan.abandon()
 		return "", err
 	}
 	existing, created, err := g.store.Begin(context.Background(), plan.rec)
 	if err != nil || !created {
-		g.admit.turnEnded()
+		g.admit.turnEnded(plan.rec.ID)
 		plan.abandon()
 		if err != nil {
 			return "", status.Errorf(codes.Unavailable, "recording the turn in the journal: %v", err)
@@ -181,7 +181,7 @@ func (g *Gateway) claimSession(ctx context.Context, id, turnID string) (*liveSes
 // runTurn runs a planned turn to its terminal, journaling its events. It
 // owns the turn: it ends when the turn has ended, whoever is watching.
 func (g *Gateway) runTurn(ctx context.Context, r *runningTurn, plan *turnPlan) {
-	defer g.admit.turnEnded()
+	defer g.admit.turnEnded(r.rec.ID)
 	defer func() {
 		// A turn whose journal the store could not take stays readable
 		// from memory: the store has neither all its events nor its

@@ -275,6 +275,12 @@ func TestANonLoopbackListenerWithoutTLSOrAuthIsRefusedUnlessInsecure(t *testing.
 // jwtGateway serves TLS (no client certificates) with JWT auth.
 func jwtGateway(t *testing.T) (*pki, *testpki.Signer, *served) {
 	t.Helper()
+	return jwtGatewayWith(t, "")
+}
+
+// jwtGatewayWith is jwtGateway with extra configuration appended.
+func jwtGatewayWith(t *testing.T, extra string) (*pki, *testpki.Signer, *served) {
+	t.Helper()
 	p := newPKI(t)
 	signer, err := testpki.NewSigner("k1")
 	if err != nil {
@@ -286,7 +292,7 @@ func jwtGateway(t *testing.T) (*pki, *testpki.Signer, *served) {
 	}
 	s := serve(t, "--config", writeConfig(t, e2eConfig+fmt.Sprintf(`tls: {cert_file: %s, key_file: %s}
 auth: {mode: jwt, jwks_file: %s, issuer: https://issuer.test, audience: acpgate, claims: [groups]}
-`, p.certFile, p.keyFle, jwks)))
+`, p.certFile, p.keyFle, jwks)+extra))
 	return p, signer, s
 }
 

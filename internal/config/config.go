@@ -92,6 +92,10 @@ type Config struct {
 	// Insecure allows listening beyond loopback without TLS or auth (a
 	// mesh whose sidecar terminates mTLS); see ExposureProblem.
 	Insecure bool
+	// Quotas bound what each caller may use.
+	Quotas Quotas
+	// Audit is the per-RPC audit log.
+	Audit Audit
 }
 
 // StoreKind names a turn store.
@@ -395,6 +399,7 @@ func defaults() *Config {
 		Store:             StoreSQLite,
 		HeartbeatInterval: DefaultHeartbeatInterval,
 		TurnRetention:     DefaultTurnRetention,
+		Audit:             Audit{Enabled: true},
 	}
 }
 

@@ -152,6 +152,8 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 		"tls":                func(v *yaml.Node) { d.tls(v, &c.TLS) },
 		"auth":               func(v *yaml.Node) { d.auth(v, &c.Auth) },
 		"insecure":           d.boolInto(&c.Insecure, field{"insecure", "insecure"}),
+		"quotas":             func(v *yaml.Node) { d.quotas(v, &c.Quotas) },
+		"audit":              func(v *yaml.Node) { d.audit(v, &c.Audit) },
 		"store": func(v *yaml.Node) {
 			if s, ok := d.scalar(v, field{"store", "store"}); ok {
 				c.Store = StoreKind(s)

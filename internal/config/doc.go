@@ -59,6 +59,21 @@
 // tls or an auth mode is refused by serve (Config.ExposureProblem) unless
 // insecure is true, for a mesh whose sidecar terminates mTLS.
 //
+// # Quotas and audit
+//
+// quotas bound what each caller (the auth principal; the anonymous caller
+// is principal "") may use: quotas.default applies to every principal not
+// named under quotas.principals, whose entry replaces the default whole.
+// Each quota has concurrent_turns (turns running at once), open_sessions
+// (sessions open or opening, one-shot sessions included) and
+// turns_per_minute (a token bucket holding a minute's worth of turns); 0,
+// the default, means no limit, and a negative value is an error.
+//
+// audit.enabled (default true) logs one record per RPC (msg "audit") with
+// the principal, the RPC, the agent, session and turn, the status code, a
+// Prompt's or WatchTurn's terminal class, and the duration. Prompt text is
+// never logged unless audit.include_text is true.
+//
 // # Decoding is strict
 //
 // A key the gateway does not know is an error naming the key and its line

@@ -99,6 +99,7 @@ func (v *checker) config(c *Config) {
 		v.add("state_dir", "state_dir: %q must be an absolute path", c.StateDir)
 	}
 	v.security(c)
+	v.quotas(c.Quotas)
 }
 
 // at is " (line N)" for the line of path, or "" when it has none.
