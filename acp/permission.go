@@ -112,6 +112,11 @@ func (s *Session) decide(ctx context.Context, t *turn, requestID string, event *
 			Reason: "no turn is running, so nobody can be asked"}
 	}
 	if t.isCancelled() {
+		// Answered cancelled, but only once the agent has been told.
+		select {
+		case <-t.cancelSent:
+		case <-ctx.Done():
+		}
 		return cancelledDecision()
 	}
 	switch s.cfg.Permission.Mode {
@@ -152,7 +157,7 @@ func (s *Session) ask(ctx context.Context, t *turn, requestID string, event *acp
 		return pick(options, acpgatev1.PermissionDecider_PERMISSION_DECIDER_TIMEOUT,
 			fmt.Sprintf("no client answered within %s; fell back to reject", s.cfg.Permission.Timeout),
 			acpsdk.PermissionOptionKindRejectOnce)
-	case <-t.cancelled:
+	case <-t.cancelSent:
 		return cancelledDecision()
 	case <-t.ended:
 		return cancelledDecision()

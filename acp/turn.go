@@ -55,6 +55,7 @@ type turn struct {
 
 	cancelOnce sync.Once
 	cancelled  chan struct{} // closed when a cancel was requested
+	cancelSent chan struct{} // closed once session/cancel is written (or failed)
 	cause      string        // why, set before cancelled is closed
 	ended      chan struct{} // closed when the turn has its result
 }
@@ -179,6 +180,11 @@ func (t *turn) requestCancel(s *Session, cause string) {
 		s.cancels.Add(1)
 		go func() {
 			defer s.cancels.Done()
+			// ACP's order: session/cancel first, then the pending
+			// permission requests are answered cancelled. An agent that
+			// saw the answers first could take them for a refusal and end
+			// its turn as completed before it learned of the cancel.
+			defer close(t.cancelSent)
 			if err := s.conn.Notify("session/cancel", acpsdk.CancelNotification{SessionId: acpsdk.SessionId(id)}); err != nil {
 				s.log.Debug("sending session/cancel failed", "err", err)
 			}
@@ -207,7 +213,7 @@ func (s *Session) Prompt(ctx context.Context, prompt []acpsdk.ContentBlock, opts
 	if emit == nil {
 		emit = func(*acpgatev1.PromptEvent) {}
 	}
-	t := &turn{id: opts.TurnID, emit: emit, onCancel: opts.OnCancel, omitText: opts.OmitText, cancelled: make(chan struct{}), ended: make(chan struct{})}
+	t := &turn{id: opts.TurnID, emit: emit, onCancel: opts.OnCancel, omitText: opts.OmitText, cancelled: make(chan struct{}), cancelSent: make(chan struct{}), ended: make(chan struct{})}
 	if opts.OmitText {
 		// The outcome will not carry the text: keep only what a failure's
 		// partial output needs, so a long answer costs bounded memory.

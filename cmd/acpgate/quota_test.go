@@ -177,18 +177,27 @@ func TestEveryRPCIsAuditedWithItsPrincipalAndNeverThePromptText(t *testing.T) {
 	if _, err := client.GetSession(alice, &acpgatev1.GetSessionRequest{SessionId: sess.GetId()}); err != nil {
 		t.Fatal(err)
 	}
-	watch, err := client.WatchTurn(as(t, signer, "bob"), &acpgatev1.WatchTurnRequest{TurnId: turn})
+	watch, err := client.WatchTurn(alice, &acpgatev1.WatchTurnRequest{TurnId: turn})
 	if err != nil {
 		t.Fatal(err)
 	}
 	terminal(t, watch, 10*time.Second)
+	// Another principal is told the turn does not exist, and that is audited too.
+	hidden, err := client.WatchTurn(as(t, signer, "bob"), &acpgatev1.WatchTurnRequest{TurnId: turn})
+	if err == nil {
+		_, err = hidden.Recv()
+	}
+	if status.Code(err) != codes.NotFound {
+		t.Errorf("bob watching alice's turn: %v, want NOT_FOUND", err)
+	}
 	_ = listAgents(t, p.tlsClient(t, s, nil)) // no token
 
 	session := "session=" + sess.GetId()
 	waitAudit(t, s, "principal=alice", "AgentGateway/CreateSession", "agent=test", session, "code=OK", "duration=")
 	waitAudit(t, s, "principal=alice", "AgentGateway/Prompt", "agent=test", session, "turn="+turn, "code=OK", class)
 	waitAudit(t, s, "principal=alice", "AgentGateway/GetSession", session, "code=OK")
-	waitAudit(t, s, "principal=bob", "AgentGateway/WatchTurn", "turn="+turn, session, class)
+	waitAudit(t, s, "principal=alice", "AgentGateway/WatchTurn", "turn="+turn, session, class)
+	waitAudit(t, s, "principal=bob", "AgentGateway/WatchTurn", "turn="+turn, "code=NotFound")
 	waitAudit(t, s, `principal=""`, "AgentGateway/ListAgents", "code=Unauthenticated")
 	for _, l := range auditLines(s) {
 		if strings.Contains(l, secretPrompt) {
