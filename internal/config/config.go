@@ -92,6 +92,15 @@ type Config struct {
 	// Insecure allows listening beyond loopback without TLS or auth (a
 	// mesh whose sidecar terminates mTLS); see ExposureProblem.
 	Insecure bool
+	// Metrics is the Prometheus endpoint; off unless Metrics.Listen is set.
+	Metrics Metrics
+}
+
+// Metrics configures the Prometheus /metrics endpoint.
+type Metrics struct {
+	// Listen is the host:port of the plain HTTP server serving /metrics;
+	// empty (the default) serves no metrics.
+	Listen string
 }
 
 // StoreKind names a turn store.

@@ -152,6 +152,12 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 		"tls":                func(v *yaml.Node) { d.tls(v, &c.TLS) },
 		"auth":               func(v *yaml.Node) { d.auth(v, &c.Auth) },
 		"insecure":           d.boolInto(&c.Insecure, field{"insecure", "insecure"}),
+		"metrics": func(v *yaml.Node) {
+			f := field{"metrics", "metrics"}
+			d.fields(v, f, "in metrics", map[string]func(*yaml.Node){
+				"listen": d.stringInto(&c.Metrics.Listen, f.child("listen"), false),
+			})
+		},
 		"store": func(v *yaml.Node) {
 			if s, ok := d.scalar(v, field{"store", "store"}); ok {
 				c.Store = StoreKind(s)

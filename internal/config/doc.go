@@ -37,6 +37,7 @@
 //	auth: {mode: jwt, jwks_file: /etc/acpgate/jwks.json, issuer: https://issuer.example,
 //	       audience: acpgate, algorithms: [ES256], claims: [groups], public: [health, reflection]}
 //	insecure: false
+//	metrics: {listen: 127.0.0.1:9090}
 //
 // # Transport security and callers
 //
@@ -58,6 +59,10 @@
 // is not is an error naming it. A listen address beyond loopback without
 // tls or an auth mode is refused by serve (Config.ExposureProblem) unless
 // insecure is true, for a mesh whose sidecar terminates mTLS.
+//
+// metrics.listen, when set, serves Prometheus metrics at /metrics over
+// plain HTTP on that address (no TLS, no authentication: keep it on
+// loopback or a private network); empty, the default, serves none.
 //
 // # Decoding is strict
 //
