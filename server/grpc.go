@@ -82,6 +82,7 @@ func NewGRPCServer(g *Gateway, sec *Security) *GRPCServer {
 	if authUnary, authStream := sec.interceptors(); authUnary != nil {
 		unary, stream = append(unary, authUnary), append(stream, authStream)
 	}
+	unary, stream = g.metrics.Interceptors(unary, stream)
 	opts := append(sec.serverOptions(),
 		grpc.ForceServerCodecV2(codec),
 		grpc.ChainUnaryInterceptor(append(unary, codec.checkUnary, validateUnary)...),
@@ -99,6 +100,7 @@ func NewGRPCServer(g *Gateway, sec *Security) *GRPCServer {
 	h.SetServingStatus(ServiceName, healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(s, h)
 	reflection.Register(s)
+	g.metrics.InitializeGRPC(s)
 	return &GRPCServer{Server: s, Health: h}
 }
 

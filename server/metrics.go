@@ -1,11 +1,17 @@
 package server
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
 	"time"
 
 	"github.com/acpgate/acpgate/acp"
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+	"github.com/acpgate/acpgate/internal/config"
 	"github.com/acpgate/acpgate/metrics"
 	"github.com/acpgate/acpgate/outcome"
 )
@@ -61,4 +67,58 @@ func noteStart(m *metrics.Agent, took time.Duration, err error) {
 func isAgentMessageChunk(e *acpgatev1.PromptEvent) bool {
 	_, ok := e.GetEvent().(*acpgatev1.PromptEvent_AgentMessageChunk)
 	return ok
+}
+
+// metricsLimits are the configured limits that metrics report.
+func metricsLimits(cfg *config.Config) metrics.Limits {
+	l := metrics.Limits{MaxSessions: cfg.Limits.MaxSessions, AgentMaxSessions: map[string]int{}}
+	for _, a := range cfg.Agents {
+		l.AgentMaxSessions[a.Name] = a.MaxSessions
+	}
+	return l
+}
+
+// metricsServer is the HTTP server of /metrics; a nil one is not running.
+type metricsServer struct {
+	srv    *http.Server
+	served chan error
+	log    *slog.Logger
+}
+
+// serveMetrics serves m at /metrics on addr; with no addr it serves
+// nothing and returns a nil server.
+func serveMetrics(addr string, m *metrics.Metrics, log *slog.Logger, ready func(net.Addr)) (*metricsServer, error) {
+	if addr == "" || m == nil {
+		return nil, nil
+	}
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics.listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	s := &metricsServer{
+		srv:    &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second},
+		served: make(chan error, 1),
+		log:    log,
+	}
+	go func() { s.served <- s.srv.Serve(lis) }()
+	log.Info("serving metrics", "addr", lis.Addr().String(), "path", "/metrics")
+	if ready != nil {
+		ready(lis.Addr())
+	}
+	return s, nil
+}
+
+// stop shuts the server down gracefully until ctx ends, then closes it.
+func (s *metricsServer) stop(ctx context.Context) {
+	if s == nil {
+		return
+	}
+	if err := s.srv.Shutdown(ctx); err != nil {
+		_ = s.srv.Close()
+	}
+	if err := <-s.served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		s.log.Warn("the metrics server stopped", "err", err)
+	}
 }
