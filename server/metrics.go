@@ -35,7 +35,7 @@ func (g *Gateway) noteTurnEnd(r *runningTurn, live *liveSession, result outcome.
 	class, reason := metrics.Classify(result.Error)
 	u := result.Outcome.GetUsage()
 	m.TurnEnded(class, reason, time.Since(r.rec.StartedAt), u.GetInputTokens(), u.GetOutputTokens())
-	if live != nil && u.CostAmount != nil {
+	if live != nil && u != nil && u.CostAmount != nil {
 		// The cost ACP reports is the session's, cumulative: count what
 		// this turn added.
 		total := u.GetCostAmount()
