@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -192,6 +193,15 @@ func TestMetricsCountEveryTerminalClassOfScriptedTurnsByAgentAndNeverByIdentity(
 	for _, name := range []string{"process_cpu_seconds_total", "go_goroutines"} {
 		if fams[name] == nil {
 			t.Errorf("the scrape has no %s", name)
+		}
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range fams {
+		if (strings.HasPrefix(name, "acpgate_") || strings.HasPrefix(name, "grpc_server_")) && !strings.Contains(string(readme), "`"+name+"`") {
+			t.Errorf("%s is scraped but not listed in the README's Observability section", name)
 		}
 	}
 	for name, f := range fams {
