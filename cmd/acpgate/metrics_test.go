@@ -8,6 +8,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,6 +29,8 @@ agents:
     command: "${ACPGATE_E2E_AGENT}"
     args: [--unique-sessions]
     max_sessions: 3
+  - name: missing
+    command: /nonexistent/agent
 `
 
 // metricsURL is the /metrics address the gateway announced, waiting at
@@ -127,9 +130,14 @@ func TestMetricsCountEveryTerminalClassOfScriptedTurnsByAgentAndNeverByIdentity(
 		{"exit 3", "transport"},
 		{"error -32000 auth", "harness"},
 	}
-	for _, tc := range turns {
+	turns = append(turns, struct{ script, class string }{"chunk never", "transport"})
+	for i, tc := range turns {
+		agent := "test"
+		if i == len(turns)-1 {
+			agent = "missing" // its agent cannot be started
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		stream, err := client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: "test", Text: tc.script})
+		stream, err := client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: agent, Text: tc.script})
 		if err != nil {
 			cancel()
 			t.Fatal(err)
@@ -152,26 +160,29 @@ func TestMetricsCountEveryTerminalClassOfScriptedTurnsByAgentAndNeverByIdentity(
 		time.Sleep(50 * time.Millisecond)
 	}
 
-	wantValues(t, fams, "acpgate_turns_started_total", map[string]float64{"agent=test": 5})
+	wantValues(t, fams, "acpgate_turns_started_total", map[string]float64{"agent=test": 5, "agent=missing": 1})
 	wantValues(t, fams, "acpgate_turns_ended_total", map[string]float64{
-		"agent=test,class=outcome,reason=":               1,
-		"agent=test,class=policy_refused,reason=":        1,
-		"agent=test,class=harness,reason=max_tokens":     1,
-		"agent=test,class=transport,reason=stream_ended": 1,
-		"agent=test,class=harness,reason=auth_required":  1,
+		"agent=test,class=outcome,reason=":                  1,
+		"agent=test,class=policy_refused,reason=":           1,
+		"agent=test,class=harness,reason=max_tokens":        1,
+		"agent=test,class=transport,reason=stream_ended":    1,
+		"agent=test,class=harness,reason=auth_required":     1,
+		"agent=missing,class=transport,reason=spawn_failed": 1,
 	})
 	wantValues(t, fams, "acpgate_turn_duration_seconds", map[string]float64{
 		"agent=test,class=outcome":        1,
 		"agent=test,class=policy_refused": 1,
 		"agent=test,class=harness":        2,
 		"agent=test,class=transport":      1,
+		"agent=missing,class=transport":   1,
 	})
-	wantValues(t, fams, "acpgate_turn_first_chunk_seconds", map[string]float64{"agent=test": 1})
+	wantValues(t, fams, "acpgate_turn_first_chunk_seconds", map[string]float64{"agent=test": 1, "agent=missing": 0})
 	wantValues(t, fams, "acpgate_agent_start_seconds", map[string]float64{"agent=test": 5})
+	wantValues(t, fams, "acpgate_agent_start_failures_total", map[string]float64{"agent=missing,class=transport": 1})
 	wantValues(t, fams, "acpgate_tokens_total", map[string]float64{"agent=test,direction=input": 100, "agent=test,direction=output": 50})
-	wantValues(t, fams, "acpgate_stream_events_total", map[string]float64{"agent=test": 1})
-	wantValues(t, fams, "acpgate_sessions_open", map[string]float64{"agent=test": 0})
-	wantValues(t, fams, "acpgate_turns_running", map[string]float64{"agent=test": 0})
+	wantValues(t, fams, "acpgate_stream_events_total", map[string]float64{"agent=test": 1, "agent=missing": 0})
+	wantValues(t, fams, "acpgate_sessions_open", map[string]float64{"agent=test": 0, "agent=missing": 0})
+	wantValues(t, fams, "acpgate_turns_running", map[string]float64{"agent=test": 0, "agent=missing": 0})
 	wantValues(t, fams, "acpgate_sessions_limit", map[string]float64{"": 7})
 	wantValues(t, fams, "acpgate_agent_sessions_limit", map[string]float64{"agent=test": 3})
 	if n := values(fams, "acpgate_journal_write_seconds")["agent=test"]; n < 10 {
@@ -184,11 +195,11 @@ func TestMetricsCountEveryTerminalClassOfScriptedTurnsByAgentAndNeverByIdentity(
 		t.Errorf("acpgate_journal_write_bytes_total = %v, want more than the streamed bytes (starts and terminals are written too)", b)
 	}
 	grpcKey := "grpc_code=OK,grpc_method=Prompt,grpc_service=acpgate.v1.AgentGateway,grpc_type=server_stream"
-	if n := values(fams, "grpc_server_handled_total")[grpcKey]; n != 5 {
-		t.Errorf("grpc_server_handled_total{%s} = %v, want 5", grpcKey, n)
+	if n := values(fams, "grpc_server_handled_total")[grpcKey]; n != 6 {
+		t.Errorf("grpc_server_handled_total{%s} = %v, want 6", grpcKey, n)
 	}
-	if n := values(fams, "grpc_server_handling_seconds")["grpc_method=Prompt,grpc_service=acpgate.v1.AgentGateway,grpc_type=server_stream"]; n != 5 {
-		t.Errorf("grpc_server_handling_seconds has %v Prompt observations, want 5", n)
+	if n := values(fams, "grpc_server_handling_seconds")["grpc_method=Prompt,grpc_service=acpgate.v1.AgentGateway,grpc_type=server_stream"]; n != 6 {
+		t.Errorf("grpc_server_handling_seconds has %v Prompt observations, want 6", n)
 	}
 	for _, name := range []string{"process_cpu_seconds_total", "go_goroutines"} {
 		if fams[name] == nil {
@@ -222,4 +233,28 @@ func class(e *acpgatev1.PromptEvent) string {
 		return "outcome"
 	}
 	return outcome.Class(e.GetError())
+}
+
+func TestTheMetricsEndpointStopsWithTheGatewayAndIsOffByDefault(t *testing.T) {
+	off := serve(t, "--config", writeConfig(t, e2eConfig))
+	if strings.Contains(off.log(), "acpgate metrics on") {
+		t.Errorf("a gateway without metrics.listen serves metrics:\n%s", off.log())
+	}
+	s := serve(t, "--config", writeConfig(t, metricsConfig))
+	url := s.metricsURL(t)
+	scrape(t, url)
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-s.exited:
+		if err != nil {
+			t.Fatalf("acpgate did not exit 0 on SIGTERM: %v\n%s", err, s.log())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("acpgate did not exit within 10s of SIGTERM:\n%s", s.log())
+	}
+	client := &http.Client{Timeout: 2 * time.Second}
+	if resp, err := client.Get(url); err == nil {
+		resp.Body.Close()
+		t.Errorf("%s still answers after the gateway exited: %s", url, resp.Status)
+	}
 }
