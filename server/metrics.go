@@ -36,16 +36,22 @@ func (g *Gateway) noteTurnEnd(r *runningTurn, live *liveSession, result outcome.
 	u := result.Outcome.GetUsage()
 	m.TurnEnded(class, reason, time.Since(r.rec.StartedAt), u.GetInputTokens(), u.GetOutputTokens())
 	if live != nil && u != nil && u.CostAmount != nil {
-		// The cost ACP reports is the session's, cumulative: count what
-		// this turn added.
-		total := u.GetCostAmount()
-		added := total - live.costReported
-		if added < 0 {
-			added = total
-		}
-		live.costReported = total
-		m.Cost(u.GetCostCurrency(), added)
+		m.Cost(u.GetCostCurrency(), live.costAdded(u.GetCostAmount()))
 	}
+}
+
+// costAdded is what a turn's reported cost adds to the session's: ACP
+// reports the session's cumulative cost. The session is released before
+// its turn is recorded, so the next turn may already run: hence the lock.
+func (l *liveSession) costAdded(total float64) float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	added := total - l.costReported
+	if added < 0 { // the agent's count restarted
+		added = total
+	}
+	l.costReported = total
+	return added
 }
 
 // noteStart records an agent start-up that took took and failed with err

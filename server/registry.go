@@ -113,7 +113,7 @@ type liveSession struct {
 	lastActive time.Time
 	closed     bool
 
-	costReported float64 // the cumulative cost last reported; see noteTurnEnd
+	costReported float64 // the cumulative cost last reported; see costAdded
 }
 
 // claim reserves the session for a turn; ACP allows one at a time.
