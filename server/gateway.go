@@ -27,6 +27,7 @@ import (
 	"github.com/acpgate/acpgate/acp"
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/config"
+	"github.com/acpgate/acpgate/metrics"
 	"github.com/acpgate/acpgate/outcome"
 	"github.com/acpgate/acpgate/store"
 )
@@ -57,6 +58,8 @@ type Options struct {
 	// with sandbox.enabled (see package sandbox); such agents fail to
 	// start when it is empty.
 	SandboxLauncher string
+	// Metrics records the gateway's metrics; nil records none.
+	Metrics *metrics.Metrics
 }
 
 // Gateway implements acpgatev1.AgentGatewayServer.
@@ -75,6 +78,7 @@ type Gateway struct {
 	store    store.Store
 	turns    turnTable
 
+	metrics   *metrics.Metrics // nil: none
 	janitor   chan struct{}
 	janitorWG sync.WaitGroup
 	tempDir   func(agent string) (string, error)
@@ -84,6 +88,7 @@ type Gateway struct {
 type agentEntry struct {
 	cfg  config.Agent
 	acp  acp.Config
+	m    *metrics.Agent // nil without metrics
 	mu   sync.Mutex
 	caps *acpgatev1.AgentCapabilities
 }
@@ -110,6 +115,7 @@ func New(opts Options) (*Gateway, error) {
 		janitor:  make(chan struct{}),
 		tempDir:  opts.TempDir,
 		store:    opts.Store,
+		metrics:  opts.Metrics,
 	}
 	if g.store == nil {
 		g.store = store.NewMemory()
@@ -129,7 +135,7 @@ func New(opts Options) (*Gateway, error) {
 	// One budget for every agent: the bound is on what the gateway holds.
 	budget := acp.NewAnswerBudget(opts.Config.Limits.MaxAnswerBytes)
 	for _, a := range opts.Config.Agents {
-		entry := &agentEntry{cfg: a, acp: acpConfig(a, opts, lookup, log)}
+		entry := &agentEntry{cfg: a, acp: acpConfig(a, opts, lookup, log), m: opts.Metrics.Agent(a.Name)}
 		entry.acp.Process.Containment = containment
 		if a.Sandbox.Enabled {
 			entry.acp.Process.Wrap = sandboxWrap(a, opts.SandboxLauncher, noSandbox)
@@ -327,7 +333,9 @@ func (g *Gateway) prepare(ctx context.Context, agent, cwd string) (*opening, err
 // error is *acp.Error when the agent caused it; either way o is abandoned.
 func (g *Gateway) start(ctx context.Context, o *opening, loadID string, oneShot bool) (*liveSession, error) {
 	entry := o.entry
+	began := time.Now()
 	sess, err := acp.Open(ctx, entry.acp, acp.OpenOptions{Cwd: o.dir, LoadSessionID: loadID})
+	noteStart(entry.m, time.Since(began), err)
 	if err != nil {
 		var agentErr *acp.Error
 		if errors.As(err, &agentErr) && agentErr.Info != nil {
@@ -339,6 +347,7 @@ func (g *Gateway) start(ctx context.Context, o *opening, loadID string, oneShot 
 	entry.noteCapabilities(sess.Info())
 	now := time.Now()
 	live := &liveSession{sess: sess, agent: entry, slot: o.slot, owner: o.owner, oneShot: oneShot, tempDir: o.tempDir, created: now, lastActive: now}
+	entry.m.SessionOpened()
 	if g.admit.isDraining() {
 		live.close()
 		return nil, status.Error(codes.Unavailable, msgShuttingDown)

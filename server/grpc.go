@@ -94,6 +94,7 @@ func NewGRPCServer(g *Gateway, sec *Security) *GRPCServer {
 	if audit != nil {
 		unary, stream = append(unary, audit.noteUnary), append(stream, audit.noteStream)
 	}
+	unary, stream = g.metrics.Interceptors(unary, stream)
 	opts := append(sec.serverOptions(),
 		grpc.ForceServerCodecV2(codec),
 		grpc.ChainUnaryInterceptor(append(unary, codec.checkUnary, validateUnary)...),
@@ -111,6 +112,7 @@ func NewGRPCServer(g *Gateway, sec *Security) *GRPCServer {
 	h.SetServingStatus(ServiceName, healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(s, h)
 	reflection.Register(s)
+	g.metrics.InitializeGRPC(s)
 	return &GRPCServer{Server: s, Health: h}
 }
 

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+	"github.com/acpgate/acpgate/metrics"
 	"github.com/acpgate/acpgate/store"
 )
 
@@ -46,6 +47,7 @@ type journal struct {
 	st     store.Store
 	log    *slog.Logger
 	cancel func(cause string) // cancels the turn
+	m      *metrics.Agent     // nil without metrics
 
 	mu        sync.Mutex
 	recent    []store.Event // the latest events, seqs contiguous, the last is lastSeq
@@ -62,9 +64,10 @@ type journal struct {
 	done  chan struct{} // closed when the committer has finished
 }
 
-func newJournal(id string, st store.Store, log *slog.Logger, cancel func(cause string)) *journal {
+func newJournal(id string, st store.Store, log *slog.Logger, m *metrics.Agent, cancel func(cause string)) *journal {
 	j := &journal{
 		id:      id,
+		m:       m,
 		st:      st,
 		log:     log,
 		cancel:  cancel,
@@ -113,7 +116,10 @@ func (j *journal) append(events []store.Event) {
 // start journals the turn's started event, seq 1, and the session it runs
 // in, before any stream can read it.
 func (j *journal) start(ctx context.Context, sessionID string, started store.Event) error {
-	if err := j.st.Started(ctx, j.id, sessionID, started); err != nil {
+	began := time.Now()
+	err := j.st.Started(ctx, j.id, sessionID, started)
+	j.noteWrite(began, started)
+	if err != nil {
 		j.mu.Lock()
 		j.failed = fmt.Errorf("journaling the turn's start: %w", err)
 		j.mu.Unlock()
@@ -125,6 +131,18 @@ func (j *journal) start(ctx context.Context, sessionID string, started store.Eve
 	j.broadcast()
 	j.mu.Unlock()
 	return nil
+}
+
+// noteWrite records a write of events to the store that began at began.
+func (j *journal) noteWrite(began time.Time, events ...store.Event) {
+	if j.m == nil {
+		return
+	}
+	size := 0
+	for _, e := range events {
+		size += len(e.Data)
+	}
+	j.m.JournalWrite(time.Since(began), size)
 }
 
 // broadcast wakes the streams waiting for events; j.mu is held.
@@ -181,7 +199,9 @@ func (j *journal) commit() error {
 	if len(pending) == 0 {
 		return nil
 	}
+	began := time.Now()
 	err := j.st.Append(context.Background(), j.id, pending)
+	j.noteWrite(began, pending...)
 	j.mu.Lock()
 	if err != nil {
 		j.failed = fmt.Errorf("journaling events %d to %d: %w", pending[0].Seq, pending[len(pending)-1].Seq, err)
@@ -227,7 +247,9 @@ func (j *journal) end(terminal store.Event) error {
 	<-j.done
 	err := j.commit()
 	if err == nil {
-		err = j.st.End(context.Background(), j.id, terminal, time.Now())
+		began := time.Now()
+		err = j.st.End(context.Background(), j.id, terminal, began)
+		j.noteWrite(began, terminal)
 		if err != nil {
 			j.log.Error("the turn's terminal could not be journaled", "turn", j.id, "err", err)
 		}

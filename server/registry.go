@@ -112,6 +112,8 @@ type liveSession struct {
 	turns      uint64
 	lastActive time.Time
 	closed     bool
+
+	costReported float64 // the cumulative cost last reported; see costAdded
 }
 
 // claim reserves the session for a turn; ACP allows one at a time.
@@ -190,6 +192,7 @@ func (l *liveSession) close() bool {
 		_ = os.RemoveAll(l.tempDir)
 	}
 	l.slot.release()
+	l.agent.m.SessionClosed()
 	return true
 }
 

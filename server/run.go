@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/acpgate/acpgate/internal/config"
+	"github.com/acpgate/acpgate/metrics"
 	"github.com/acpgate/acpgate/store"
 )
 
@@ -34,6 +35,9 @@ type RunOptions struct {
 	// Ready, when set, is called with the listening address once the
 	// server accepts calls.
 	Ready func(net.Addr)
+	// MetricsReady, when set, is called with the metrics endpoint's
+	// address once it serves (only when Config.Metrics.Listen is set).
+	MetricsReady func(net.Addr)
 }
 
 // Run serves the gateway until ctx ends, then shuts it down within
@@ -57,7 +61,11 @@ func Run(ctx context.Context, opts RunOptions) error {
 		return err
 	}
 	defer st.Close()
-	gw, err := New(Options{Config: opts.Config, Version: opts.Version, Logger: log, TempDir: opts.TempDir, Store: st, SandboxLauncher: opts.SandboxLauncher})
+	var m *metrics.Metrics
+	if opts.Config.Metrics.Listen != "" {
+		m = metrics.New(metricsLimits(opts.Config))
+	}
+	gw, err := New(Options{Config: opts.Config, Version: opts.Version, Logger: log, TempDir: opts.TempDir, Store: st, SandboxLauncher: opts.SandboxLauncher, Metrics: m})
 	if err != nil {
 		return err
 	}
@@ -72,16 +80,25 @@ func Run(ctx context.Context, opts RunOptions) error {
 	if opts.Ready != nil {
 		opts.Ready(lis.Addr())
 	}
+	ms, err := serveMetrics(opts.Config.Metrics.Listen, m, log, opts.MetricsReady)
+	if err != nil {
+		srv.Stop()
+		gw.Close()
+		return err
+	}
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down", "grace", opts.Config.ShutdownGrace)
 	case err := <-served:
+		ms.stop(context.Background())
 		gw.Close()
 		return fmt.Errorf("the server stopped: %w", err)
 	}
 	graceCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opts.Config.ShutdownGrace)
 	defer cancel()
 	srv.Shutdown(graceCtx, gw)
+	// Metrics are served through the drain, so that it can be watched.
+	ms.stop(graceCtx)
 	if err := <-served; err != nil && !errors.Is(err, net.ErrClosed) {
 		log.Warn("serve returned", "err", err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/acpgate/acpgate/acp"
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+	"github.com/acpgate/acpgate/metrics"
 	"github.com/acpgate/acpgate/outcome"
 	"github.com/acpgate/acpgate/store"
 )
@@ -148,7 +149,7 @@ func (g *Gateway) begin(ctx context.Context, req *acpgatev1.PromptRequest, block
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &runningTurn{rec: plan.rec, cancel: cancel}
-	r.j = newJournal(plan.rec.ID, g.store, g.log, func(cause string) {
+	r.j = newJournal(plan.rec.ID, g.store, g.log, g.agentMetrics(plan.rec.Agent), func(cause string) {
 		if plan.live != nil {
 			plan.live.sess.Cancel(cause)
 		}
@@ -191,6 +192,9 @@ func (g *Gateway) runTurn(ctx context.Context, r *runningTurn, plan *turnPlan) {
 		}
 	}()
 	defer r.cancel()
+	m := g.agentMetrics(r.rec.Agent)
+	m.TurnStarted()
+	defer m.TurnDone()
 	id := r.rec.ID
 	live := plan.live
 	if live == nil {
@@ -207,7 +211,9 @@ func (g *Gateway) runTurn(ctx context.Context, r *runningTurn, plan *turnPlan) {
 	if err := r.j.start(ctx, live.id, started); err != nil {
 		live.release()
 		g.log.Error("the turn could not be journaled", "turn", id, "err", err)
-		r.j.end(r.j.encode(terminal(outcome.Result{Error: g.interp.JournalFailed(err.Error(), outcome.Text{})}), 2))
+		result := outcome.Result{Error: g.interp.JournalFailed(err.Error(), outcome.Text{})}
+		r.j.end(r.j.encode(terminal(result), 2))
+		g.noteTurnEnd(r, live, result)
 		g.afterTurn(live, nil)
 		return
 	}
@@ -215,7 +221,7 @@ func (g *Gateway) runTurn(ctx context.Context, r *runningTurn, plan *turnPlan) {
 	pumped := make(chan struct{})
 	go func() {
 		defer close(pumped)
-		g.pump(q, r.j, plan.req.GetCoalesceChunks(), live)
+		g.pump(q, r.j, plan.req.GetCoalesceChunks(), live, m, r.rec.StartedAt)
 	}()
 	result, err := live.sess.Prompt(ctx, plan.blocks, acp.PromptOptions{
 		TurnID:   id,
@@ -240,6 +246,7 @@ func (g *Gateway) runTurn(ctx context.Context, r *runningTurn, plan *turnPlan) {
 	q.finish(terminal(result))
 	<-pumped
 	g.logTerminal(id, live.agent.cfg.Name, live.id, result.Error)
+	g.noteTurnEnd(r, live, result)
 	g.afterTurn(live, result.Error)
 }
 
@@ -269,18 +276,21 @@ func (g *Gateway) endUnstarted(r *runningTurn, err error) {
 	}
 	r.j.end(r.j.encode(terminal(outcome.Result{Error: e}), 2))
 	g.logTerminal(r.rec.ID, r.rec.Agent, "", e)
+	g.noteTurnEnd(r, nil, outcome.Result{Error: e})
 }
 
 // pump moves a turn's events from its queue into its journal: merging text
 // chunks when the client asked for that, and bounding the journal at
 // limits.max_turn_bytes, past which the turn is cancelled and its further
-// events are not journaled.
-func (g *Gateway) pump(q *eventQueue, j *journal, coalesce bool, live *liveSession) {
+// events are not journaled. It counts the events journaled in am, and the
+// time from began to the first agent message chunk.
+func (g *Gateway) pump(q *eventQueue, j *journal, coalesce bool, live *liveSession, am *metrics.Agent, began time.Time) {
 	var (
-		m     merger
-		spare []*acpgatev1.PromptEvent
-		size  int64
-		over  bool
+		m         merger
+		spare     []*acpgatev1.PromptEvent
+		size      int64
+		over      bool
+		firstSeen bool
 	)
 	limit := g.cfg.Limits.MaxTurnBytes
 	for {
@@ -312,6 +322,11 @@ func (g *Gateway) pump(q *eventQueue, j *journal, coalesce bool, live *liveSessi
 			}
 			out = append(out, ev)
 			seq++
+			am.Chunk(len(ev.Data))
+			if !firstSeen && isAgentMessageChunk(e) {
+				firstSeen = true
+				am.FirstChunk(time.Since(began))
+			}
 		}
 		if len(out) > 0 {
 			j.append(out)

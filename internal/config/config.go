@@ -96,6 +96,15 @@ type Config struct {
 	Quotas Quotas
 	// Audit is the per-RPC audit log.
 	Audit Audit
+	// Metrics is the Prometheus endpoint; off unless Metrics.Listen is set.
+	Metrics Metrics
+}
+
+// Metrics configures the Prometheus /metrics endpoint.
+type Metrics struct {
+	// Listen is the host:port of the plain HTTP server serving /metrics;
+	// empty (the default) serves no metrics.
+	Listen string
 }
 
 // StoreKind names a turn store.

@@ -276,6 +276,16 @@ func TestParseErrors(t *testing.T) {
 			want: []string{`config.yaml:5: unknown key "max_session" in limits (did you mean "max_sessions"?)`},
 		},
 		{
+			name: "unknown key in metrics",
+			yaml: agent("") + "metrics:\n  listn: 127.0.0.1:9090\n",
+			want: []string{`config.yaml:5: unknown key "listn" in metrics (did you mean "listen"?)`},
+		},
+		{
+			name: "metrics.listen must be a host:port address",
+			yaml: agent("") + "metrics: {listen: nowhere}\n",
+			want: []string{`config.yaml:4: metrics.listen: "nowhere" is not a host:port address`},
+		},
+		{
 			name: "unknown key in sandbox",
 			yaml: agent("    sandbox: {enabled: true, rx: [/a]}\n"),
 			want: []string{`config.yaml:4: unknown key "rx" in sandbox of agent "a" (did you mean "ro"?)`},

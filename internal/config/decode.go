@@ -154,6 +154,12 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 		"insecure":           d.boolInto(&c.Insecure, field{"insecure", "insecure"}),
 		"quotas":             func(v *yaml.Node) { d.quotas(v, &c.Quotas) },
 		"audit":              func(v *yaml.Node) { d.audit(v, &c.Audit) },
+		"metrics": func(v *yaml.Node) {
+			f := field{"metrics", "metrics"}
+			d.fields(v, f, "in metrics", map[string]func(*yaml.Node){
+				"listen": d.stringInto(&c.Metrics.Listen, f.child("listen"), false),
+			})
+		},
 		"store": func(v *yaml.Node) {
 			if s, ok := d.scalar(v, field{"store", "store"}); ok {
 				c.Store = StoreKind(s)

@@ -37,6 +37,7 @@
 //	auth: {mode: jwt, jwks_file: /etc/acpgate/jwks.json, issuer: https://issuer.example,
 //	       audience: acpgate, algorithms: [ES256], claims: [groups], public: [health, reflection]}
 //	insecure: false
+//	metrics: {listen: 127.0.0.1:9090}
 //
 // # Transport security and callers
 //
@@ -73,6 +74,10 @@
 // the principal, the RPC, the agent, session and turn, the status code, a
 // Prompt's or WatchTurn's terminal class, and the duration. Prompt text is
 // never logged unless audit.include_text is true.
+//
+// metrics.listen, when set, serves Prometheus metrics at /metrics over
+// plain HTTP on that address (no TLS, no authentication: keep it on
+// loopback or a private network); empty, the default, serves none.
 //
 // # Decoding is strict
 //

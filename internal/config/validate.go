@@ -55,6 +55,14 @@ func (v *checker) config(c *Config) {
 		v.add("listen", "listen: %q is not a host:port address", c.Listen)
 	}
 
+	if c.Metrics.Listen != "" {
+		if _, _, err := net.SplitHostPort(c.Metrics.Listen); err != nil {
+			v.add("metrics.listen", "metrics.listen: %q is not a host:port address", c.Metrics.Listen)
+		} else if c.Metrics.Listen == c.Listen {
+			v.add("metrics.listen", "metrics.listen: %q is also listen; the metrics endpoint needs its own address", c.Metrics.Listen)
+		}
+	}
+
 	if len(c.Agents) == 0 {
 		v.add("agents", "agents: at least one agent is required")
 	}
