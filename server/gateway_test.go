@@ -924,3 +924,33 @@ func TestAFullDiskEndsTheTurnWithAGatewayErrorSayingSoAndNoSilentGap(t *testing.
 		t.Errorf("the detail %q does not say the store is full", e.GetGateway().GetDetail())
 	}
 }
+
+func TestAPageOfTurnsStaysReadableByAClientWithTheDefaultReceiveLimit(t *testing.T) {
+	h := start(t)
+	// Three turns whose outcomes carry about 2 MB each (the text twice).
+	for range 3 {
+		events := oneShot(t, h, "test", "flood 20 50000\nstop end_turn")
+		if last(events).GetOutcome() == nil {
+			t.Fatalf("terminal %v", last(events))
+		}
+	}
+	var seen int
+	token := ""
+	for pages := 0; ; pages++ {
+		if pages > 10 {
+			t.Fatal("the pages do not end")
+		}
+		// h.client has gRPC's default 4 MiB receive limit.
+		page, err := h.client.ListTurns(context.Background(), &acpgatev1.ListTurnsRequest{PageSize: 10, PageToken: token})
+		if err != nil {
+			t.Fatalf("page %d: %v", pages+1, err)
+		}
+		seen += len(page.GetTurns())
+		if token = page.GetNextPageToken(); token == "" {
+			break
+		}
+	}
+	if seen != 3 {
+		t.Errorf("the pages listed %d turns, want 3", seen)
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/store"
@@ -75,19 +76,34 @@ func (g *Gateway) ListTurns(ctx context.Context, req *acpgatev1.ListTurnsRequest
 		return nil, status.Errorf(codes.Internal, "listing turns: %v", err)
 	}
 	resp := &acpgatev1.ListTurnsResponse{}
-	if len(recs) > size {
+	more := len(recs) > size
+	if more {
 		recs = recs[:size]
-		resp.NextPageToken = encodePageToken(store.PositionOf(recs[size-1]))
 	}
-	for _, rec := range recs {
+	bytes := 0
+	for i, rec := range recs {
 		t, err := g.turnProto(rec)
 		if err != nil {
 			return nil, err
 		}
+		// A turn's terminal carries its whole answer: a page stops short
+		// of maxListBytes, so that a client with gRPC's default receive
+		// limit can read it, and says where the next one starts.
+		if bytes += proto.Size(t); i > 0 && bytes > maxListBytes {
+			recs, more = recs[:i], true
+			break
+		}
 		resp.Turns = append(resp.Turns, t)
+	}
+	if more {
+		resp.NextPageToken = encodePageToken(store.PositionOf(recs[len(recs)-1]))
 	}
 	return resp, nil
 }
+
+// maxListBytes bounds one ListTurns page, under the 4 MiB that gRPC
+// clients accept by default (a single larger turn still fills a page).
+const maxListBytes = 3 << 20
 
 func encodePageToken(p store.Position) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(p.StartedAt.UnixNano(), 10) + ":" + p.ID))

@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 
 	"google.golang.org/genproto/googleapis/rpc/code"
 	"google.golang.org/grpc"
@@ -17,7 +18,10 @@ import (
 
 // dial returns a client for the gateway at addr.
 func dial(addr string, stderr io.Writer) (acpgatev1.AgentGatewayClient, func(), int) {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	// A completed turn's outcome carries the whole answer: the client
+	// accepts messages of any size the gateway sends.
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32)))
 	if err != nil {
 		fmt.Fprintf(stderr, "acpgate: invalid --addr %q: %v\n", addr, err)
 		return nil, nil, exitUsage

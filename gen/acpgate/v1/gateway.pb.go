@@ -1151,7 +1151,10 @@ type ListTurnsRequest struct {
 	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// Only this agent's turns, when set.
 	Agent string `protobuf:"bytes,2,opt,name=agent,proto3" json:"agent,omitempty"`
-	// At most this many turns per page: 50 when 0, at most 500.
+	// At most this many turns per page: 50 when 0, at most 500. A page also
+	// stops short of 3 MiB (a turn's terminal carries its whole answer), so
+	// that a client with gRPC's default receive limit can read it: it may then
+	// hold fewer turns, with `next_page_token` set.
 	PageSize int32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// The `next_page_token` of the previous page; empty for the first.
 	PageToken     string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
