@@ -111,7 +111,7 @@ type driver struct {
 	self  string
 	gwBin string
 	agent string
-	cfg   string
+	keep  bool // keep the working directory, stores included
 
 	rep      report
 	failures []string
@@ -160,7 +160,7 @@ func runDriver(args []string) int {
 			*retries = 0
 		}
 	}
-	d := &driver{smoke: *smoke, quietWait: *quiet, retries: *retries, only: map[string]bool{}}
+	d := &driver{smoke: *smoke, keep: *keep, quietWait: *quiet, retries: *retries, only: map[string]bool{}}
 	for _, name := range strings.Split(*only, ",") {
 		if name = strings.TrimSpace(name); name != "" {
 			d.only[name] = true
@@ -286,11 +286,31 @@ func (d *driver) setup() error {
 			return fmt.Errorf("go build %s: %v\n%s", b.pkg, err, out)
 		}
 	}
-	d.cfg = filepath.Join(d.dir, "gateway.yaml")
-	cfg := fmt.Sprintf(`# acpbench: the test agent behind the gateway.
+	return nil
+}
+
+// gatewayConf is what a gateway's configuration varies in.
+type gatewayConf struct {
+	store        string // "sqlite" or "memory"; empty: the gateway's default (sqlite)
+	maxTurnBytes int64  // limits.max_turn_bytes; 0: the gateway's default
+}
+
+// config is the configuration of one gateway, whose store (if it keeps one
+// on disk) lives in stateDir.
+func (d *driver) config(c gatewayConf, stateDir string) string {
+	limits := fmt.Sprintf("max_sessions: %d, max_prompt_bytes: 1048576, max_frame_bytes: 16777216", max(1200, d.plan.idleSessions+200))
+	if c.maxTurnBytes > 0 {
+		limits += fmt.Sprintf(", max_turn_bytes: %d", c.maxTurnBytes)
+	}
+	store := ""
+	if c.store != "" {
+		store = "store: " + c.store + "\n"
+	}
+	return fmt.Sprintf(`# acpbench: the test agent behind the gateway.
 listen: 127.0.0.1:0
 shutdown_grace: 10s
-limits: {max_sessions: %d, max_prompt_bytes: 1048576, max_frame_bytes: 16777216}
+%sstate_dir: %q
+limits: {%s}
 agents:
   - name: %s
     description: acpgate's test agent (flood_timed)
@@ -298,15 +318,25 @@ agents:
     args: [--unique-sessions]
     turn_timeout: 30m
     idle_timeout: 30m
-`, max(1200, d.plan.idleSessions+200), floodAgent, d.agent)
-	return os.WriteFile(d.cfg, []byte(cfg), 0o644)
+`, store, stateDir, limits, floodAgent, d.agent)
 }
 
-// gateway starts a fresh acpgate serve, with extra flags if any, and warms
-// it up with one small turn.
-func (d *driver) gateway(extra ...string) (*gatewayProc, error) {
+// gateway starts a fresh acpgate serve configured by c, with extra flags if
+// any, and warms it up with one small turn. Every gateway gets a state
+// directory of its own: a store's directory is locked by one gateway at a
+// time, and one gateway's journals must not weigh on the next one's
+// figures.
+func (d *driver) gateway(c gatewayConf, extra ...string) (*gatewayProc, error) {
 	d.logSeq++
-	g, err := startGateway(d.gwBin, d.cfg, filepath.Join(d.dir, fmt.Sprintf("gateway-%02d.log", d.logSeq)), extra...)
+	name := filepath.Join(d.dir, fmt.Sprintf("gateway-%02d", d.logSeq))
+	stateDir := name + ".state"
+	if err := os.Mkdir(stateDir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(name+".yaml", []byte(d.config(c, stateDir)), 0o644); err != nil {
+		return nil, err
+	}
+	g, err := startGateway(d.gwBin, name+".yaml", name+".log", stateDir, extra...)
 	if err != nil {
 		return nil, err
 	}
@@ -317,9 +347,16 @@ func (d *driver) gateway(extra ...string) (*gatewayProc, error) {
 	return g, nil
 }
 
+// stopGateway stops g and, unless the run keeps its working directory,
+// deletes its store: the floods journal gigabytes.
 func (d *driver) stopGateway(g *gatewayProc) {
 	if err := g.stop(); err != nil {
 		d.fail("%v (log: %s)", err, g.logf.Name())
+	}
+	if !d.keep {
+		if err := os.RemoveAll(g.stateDir); err != nil {
+			d.fail("removing a gateway's state directory: %v", err)
+		}
 	}
 }
 
@@ -462,7 +499,7 @@ func (d *driver) check(what string, r Result) {
 func (d *driver) throughput() error {
 	clients := []string{"floor", "floor-sdk", "peer", "gateway", gatewayStream}
 	for _, sh := range d.plan.floods {
-		g, err := d.gateway()
+		g, err := d.gateway(gatewayConf{})
 		if err != nil {
 			return err
 		}
@@ -491,7 +528,7 @@ func (d *driver) throughput() error {
 
 func (d *driver) paced() error {
 	for _, rate := range d.plan.pacedRates {
-		g, err := d.gateway()
+		g, err := d.gateway(gatewayConf{})
 		if err != nil {
 			return err
 		}
@@ -541,7 +578,7 @@ func (d *driver) breakScan() error {
 }
 
 func (d *driver) ttfc() error {
-	g, err := d.gateway()
+	g, err := d.gateway(gatewayConf{})
 	if err != nil {
 		return err
 	}
@@ -563,7 +600,7 @@ func (d *driver) ttfc() error {
 }
 
 func (d *driver) concurrency() error {
-	g, err := d.gateway()
+	g, err := d.gateway(gatewayConf{})
 	if err != nil {
 		return err
 	}
@@ -592,7 +629,7 @@ func (d *driver) concurrency() error {
 // idle opens idleSessions sessions through CreateSession and measures the
 // gateway's RSS before and after (agents are separate processes).
 func (d *driver) idle() error {
-	g, err := d.gateway()
+	g, err := d.gateway(gatewayConf{})
 	if err != nil {
 		return err
 	}
@@ -721,7 +758,7 @@ func (d *driver) backpressure() error {
 
 // backpressureRun is one slow-client turn on a fresh gateway.
 func (d *driver) backpressureRun(client string) (*bpResult, error) {
-	g, err := d.gateway()
+	g, err := d.gateway(gatewayConf{})
 	if err != nil {
 		return nil, err
 	}
@@ -818,7 +855,7 @@ func (r Result) brief(n int) string {
 func (d *driver) profiles() error {
 	for i, sh := range d.plan.profile {
 		base := filepath.Join(d.dir, fmt.Sprintf("profile-%02d", i+1))
-		g, err := d.gateway("--cpuprofile", base+".cpu.prof", "--allocprofile", base+".allocs.prof")
+		g, err := d.gateway(gatewayConf{}, "--cpuprofile", base+".cpu.prof", "--allocprofile", base+".allocs.prof")
 		if err != nil {
 			return err
 		}
