@@ -42,6 +42,10 @@ type plan struct {
 
 	bpN, bpSize, bpReadRate int
 
+	storeFlood        shape // gateway-stream on sqlite and on memory, then replayed
+	storePacedRate    int
+	stallN, stallSize int // the flood a watcher never reads
+
 	profile []shape // floods run through a profiling acpgate serve
 }
 
@@ -71,6 +75,9 @@ func fullPlan(runs int) plan {
 		concStreams:  200, concN: 1_000, concRuns: 3,
 		idleSessions: 1_000,
 		bpN:          2_500, bpSize: 64 << 10, bpReadRate: 100,
+		storeFlood:     shape{"64 B flood", 200_000, 64, runs, "the store's cost per chunk"},
+		storePacedRate: 20_000,
+		stallN:         16_384, stallSize: 64 << 10, // 1 GiB
 		profile: []shape{
 			{"64 B flood", 200_000, 64, 2, ""},
 			{"64 KiB flood", 2_000, 64 << 10, 2, ""},
@@ -96,6 +103,9 @@ func smokePlan() plan {
 		concStreams:  10, concN: 100, concRuns: 1,
 		idleSessions: 20,
 		bpN:          30, bpSize: 64 << 10, bpReadRate: 100,
+		storeFlood:     shape{"64 B flood", 2_000, 64, 1, "the store's cost per chunk"},
+		storePacedRate: 20_000,
+		stallN:         256, stallSize: 64 << 10,
 		profile: []shape{
 			{"64 B flood", 2_000, 64, 1, ""},
 		},
@@ -142,7 +152,7 @@ func runDriver(args []string) int {
 	out := fs.String("out", "", "write the report (Markdown) here; default the repository's docs/benchmarks.md, none with -smoke")
 	rawOut := fs.String("json", "", "also write every raw result here, as JSON")
 	keep := fs.Bool("keep", false, "keep the working directory (binaries, configuration, gateway logs, profiles)")
-	only := fs.String("sections", "", "run only these sections (comma-separated: throughput,paced,breaks,ttfc,concurrency,idle,backpressure,profiles)")
+	only := fs.String("sections", "", "run only these sections (comma-separated: throughput,paced,breaks,ttfc,concurrency,idle,backpressure,store,stall,profiles)")
 	quiet := fs.Duration("quiet", 30*time.Second, "before each measurement, wait up to this long for other processes to leave the CPU idle")
 	retries := fs.Int("retries", 2, "repeat a measurement up to this many times when other processes used the CPU during it")
 	if err := fs.Parse(args); err != nil {
@@ -193,6 +203,8 @@ func runDriver(args []string) int {
 	d.section("concurrency", d.concurrency)
 	d.section("idle", d.idle)
 	d.section("backpressure", d.backpressure)
+	d.section("store", d.storeSection)
+	d.section("stall", d.stallSection)
 	d.section("profiles", d.profiles)
 	d.rep.Interference = d.interference
 	d.rep.Duration = time.Since(began)
@@ -778,33 +790,13 @@ func (d *driver) backpressureRun(client string) (*bpResult, error) {
 	}
 	res := bpResult{N: p.bpN, Size: p.bpSize, ReadRate: p.bpReadRate, Base: base.RSS}
 	var read atomic.Int64
-	stop := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		start := time.Now()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			m, err := readMemory(g.pid())
-			if err != nil {
-				continue
-			}
-			res.Samples = append(res.Samples, bpSample{At: time.Since(start), Unix: time.Now().UnixNano(), RSS: m.RSS, Read: read.Load()})
-		}
-	}()
+	stop := sampleRSS(g.pid(), 100*time.Millisecond, read.Load)
 	j := Job{Client: client, N: p.bpN, Size: p.bpSize, Latency: true, Timeout: 10 * time.Minute}
 	s := newStream(j)
 	tctx, cancel := context.WithTimeout(ctx, j.Timeout)
 	gatewayTurn(tctx, gc, j, s, p.bpReadRate, func(n int64) { read.Store(n) })
 	cancel()
-	close(stop)
-	<-sampled
+	res.Samples = stop()
 	if m, err := readMemory(g.pid()); err == nil {
 		res.HWM = m.HWM
 	}

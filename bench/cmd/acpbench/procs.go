@@ -233,3 +233,32 @@ func children(pid int) []int {
 	}
 	return out
 }
+
+// sampleRSS samples a process's RSS every period, with the progress read
+// reports, until the function it returns is called; that returns the
+// samples.
+func sampleRSS(pid int, period time.Duration, read func() int64) (stop func() []bpSample) {
+	quit := make(chan struct{})
+	done := make(chan []bpSample)
+	go func() {
+		var out []bpSample
+		tick := time.NewTicker(period)
+		defer tick.Stop()
+		start := time.Now()
+		for {
+			select {
+			case <-quit:
+				done <- out
+				return
+			case <-tick.C:
+			}
+			if m, err := readMemory(pid); err == nil {
+				out = append(out, bpSample{At: time.Since(start), Unix: time.Now().UnixNano(), RSS: m.RSS, Read: read()})
+			}
+		}
+	}()
+	return func() []bpSample {
+		close(quit)
+		return <-done
+	}
+}
