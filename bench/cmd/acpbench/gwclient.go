@@ -107,6 +107,12 @@ func consume(st interface {
 			s.err = fmt.Errorf("receiving: %w", err)
 			return
 		}
+		if ev.GetHeartbeat() != nil {
+			// Sent when the stream has been quiet for the heartbeat
+			// interval (the turn's ending waits for the store); not
+			// journaled, so it has no seq.
+			continue
+		}
 		seq++
 		if ev.GetSeq() != seq && s.err == nil {
 			s.err = fmt.Errorf("event seq %d where %d was due", ev.GetSeq(), seq)

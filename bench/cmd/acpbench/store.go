@@ -242,6 +242,9 @@ func (d *driver) stall(watch bool) (*stallResult, error) {
 		if err != nil {
 			return fail(fmt.Errorf("the Prompt stream: %w", err))
 		}
+		if ev.GetHeartbeat() != nil {
+			continue // not journaled: no seq
+		}
 		if seq++; ev.GetSeq() != seq {
 			return fail(fmt.Errorf("the Prompt stream: event seq %d where %d was due, after %d bytes", ev.GetSeq(), seq, read.Load()))
 		}
@@ -291,6 +294,9 @@ func (d *driver) stall(watch bool) (*stallResult, error) {
 		if err != nil {
 			res.Err = fmt.Sprintf("the watcher, reading after the flood: %v", err)
 			break
+		}
+		if ev.GetHeartbeat() != nil {
+			continue
 		}
 		if seq++; ev.GetSeq() != seq {
 			res.Err = fmt.Sprintf("the watcher got seq %d where %d was due", ev.GetSeq(), seq)
