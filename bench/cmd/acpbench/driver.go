@@ -42,6 +42,10 @@ type plan struct {
 
 	bpN, bpSize, bpReadRate int
 
+	storeFlood        shape // gateway-stream on sqlite and on memory, then replayed
+	storePacedRate    int
+	stallN, stallSize int // the flood a watcher never reads
+
 	profile []shape // floods run through a profiling acpgate serve
 }
 
@@ -71,6 +75,9 @@ func fullPlan(runs int) plan {
 		concStreams:  200, concN: 1_000, concRuns: 3,
 		idleSessions: 1_000,
 		bpN:          2_500, bpSize: 64 << 10, bpReadRate: 100,
+		storeFlood:     shape{"64 B flood", 200_000, 64, runs, "the store's cost per chunk"},
+		storePacedRate: 20_000,
+		stallN:         16_384, stallSize: 64 << 10, // 1 GiB
 		profile: []shape{
 			{"64 B flood", 200_000, 64, 2, ""},
 			{"64 KiB flood", 2_000, 64 << 10, 2, ""},
@@ -96,6 +103,9 @@ func smokePlan() plan {
 		concStreams:  10, concN: 100, concRuns: 1,
 		idleSessions: 20,
 		bpN:          30, bpSize: 64 << 10, bpReadRate: 100,
+		storeFlood:     shape{"64 B flood", 2_000, 64, 1, "the store's cost per chunk"},
+		storePacedRate: 20_000,
+		stallN:         256, stallSize: 64 << 10,
 		profile: []shape{
 			{"64 B flood", 2_000, 64, 1, ""},
 		},
@@ -111,7 +121,7 @@ type driver struct {
 	self  string
 	gwBin string
 	agent string
-	cfg   string
+	keep  bool // keep the working directory, stores included
 
 	rep      report
 	failures []string
@@ -142,7 +152,7 @@ func runDriver(args []string) int {
 	out := fs.String("out", "", "write the report (Markdown) here; default the repository's docs/benchmarks.md, none with -smoke")
 	rawOut := fs.String("json", "", "also write every raw result here, as JSON")
 	keep := fs.Bool("keep", false, "keep the working directory (binaries, configuration, gateway logs, profiles)")
-	only := fs.String("sections", "", "run only these sections (comma-separated: throughput,paced,breaks,ttfc,concurrency,idle,backpressure,profiles)")
+	only := fs.String("sections", "", "run only these sections (comma-separated: throughput,paced,breaks,ttfc,concurrency,idle,backpressure,store,stall,profiles)")
 	quiet := fs.Duration("quiet", 30*time.Second, "before each measurement, wait up to this long for other processes to leave the CPU idle")
 	retries := fs.Int("retries", 2, "repeat a measurement up to this many times when other processes used the CPU during it")
 	if err := fs.Parse(args); err != nil {
@@ -160,7 +170,7 @@ func runDriver(args []string) int {
 			*retries = 0
 		}
 	}
-	d := &driver{smoke: *smoke, quietWait: *quiet, retries: *retries, only: map[string]bool{}}
+	d := &driver{smoke: *smoke, keep: *keep, quietWait: *quiet, retries: *retries, only: map[string]bool{}}
 	for _, name := range strings.Split(*only, ",") {
 		if name = strings.TrimSpace(name); name != "" {
 			d.only[name] = true
@@ -193,6 +203,8 @@ func runDriver(args []string) int {
 	d.section("concurrency", d.concurrency)
 	d.section("idle", d.idle)
 	d.section("backpressure", d.backpressure)
+	d.section("store", d.storeSection)
+	d.section("stall", d.stallSection)
 	d.section("profiles", d.profiles)
 	d.rep.Interference = d.interference
 	d.rep.Duration = time.Since(began)
@@ -286,11 +298,31 @@ func (d *driver) setup() error {
 			return fmt.Errorf("go build %s: %v\n%s", b.pkg, err, out)
 		}
 	}
-	d.cfg = filepath.Join(d.dir, "gateway.yaml")
-	cfg := fmt.Sprintf(`# acpbench: the test agent behind the gateway.
+	return nil
+}
+
+// gatewayConf is what a gateway's configuration varies in.
+type gatewayConf struct {
+	store        string // "sqlite" or "memory"; empty: the gateway's default (sqlite)
+	maxTurnBytes int64  // limits.max_turn_bytes; 0: the gateway's default
+}
+
+// config is the configuration of one gateway, whose store (if it keeps one
+// on disk) lives in stateDir.
+func (d *driver) config(c gatewayConf, stateDir string) string {
+	limits := fmt.Sprintf("max_sessions: %d, max_prompt_bytes: 1048576, max_frame_bytes: 16777216", max(1200, d.plan.idleSessions+200))
+	if c.maxTurnBytes > 0 {
+		limits += fmt.Sprintf(", max_turn_bytes: %d", c.maxTurnBytes)
+	}
+	store := ""
+	if c.store != "" {
+		store = "store: " + c.store + "\n"
+	}
+	return fmt.Sprintf(`# acpbench: the test agent behind the gateway.
 listen: 127.0.0.1:0
 shutdown_grace: 10s
-limits: {max_sessions: %d, max_prompt_bytes: 1048576, max_frame_bytes: 16777216}
+%sstate_dir: %q
+limits: {%s}
 agents:
   - name: %s
     description: acpgate's test agent (flood_timed)
@@ -298,15 +330,25 @@ agents:
     args: [--unique-sessions]
     turn_timeout: 30m
     idle_timeout: 30m
-`, max(1200, d.plan.idleSessions+200), floodAgent, d.agent)
-	return os.WriteFile(d.cfg, []byte(cfg), 0o644)
+`, store, stateDir, limits, floodAgent, d.agent)
 }
 
-// gateway starts a fresh acpgate serve, with extra flags if any, and warms
-// it up with one small turn.
-func (d *driver) gateway(extra ...string) (*gatewayProc, error) {
+// gateway starts a fresh acpgate serve configured by c, with extra flags if
+// any, and warms it up with one small turn. Every gateway gets a state
+// directory of its own: a store's directory is locked by one gateway at a
+// time, and one gateway's journals must not weigh on the next one's
+// figures.
+func (d *driver) gateway(c gatewayConf, extra ...string) (*gatewayProc, error) {
 	d.logSeq++
-	g, err := startGateway(d.gwBin, d.cfg, filepath.Join(d.dir, fmt.Sprintf("gateway-%02d.log", d.logSeq)), extra...)
+	name := filepath.Join(d.dir, fmt.Sprintf("gateway-%02d", d.logSeq))
+	stateDir := name + ".state"
+	if err := os.Mkdir(stateDir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(name+".yaml", []byte(d.config(c, stateDir)), 0o644); err != nil {
+		return nil, err
+	}
+	g, err := startGateway(d.gwBin, name+".yaml", name+".log", stateDir, extra...)
 	if err != nil {
 		return nil, err
 	}
@@ -317,9 +359,16 @@ func (d *driver) gateway(extra ...string) (*gatewayProc, error) {
 	return g, nil
 }
 
+// stopGateway stops g and, unless the run keeps its working directory,
+// deletes its store: the floods journal gigabytes.
 func (d *driver) stopGateway(g *gatewayProc) {
 	if err := g.stop(); err != nil {
 		d.fail("%v (log: %s)", err, g.logf.Name())
+	}
+	if !d.keep {
+		if err := os.RemoveAll(g.stateDir); err != nil {
+			d.fail("removing a gateway's state directory: %v", err)
+		}
 	}
 }
 
@@ -462,7 +511,7 @@ func (d *driver) check(what string, r Result) {
 func (d *driver) throughput() error {
 	clients := []string{"floor", "floor-sdk", "peer", "gateway", gatewayStream}
 	for _, sh := range d.plan.floods {
-		g, err := d.gateway()
+		g, err := d.gateway(gatewayConf{})
 		if err != nil {
 			return err
 		}
@@ -491,7 +540,7 @@ func (d *driver) throughput() error {
 
 func (d *driver) paced() error {
 	for _, rate := range d.plan.pacedRates {
-		g, err := d.gateway()
+		g, err := d.gateway(gatewayConf{})
 		if err != nil {
 			return err
 		}
@@ -541,7 +590,7 @@ func (d *driver) breakScan() error {
 }
 
 func (d *driver) ttfc() error {
-	g, err := d.gateway()
+	g, err := d.gateway(gatewayConf{})
 	if err != nil {
 		return err
 	}
@@ -563,7 +612,7 @@ func (d *driver) ttfc() error {
 }
 
 func (d *driver) concurrency() error {
-	g, err := d.gateway()
+	g, err := d.gateway(gatewayConf{})
 	if err != nil {
 		return err
 	}
@@ -592,7 +641,7 @@ func (d *driver) concurrency() error {
 // idle opens idleSessions sessions through CreateSession and measures the
 // gateway's RSS before and after (agents are separate processes).
 func (d *driver) idle() error {
-	g, err := d.gateway()
+	g, err := d.gateway(gatewayConf{})
 	if err != nil {
 		return err
 	}
@@ -721,7 +770,7 @@ func (d *driver) backpressure() error {
 
 // backpressureRun is one slow-client turn on a fresh gateway.
 func (d *driver) backpressureRun(client string) (*bpResult, error) {
-	g, err := d.gateway()
+	g, err := d.gateway(gatewayConf{})
 	if err != nil {
 		return nil, err
 	}
@@ -741,33 +790,13 @@ func (d *driver) backpressureRun(client string) (*bpResult, error) {
 	}
 	res := bpResult{N: p.bpN, Size: p.bpSize, ReadRate: p.bpReadRate, Base: base.RSS}
 	var read atomic.Int64
-	stop := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		start := time.Now()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			m, err := readMemory(g.pid())
-			if err != nil {
-				continue
-			}
-			res.Samples = append(res.Samples, bpSample{At: time.Since(start), Unix: time.Now().UnixNano(), RSS: m.RSS, Read: read.Load()})
-		}
-	}()
+	stop := sampleRSS(g.pid(), 100*time.Millisecond, read.Load)
 	j := Job{Client: client, N: p.bpN, Size: p.bpSize, Latency: true, Timeout: 10 * time.Minute}
 	s := newStream(j)
 	tctx, cancel := context.WithTimeout(ctx, j.Timeout)
 	gatewayTurn(tctx, gc, j, s, p.bpReadRate, func(n int64) { read.Store(n) })
 	cancel()
-	close(stop)
-	<-sampled
+	res.Samples = stop()
 	if m, err := readMemory(g.pid()); err == nil {
 		res.HWM = m.HWM
 	}
@@ -818,7 +847,7 @@ func (r Result) brief(n int) string {
 func (d *driver) profiles() error {
 	for i, sh := range d.plan.profile {
 		base := filepath.Join(d.dir, fmt.Sprintf("profile-%02d", i+1))
-		g, err := d.gateway("--cpuprofile", base+".cpu.prof", "--allocprofile", base+".allocs.prof")
+		g, err := d.gateway(gatewayConf{}, "--cpuprofile", base+".cpu.prof", "--allocprofile", base+".allocs.prof")
 		if err != nil {
 			return err
 		}

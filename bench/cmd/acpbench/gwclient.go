@@ -27,6 +27,14 @@ import (
 // once come as one event, which it splits back into the agent's chunks).
 const gatewayStream = "gateway-stream"
 
+// gatewayStreamMemory is the gateway-stream client on a gateway configured
+// with `store: memory`, and watch the WatchTurn client that replays a
+// finished gateway-stream turn.
+const (
+	gatewayStreamMemory = "gateway-stream-memory"
+	watch               = "watch"
+)
+
 // floodAgent is the test agent's name in the benchmark's gateway
 // configuration.
 const floodAgent = "flood"
@@ -71,12 +79,22 @@ func gatewayTurn(ctx context.Context, client acpgatev1.AgentGatewayClient, j Job
 	s.t0 = time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	asStream := j.Client == gatewayStream
+	asStream := j.Client == gatewayStream || j.Client == gatewayStreamMemory
 	st, err := client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: floodAgent, Text: j.script(), OmitOutcomeText: asStream, CoalesceChunks: asStream})
 	if err != nil {
 		s.err = err
 		return
 	}
+	consume(st, j, s, asStream, false, readRate, progress)
+}
+
+// consume reads a turn's events to the end, checking and timing them: a
+// Prompt stream's, or with watching a WatchTurn stream's from after_seq 0,
+// whose turn starts before the call (the caller marks s.prompt). asStream
+// says the turn was asked for omit_outcome_text and coalesce_chunks.
+func consume(st interface {
+	Recv() (*acpgatev1.PromptEvent, error)
+}, j Job, s *stream, asStream, watching bool, readRate int, progress func(int64)) {
 	var seq uint64
 	var crc uint32
 	terminal := false
@@ -89,15 +107,25 @@ func gatewayTurn(ctx context.Context, client acpgatev1.AgentGatewayClient, j Job
 			s.err = fmt.Errorf("receiving: %w", err)
 			return
 		}
+		if ev.GetHeartbeat() != nil {
+			// Sent when the stream has been quiet for the heartbeat
+			// interval (the turn's ending waits for the store); not
+			// journaled, so it has no seq.
+			continue
+		}
 		seq++
 		if ev.GetSeq() != seq && s.err == nil {
 			s.err = fmt.Errorf("event seq %d where %d was due", ev.GetSeq(), seq)
 		}
 		switch e := ev.GetEvent().(type) {
 		case *acpgatev1.PromptEvent_Started:
-			s.prompt()
-			s.startup = s.prompted
+			s.turnID = e.Started.GetTurnId()
+			if !watching {
+				s.prompt()
+				s.startup = s.prompted
+			}
 		case *acpgatev1.PromptEvent_AgentMessageChunk:
+			s.events++
 			text := e.AgentMessageChunk.GetText()
 			crc = crc32.Update(crc, crcTable, bytesOf(text))
 			// A coalesced event carries several of the agent's chunks,
@@ -145,6 +173,30 @@ func gatewayTurn(ctx context.Context, client acpgatev1.AgentGatewayClient, j Job
 	if !terminal && s.err == nil {
 		s.err = errors.New("the stream ended without a terminal event")
 	}
+}
+
+// runWatch replays a finished turn (j.TurnID, one of a gateway-stream
+// client's) with WatchTurn from after_seq 0, checking it as the turn's own
+// stream was checked. Its turn time runs from the call to the terminal.
+func runWatch(ctx context.Context, j Job) Result {
+	conn, client, err := dialGateway(ctx, j.Addr)
+	if err != nil {
+		return Result{Client: j.Client, Err: err.Error()}
+	}
+	defer conn.Close()
+	s := newStream(j)
+	s.t0 = time.Now()
+	s.prompt()
+	st, err := client.WatchTurn(ctx, &acpgatev1.WatchTurnRequest{TurnId: j.TurnID})
+	if err != nil {
+		s.err = err
+	} else {
+		consume(st, j, s, true, true, 0, nil)
+	}
+	if s.err == nil && s.turnID != j.TurnID {
+		s.err = fmt.Errorf("watching turn %q, the started event names %q", j.TurnID, s.turnID)
+	}
+	return merge(j, j.Client, time.Since(s.t0), cpuMark{}, []*stream{s})
 }
 
 // bytesOf views s as bytes without copying (the CRC only reads them).

@@ -20,6 +20,8 @@ type Job struct {
 	Latency bool   `json:"latency,omitempty"` // record arrival minus send for every chunk
 	// GatewayPID is acpgate's pid, to read its CPU time (gateway).
 	GatewayPID int `json:"gateway_pid,omitempty"`
+	// TurnID is, for watch, the finished turn to replay.
+	TurnID string `json:"turn_id,omitempty"`
 	// Load is, for floor-loaded, the CPU in cores that each of a set of
 	// busy-loop processes burns during the turn: the gateway's and its
 	// client's share of the machine in the same run, so that the floor
@@ -45,6 +47,12 @@ type Result struct {
 	// client's connection giving up (the peer's notification queue).
 	Err   string `json:"err,omitempty"`
 	Broke bool   `json:"broke,omitempty"`
+
+	// TurnID is the gateway's id of the (single) turn.
+	TurnID string `json:"turn_id,omitempty"`
+	// Events counts the chunk events received: fewer than Chunks when the
+	// gateway coalesced chunks.
+	Events int64 `json:"events,omitempty"`
 
 	Streams    int   `json:"streams"`
 	Chunks     int64 `json:"chunks"`       // chunks received, all streams
@@ -72,9 +80,10 @@ type Result struct {
 	// Load is the Job's Load, for floor-loaded.
 	Load []float64 `json:"load,omitempty"`
 	// ToGateway and FromGateway split a gateway client's latency at the
-	// event's time, which the gateway stamps as it hands the chunk to gRPC:
-	// agent → gateway (reading, decoding, translating) and gateway → client
-	// (encoding, HTTP/2, the client's decoding).
+	// event's time, which the gateway stamps as it journals the event:
+	// agent → gateway (reading, decoding, translating, queueing) and
+	// gateway → client (the stream's read of the journal, HTTP/2, the
+	// client's decoding).
 	ToGateway   *Latency `json:"to_gateway,omitempty"`
 	FromGateway *Latency `json:"from_gateway,omitempty"`
 }
@@ -159,6 +168,8 @@ type stream struct {
 	cpu1     cpuMark // at the ending
 	err      error
 	broke    bool
+	turnID   string // the gateway's turn
+	events   int64  // chunk events (several chunks each when coalesced)
 }
 
 func newStream(j Job) *stream {
@@ -166,7 +177,7 @@ func newStream(j Job) *stream {
 	if j.Latency {
 		s.sent = make([]int64, 0, j.N)
 		s.arrived = make([]int64, 0, j.N)
-		if j.Client == "gateway" || j.Client == gatewayStream {
+		if j.Client != "floor" && j.Client != "floor-sdk" && j.Client != "peer" && j.Client != floorLoaded {
 			s.relayed = make([]int64, 0, j.N)
 		}
 	}
@@ -208,6 +219,7 @@ func merge(j Job, client string, wall time.Duration, cpu cpuMark, ss []*stream) 
 		r.Chunks += s.v.chunks
 		r.Bytes += s.v.bytes
 		r.OutOfOrder += s.v.bad
+		r.Events += s.events
 		if s.broke {
 			r.Broke = true
 		}
@@ -230,6 +242,7 @@ func merge(j Job, client string, wall time.Duration, cpu cpuMark, ss []*stream) 
 	}
 	if len(ss) == 1 {
 		s := ss[0]
+		r.TurnID = s.turnID
 		since := func(t time.Time) int64 {
 			if t.IsZero() {
 				return 0

@@ -75,8 +75,10 @@ func runClient(args []string) int {
 		r.Load = j.Load
 	case "peer":
 		r = runPeer(ctx, j)
-	case "gateway", gatewayStream:
+	case "gateway", gatewayStream, gatewayStreamMemory:
 		r = runGateway(ctx, j)
+	case watch:
+		r = runWatch(ctx, j)
 	default:
 		fmt.Fprintf(os.Stderr, "acpbench client: unknown client %q\n", j.Client)
 		return 2

@@ -110,19 +110,33 @@ func (r *report) verdicts() []verdict {
 	bp := verdict{Figure: "slow client", Target: "gateway RSS bounded and stated; zero loss"}
 	if b := r.Backpressure; b != nil {
 		bp.Known = true
-		bp.Measured = fmt.Sprintf("agent held to ≤ %d chunks (%s) ahead of the client; RSS follows the text kept for the outcome: peak %s for %s of text (%.1f×); %d lost, %d out of order",
-			b.MaxAhead, mib(int64(b.MaxAhead)*int64(b.Size)), mib(b.HWM), mib(int64(b.N)*int64(b.Size)), float64(b.HWM-b.Base)/float64(int64(b.N)*int64(b.Size)), b.Result.Lost, b.Result.OutOfOrder)
+		if b.heldBack() {
+			bp.Measured = fmt.Sprintf("agent held to ≤ %d chunks (%s) ahead of the client; ", b.MaxAhead, mib(int64(b.MaxAhead)*int64(b.Size)))
+		} else {
+			bp.Measured = fmt.Sprintf("the agent ran ahead of the client (sent in %s what the client read in %s), its events waiting in the turn's journal; ", fmtDurF(float64(b.AgentSpan)), fmtDurF(float64(b.ClientSpan)))
+		}
+		bp.Measured += fmt.Sprintf("RSS follows the text kept for the outcome: peak %s for %s of text (%.1f×); %d lost, %d out of order",
+			mib(b.HWM), mib(int64(b.N)*int64(b.Size)), float64(b.HWM-b.Base)/float64(int64(b.N)*int64(b.Size)), b.Result.Lost, b.Result.OutOfOrder)
 		// Bounded: the agent stays within a pipe's worth of the client
-		// (64 KiB of pipe, a few frames in acpgate and gRPC's windows).
-		bp.Met = b.Result.ok() && int64(b.MaxAhead)*int64(b.Size) <= 16<<20
+		// (64 KiB of pipe, a few frames in acpgate and gRPC's windows), or,
+		// when the journal lets it run ahead, the gateway's memory does not
+		// follow the client's lag: with the outcome's text omitted, the
+		// peak stays within stallBound of the start.
+		bp.Met = b.Result.ok()
 		if o := r.BackpressureOmit; o != nil {
-			bp.Measured += fmt.Sprintf("; with `omit_outcome_text` and `coalesce_chunks`: agent ≤ %d chunks ahead, peak RSS %s over a start of %s for the same text; %d lost, %d out of order",
-				o.MaxAhead, mib(o.HWM), mib(o.Base), o.Result.Lost, o.Result.OutOfOrder)
-			bp.Met = bp.Met && o.Result.ok() && int64(o.MaxAhead)*int64(o.Size) <= 16<<20
+			ahead := fmt.Sprintf("agent ≤ %d chunks ahead", o.MaxAhead)
+			if !o.heldBack() {
+				ahead = "agent ran ahead"
+			}
+			bp.Measured += fmt.Sprintf("; with `omit_outcome_text` and `coalesce_chunks`: %s, peak RSS %s over a start of %s for the same text; %d lost, %d out of order",
+				ahead, mib(o.HWM), mib(o.Base), o.Result.Lost, o.Result.OutOfOrder)
+			bp.Met = bp.Met && o.Result.ok() && (o.heldBack() || o.HWM-o.Base <= stallBound)
+		} else {
+			bp.Met = bp.Met && b.heldBack()
 		}
 	}
 	out = append(out, bp)
-	return out
+	return append(out, r.storeVerdicts()...)
 }
 
 func p99(r Result) float64 {
@@ -376,11 +390,12 @@ func (r *report) markdown() string {
 	r.concMD(w)
 	r.idleMD(w)
 	r.bpMD(w)
+	r.storeMD(w)
 	r.profileMD(w)
 	ghzMD(w)
 	w("## Reproducing\n\n")
 	w("```sh\nmake bench          # everything, about %d minutes here; writes docs/benchmarks.md\nmake bench-smoke    # tiny shapes, one run each, fails on any lost chunk (CI runs it)\ngo -C bench run ./cmd/acpbench run -runs 3 -out /tmp/b.md -json /tmp/b.json -keep   # -sections throughput,paced,… for a part\ngo -C bench run ./cmd/acpbench report -json /tmp/b.json -out /tmp/b.md              # render raw results again\n```\n\n", max(1, int(r.Duration.Round(time.Minute).Minutes())))
-	w("The harness builds `acpgate` and the test agent from the working tree, runs each measurement in a fresh client process (`acpbench client -job …`), and starts a fresh `acpgate serve` (warmed up with one small turn) for each shape. Sources: [`bench/cmd/acpbench`](../bench/cmd/acpbench), a Go module of its own (`bench/go.mod`); the flood is the test agent's `flood_timed` directive ([`internal/testagent`](../internal/testagent)).\n")
+	w("The harness builds `acpgate` and the test agent from the working tree, runs each measurement in a fresh client process (`acpbench client -job …`), and starts a fresh `acpgate serve` (warmed up with one small turn) for each shape, each with a state directory of its own (a store's directory is locked by one gateway at a time) that is deleted when it stops. Sources: [`bench/cmd/acpbench`](../bench/cmd/acpbench), a Go module of its own (`bench/go.mod`); the flood is the test agent's `flood_timed` directive ([`internal/testagent`](../internal/testagent)).\n")
 	return b.String()
 }
 
@@ -389,7 +404,7 @@ func (r *report) methodMD(w func(string, ...any)) {
 	w("One agent program, three ways of talking to it, in the same run:\n\n")
 	w("- **floor** — the least a client can do with ACP: spawn the agent, write `initialize`, `session/new` and `session/prompt` by hand, split its stdout into lines with a `bufio.Reader`, decode each line with one `json.Unmarshal` into a struct shaped after ACP's schema (session id, update kind, message id, content type and text), count chunks. No queue, no dispatch. **floor-sdk** is the same reader decoding each update as acp-go-sdk's `SessionNotification`, whose union types decode in several passes: what the floor costs with the SDK's types.\n")
 	w("- **peer** — what a team embedding the ACP SDK gets: acp-go-sdk v0.13.0's `NewClientSideConnection` driving the agent directly, its `SessionUpdate` handler counting chunks. v0.13.0 queues at most 1,024 notifications and closes the connection when its handler falls behind (`-32603`, *peer disconnected before response*); the harness records that as *broke* and compares with the peer only where it completes.\n")
-	w("- **gateway** — a Go gRPC client calling one-shot `Prompt` on `acpgate serve` over loopback TCP (one connection, receive limit raised to 1 GiB because a completed turn's `outcome` carries the whole text, twice: `text` and `final_message`). Every event's `seq`, every chunk's index and the outcome's text (length and CRC-32C of the chunks' concatenation) are checked. **gateway-stream** is the same client consuming the stream as a stream, as a client that renders the chunks as they come would: it sets `omit_outcome_text` (the outcome then carries the text's length, checked against the chunks received, instead of a second copy of the answer — twice over, in `text` and `final_message`, when the turn has one message) and `coalesce_chunks` (chunks the gateway has already read when it sends come as one event; the client splits each back into the agent's chunks, checking and timing every one). It receives what the floor and the peer receive.\n\n")
+	w("- **gateway** — a Go gRPC client calling one-shot `Prompt` on `acpgate serve` (its default store, `store: sqlite`, unless said otherwise) over loopback TCP (one connection, receive limit raised to 1 GiB because a completed turn's `outcome` carries the whole text, twice: `text` and `final_message`). Every event's `seq`, every chunk's index and the outcome's text (length and CRC-32C of the chunks' concatenation) are checked. **gateway-stream** is the same client consuming the stream as a stream, as a client that renders the chunks as they come would: it sets `omit_outcome_text` (the outcome then carries the text's length, checked against the chunks received, instead of a second copy of the answer — twice over, in `text` and `final_message`, when the turn has one message) and `coalesce_chunks` (chunks the gateway has already read when it sends come as one event; the client splits each back into the agent's chunks, checking and timing every one). It receives what the floor and the peer receive.\n\n")
 	w("The agent is acpgate's test agent (`internal/testagent`) running the script `flood_timed N SIZE [RATE]`: N `agent_message_chunk` updates of SIZE bytes of text, each starting with its index and its send time (Unix nanoseconds, stamped as the line is written), then `end_turn`. Unpaced, the chunks go out as one buffered burst (about 800,000 chunks/s of 64 B here: the agent is never the bottleneck); paced, every wake-up (about 1 ms apart) writes the chunks then due, so pacing is exact on average and bursty at millisecond scale.\n\n")
 	w("Definitions:\n\n")
 	w("- **chunks/s** = chunks / turn time; the **turn** runs from the prompt (floor, peer: `session/prompt` written; gateway: the `started` event received, i.e. after the gateway has spawned the agent and opened the session) to the turn's ending received (the response; the gateway's `outcome`). **MB/s** is chunk text (10⁶ bytes) per second of turn. **first→last** is the chunk rate between the first and the last chunk, without the ending (the gateway's `outcome` carries the whole text again).\n")
@@ -510,7 +525,7 @@ func (r *report) pacedMD(w func(string, ...any)) {
 }
 
 // hopsMD splits the gateway's latency at the event's time, which the
-// gateway stamps as it hands the chunk to gRPC.
+// gateway stamps as it journals the event.
 func (r *report) hopsMD(w func(string, ...any)) {
 	hop := func(rs []Result, get func(Result) *Latency, pick func(*Latency) int64) []float64 {
 		var out []float64
@@ -534,7 +549,7 @@ func (r *report) hopsMD(w func(string, ...any)) {
 	if rows == 0 {
 		return
 	}
-	w("Where the gateway's latency goes: each chunk event's `time` is stamped by the gateway as it hands the chunk to gRPC, which splits the latency into agent → gateway (the agent's pipe, reading, decoding and translating the update) and gateway → client (protobuf encoding, HTTP/2 over loopback TCP, the client's decoding). One clock: all three processes run on this machine. Medians over the runs, per-run p99 range in brackets.\n\n")
+	w("Where the gateway's latency goes: each chunk event's `time` is stamped by the gateway as it journals the event (numbered and encoded once, before any stream can send it), which splits the latency into agent → gateway (the agent's pipe, reading, decoding and translating the update, the turn's queue) and gateway → client (the stream's read of the journal, HTTP/2 over loopback TCP, the client's decoding). One clock: all three processes run on this machine. Medians over the runs, per-run p99 range in brackets.\n\n")
 	w("| rate | client | agent → gateway p50 | agent → gateway p99 | gateway → client p50 | gateway → client p99 | floor p99 (agent → client) |\n|---|---|---|---|---|---|---|\n")
 	for _, p := range r.Paced {
 		for _, c := range []string{"gateway", gatewayStream} {
@@ -568,7 +583,7 @@ func (r *report) breaksMD(w func(string, ...any)) {
 	for _, br := range r.Breaks {
 		w("| paced %s/s, %s × 64 B | %d of %d | %s |\n", fmtInt(float64(br.Rate)), fmtInt(float64(br.N)), br.survived(), len(br.Runs), brokenAt(br.Runs))
 	}
-	w("\nThe gateway reads the agent's stdout at the pace its client takes the events (a slow consumer slows the agent through the pipe) and completed every one of these loads without loss.\n\n")
+	w("\nThe gateway reads the agent's stdout as fast as it can journal the events (its clients read the journal at their own pace, so a slow one does not slow the agent; a store slower than the agent does, through the pipe) and completed every one of these loads without loss.\n\n")
 }
 
 func brokenAt(rs []Result) string {
@@ -676,14 +691,19 @@ func (r *report) bpMD(w func(string, ...any)) {
 	w("| chunks received | %s of %s; %d lost, %d out of order%s |\n", fmtInt(float64(res.Chunks)), fmtInt(float64(b.N)), res.Lost, res.OutOfOrder, errSuffix(res))
 	w("| client read time (first → last chunk) | %s |\n", fmtDurF(float64(b.ClientSpan)))
 	w("| agent send time (first → last chunk) | %s |\n", fmtDurF(float64(b.AgentSpan)))
-	w("| most chunks the agent was ever ahead of the client | %d (%s): pipe, acpgate and gRPC buffers together |\n", b.MaxAhead, mib(int64(b.MaxAhead)*int64(b.Size)))
+	w("| most chunks the agent was ever ahead of the client | %d (%s): pipe, acpgate (its journal included) and gRPC buffers together |\n", b.MaxAhead, mib(int64(b.MaxAhead)*int64(b.Size)))
 	w("| acpgate RSS at start | %s |\n", mib(b.Base))
 	w("| acpgate RSS, max while the agent was sending | %s |\n", mib(b.maxRSS()))
 	w("| max of (RSS − start − text read so far), while the agent was sending | %s |\n", mib(b.maxExcess()))
 	w("| acpgate peak RSS (VmHWM, includes building and sending the outcome) | %s |\n", mib(b.HWM))
 	w("| (peak − start) / text of the turn | %.1f× |\n", float64(b.HWM-b.Base)/float64(text))
-	w("\n**The bound.** The agent is held back by the pipe: it was never more than %d chunks (%s) ahead of the client, and took %s to send what the client read in %s. So what acpgate buffers for a slow client is bounded by a few chunks, whatever the client's speed. ",
-		b.MaxAhead, mib(int64(b.MaxAhead)*int64(b.Size)), fmtDurF(float64(b.AgentSpan)), fmtDurF(float64(b.ClientSpan)))
+	if b.heldBack() {
+		w("\n**The bound.** The agent is held back by the pipe: it was never more than %d chunks (%s) ahead of the client, and took %s to send what the client read in %s. So what acpgate buffers for a slow client is bounded by a few chunks, whatever the client's speed. ",
+			b.MaxAhead, mib(int64(b.MaxAhead)*int64(b.Size)), fmtDurF(float64(b.AgentSpan)), fmtDurF(float64(b.ClientSpan)))
+	} else {
+		w("\n**The bound.** The agent is not held back by the client: the turn runs on its own and journals its events in the store, and the client's stream reads the journal at the client's pace (the recent events from memory, older ones from the store). The agent sent everything in %s, the client read it in %s, up to %d chunks (%s) behind the agent. ",
+			fmtDurF(float64(b.AgentSpan)), fmtDurF(float64(b.ClientSpan)), b.MaxAhead, mib(int64(b.MaxAhead)*int64(b.Size)))
+	}
 	w("What grows is the text acpgate keeps to put in the `outcome` (every chunk's text, by design), and it costs more than the text: RSS reached %s while the agent sent its %s, and %s (%.1f× the text) once the outcome was built and sent. The memory follows the length of the answer, not the speed of the client.\n\n",
 		mib(b.maxRSS()), mib(text), mib(b.HWM), float64(b.HWM-b.Base)/float64(text))
 	if len(b.Samples) > 0 {

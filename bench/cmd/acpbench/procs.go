@@ -16,18 +16,23 @@ import (
 
 // gatewayProc is a running `acpgate serve`.
 type gatewayProc struct {
-	cmd    *exec.Cmd
-	addr   string
-	logf   *os.File
-	exited chan struct{}
+	cmd      *exec.Cmd
+	addr     string
+	stateDir string // its store's directory
+	logf     *os.File
+	exited   chan struct{}
 }
 
 // startGateway runs `acpgate serve --config cfg --listen 127.0.0.1:0`, with
 // extra flags after those (the profiling ones, say), and waits for it to say
-// where it listens. Its stderr goes to logPath.
-func startGateway(bin, cfg, logPath string, extra ...string) (*gatewayProc, error) {
+// where it listens. Its stderr goes to logPath. stateDir is its own state
+// directory, which its configuration names as state_dir; XDG_STATE_HOME
+// points there too, so that nothing it keeps can land in a directory
+// another gateway uses.
+func startGateway(bin, cfg, logPath, stateDir string, extra ...string) (*gatewayProc, error) {
 	args := append([]string{"serve", "--config", cfg, "--listen", "127.0.0.1:0", "--log-level", "warn"}, extra...)
 	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+stateDir)
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
@@ -41,7 +46,7 @@ func startGateway(bin, cfg, logPath string, extra ...string) (*gatewayProc, erro
 		logf.Close()
 		return nil, err
 	}
-	g := &gatewayProc{cmd: cmd, logf: logf, exited: make(chan struct{})}
+	g := &gatewayProc{cmd: cmd, stateDir: stateDir, logf: logf, exited: make(chan struct{})}
 	addr := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
@@ -227,4 +232,33 @@ func children(pid int) []int {
 		}
 	}
 	return out
+}
+
+// sampleRSS samples a process's RSS every period, with the progress read
+// reports, until the function it returns is called; that returns the
+// samples.
+func sampleRSS(pid int, period time.Duration, read func() int64) (stop func() []bpSample) {
+	quit := make(chan struct{})
+	done := make(chan []bpSample)
+	go func() {
+		var out []bpSample
+		tick := time.NewTicker(period)
+		defer tick.Stop()
+		start := time.Now()
+		for {
+			select {
+			case <-quit:
+				done <- out
+				return
+			case <-tick.C:
+			}
+			if m, err := readMemory(pid); err == nil {
+				out = append(out, bpSample{At: time.Since(start), Unix: time.Now().UnixNano(), RSS: m.RSS, Read: read()})
+			}
+		}
+	}()
+	return func() []bpSample {
+		close(quit)
+		return <-done
+	}
 }

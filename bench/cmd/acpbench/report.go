@@ -27,6 +27,7 @@ type report struct {
 	Backpressure *bpResult     `json:"backpressure"`
 	// BackpressureOmit is the same slow client with omit_outcome_text.
 	BackpressureOmit *bpResult       `json:"backpressure_omit"`
+	Store            *storeResult    `json:"store"`
 	Profiles         []profileResult `json:"profiles"`
 	Interference     interference    `json:"interference"`
 }
@@ -133,6 +134,11 @@ type bpResult struct {
 	LastSent   int64         `json:"last_sent"` // the agent's last chunk, Unix ns
 	ClientSpan time.Duration `json:"client_span"`
 }
+
+// heldBack reports whether the agent stayed within a pipe's worth of the
+// client (64 KiB of pipe, a few frames in acpgate and gRPC's windows): the
+// client's pace held it back.
+func (b bpResult) heldBack() bool { return int64(b.MaxAhead)*int64(b.Size) <= 16<<20 }
 
 // streaming are the samples taken while the agent was still sending (before
 // its last chunk), that is before acpgate could start building the outcome.
