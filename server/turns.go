@@ -306,6 +306,13 @@ func (g *Gateway) pump(q *eventQueue, j *journal, coalesce bool, live *liveSessi
 				if len(out) > 0 {
 					j.append(out)
 				}
+				if over && e.GetOutcome() != nil {
+					// The agent completed before the cancel reached it, but
+					// the journal dropped events past the limit: the turn
+					// must not read as complete.
+					detail := fmt.Sprintf("the turn's journal reached limits.max_turn_bytes (%d bytes); the events after it were not journaled", limit)
+					e = terminal(outcome.Result{Error: g.interp.JournalFailed(detail, outcome.Text{})})
+				}
 				j.end(j.encode(e, seq))
 				return
 			}
