@@ -72,6 +72,13 @@ func (f *fakeGateway) Prompt(req *acpgatev1.PromptRequest, stream grpc.ServerStr
 		return f.promptErr
 	}
 	if err := cliSend(stream, f.events); err != nil {
+		// The client may let the call go while the events are still
+		// being sent (a detached prompt leaves after started).
+		if stream.Context().Err() != nil {
+			f.mu.Lock()
+			f.streamCancelled = true
+			f.mu.Unlock()
+		}
 		return err
 	}
 	if f.waitCancel {
