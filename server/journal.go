@@ -81,8 +81,8 @@ func newJournal(id string, st store.Store, log *slog.Logger, m *metrics.Agent, c
 	return j
 }
 
-// encode numbers, stamps and encodes the next event.
-func (j *journal) encode(e *acpgatev1.PromptEvent, seq uint64) store.Event {
+// encodeEvent numbers, stamps and encodes an event of a journal.
+func encodeEvent(e *acpgatev1.PromptEvent, seq uint64) store.Event {
 	e.Seq = seq
 	e.Time = timestamppb.Now()
 	data, err := proto.Marshal(e)

@@ -207,12 +207,12 @@ func (g *Gateway) runTurn(ctx context.Context, r *runningTurn, plan *turnPlan) {
 		live.claim(id)
 		plan.live = live
 	}
-	started := r.j.encode(started(id, live.id, live.agent.cfg.Name), 1)
+	started := encodeEvent(started(id, live.id, live.agent.cfg.Name), 1)
 	if err := r.j.start(ctx, live.id, started); err != nil {
 		live.release()
 		g.log.Error("the turn could not be journaled", "turn", id, "err", err)
 		result := outcome.Result{Error: g.interp.JournalFailed(err.Error(), outcome.Text{})}
-		r.j.end(r.j.encode(terminal(result), 2))
+		r.j.end(encodeEvent(terminal(result), 2))
 		g.noteTurnEnd(r, live, result)
 		g.afterTurn(live, nil)
 		return
@@ -271,10 +271,10 @@ func (g *Gateway) endUnstarted(r *runningTurn, err error) {
 		// before its agent had started, or the gateway is draining.
 		e = g.interp.StaleTarget("the turn ended before its agent had started: " + status.Convert(statusOf(err)).Message())
 	}
-	if err := r.j.start(context.Background(), "", r.j.encode(started(r.rec.ID, "", r.rec.Agent), 1)); err != nil {
+	if err := r.j.start(context.Background(), "", encodeEvent(started(r.rec.ID, "", r.rec.Agent), 1)); err != nil {
 		g.log.Error("the turn could not be journaled", "turn", r.rec.ID, "err", err)
 	}
-	r.j.end(r.j.encode(terminal(outcome.Result{Error: e}), 2))
+	r.j.end(encodeEvent(terminal(outcome.Result{Error: e}), 2))
 	g.logTerminal(r.rec.ID, r.rec.Agent, "", e)
 	g.noteTurnEnd(r, nil, outcome.Result{Error: e})
 }
@@ -313,13 +313,13 @@ func (g *Gateway) pump(q *eventQueue, j *journal, coalesce bool, live *liveSessi
 					detail := fmt.Sprintf("the turn's journal reached limits.max_turn_bytes (%d bytes); the events after it were not journaled", limit)
 					e = terminal(outcome.Result{Error: g.interp.JournalFailed(detail, outcome.Text{})})
 				}
-				j.end(j.encode(e, seq))
+				j.end(encodeEvent(e, seq))
 				return
 			}
 			if over {
 				continue
 			}
-			ev := j.encode(e, seq)
+			ev := encodeEvent(e, seq)
 			if size += int64(len(ev.Data)); size > limit {
 				over = true
 				cause := fmt.Sprintf("the turn's journal reached limits.max_turn_bytes (%d bytes)", limit)
@@ -353,10 +353,8 @@ func (g *Gateway) endStopped(ctx context.Context) error {
 	}
 	for _, rec := range running {
 		e := g.interp.GatewayStopped(outcome.Text{})
-		ev := &acpgatev1.PromptEvent{Seq: rec.LastSeq + 1, Event: &acpgatev1.PromptEvent_Error{Error: e}}
-		j := &journal{}
-		data := j.encode(ev, rec.LastSeq+1)
-		if err := g.store.End(ctx, rec.ID, data, time.Now()); err != nil {
+		ev := encodeEvent(terminal(outcome.Result{Error: e}), rec.LastSeq+1)
+		if err := g.store.End(ctx, rec.ID, ev, time.Now()); err != nil {
 			return fmt.Errorf("ending turn %s: %w", rec.ID, err)
 		}
 		g.log.Warn("a turn was running when the gateway stopped; it has ended", "turn", rec.ID, "agent", rec.Agent, "last_seq", rec.LastSeq)
