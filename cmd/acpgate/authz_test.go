@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -13,7 +11,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
-	"github.com/acpgate/acpgate/internal/testpki"
 )
 
 // tenants is a gateway over TLS with JWT callers, an agent everyone may
@@ -21,16 +18,8 @@ import (
 // groups...) is a context calling as that principal.
 func tenants(t *testing.T) (acpgatev1.AgentGatewayClient, func(name string, groups ...string) context.Context) {
 	t.Helper()
-	p := newPKI(t)
-	signer, err := testpki.NewSigner("k1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	jwks := filepath.Join(p.dir, "jwks.json")
-	if err := os.WriteFile(jwks, signer.JWKS(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s := serve(t, "--config", writeConfig(t, fmt.Sprintf(`
+	p, signer, s := jwtGatewayFrom(t, func(p *pki, jwks string) string {
+		return fmt.Sprintf(`
 shutdown_grace: 5s
 tls: {cert_file: %s, key_file: %s}
 auth: {mode: jwt, jwks_file: %s, issuer: https://issuer.test, audience: acpgate, claims: [groups], admins: [root]}
@@ -43,7 +32,8 @@ agents:
     command: "${ACPGATE_E2E_AGENT}"
     args: [--unique-sessions]
     allow: ["claim:groups=ml-team"]
-`, p.certFile, p.keyFle, jwks)))
+`, p.certFile, p.keyFle, jwks)
+	})
 	client := acpgatev1.NewAgentGatewayClient(p.tlsClient(t, s, nil))
 	return client, func(name string, groups ...string) context.Context {
 		token := signer.Sign(goodClaims(func(c jwt.MapClaims) {

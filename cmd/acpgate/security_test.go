@@ -281,6 +281,17 @@ func jwtGateway(t *testing.T) (*pki, *testpki.Signer, *served) {
 // jwtGatewayWith is jwtGateway with extra configuration appended.
 func jwtGatewayWith(t *testing.T, extra string) (*pki, *testpki.Signer, *served) {
 	t.Helper()
+	return jwtGatewayFrom(t, func(p *pki, jwks string) string {
+		return e2eConfig + fmt.Sprintf(`tls: {cert_file: %s, key_file: %s}
+auth: {mode: jwt, jwks_file: %s, issuer: https://issuer.test, audience: acpgate, claims: [groups]}
+`, p.certFile, p.keyFle, jwks) + extra
+	})
+}
+
+// jwtGatewayFrom serves the configuration config writes for a fresh PKI
+// and a JWKS file holding the returned signer's key.
+func jwtGatewayFrom(t *testing.T, config func(p *pki, jwks string) string) (*pki, *testpki.Signer, *served) {
+	t.Helper()
 	p := newPKI(t)
 	signer, err := testpki.NewSigner("k1")
 	if err != nil {
@@ -290,10 +301,7 @@ func jwtGatewayWith(t *testing.T, extra string) (*pki, *testpki.Signer, *served)
 	if err := os.WriteFile(jwks, signer.JWKS(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := serve(t, "--config", writeConfig(t, e2eConfig+fmt.Sprintf(`tls: {cert_file: %s, key_file: %s}
-auth: {mode: jwt, jwks_file: %s, issuer: https://issuer.test, audience: acpgate, claims: [groups]}
-`, p.certFile, p.keyFle, jwks)+extra))
-	return p, signer, s
+	return p, signer, serve(t, "--config", writeConfig(t, config(p, jwks)))
 }
 
 func goodClaims(mod func(jwt.MapClaims)) jwt.MapClaims {
