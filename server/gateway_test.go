@@ -27,7 +27,6 @@ import (
 	"github.com/acpgate/acpgate/internal/testutil"
 	"github.com/acpgate/acpgate/outcome"
 	"github.com/acpgate/acpgate/server"
-	"github.com/acpgate/acpgate/store"
 )
 
 var testAgent, acpgateBin string
@@ -899,29 +898,6 @@ func TestTwoAgentProcessesThatMintTheSameSessionIDGetTwoSessions(t *testing.T) {
 	}
 	if _, err := h.client.GetSession(ctx, &acpgatev1.GetSessionRequest{SessionId: first.GetId()}); err != nil {
 		t.Errorf("closing the second closed the first: %v", err)
-	}
-}
-
-func TestAFullDiskEndsTheTurnWithAGatewayErrorSayingSoAndNoSilentGap(t *testing.T) {
-	// A real SQLite file capped at a few pages: writes fail with
-	// SQLITE_FULL, as on a full disk.
-	st, err := store.OpenSQLiteWith(t.TempDir(), store.SQLiteOptions{MaxPageCount: 40})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	h := startWith(t, func(o *server.Options) { o.Store = st })
-	stream, err := h.client.Prompt(context.Background(), &acpgatev1.PromptRequest{Agent: "test", Text: "flood 20000 64\nstop end_turn"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	events := collect(t, stream)
-	e := last(events).GetError()
-	if e.GetGateway() == nil || !e.GetRetryable() || !strings.Contains(e.GetMessage(), "journal") {
-		t.Fatalf("terminal %v, want a retryable gateway error about the journal", last(events))
-	}
-	if !strings.Contains(e.GetGateway().GetDetail(), "full") {
-		t.Errorf("the detail %q does not say the store is full", e.GetGateway().GetDetail())
 	}
 }
 

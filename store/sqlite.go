@@ -16,13 +16,16 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// SQLite is a Store in one SQLite database file, dir/acpgate.db, so that
-// turns and their journals outlive the gateway process.
+// SQLite is a Store in a directory, so that turns and their journals
+// outlive the gateway process: the turns' records in one SQLite database
+// file, dir/acpgate.db, and each turn's events in files under
+// dir/journals (see journalFiles), committed by the record.
 //
 // Durability: the database runs in WAL mode with synchronous=NORMAL. A
 // committed write survives the gateway process crashing or being killed;
 // a power loss or kernel crash may lose the last commits before the WAL
-// was synced (never corrupting the database). Syncing every commit
+// was synced (never corrupting the database), and may leave a journal
+// file shorter than its record, which Events then reports as damaged. Syncing every commit
 // (synchronous=FULL) would cost an fsync per batch of events, and the
 // gateway already loses a stream's live events on such a crash.
 //
@@ -41,8 +44,9 @@ type SQLite struct {
 	// read has a few query-only connections: in WAL mode readers see the
 	// last commit without waiting for the writer, so a replay does not
 	// queue behind a busy turn's appends.
-	read *sql.DB
-	lock *os.File
+	read  *sql.DB
+	lock  *os.File
+	files *journalFiles
 }
 
 // SQLiteOptions tunes OpenSQLiteWith. The zero value is what OpenSQLite uses.
@@ -65,8 +69,17 @@ const (
 // migrations create and evolve the schema; migration i brings the database
 // from user_version i to i+1. Append only: a database records how many ran,
 // so editing one that has shipped would leave old databases without it.
-var migrations = []string{
-	`CREATE TABLE turns (
+var migrations = []migration{
+	sqlMigration(schemaV1),
+	// Who started each turn: a caller sees only its own turns.
+	sqlMigration(schemaV2),
+	// Journals move from the events table to files (see journalFiles).
+	moveJournalsToFiles,
+}
+
+// schemaV1 is the first schema; until version 3 it kept each event of a
+// journal as a row of events.
+const schemaV1 = `CREATE TABLE turns (
 		id          TEXT PRIMARY KEY,
 		request_id  TEXT NOT NULL,
 		attempt     INTEGER NOT NULL,
@@ -93,10 +106,98 @@ var migrations = []string{
 		seq     INTEGER NOT NULL,
 		data    BLOB NOT NULL,
 		PRIMARY KEY (turn_id, seq)
-	) WITHOUT ROWID;`,
-	// Who started each turn: a caller sees only its own turns.
-	`ALTER TABLE turns ADD COLUMN owner TEXT NOT NULL DEFAULT '';
-	CREATE INDEX turns_owner ON turns (owner, started_at DESC, id DESC);`,
+	) WITHOUT ROWID;`
+
+// schemaV2 adds who started each turn.
+const schemaV2 = `ALTER TABLE turns ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+	CREATE INDEX turns_owner ON turns (owner, started_at DESC, id DESC);`
+
+// A migration changes the schema (and data) inside the transaction that
+// records the new version.
+type migration func(ctx context.Context, tx *sql.Tx, files *journalFiles) error
+
+func sqlMigration(q string) migration {
+	return func(ctx context.Context, tx *sql.Tx, _ *journalFiles) error {
+		_, err := tx.ExecContext(ctx, q)
+		return err
+	}
+}
+
+// moveJournalsToFiles writes each turn's journaled events, but for an
+// ended turn's terminal (which its record holds), to its journal files,
+// and drops the events table. Files written by a migration that then
+// fails are overwritten when it runs again: they start at count 0.
+func moveJournalsToFiles(ctx context.Context, tx *sql.Tx, files *journalFiles) error {
+	if _, err := tx.ExecContext(ctx, `ALTER TABLE turns ADD COLUMN journal_bytes INTEGER NOT NULL DEFAULT 0`); err != nil {
+		return err
+	}
+	type turn struct {
+		id    string
+		count int64
+	}
+	var turns []turn
+	rows, err := tx.QueryContext(ctx, `SELECT id, last_seq - (ended_at IS NOT NULL AND last_seq > 0) FROM turns`)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var t turn
+		if err := rows.Scan(&t.id, &t.count); err != nil {
+			rows.Close()
+			return err
+		}
+		turns = append(turns, t)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	const batch = 1024
+	for _, t := range turns {
+		var size uint64
+		for count := int64(0); count < t.count; {
+			events, err := legacyEvents(ctx, tx, t.id, count, min(batch, t.count-count))
+			if err != nil {
+				return err
+			}
+			if len(events) == 0 {
+				return fmt.Errorf("turn %s: its record counts %d events, its journal has %d", t.id, t.count, count)
+			}
+			if size, err = files.write(t.id, uint64(count), size, events); err != nil {
+				return err
+			}
+			count += int64(len(events))
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE turns SET journal_bytes = ? WHERE id = ?`, int64(size), t.id); err != nil {
+			return err
+		}
+	}
+	_, err = tx.ExecContext(ctx, `DROP TABLE events`)
+	return err
+}
+
+// legacyEvents reads up to limit events after seq after from the events
+// table of schema versions 1 and 2.
+func legacyEvents(ctx context.Context, tx *sql.Tx, turnID string, after, limit int64) ([]Event, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT seq, data FROM events WHERE turn_id = ? AND seq > ? ORDER BY seq LIMIT ?`, turnID, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Event
+	for rows.Next() {
+		var e Event
+		var seq int64
+		if err := rows.Scan(&seq, &e.Data); err != nil {
+			return nil, err
+		}
+		if want := after + int64(len(out)) + 1; seq != want {
+			return nil, fmt.Errorf("turn %s: its journal has event %d where %d belongs", turnID, seq, want)
+		}
+		e.Seq = uint64(seq)
+		out = append(out, e)
+	}
+	return out, rows.Err()
 }
 
 // OpenSQLite opens (creating if need be) the store in dir.
@@ -127,6 +228,9 @@ func OpenSQLiteWith(dir string, opts SQLiteOptions) (_ *SQLite, err error) {
 			s.Close()
 		}
 	}()
+	if s.files, err = newJournalFiles(dir); err != nil {
+		return nil, fmt.Errorf("sqlite store: %w", err)
+	}
 
 	params := url.Values{}
 	params.Add("_busy_timeout", "10000")
@@ -148,6 +252,9 @@ func OpenSQLiteWith(dir string, opts SQLiteOptions) (_ *SQLite, err error) {
 	s.write.SetMaxOpenConns(1)
 	s.write.SetConnMaxIdleTime(0)
 	if err := s.migrate(); err != nil {
+		return nil, err
+	}
+	if err := s.sweep(); err != nil {
 		return nil, err
 	}
 	if s.read, err = sql.Open("sqlite", uri+readParams.Encode()); err != nil {
@@ -195,7 +302,7 @@ func (s *SQLite) migrate() error {
 		return fmt.Errorf("sqlite store: %s has schema version %d, newer than this acpgate's %d: run a newer acpgate, or use another state directory", s.path, version, len(migrations))
 	}
 	for v := version; v < len(migrations); v++ {
-		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+		if err := migrations[v](ctx, tx, s.files); err != nil {
 			return fmt.Errorf("sqlite store: %s: migrating the schema to version %d: %w", s.path, v+1, err)
 		}
 	}
@@ -208,6 +315,44 @@ func (s *SQLite) migrate() error {
 		return s.openError(err)
 	}
 	return nil
+}
+
+// sweep deletes journal files whose turn is gone: DeleteEnded removes a
+// turn's files after its transaction commits, and a crash in between
+// keeps them.
+func (s *SQLite) sweep() error {
+	ids, err := queryIDs(context.Background(), s.write, `SELECT id FROM turns`)
+	if err != nil {
+		return s.openError(err)
+	}
+	known := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		known[s.files.name(id)] = true
+	}
+	if err := s.files.sweep(func(name string) bool { return known[name] }); err != nil {
+		return fmt.Errorf("sqlite store: deleting the journals of deleted turns: %w", err)
+	}
+	return nil
+}
+
+// queryIDs runs a query of one text column and returns its values.
+func queryIDs(ctx context.Context, db interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, q string, args ...any) ([]string, error) {
+	rows, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
 }
 
 var _ Store = (*SQLite)(nil)
@@ -258,7 +403,7 @@ func (s *SQLite) Begin(ctx context.Context, t Turn) (Turn, bool, error) {
 }
 
 func (s *SQLite) Started(ctx context.Context, turnID, sessionID string, started Event) error {
-	return s.journal(ctx, "journal the start of turn "+turnID, turnID, []Event{started}, func(tx *sql.Tx) error {
+	return s.journal(ctx, "journal the start of turn "+turnID, turnID, []Event{started}, true, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE turns SET session_id = ? WHERE id = ?`, sessionID, turnID)
 		return err
 	})
@@ -274,11 +419,13 @@ func (s *SQLite) Append(ctx context.Context, turnID string, events []Event) erro
 		}
 		return err
 	}
-	return s.journal(ctx, "journal events of turn "+turnID, turnID, events, nil)
+	return s.journal(ctx, "journal events of turn "+turnID, turnID, events, true, nil)
 }
 
 func (s *SQLite) End(ctx context.Context, turnID string, terminal Event, endedAt time.Time) error {
-	return s.journal(ctx, "end turn "+turnID, turnID, []Event{terminal}, func(tx *sql.Tx) error {
+	// The terminal is kept in the record only: Get needs it there, and
+	// a second copy in the files would double what a large one costs.
+	return s.journal(ctx, "end turn "+turnID, turnID, []Event{terminal}, false, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE turns SET ended_at = ?, terminal = ? WHERE id = ?`,
 			endedAt.UnixNano(), nonNil(terminal.Data), turnID)
 		return err
@@ -288,12 +435,14 @@ func (s *SQLite) End(ctx context.Context, turnID string, terminal Event, endedAt
 // journal appends events to a running turn's journal and runs also, in one
 // transaction: either the whole batch and its effect on the record are
 // kept or none of it is, so a failed write (a full disk) loses nothing the
-// caller believes kept, and a retry does not duplicate.
-func (s *SQLite) journal(ctx context.Context, op, turnID string, events []Event, also func(*sql.Tx) error) error {
+// caller believes kept, and a retry does not duplicate. The events' bytes
+// go to the turn's journal files (when toFiles), before the record that
+// commits them.
+func (s *SQLite) journal(ctx context.Context, op, turnID string, events []Event, toFiles bool, also func(*sql.Tx) error) error {
 	return s.inTx(ctx, op, func(tx *sql.Tx) error {
-		var lastSeq int64
+		var lastSeq, size int64
 		var endedAt sql.NullInt64
-		err := tx.QueryRowContext(ctx, `SELECT last_seq, ended_at FROM turns WHERE id = ?`, turnID).Scan(&lastSeq, &endedAt)
+		err := tx.QueryRowContext(ctx, `SELECT last_seq, ended_at, journal_bytes FROM turns WHERE id = ?`, turnID).Scan(&lastSeq, &endedAt, &size)
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNotFound
 		}
@@ -308,11 +457,14 @@ func (s *SQLite) journal(ctx context.Context, op, turnID string, events []Event,
 				return fmt.Errorf("event seq %d does not follow %d", e.Seq, prev)
 			}
 		}
-		if err := insertEvents(ctx, tx, turnID, events); err != nil {
-			return err
+		newSize := uint64(size)
+		if toFiles {
+			if newSize, err = s.files.write(turnID, uint64(lastSeq), uint64(size), events); err != nil {
+				return err
+			}
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE turns SET last_seq = ? WHERE id = ?`,
-			lastSeq+int64(len(events)), turnID); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE turns SET last_seq = ?, journal_bytes = ? WHERE id = ?`,
+			lastSeq+int64(len(events)), int64(newSize), turnID); err != nil {
 			return err
 		}
 		if also != nil {
@@ -320,29 +472,6 @@ func (s *SQLite) journal(ctx context.Context, op, turnID string, events []Event,
 		}
 		return nil
 	})
-}
-
-// insertRows is how many events one INSERT carries. A statement per event
-// spends more in the driver than in SQLite: rows of 64 journal a batch of
-// 256 events about a fifth faster (BenchmarkAppend), and 64×3 parameters
-// stay far below SQLite's limit of 32,766.
-const insertRows = 64
-
-func insertEvents(ctx context.Context, tx *sql.Tx, turnID string, events []Event) error {
-	args := make([]any, 0, 3*insertRows)
-	for len(events) > 0 {
-		n := min(len(events), insertRows)
-		args = args[:0]
-		for _, e := range events[:n] {
-			args = append(args, turnID, int64(e.Seq), nonNil(e.Data))
-		}
-		q := `INSERT INTO events (turn_id, seq, data) VALUES (?, ?, ?)` + strings.Repeat(`, (?, ?, ?)`, n-1)
-		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
-			return err
-		}
-		events = events[n:]
-	}
-	return nil
 }
 
 // inTx runs f in a write transaction and commits it. Errors other than
@@ -370,6 +499,9 @@ func (s *SQLite) opError(op string, err error) error {
 	}
 	if code, ok := sqliteCode(err); ok && code == sqlite3.SQLITE_FULL {
 		return fmt.Errorf("sqlite store %s: %s: the database or its disk is full: %w", s.path, op, err)
+	}
+	if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) || errors.Is(err, unix.EFBIG) {
+		return fmt.Errorf("sqlite store %s: %s: the disk is full, or a file reached its size limit: %w", s.path, op, err)
 	}
 	return fmt.Errorf("sqlite store %s: %s: %w", s.path, op, err)
 }
@@ -475,33 +607,47 @@ func (s *SQLite) queryTurns(ctx context.Context, op, q string, args ...any) ([]T
 
 func (s *SQLite) Events(ctx context.Context, turnID string, afterSeq uint64, limit int) ([]Event, error) {
 	op := "read the journal of turn " + turnID
+	var lastSeq, size int64
+	var ended bool
+	err := s.read.QueryRowContext(ctx, `SELECT last_seq, ended_at IS NOT NULL, journal_bytes FROM turns WHERE id = ?`, turnID).Scan(&lastSeq, &ended, &size)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, s.opError(op, err)
+	}
+	last := uint64(lastSeq)
+	if limit <= 0 || afterSeq >= last {
+		return nil, nil
+	}
+	// The files hold every event but an ended turn's terminal.
+	inFiles := last
+	if ended {
+		inFiles--
+	}
 	var out []Event
-	// Seqs are stored as int64; a seq past that range is past the end.
-	if limit > 0 && afterSeq < 1<<63-1 {
-		rows, err := s.read.QueryContext(ctx, `SELECT seq, data FROM events WHERE turn_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
-			turnID, int64(afterSeq), limit)
-		if err != nil {
-			return nil, s.opError(op, err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var e Event
-			var seq int64
-			if err := rows.Scan(&seq, &e.Data); err != nil {
-				return nil, s.opError(op, err)
+	if afterSeq < inFiles {
+		n := min(uint64(limit), inFiles-afterSeq)
+		if out, err = s.files.read(turnID, afterSeq, n, uint64(size)); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				// Deleted since the record was read.
+				if _, gone := s.Get(ctx, turnID); gone != nil {
+					return nil, gone
+				}
 			}
-			e.Seq = uint64(seq)
-			out = append(out, e)
-		}
-		if err := rows.Err(); err != nil {
 			return nil, s.opError(op, err)
 		}
 	}
-	if len(out) == 0 {
-		// No events: tell an empty (or exhausted) journal from no turn.
-		if _, err := s.Get(ctx, turnID); err != nil {
-			return nil, err
+	if ended && len(out) < limit {
+		terminal := Event{Seq: last}
+		err := s.read.QueryRowContext(ctx, `SELECT terminal FROM turns WHERE id = ?`, turnID).Scan(&terminal.Data)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, ErrNotFound
 		}
+		if err != nil {
+			return nil, s.opError(op, err)
+		}
+		out = append(out, terminal)
 	}
 	return out, nil
 }
@@ -511,27 +657,39 @@ func (s *SQLite) Events(ctx context.Context, turnID string, afterSeq uint64, lim
 // wait for it.
 const deleteBatch = 100
 
+// DeleteEnded deletes the records in transactions of deleteBatch turns,
+// and each batch's journal files once its transaction has committed (a
+// crash in between leaves files that the next OpenSQLite sweeps).
 func (s *SQLite) DeleteEnded(ctx context.Context, before time.Time) (int, error) {
 	cutoff := before.UnixNano()
 	total := 0
 	for {
-		n := 0
+		var ids []string
 		err := s.inTx(ctx, "delete ended turns", func(tx *sql.Tx) error {
-			const ids = `SELECT id FROM turns WHERE ended_at < ? ORDER BY ended_at, id LIMIT ?`
-			if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE turn_id IN (`+ids+`)`, cutoff, deleteBatch); err != nil {
+			var err error
+			if ids, err = queryIDs(ctx, tx, `SELECT id FROM turns WHERE ended_at < ? ORDER BY ended_at, id LIMIT ?`, cutoff, deleteBatch); err != nil {
 				return err
 			}
-			res, err := tx.ExecContext(ctx, `DELETE FROM turns WHERE id IN (`+ids+`)`, cutoff, deleteBatch)
-			if err != nil {
-				return err
+			for _, id := range ids {
+				if _, err := tx.ExecContext(ctx, `DELETE FROM turns WHERE id = ?`, id); err != nil {
+					return err
+				}
 			}
-			deleted, err := res.RowsAffected()
-			n = int(deleted)
-			return err
+			return nil
 		})
-		total += n
-		if err != nil || n < deleteBatch {
+		if err != nil {
 			return total, err
+		}
+		total += len(ids)
+		var errs []error
+		for _, id := range ids {
+			errs = append(errs, s.files.remove(id))
+		}
+		if err := errors.Join(errs...); err != nil {
+			return total, fmt.Errorf("sqlite store %s: deleting the journal files of ended turns: %w", s.path, err)
+		}
+		if len(ids) < deleteBatch {
+			return total, nil
 		}
 	}
 }

@@ -180,7 +180,7 @@ func TestSQLiteFile(t *testing.T) {
 		}
 	})
 
-	t.Run("a full database fails the append and keeps the journal as it was", func(t *testing.T) {
+	t.Run("a full database fails the end and keeps the turn running", func(t *testing.T) {
 		s, err := store.OpenSQLiteWith(t.TempDir(), store.SQLiteOptions{MaxPageCount: 64})
 		if err != nil {
 			t.Fatalf("OpenSQLiteWith: %v", err)
@@ -192,41 +192,174 @@ func TestSQLiteFile(t *testing.T) {
 		if err := s.Started(ctx, "t1", "s1", storetest.Events(1, 1)[0]); err != nil {
 			t.Fatalf("Started: %v", err)
 		}
-		big := bytes.Repeat([]byte("y"), 1000)
-		var seq uint64 = 1
-		var full error
-		for full == nil {
-			batch := make([]store.Event, 16)
-			for i := range batch {
-				batch[i] = store.Event{Seq: seq + 1 + uint64(i), Data: big}
-			}
-			if full = s.Append(ctx, "t1", batch); full == nil {
-				seq += 16
-			}
-			if seq > 64*4096/1000*2 {
-				t.Fatalf("journaled %d KB in a database of 64 pages without an error", seq)
-			}
+		// The terminal lives in the record: 1 MB does not fit in 64 pages.
+		err = s.End(ctx, "t1", store.Event{Seq: 2, Data: bytes.Repeat([]byte("y"), 1<<20)}, time.Now())
+		if err == nil || !strings.Contains(err.Error(), "full") || !strings.Contains(err.Error(), "acpgate.db") {
+			t.Fatalf("End on a full database: %v; want it to say the database is full, naming it", err)
 		}
-		t.Logf("Append to a full database: %v", full)
-		if !strings.Contains(full.Error(), "full") || !strings.Contains(full.Error(), "acpgate.db") {
-			t.Errorf("Append to a full database: %v; want it to say the database is full, naming it", full)
+		if got, err := s.Get(ctx, "t1"); err != nil || !got.Running() || got.LastSeq != 1 {
+			t.Errorf("after the failed End: running %v, last seq %d, %v; want running at 1", got.Running(), got.LastSeq, err)
 		}
-		events, err := s.Events(ctx, "t1", 0, 1<<20)
-		if err != nil {
-			t.Fatalf("Events: %v", err)
-		}
-		if uint64(len(events)) != seq || events[len(events)-1].Seq != seq {
-			t.Errorf("journal after the failed batch: %d events, want %d (the failed batch kept in part?)", len(events), seq)
-		}
-		if got, err := s.Get(ctx, "t1"); err != nil || got.LastSeq != seq {
-			t.Errorf("LastSeq = %d, %v; want %d", got.LastSeq, err, seq)
-		}
-		if err := s.End(ctx, "t1", store.Event{Seq: seq + 1, Data: big}, time.Now()); err == nil {
-			t.Log("End fitted in the full database")
-		} else if errors.Is(err, store.ErrEnded) || errors.Is(err, store.ErrNotFound) {
-			t.Errorf("End on a full database: %v", err)
+		if err := s.Append(ctx, "t1", storetest.Events(2, 3)); err != nil {
+			t.Errorf("Append after the failed End: %v", err)
 		}
 	})
+
+	t.Run("a file size limit fails the append and keeps the journal as it was", func(t *testing.T) {
+		// A real limit on a real file (RLIMIT_FSIZE), set in a child
+		// process so that it binds nothing else: the kernel refuses the
+		// write past it with EFBIG, as a full disk refuses with ENOSPC.
+		cmd := exec.Command(os.Args[0], "-test.run=^TestSQLiteJournalUnderAFileSizeLimitInChild$", "-test.v")
+		cmd.Env = append(os.Environ(), "ACPGATE_STORE_FSIZE_DIR="+t.TempDir())
+		out, err := cmd.CombinedOutput()
+		t.Logf("child:\n%s", out)
+		if err != nil || !strings.Contains(string(out), "--- PASS: TestSQLiteJournalUnderAFileSizeLimitInChild") {
+			t.Fatalf("the child failed (%v)", err)
+		}
+	})
+
+	t.Run("journals written before version 3 are moved to files and read back whole", func(t *testing.T) {
+		dir := t.TempDir()
+		raw, err := sqlOpen(filepath.Join(dir, "acpgate.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range store.MigrationsBeforeFiles() {
+			if _, err := raw.Exec(q); err != nil {
+				t.Fatalf("schema version 2: %v", err)
+			}
+		}
+		// An ended turn (its terminal in the events table and in the
+		// record, as version 2 kept it) and a running one.
+		for _, q := range []string{
+			`INSERT INTO turns (id, request_id, attempt, agent, session_id, target, started_at, ended_at, last_seq, terminal) VALUES ('ended', '', 1, 'a', 's', 't', 1, 2, 4, 'the end')`,
+			`INSERT INTO turns (id, request_id, attempt, agent, session_id, target, started_at, last_seq) VALUES ('running', '', 1, 'a', 's', 't', 1, 2)`,
+			`INSERT INTO events (turn_id, seq, data) VALUES ('ended', 1, 'event 1'), ('ended', 2, 'event 2'), ('ended', 3, 'event 3'), ('ended', 4, 'the end'), ('running', 1, 'event 1'), ('running', 2, 'event 2')`,
+			`PRAGMA user_version = 2`,
+		} {
+			if _, err := raw.Exec(q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		raw.Close()
+		s := openSQLite(t, dir)
+		defer s.Close()
+		events, err := s.Events(ctx, "ended", 0, 100)
+		if want := append(storetest.Events(1, 3), store.Event{Seq: 4, Data: []byte("the end")}); err != nil || !equalEvents(events, want) {
+			t.Errorf("the ended turn's journal: %v, %v; want %v", events, err, want)
+		}
+		if events, err := s.Events(ctx, "running", 0, 100); err != nil || !equalEvents(events, storetest.Events(1, 2)) {
+			t.Errorf("the running turn's journal: %v, %v", events, err)
+		}
+		if err := s.Append(ctx, "running", storetest.Events(3, 3)); err != nil {
+			t.Fatalf("Append to the moved journal: %v", err)
+		}
+		if events, err := s.Events(ctx, "running", 1, 100); err != nil || !equalEvents(events, storetest.Events(2, 3)) {
+			t.Errorf("the running turn's journal after an append: %v, %v", events, err)
+		}
+	})
+
+	t.Run("journal files of deleted turns are swept at open", func(t *testing.T) {
+		dir := t.TempDir()
+		s := openSQLite(t, dir)
+		startedTurn(t, s, "kept")
+		s.Close()
+		// What a crash between a deletion's commit and its unlink leaves.
+		stray := filepath.Join(dir, "journals", "0123456789abcdef0123456789abcdef.events")
+		if err := os.WriteFile(stray, []byte("old"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s = openSQLite(t, dir)
+		defer s.Close()
+		if _, err := os.Stat(stray); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the stray journal file is still there: %v", err)
+		}
+		if events, err := s.Events(ctx, "kept", 0, 10); err != nil || !equalEvents(events, storetest.Events(1, 1)) {
+			t.Errorf("the kept turn's journal: %v, %v", events, err)
+		}
+	})
+
+	t.Run("a journal file shorter than its record is reported damaged, not read short", func(t *testing.T) {
+		dir := t.TempDir()
+		s := openSQLite(t, dir)
+		defer s.Close()
+		startedTurn(t, s, "t1")
+		if err := s.Append(ctx, "t1", storetest.Events(2, 10)); err != nil {
+			t.Fatal(err)
+		}
+		files, _ := filepath.Glob(filepath.Join(dir, "journals", "*.events"))
+		if len(files) != 1 {
+			t.Fatalf("journal data files: %v", files)
+		}
+		if err := os.Truncate(files[0], 20); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.Events(ctx, "t1", 0, 10)
+		if err == nil || !strings.Contains(err.Error(), "damaged") {
+			t.Errorf("Events of a truncated journal: %v; want an error saying it is damaged", err)
+		}
+	})
+}
+
+// TestSQLiteJournalUnderAFileSizeLimitInChild is the child of "a file
+// size limit fails the append": it limits its own file size, fills a
+// journal past it, and checks what the store kept.
+func TestSQLiteJournalUnderAFileSizeLimitInChild(t *testing.T) {
+	dir := os.Getenv("ACPGATE_STORE_FSIZE_DIR")
+	if dir == "" {
+		t.Skip("run by TestSQLiteFile in a child process")
+	}
+	ctx := context.Background()
+	s := openSQLite(t, dir)
+	defer s.Close()
+	if _, _, err := s.Begin(ctx, storetest.NewTurn("t1", "r1", 1, 0)); err != nil {
+		t.Fatalf("Begin: %v", err)
+	}
+	if err := s.Started(ctx, "t1", "s1", storetest.Events(1, 1)[0]); err != nil {
+		t.Fatalf("Started: %v", err)
+	}
+	const limit = 256 << 10
+	if err := limitFileSize(limit); err != nil {
+		t.Fatalf("setting RLIMIT_FSIZE: %v", err)
+	}
+	big := bytes.Repeat([]byte("y"), 1000)
+	var seq uint64 = 1
+	var full error
+	for full == nil {
+		batch := make([]store.Event, 16)
+		for i := range batch {
+			batch[i] = store.Event{Seq: seq + 1 + uint64(i), Data: big}
+		}
+		if full = s.Append(ctx, "t1", batch); full == nil {
+			seq += 16
+		}
+		if seq > 2*limit/1000 {
+			t.Fatalf("journaled %d KB under a %d KB file size limit without an error", seq, limit>>10)
+		}
+	}
+	t.Logf("Append past the limit: %v", full)
+	if !strings.Contains(full.Error(), "full") || !strings.Contains(full.Error(), "acpgate.db") {
+		t.Errorf("Append past the limit: %v; want it to say the disk is full, naming the store", full)
+	}
+	events, err := s.Events(ctx, "t1", 0, 1<<20)
+	if err != nil {
+		t.Fatalf("Events: %v", err)
+	}
+	if uint64(len(events)) != seq || events[len(events)-1].Seq != seq {
+		t.Errorf("journal after the failed batch: %d events, want %d (the failed batch kept in part?)", len(events), seq)
+	}
+	if got, err := s.Get(ctx, "t1"); err != nil || got.LastSeq != seq {
+		t.Errorf("LastSeq = %d, %v; want %d", got.LastSeq, err, seq)
+	}
+	// A smaller batch that fits is journaled after the failed one, with
+	// no trace of it.
+	small := []store.Event{{Seq: seq + 1, Data: []byte("small")}}
+	if err := s.Append(ctx, "t1", small); err != nil {
+		t.Fatalf("a small Append after the failed one: %v", err)
+	}
+	if got, err := s.Events(ctx, "t1", seq, 10); err != nil || !equalEvents(got, small) {
+		t.Errorf("after the small Append: %v, %v", got, err)
+	}
 }
 
 // TestSQLiteOpenInChild is the child of "another process cannot open a
@@ -244,4 +377,16 @@ func TestSQLiteOpenInChild(t *testing.T) {
 		return
 	}
 	fmt.Println(err)
+}
+
+// startedTurn begins turn id in s and journals its started event.
+func startedTurn(t *testing.T, s store.Store, id string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, _, err := s.Begin(ctx, storetest.NewTurn(id, "", 1, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Started(ctx, id, "s1", storetest.Events(1, 1)[0]); err != nil {
+		t.Fatal(err)
+	}
 }
