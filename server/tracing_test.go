@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/config"
 	"github.com/acpgate/acpgate/internal/testutil"
+	"github.com/acpgate/acpgate/metrics"
 	"github.com/acpgate/acpgate/server"
 	"github.com/acpgate/acpgate/tracing"
 )
@@ -315,5 +317,42 @@ func TestWithTracingOffTheAgentReceivesNoMetaEvenFromATracedCaller(t *testing.T)
 		if m.Meta != nil {
 			t.Errorf("%s carried _meta %v with tracing off", m.Method, m.Meta)
 		}
+	}
+}
+
+func TestGRPCLatencyObservationsCarryTheSampledCallersTraceIDAsAnExemplar(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	m := metrics.New(metrics.Limits{})
+	h := startWith(t, func(o *server.Options) {
+		o.TracerProvider = tp
+		o.Metrics = m
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ctx = metadata.AppendToOutgoingContext(ctx, "traceparent", callerParent)
+	if _, err := h.client.ListAgents(ctx, &acpgatev1.ListAgentsRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	fams, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exemplars []string
+	for _, f := range fams {
+		if f.GetName() != "grpc_server_handling_seconds" {
+			continue
+		}
+		for _, metric := range f.GetMetric() {
+			for _, b := range metric.GetHistogram().GetBucket() {
+				for _, l := range b.GetExemplar().GetLabel() {
+					exemplars = append(exemplars, l.GetName()+"="+l.GetValue())
+				}
+			}
+		}
+	}
+	if !slices.Contains(exemplars, "trace_id="+callerTraceID) {
+		t.Errorf("grpc_server_handling_seconds exemplars %v, want one with trace_id=%s", exemplars, callerTraceID)
 	}
 }
