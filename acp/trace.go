@@ -3,11 +3,12 @@ package acp
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
-	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
@@ -16,7 +17,8 @@ import (
 
 // Span names of the gateway's own work on an agent. The requests on the
 // wire are named by their JSON-RPC method, as OpenTelemetry's RPC
-// conventions name a JSON-RPC span (rpc.system "jsonrpc", no service).
+// conventions (semconv 1.43, those otelgrpc follows for the gateway's own
+// calls) name a JSON-RPC span: rpc.system.name "jsonrpc", no service.
 const (
 	SpanAgentStart = "acpgate.agent.start" // spawn and handshake, all of Open
 	SpanAgentSpawn = "acpgate.agent.spawn" // starting the process
@@ -78,8 +80,8 @@ func (s *Session) meta(ctx context.Context) map[string]any {
 // rpcAttrs are a JSON-RPC span's attributes.
 func (s *Session) rpcAttrs(method string) trace.SpanStartOption {
 	return trace.WithAttributes(
-		semconv.RPCSystemKey.String("jsonrpc"),
-		semconv.RPCJSONRPCVersion("2.0"),
+		semconv.RPCSystemNameJSONRPC,
+		semconv.JSONRPCProtocolVersion("2.0"),
 		semconv.RPCMethod(method),
 		AttrAgent.String(s.cfg.Agent),
 	)
@@ -107,10 +109,11 @@ func noteReply(span trace.Span, reply jsonrpc.Reply, err error) {
 		span.SetStatus(codes.Error, reply.Violation)
 	case len(reply.Response.Error) > 0 && string(reply.Response.Error) != "null":
 		var e jsonrpc.ErrorObject
-		if json.Unmarshal(reply.Response.Error, &e) == nil {
-			span.SetAttributes(semconv.RPCJSONRPCErrorCode(int(e.Code)), semconv.RPCJSONRPCErrorMessage(e.Message))
+		if json.Unmarshal(reply.Response.Error, &e) != nil {
+			span.SetStatus(codes.Error, "the agent answered with an error")
+			break
 		}
-		span.SetStatus(codes.Error, "the agent answered with an error")
+		rpcError(span, &e)
 	}
 }
 
@@ -127,6 +130,15 @@ func noteStopReason(span trace.Span, reply jsonrpc.Reply) {
 	if json.Unmarshal(reply.Response.Result, &r) == nil && r.StopReason != "" {
 		span.SetAttributes(AttrStopReason.String(r.StopReason))
 	}
+}
+
+// rpcError records a JSON-RPC error answer on its request's span: the
+// code as rpc.response.status_code and error.type, the message as the
+// status's description.
+func rpcError(span trace.Span, e *jsonrpc.ErrorObject) {
+	code := strconv.FormatInt(e.Code, 10)
+	span.SetAttributes(semconv.RPCResponseStatusCode(code), semconv.ErrorTypeKey.String(code))
+	span.SetStatus(codes.Error, e.Message)
 }
 
 // failSpan marks span failed with err, when there is one.

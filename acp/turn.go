@@ -12,7 +12,6 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 
 	otelcodes "go.opentelemetry.io/otel/codes"
-	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/acpgate/acpgate/acp/jsonrpc"
@@ -463,8 +462,7 @@ func (s *Session) request(ctx context.Context, method string, params json.RawMes
 	ctx, span := s.serveSpan(ctx, method)
 	defer func() {
 		if rpcErr != nil {
-			span.SetAttributes(semconv.RPCJSONRPCErrorCode(int(rpcErr.Code)), semconv.RPCJSONRPCErrorMessage(rpcErr.Message))
-			span.SetStatus(otelcodes.Error, rpcErr.Message)
+			rpcError(span, rpcErr)
 		}
 		span.End()
 	}()

@@ -202,7 +202,7 @@ func TestATurnsSpansContinueTheCallersTraceFromSpawnThroughTheHandshakeToTheProm
 	if got := attrs(prompt)["acpgate.stop_reason"].AsString(); got != "end_turn" {
 		t.Errorf("session/prompt's stop reason = %q", got)
 	}
-	for key, want := range map[attribute.Key]string{"rpc.system": "jsonrpc", "rpc.method": "session/prompt", "rpc.jsonrpc.version": "2.0"} {
+	for key, want := range map[attribute.Key]string{"rpc.system.name": "jsonrpc", "rpc.method": "session/prompt", "jsonrpc.protocol.version": "2.0"} {
 		if got := attrs(prompt)[key].String(); got != want {
 			t.Errorf("session/prompt's %s = %q, want %q", key, got, want)
 		}
@@ -354,5 +354,32 @@ func TestGRPCLatencyObservationsCarryTheSampledCallersTraceIDAsAnExemplar(t *tes
 	}
 	if !slices.Contains(exemplars, "trace_id="+callerTraceID) {
 		t.Errorf("grpc_server_handling_seconds exemplars %v, want one with trace_id=%s", exemplars, callerTraceID)
+	}
+}
+
+func TestAnAgentsFileRequestIsASpanInsideItsTurnCarryingTheErrorItWasAnswered(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	h := startWith(t, func(o *server.Options) {
+		o.TracerProvider = tp
+		withRecordingAgent(t, o)
+		o.Config.Agents[len(o.Config.Agents)-1].FS.Read = true
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	stream, err := h.client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: "traced", Text: "read no-such-file.txt\nchunk done"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	collect(t, stream)
+	spans := waitForSpan(t, exp, server.SpanTurn)
+	read := only(t, spans, "fs/read_text_file")
+	if read.Parent.SpanID() != only(t, spans, "session/prompt").SpanContext.SpanID() {
+		t.Error("the file request is not a child of session/prompt")
+	}
+	a := attrs(read)
+	if a["rpc.method"].AsString() != "fs/read_text_file" || a["rpc.response.status_code"].AsString() == "" || read.Status.Code.String() != "Error" {
+		t.Errorf("the failed read's span: attributes %v, status %v", a, read.Status)
 	}
 }
