@@ -8,6 +8,7 @@ import (
 	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/acpgate/acpgate/acp/jsonrpc"
@@ -97,7 +98,9 @@ func (s *Session) requestPermission(ctx context.Context, params json.RawMessage)
 		decided.Decision = decision
 		t.permission(decided, s.cfg.Permission.Mode != PolicyAsk)
 	}
-	s.log.Info("answered a permission request", "request", requestID, "option", decision.OptionId,
+	trace.SpanFromContext(ctx).SetAttributes(AttrPermission.String(decision.DecidedBy.String()),
+		AttrPermOption.String(decision.OptionId), AttrPermCancel.Bool(decision.Cancelled))
+	s.log.InfoContext(ctx, "answered a permission request", "request", requestID, "option", decision.OptionId,
 		"cancelled", decision.Cancelled, "decided_by", decision.DecidedBy.String(), "reason", decision.Reason)
 	if decision.Cancelled {
 		return acpsdk.RequestPermissionResponse{Outcome: acpsdk.NewRequestPermissionOutcomeCancelled()}, nil

@@ -13,6 +13,11 @@ import (
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/acpgate/acpgate/acp/jsonrpc"
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/outcome"
@@ -79,6 +84,14 @@ type Config struct {
 	AnswerBudget *AnswerBudget
 	// Logger receives diagnostics; slog.Default() when nil.
 	Logger *slog.Logger
+	// Tracer makes the spans of the agent's start-up, of the requests
+	// sent to it and of those it sends; nil makes none.
+	Tracer trace.Tracer
+	// Propagator writes the current span's context into the _meta of
+	// every request and notification sent to the agent (ACP reserves
+	// traceparent, tracestate and baggage there), so that an agent that
+	// traces continues the trace. Nil sends no _meta, as without tracing.
+	Propagator propagation.TextMapPropagator
 }
 
 // OpenOptions choose the session to open.
@@ -122,6 +135,7 @@ var (
 type Session struct {
 	cfg    Config
 	log    *slog.Logger
+	tracer trace.Tracer
 	interp outcome.Interpreter
 	proc   *process
 	conn   *jsonrpc.Conn
@@ -146,7 +160,16 @@ type Session struct {
 // authenticate when configured) and opens a session (session/new, or
 // session/load when opts.LoadSessionID is set). Every failure the agent
 // causes is an *Error; the agent is stopped before Open returns one.
-func Open(ctx context.Context, cfg Config, opts OpenOptions) (*Session, error) {
+func Open(ctx context.Context, cfg Config, opts OpenOptions) (_ *Session, err error) {
+	tracer := cfg.tracer()
+	ctx, span := tracer.Start(ctx, SpanAgentStart, trace.WithAttributes(AttrAgent.String(cfg.Agent), AttrLoadSession.Bool(opts.LoadSessionID != "")))
+	defer func() {
+		if agentErr := (*Error)(nil); errors.As(err, &agentErr) {
+			span.SetAttributes(attribute.String("acpgate.error.class", outcome.Class(agentErr.Proto)))
+		}
+		failSpan(span, err)
+		span.End()
+	}()
 	if cfg.CancelGrace <= 0 {
 		cfg.CancelGrace = DefaultCancelGrace
 	}
@@ -183,10 +206,15 @@ func Open(ctx context.Context, cfg Config, opts OpenOptions) (*Session, error) {
 			return nil, &Error{Proto: interp.SpawnFailed(err.Error())}
 		}
 	}
+	_, spawnSpan := tracer.Start(ctx, SpanAgentSpawn, trace.WithAttributes(AttrAgent.String(cfg.Agent), semconv.ProcessExecutablePath(spec.Command)))
 	proc, err := startProcess(spec)
 	if err != nil {
+		failSpan(spawnSpan, err)
+		spawnSpan.End()
 		return nil, &Error{Proto: interp.SpawnFailed(err.Error())}
 	}
+	spawnSpan.SetAttributes(semconv.ProcessPID(proc.pid()), AttrContainment.String(proc.Containment().String()))
+	spawnSpan.End()
 	if got := proc.Containment(); got != spec.Containment {
 		log.Warn("the kernel refused this agent the configured containment; its descendants are held by the weaker kind",
 			"pid", proc.pid(), "configured", spec.Containment, "in_force", got)
@@ -194,6 +222,7 @@ func Open(ctx context.Context, cfg Config, opts OpenOptions) (*Session, error) {
 	s := &Session{
 		cfg:     cfg,
 		log:     log.With("pid", proc.pid()),
+		tracer:  tracer,
 		interp:  interp,
 		proc:    proc,
 		cwd:     cwd,
@@ -219,6 +248,7 @@ func Open(ctx context.Context, cfg Config, opts OpenOptions) (*Session, error) {
 		return nil, err
 	}
 	s.log = s.log.With("session", s.id)
+	span.SetAttributes(AttrACPSession.String(s.id))
 	return s, nil
 }
 
@@ -250,13 +280,16 @@ type initializeResult struct {
 
 func (s *Session) handshake(ctx context.Context, opts OpenOptions) error {
 	var init initializeResult
-	if err := s.call(ctx, "initialize", acpsdk.InitializeRequest{
-		ProtocolVersion: ProtocolVersion,
-		ClientCapabilities: acpsdk.ClientCapabilities{
-			Fs:       acpsdk.FileSystemCapabilities{ReadTextFile: s.cfg.FS.Read, WriteTextFile: s.cfg.FS.Write},
-			Terminal: false,
-		},
-		ClientInfo: &acpsdk.Implementation{Name: "acpgate", Version: s.cfg.ClientVersion},
+	if err := s.call(ctx, "initialize", func(meta map[string]any) any {
+		return acpsdk.InitializeRequest{
+			Meta:            meta,
+			ProtocolVersion: ProtocolVersion,
+			ClientCapabilities: acpsdk.ClientCapabilities{
+				Fs:       acpsdk.FileSystemCapabilities{ReadTextFile: s.cfg.FS.Read, WriteTextFile: s.cfg.FS.Write},
+				Terminal: false,
+			},
+			ClientInfo: &acpsdk.Implementation{Name: "acpgate", Version: s.cfg.ClientVersion},
+		}
 	}, &init); err != nil {
 		return err
 	}
@@ -275,7 +308,9 @@ func (s *Session) handshake(ctx context.Context, opts OpenOptions) error {
 			return &Error{Proto: s.interp.AuthMethodNotAdvertised(m, s.info.AuthMethods)}
 		}
 		var ignored json.RawMessage
-		if err := s.call(ctx, "authenticate", acpsdk.AuthenticateRequest{MethodId: m}, &ignored); err != nil {
+		if err := s.call(ctx, "authenticate", func(meta map[string]any) any {
+			return acpsdk.AuthenticateRequest{Meta: meta, MethodId: m}
+		}, &ignored); err != nil {
 			return err
 		}
 	}
@@ -285,7 +320,9 @@ func (s *Session) handshake(ctx context.Context, opts OpenOptions) error {
 	}
 	if opts.LoadSessionID == "" {
 		var created acpsdk.NewSessionResponse
-		if err := s.call(ctx, "session/new", acpsdk.NewSessionRequest{Cwd: s.cwd, McpServers: mcp}, &created); err != nil {
+		if err := s.call(ctx, "session/new", func(meta map[string]any) any {
+			return acpsdk.NewSessionRequest{Meta: meta, Cwd: s.cwd, McpServers: mcp}
+		}, &created); err != nil {
 			return err
 		}
 		if created.SessionId == "" {
@@ -303,7 +340,9 @@ func (s *Session) handshake(ctx context.Context, opts OpenOptions) error {
 	s.id, s.replay = opts.LoadSessionID, opts.Replay
 	s.mu.Unlock()
 	var ignored json.RawMessage
-	err := s.call(ctx, "session/load", acpsdk.LoadSessionRequest{SessionId: acpsdk.SessionId(opts.LoadSessionID), Cwd: s.cwd, McpServers: mcp}, &ignored)
+	err := s.call(ctx, "session/load", func(meta map[string]any) any {
+		return acpsdk.LoadSessionRequest{Meta: meta, SessionId: acpsdk.SessionId(opts.LoadSessionID), Cwd: s.cwd, McpServers: mcp}
+	}, &ignored)
 	s.mu.Lock()
 	s.replay = nil
 	s.mu.Unlock()
@@ -331,9 +370,12 @@ type earlyCommands struct {
 // Config.HandshakeTimeout, telling it apart from the caller's own deadline.
 var errHandshakeTimeout = errors.New("handshake timeout")
 
-// call makes one handshake request and decodes its result.
-func (s *Session) call(ctx context.Context, method string, params, result any) error {
-	reply, err := s.conn.Call(ctx, method, params)
+// call makes one handshake request and decodes its result. params builds
+// the request given its _meta, which carries the request's own span.
+func (s *Session) call(ctx context.Context, method string, params func(meta map[string]any) any, result any) error {
+	ctx, span := s.startCall(ctx, method)
+	reply, err := s.conn.Call(ctx, method, params(s.meta(ctx)))
+	endCall(span, reply, err)
 	if err != nil {
 		if errors.Is(context.Cause(ctx), errHandshakeTimeout) {
 			f := outcome.Failure{StderrTail: s.proc.tail.String()}

@@ -11,6 +11,9 @@ import (
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
+	otelcodes "go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/acpgate/acpgate/acp/jsonrpc"
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/outcome"
@@ -58,6 +61,45 @@ type turn struct {
 	cancelSent chan struct{} // closed once session/cancel is written (or failed)
 	cause      string        // why, set before cancelled is closed
 	ended      chan struct{} // closed when the turn has its result
+
+	// spanCtx is the session/prompt span's, the parent of the spans of
+	// the agent's requests and of the cancel; set before the turn is
+	// visible to the reader.
+	spanCtx trace.SpanContext
+	// cancelSpan is the acpgate.turn.cancel span, from the cancel request
+	// to the turn's ending. It has a lock of its own: mu is held while
+	// emit blocks, which only the cancel's onCancel can end.
+	spanMu     sync.Mutex
+	cancelSpan trace.Span
+	spanDone   bool // the turn has ended: a late cancel span ends at once
+}
+
+// startCancelSpan starts the cancel's span and returns the context that
+// session/cancel is sent in.
+func (t *turn) startCancelSpan(s *Session, cause string) context.Context {
+	parent := trace.ContextWithSpanContext(context.Background(), t.spanCtx)
+	ctx, span := s.tracer.Start(parent, SpanTurnCancel, trace.WithAttributes(AttrCancelCause.String(cause), AttrTurn.String(t.id)))
+	t.spanMu.Lock()
+	defer t.spanMu.Unlock()
+	if t.spanDone {
+		span.End()
+		return ctx
+	}
+	t.cancelSpan = span
+	return ctx
+}
+
+// endCancelSpan ends the cancel's span, if a cancel was requested, when
+// the turn has ended; graceExpired says the agent had to be stopped.
+func (t *turn) endCancelSpan(graceExpired bool) {
+	t.spanMu.Lock()
+	defer t.spanMu.Unlock()
+	t.spanDone = true
+	if t.cancelSpan != nil {
+		t.cancelSpan.SetAttributes(AttrGraceExpired.Bool(graceExpired))
+		t.cancelSpan.End()
+		t.cancelSpan = nil
+	}
 }
 
 // apply handles one update of the turn, on the connection's reader.
@@ -172,6 +214,7 @@ func (t *turn) withContextUsage(o *acpgatev1.PromptOutcome) {
 func (t *turn) requestCancel(s *Session, cause string) {
 	t.cancelOnce.Do(func() {
 		t.cause = cause
+		ctx := t.startCancelSpan(s, cause)
 		close(t.cancelled)
 		if t.onCancel != nil {
 			t.onCancel()
@@ -185,7 +228,7 @@ func (t *turn) requestCancel(s *Session, cause string) {
 			// saw the answers first could take them for a refusal and end
 			// its turn as completed before it learned of the cancel.
 			defer close(t.cancelSent)
-			if err := s.conn.Notify("session/cancel", acpsdk.CancelNotification{SessionId: acpsdk.SessionId(id)}); err != nil {
+			if err := s.conn.Notify("session/cancel", acpsdk.CancelNotification{Meta: s.meta(ctx), SessionId: acpsdk.SessionId(id)}); err != nil {
 				s.log.Debug("sending session/cancel failed", "err", err)
 			}
 		}()
@@ -223,13 +266,21 @@ func (s *Session) Prompt(ctx context.Context, prompt []acpsdk.ContentBlock, opts
 		// above.
 		t.acc.budget, t.acc.keep = s.cfg.AnswerBudget, s.interp.KeepBytes()
 	}
+	ctx, span := s.startCall(ctx, outcome.MethodPrompt)
+	span.SetAttributes(AttrTurn.String(opts.TurnID))
+	defer span.End()
+	t.spanCtx = span.SpanContext()
+	graceExpired := false
+	defer func() { t.endCancelSpan(graceExpired) }()
 	s.mu.Lock()
 	switch {
 	case s.closed:
 		s.mu.Unlock()
+		failSpan(span, ErrClosed)
 		return outcome.Result{}, ErrClosed
 	case s.turn != nil:
 		s.mu.Unlock()
+		failSpan(span, ErrBusy)
 		return outcome.Result{}, ErrBusy
 	}
 	s.turn = t
@@ -237,8 +288,10 @@ func (s *Session) Prompt(ctx context.Context, prompt []acpsdk.ContentBlock, opts
 	s.mu.Unlock()
 	defer close(t.ended)
 
-	replies, _, err := s.conn.Start(outcome.MethodPrompt, acpsdk.PromptRequest{SessionId: acpsdk.SessionId(id), Prompt: prompt})
+	span.SetAttributes(AttrACPSession.String(id))
+	replies, _, err := s.conn.Start(outcome.MethodPrompt, acpsdk.PromptRequest{Meta: s.meta(ctx), SessionId: acpsdk.SessionId(id), Prompt: prompt})
 	if err != nil {
+		failSpan(span, err)
 		t.finish()
 		s.endTurn(t)
 		return outcome.Result{}, err
@@ -255,6 +308,8 @@ func (s *Session) Prompt(ctx context.Context, prompt []acpsdk.ContentBlock, opts
 	for {
 		select {
 		case reply := <-replies:
+			noteReply(span, reply, nil)
+			noteStopReason(span, reply)
 			return s.conclude(t, id, reply), nil
 		case <-done:
 			done = nil
@@ -271,7 +326,9 @@ func (s *Session) Prompt(ctx context.Context, prompt []acpsdk.ContentBlock, opts
 		case <-grace:
 			// The agent did not acknowledge the cancel: stop it. The
 			// session cannot continue without its agent.
-			s.log.Warn("the agent did not answer a cancelled turn in time; stopping it", "grace", s.cfg.CancelGrace)
+			s.log.WarnContext(ctx, "the agent did not answer a cancelled turn in time; stopping it", "grace", s.cfg.CancelGrace)
+			graceExpired = true
+			span.SetStatus(otelcodes.Error, "the agent did not answer a cancelled turn within the cancel grace")
 			s.markClosed()
 			s.proc.kill()
 			text, _ := t.finish()
@@ -401,7 +458,14 @@ func (s *Session) notify(method string, params json.RawMessage) bool {
 }
 
 // request serves the agent's own requests.
-func (s *Session) request(ctx context.Context, method string, params json.RawMessage) (any, *jsonrpc.ErrorObject) {
+func (s *Session) request(ctx context.Context, method string, params json.RawMessage) (result any, rpcErr *jsonrpc.ErrorObject) {
+	ctx, span := s.serveSpan(ctx, method)
+	defer func() {
+		if rpcErr != nil {
+			rpcError(span, rpcErr)
+		}
+		span.End()
+	}()
 	switch method {
 	case "session/request_permission":
 		return s.requestPermission(ctx, params)

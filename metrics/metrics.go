@@ -14,6 +14,7 @@
 package metrics
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -144,7 +145,9 @@ func New(limits Limits) *Metrics {
 
 // Handler serves the registry in the Prometheus exposition formats.
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+	// OpenMetrics, to a scraper that asks for it, is the format that
+	// carries exemplars (the trace ids of gRPC latency observations).
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg, EnableOpenMetrics: true})
 }
 
 // Registry is the gateway's registry.
@@ -152,13 +155,19 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 // Interceptors prepends the gRPC server metrics' interceptors to the
 // chains given (outermost, so that every call is counted, refused ones
-// included); without metrics it returns them unchanged.
-func (m *Metrics) Interceptors(unary []grpc.UnaryServerInterceptor, stream []grpc.StreamServerInterceptor) ([]grpc.UnaryServerInterceptor, []grpc.StreamServerInterceptor) {
+// included); without metrics it returns them unchanged. exemplar, when
+// not nil, gives the labels of the exemplar each observation carries (the
+// call's trace id), read from the call's context.
+func (m *Metrics) Interceptors(unary []grpc.UnaryServerInterceptor, stream []grpc.StreamServerInterceptor, exemplar func(context.Context) prometheus.Labels) ([]grpc.UnaryServerInterceptor, []grpc.StreamServerInterceptor) {
 	if m == nil {
 		return unary, stream
 	}
-	return append([]grpc.UnaryServerInterceptor{m.grpc.UnaryServerInterceptor()}, unary...),
-		append([]grpc.StreamServerInterceptor{m.grpc.StreamServerInterceptor()}, stream...)
+	var opts []grpcprom.Option
+	if exemplar != nil {
+		opts = append(opts, grpcprom.WithExemplarFromContext(exemplar))
+	}
+	return append([]grpc.UnaryServerInterceptor{m.grpc.UnaryServerInterceptor(opts...)}, unary...),
+		append([]grpc.StreamServerInterceptor{m.grpc.StreamServerInterceptor(opts...)}, stream...)
 }
 
 // InitializeGRPC creates the gRPC metrics of every method of s at zero.

@@ -69,7 +69,7 @@ func TestANilRecorderRecordsNothingAndDoesNotPanic(t *testing.T) {
 	a.SessionClosed()
 	a.TurnDone()
 	m.InitializeGRPC(nil)
-	if u, s := m.Interceptors(nil, nil); u != nil || s != nil {
+	if u, s := m.Interceptors(nil, nil, nil); u != nil || s != nil {
 		t.Error("without metrics the interceptor chains changed")
 	}
 }

@@ -20,6 +20,8 @@ import (
 	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -30,6 +32,7 @@ import (
 	"github.com/acpgate/acpgate/metrics"
 	"github.com/acpgate/acpgate/outcome"
 	"github.com/acpgate/acpgate/store"
+	"github.com/acpgate/acpgate/tracing"
 )
 
 // Options configure a Gateway.
@@ -60,6 +63,19 @@ type Options struct {
 	SandboxLauncher string
 	// Metrics records the gateway's metrics; nil records none.
 	Metrics *metrics.Metrics
+	// TracerProvider makes the gateway's spans: the gRPC calls', the
+	// turns' and the agents' (start-up, requests, cancels); nil makes none.
+	// With it, agents also get the gateway's OTLP variables (see
+	// tracing.AgentEnv) so that their spans reach the same collector.
+	TracerProvider trace.TracerProvider
+	// Propagator reads callers' trace context from gRPC metadata and
+	// writes it into the _meta of every request sent to an agent; nil
+	// means tracing.Propagator() with a TracerProvider, and without one
+	// reads none and sends no _meta.
+	Propagator propagation.TextMapPropagator
+	// Environ is the gateway's environment ("K=V"), from which agents get
+	// the OTLP variables when tracing; os.Environ() when nil.
+	Environ []string
 }
 
 // Gateway implements acpgatev1.AgentGatewayServer.
@@ -79,6 +95,8 @@ type Gateway struct {
 	turns    turnTable
 
 	metrics   *metrics.Metrics // nil: none
+	tracer    trace.Tracer     // records nothing without a TracerProvider
+	traceOpts Options          // TracerProvider and Propagator, for the gRPC server
 	janitor   chan struct{}
 	janitorWG sync.WaitGroup
 	tempDir   func(agent string) (string, error)
@@ -106,16 +124,21 @@ func New(opts Options) (*Gateway, error) {
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
+	if opts.TracerProvider != nil && opts.Propagator == nil {
+		opts.Propagator = tracing.Propagator()
+	}
 	g := &Gateway{
-		cfg:      opts.Config,
-		log:      log,
-		byName:   make(map[string]*agentEntry),
-		admit:    newAdmission(opts.Config.Limits.MaxSessions, opts.Config.Quotas),
-		sessions: newRegistry(),
-		janitor:  make(chan struct{}),
-		tempDir:  opts.TempDir,
-		store:    opts.Store,
-		metrics:  opts.Metrics,
+		cfg:       opts.Config,
+		log:       log,
+		byName:    make(map[string]*agentEntry),
+		admit:     newAdmission(opts.Config.Limits.MaxSessions, opts.Config.Quotas),
+		sessions:  newRegistry(),
+		janitor:   make(chan struct{}),
+		tempDir:   opts.TempDir,
+		store:     opts.Store,
+		metrics:   opts.Metrics,
+		tracer:    opts.tracer(),
+		traceOpts: Options{TracerProvider: opts.TracerProvider, Propagator: opts.Propagator},
 	}
 	if g.store == nil {
 		g.store = store.NewMemory()
@@ -182,7 +205,7 @@ func acpConfig(a config.Agent, opts Options, lookup func(string) (string, bool),
 	}
 	return acp.Config{
 		Agent:            a.Name,
-		Process:          acp.ProcessSpec{Command: a.Command, Args: a.Args, Env: a.Environ(lookup)},
+		Process:          acp.ProcessSpec{Command: a.Command, Args: a.Args, Env: agentEnviron(a, opts, lookup)},
 		ClientVersion:    opts.Version,
 		AuthMethod:       a.AuthMethod,
 		FS:               acp.FSAccess{Read: a.FS.Read, Write: a.FS.Write},
@@ -194,6 +217,8 @@ func acpConfig(a config.Agent, opts Options, lookup func(string) (string, bool),
 		HandshakeTimeout: a.HandshakeTimeout,
 		MaxAgentRequests: opts.Config.Limits.MaxAgentRequests,
 		Logger:           log,
+		Tracer:           opts.tracer(),
+		Propagator:       opts.Propagator,
 	}
 }
 
@@ -353,7 +378,7 @@ func (g *Gateway) start(ctx context.Context, o *opening, loadID string, oneShot 
 		return nil, status.Error(codes.Unavailable, msgShuttingDown)
 	}
 	g.sessions.add(live)
-	g.log.Info("session opened", "agent", entry.cfg.Name, "session", live.id, "acp_session", sess.ID(), "cwd", sess.Cwd(), "pid", sess.Pid(), "one_shot", oneShot)
+	g.log.InfoContext(ctx, "session opened", "agent", entry.cfg.Name, "session", live.id, "acp_session", sess.ID(), "cwd", sess.Cwd(), "pid", sess.Pid(), "one_shot", oneShot)
 	return live, nil
 }
 

@@ -10,6 +10,9 @@ import (
 
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
@@ -94,7 +97,11 @@ func NewGRPCServer(g *Gateway, sec *Security) *GRPCServer {
 	if audit != nil {
 		unary, stream = append(unary, audit.noteUnary), append(stream, audit.noteStream)
 	}
-	unary, stream = g.metrics.Interceptors(unary, stream)
+	var ex func(context.Context) prometheus.Labels
+	if g.traceOpts.TracerProvider != nil {
+		ex = exemplar
+	}
+	unary, stream = g.metrics.Interceptors(unary, stream, ex)
 	opts := append(sec.serverOptions(),
 		grpc.ForceServerCodecV2(codec),
 		grpc.ChainUnaryInterceptor(append(unary, codec.checkUnary, validateUnary)...),
@@ -105,6 +112,18 @@ func NewGRPCServer(g *Gateway, sec *Security) *GRPCServer {
 		grpc.MaxSendMsgSize(math.MaxInt32),
 		grpc.MaxConcurrentStreams(uint32(g.cfg.Limits.MaxStreamsPerConnection)),
 	)
+	if tp := g.traceOpts.TracerProvider; tp != nil {
+		// A stats handler, not an interceptor: it sees every call, also
+		// those refused before the interceptors run, and its span is in
+		// the context every interceptor (the exemplars', the logs') sees.
+		// Message events are off: a Prompt stream sends a message per
+		// chunk, and a span event per chunk would cost what a span does.
+		opts = append(opts, grpc.StatsHandler(otelgrpc.NewServerHandler(
+			otelgrpc.WithTracerProvider(tp),
+			otelgrpc.WithPropagators(g.traceOpts.Propagator),
+			otelgrpc.WithMeterProvider(metricnoop.NewMeterProvider()),
+		)))
+	}
 	s := grpc.NewServer(opts...)
 	acpgatev1.RegisterAgentGatewayServer(s, g)
 	h := health.NewServer()

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"context"
+
 	acpsdk "github.com/coder/acp-go-sdk"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -41,7 +43,7 @@ func (g *Gateway) Prompt(req *acpgatev1.PromptRequest, stream acpgatev1.AgentGat
 	if st, ok := status.FromError(err); ok && st.Code() != codes.Unknown && st.Code() != codes.Canceled {
 		return err
 	}
-	g.log.Debug("the client stopped receiving the stream", "turn", turnID, "err", err)
+	g.log.DebugContext(ctx, "the client stopped receiving the stream", "turn", turnID, "err", err)
 	return nil
 }
 
@@ -56,13 +58,13 @@ func terminal(r outcome.Result) *acpgatev1.PromptEvent {
 	return &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_Error{Error: r.Error}}
 }
 
-func (g *Gateway) logTerminal(turnID, agent, sessionID string, e *acpgatev1.HarnessError) {
+func (g *Gateway) logTerminal(ctx context.Context, turnID, agent, sessionID string, e *acpgatev1.HarnessError) {
 	attrs := []any{"turn", turnID, "agent", agent, "session", sessionID}
 	if e == nil {
-		g.log.Info("turn completed", attrs...)
+		g.log.InfoContext(ctx, "turn completed", attrs...)
 		return
 	}
-	g.log.Info("turn ended without completing", append(attrs, "class", outcome.Class(e), "message", e.GetMessage())...)
+	g.log.InfoContext(ctx, "turn ended without completing", append(attrs, "class", outcome.Class(e), "message", e.GetMessage())...)
 }
 
 // promptBlocks validates a PromptRequest and builds its ACP content.

@@ -49,9 +49,15 @@ func Run(ctx context.Context, opts RunOptions) error {
 	if log == nil {
 		log = slog.Default()
 	}
+	tp, log, stopTracing, err := startTracing(ctx, opts.Config, opts.Version, opts.LookupEnv, log)
+	if err != nil {
+		return err
+	}
+	// Deferred first, so it runs last: the spans of the shutdown itself
+	// (cancelled turns, stopped agents) are flushed too.
+	defer stopTracing()
 	sec := opts.Security
 	if sec == nil {
-		var err error
 		if sec, err = NewSecurity(opts.Config, log); err != nil {
 			return err
 		}
@@ -65,7 +71,7 @@ func Run(ctx context.Context, opts RunOptions) error {
 	if opts.Config.Metrics.Listen != "" {
 		m = metrics.New(metricsLimits(opts.Config))
 	}
-	gw, err := New(Options{Config: opts.Config, Version: opts.Version, Logger: log, TempDir: opts.TempDir, Store: st, SandboxLauncher: opts.SandboxLauncher, Metrics: m})
+	gw, err := New(Options{Config: opts.Config, Version: opts.Version, Logger: log, TempDir: opts.TempDir, Store: st, SandboxLauncher: opts.SandboxLauncher, Metrics: m, TracerProvider: tracerProvider(tp)})
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
+	"go.opentelemetry.io/otel/baggage"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -147,7 +149,10 @@ func (g *Gateway) begin(ctx context.Context, req *acpgatev1.PromptRequest, block
 		}
 		return existing.ID, nil
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	// The turn is the gateway's, not the call's: it may outlive the call,
+	// so it takes only the call's span (its trace parent) and baggage, not
+	// its cancellation.
+	ctx, cancel := context.WithCancel(baggage.ContextWithBaggage(trace.ContextWithSpan(context.Background(), trace.SpanFromContext(ctx)), baggage.FromContext(ctx)))
 	r := &runningTurn{rec: plan.rec, cancel: cancel}
 	r.j = newJournal(plan.rec.ID, g.store, g.log, g.agentMetrics(plan.rec.Agent), func(cause string) {
 		if plan.live != nil {
@@ -197,11 +202,12 @@ func (g *Gateway) runTurn(ctx context.Context, r *runningTurn, plan *turnPlan) {
 	defer m.TurnDone()
 	id := r.rec.ID
 	live := plan.live
+	ctx, span := g.turnSpan(ctx, r, live == nil)
 	if live == nil {
 		var err error
 		live, err = g.start(ctx, plan.opening, "", true)
 		if err != nil {
-			g.endUnstarted(r, err)
+			endTurnSpan(span, nil, g.endUnstarted(ctx, r, err), pumpStats{})
 			return
 		}
 		live.claim(id)
@@ -210,18 +216,20 @@ func (g *Gateway) runTurn(ctx context.Context, r *runningTurn, plan *turnPlan) {
 	started := encodeEvent(started(id, live.id, live.agent.cfg.Name), 1)
 	if err := r.j.start(ctx, live.id, started); err != nil {
 		live.release()
-		g.log.Error("the turn could not be journaled", "turn", id, "err", err)
+		g.log.ErrorContext(ctx, "the turn could not be journaled", "turn", id, "err", err)
 		result := outcome.Result{Error: g.interp.JournalFailed(err.Error(), outcome.Text{})}
 		r.j.end(encodeEvent(terminal(result), 2))
 		g.noteTurnEnd(r, live, result)
+		endTurnSpan(span, live, result, pumpStats{})
 		g.afterTurn(live, nil)
 		return
 	}
 	q := newEventQueue()
 	pumped := make(chan struct{})
+	var streamed pumpStats
 	go func() {
 		defer close(pumped)
-		g.pump(q, r.j, plan.req.GetCoalesceChunks(), live, m, r.rec.StartedAt)
+		streamed = g.pump(ctx, q, r.j, plan.req.GetCoalesceChunks(), live, m, r.rec.StartedAt)
 	}()
 	result, err := live.sess.Prompt(ctx, plan.blocks, acp.PromptOptions{
 		TurnID:   id,
@@ -233,7 +241,7 @@ func (g *Gateway) runTurn(ctx context.Context, r *runningTurn, plan *turnPlan) {
 	if err != nil {
 		// Not a turn's ending (busy or closed underneath us), but the
 		// turn has been announced: it still gets a terminal.
-		g.log.Error("the turn could not start", "turn", id, "err", err)
+		g.log.ErrorContext(ctx, "the turn could not start", "turn", id, "err", err)
 		result = outcome.Result{Error: g.interp.StaleTarget("the session ended before the turn could start: " + err.Error())}
 	}
 	if failed := r.j.failure(); failed != nil {
@@ -245,8 +253,9 @@ func (g *Gateway) runTurn(ctx context.Context, r *runningTurn, plan *turnPlan) {
 	live.release()
 	q.finish(terminal(result))
 	<-pumped
-	g.logTerminal(id, live.agent.cfg.Name, live.id, result.Error)
+	g.logTerminal(ctx, id, live.agent.cfg.Name, live.id, result.Error)
 	g.noteTurnEnd(r, live, result)
+	endTurnSpan(span, live, result, streamed)
 	g.afterTurn(live, result.Error)
 }
 
@@ -259,8 +268,8 @@ func (g *Gateway) afterTurn(live *liveSession, e *acpgatev1.HarnessError) {
 
 // endUnstarted journals the ending of a one-shot turn whose agent did not
 // start: a one-shot caller handles one shape, so the failure to start or
-// handshake is the turn's terminal, after a started event with no session.
-func (g *Gateway) endUnstarted(r *runningTurn, err error) {
+// handshake is the turn's terminal, after a started event with no session. It returns that terminal.
+func (g *Gateway) endUnstarted(ctx context.Context, r *runningTurn, err error) outcome.Result {
 	var agentErr *acp.Error
 	var e *acpgatev1.HarnessError
 	switch {
@@ -272,23 +281,28 @@ func (g *Gateway) endUnstarted(r *runningTurn, err error) {
 		e = g.interp.StaleTarget("the turn ended before its agent had started: " + status.Convert(statusOf(err)).Message())
 	}
 	if err := r.j.start(context.Background(), "", encodeEvent(started(r.rec.ID, "", r.rec.Agent), 1)); err != nil {
-		g.log.Error("the turn could not be journaled", "turn", r.rec.ID, "err", err)
+		g.log.ErrorContext(ctx, "the turn could not be journaled", "turn", r.rec.ID, "err", err)
 	}
-	r.j.end(encodeEvent(terminal(outcome.Result{Error: e}), 2))
-	g.logTerminal(r.rec.ID, r.rec.Agent, "", e)
-	g.noteTurnEnd(r, nil, outcome.Result{Error: e})
+	result := outcome.Result{Error: e}
+	r.j.end(encodeEvent(terminal(result), 2))
+	g.logTerminal(ctx, r.rec.ID, r.rec.Agent, "", e)
+	g.noteTurnEnd(r, nil, result)
+	return result
 }
 
 // pump moves a turn's events from its queue into its journal: merging text
 // chunks when the client asked for that, and bounding the journal at
 // limits.max_turn_bytes, past which the turn is cancelled and its further
 // events are not journaled. It counts the events journaled in am, and the
-// time from began to the first agent message chunk.
-func (g *Gateway) pump(q *eventQueue, j *journal, coalesce bool, live *liveSession, am *metrics.Agent, began time.Time) {
+// time from began to the first agent message chunk, and returns what it
+// journaled (two integers kept per event: a span per chunk would cost the
+// stream more than the stream costs).
+func (g *Gateway) pump(ctx context.Context, q *eventQueue, j *journal, coalesce bool, live *liveSession, am *metrics.Agent, began time.Time) pumpStats {
 	var (
 		m         merger
 		spare     []*acpgatev1.PromptEvent
 		size      int64
+		events    int64
 		over      bool
 		firstSeen bool
 	)
@@ -314,7 +328,7 @@ func (g *Gateway) pump(q *eventQueue, j *journal, coalesce bool, live *liveSessi
 					e = terminal(outcome.Result{Error: g.interp.JournalFailed(detail, outcome.Text{})})
 				}
 				j.end(encodeEvent(e, seq))
-				return
+				return pumpStats{events: events, bytes: size}
 			}
 			if over {
 				continue
@@ -323,12 +337,13 @@ func (g *Gateway) pump(q *eventQueue, j *journal, coalesce bool, live *liveSessi
 			if size += int64(len(ev.Data)); size > limit {
 				over = true
 				cause := fmt.Sprintf("the turn's journal reached limits.max_turn_bytes (%d bytes)", limit)
-				g.log.Warn("cancelling a turn whose journal is full", "turn", j.id, "limit", limit)
+				g.log.WarnContext(ctx, "cancelling a turn whose journal is full", "turn", j.id, "limit", limit)
 				live.sess.Cancel(cause)
 				continue
 			}
 			out = append(out, ev)
 			seq++
+			events++
 			am.Chunk(len(ev.Data))
 			if !firstSeen && isAgentMessageChunk(e) {
 				firstSeen = true

@@ -98,6 +98,9 @@ type Config struct {
 	Audit Audit
 	// Metrics is the Prometheus endpoint; off unless Metrics.Listen is set.
 	Metrics Metrics
+	// Tracing is the OpenTelemetry trace export; off unless
+	// Tracing.Enabled.
+	Tracing Tracing
 }
 
 // Metrics configures the Prometheus /metrics endpoint.
@@ -409,6 +412,7 @@ func defaults() *Config {
 		HeartbeatInterval: DefaultHeartbeatInterval,
 		TurnRetention:     DefaultTurnRetention,
 		Audit:             Audit{Enabled: true},
+		Tracing:           Tracing{SamplingRatio: DefaultSamplingRatio},
 	}
 }
 

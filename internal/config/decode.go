@@ -160,6 +160,7 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 				"listen": d.stringInto(&c.Metrics.Listen, f.child("listen"), false),
 			})
 		},
+		"tracing": func(v *yaml.Node) { d.tracing(v, &c.Tracing) },
 		"store": func(v *yaml.Node) {
 			if s, ok := d.scalar(v, field{"store", "store"}); ok {
 				c.Store = StoreKind(s)

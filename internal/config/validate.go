@@ -108,6 +108,7 @@ func (v *checker) config(c *Config) {
 	}
 	v.security(c)
 	v.quotas(c.Quotas)
+	v.tracing(c.Tracing)
 }
 
 // at is " (line N)" for the line of path, or "" when it has none.

@@ -176,6 +176,9 @@ func (a *agent) handleLine(line []byte) {
 		return
 	}
 	hasID := len(m.ID) > 0
+	if m.Method != "" {
+		a.recordMeta(&m)
+	}
 	switch {
 	case m.Method != "" && hasID:
 		a.handleRequest(&m)

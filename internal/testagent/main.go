@@ -29,6 +29,10 @@
 //	--count-prompts FILE        append the line "prompt" to FILE for every
 //	                            session/prompt received (tests count how often
 //	                            the agent was really asked).
+//	--record-meta FILE          append {"method":M,"meta":M's params._meta or null}
+//	                            as a JSON line to FILE for every request and
+//	                            notification received, before handling it (tests
+//	                            check what the client propagates, e.g. traceparent).
 //	--hang-on METHOD            never answer requests of METHOD (say initialize or
 //	                            session/new): an agent that hangs at start-up.
 //	--commands A,B              right after answering session/new or session/load,
@@ -172,6 +176,7 @@ type config struct {
 	commands        []string // advertised right after session/new and session/load
 	hangOn          string   // a method never answered
 	countPrompts    string   // a file that gets a line per session/prompt
+	recordMeta      string   // a file that gets each client message's method and _meta
 }
 
 func parseFlags(args []string) (config, error) {
@@ -187,6 +192,7 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&cfg.uniqueSessions, "unique-sessions", false, `mint session ids "sess-<pid>-<n>", unique across processes`)
 	fs.StringVar(&commands, "commands", "", "comma-separated command names to advertise (available_commands_update) right after session/new and session/load")
 	fs.StringVar(&cfg.countPrompts, "count-prompts", "", "append a line to this file for every session/prompt received")
+	fs.StringVar(&cfg.recordMeta, "record-meta", "", `append {"method":M,"meta":_meta} as a JSON line to this file for every request and notification received`)
 	fs.StringVar(&cfg.hangOn, "hang-on", "", "never answer requests of this method (initialize, session/new, ...)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err

@@ -46,6 +46,8 @@ type plan struct {
 	storePacedRate    int
 	stallN, stallSize int // the flood a watcher never reads
 
+	instrFlood shape // gateway-stream with metrics and tracing on and off
+
 	profile []shape // floods run through a profiling acpgate serve
 }
 
@@ -78,6 +80,7 @@ func fullPlan(runs int) plan {
 		storeFlood:     shape{"64 B flood", 200_000, 64, runs, "the store's cost per chunk"},
 		storePacedRate: 20_000,
 		stallN:         16_384, stallSize: 64 << 10, // 1 GiB
+		instrFlood: shape{"64 B flood", 200_000, 64, runs, "the instrumentation's cost per chunk"},
 		profile: []shape{
 			{"64 B flood", 200_000, 64, 2, ""},
 			{"64 KiB flood", 2_000, 64 << 10, 2, ""},
@@ -106,6 +109,7 @@ func smokePlan() plan {
 		storeFlood:     shape{"64 B flood", 2_000, 64, 1, "the store's cost per chunk"},
 		storePacedRate: 20_000,
 		stallN:         256, stallSize: 64 << 10,
+		instrFlood: shape{"64 B flood", 2_000, 64, 1, "the instrumentation's cost per chunk"},
 		profile: []shape{
 			{"64 B flood", 2_000, 64, 1, ""},
 		},
@@ -152,7 +156,7 @@ func runDriver(args []string) int {
 	out := fs.String("out", "", "write the report (Markdown) here; default the repository's docs/benchmarks.md, none with -smoke")
 	rawOut := fs.String("json", "", "also write every raw result here, as JSON")
 	keep := fs.Bool("keep", false, "keep the working directory (binaries, configuration, gateway logs, profiles)")
-	only := fs.String("sections", "", "run only these sections (comma-separated: throughput,paced,breaks,ttfc,concurrency,idle,backpressure,store,stall,profiles)")
+	only := fs.String("sections", "", "run only these sections (comma-separated: throughput,paced,breaks,ttfc,concurrency,idle,backpressure,store,stall,instrumentation,profiles)")
 	quiet := fs.Duration("quiet", 30*time.Second, "before each measurement, wait up to this long for other processes to leave the CPU idle")
 	retries := fs.Int("retries", 2, "repeat a measurement up to this many times when other processes used the CPU during it")
 	if err := fs.Parse(args); err != nil {
@@ -205,6 +209,7 @@ func runDriver(args []string) int {
 	d.section("backpressure", d.backpressure)
 	d.section("store", d.storeSection)
 	d.section("stall", d.stallSection)
+	d.section("instrumentation", d.instrumentationSection)
 	d.section("profiles", d.profiles)
 	d.rep.Interference = d.interference
 	d.rep.Duration = time.Since(began)
@@ -305,6 +310,7 @@ func (d *driver) setup() error {
 type gatewayConf struct {
 	store        string // "sqlite" or "memory"; empty: the gateway's default (sqlite)
 	maxTurnBytes int64  // limits.max_turn_bytes; 0: the gateway's default
+	otlpURL      string // metrics on, and tracing to this OTLP/HTTP URL; "": both off
 }
 
 // config is the configuration of one gateway, whose store (if it keeps one
@@ -321,7 +327,7 @@ func (d *driver) config(c gatewayConf, stateDir string) string {
 	return fmt.Sprintf(`# acpbench: the test agent behind the gateway.
 listen: 127.0.0.1:0
 shutdown_grace: 10s
-%sstate_dir: %q
+%s%sstate_dir: %q
 limits: {%s}
 agents:
   - name: %s
@@ -330,7 +336,7 @@ agents:
     args: [--unique-sessions]
     turn_timeout: 30m
     idle_timeout: 30m
-`, store, stateDir, limits, floodAgent, d.agent)
+`, store, instrumentationConfig(c.otlpURL), stateDir, limits, floodAgent, d.agent)
 }
 
 // gateway starts a fresh acpgate serve configured by c, with extra flags if

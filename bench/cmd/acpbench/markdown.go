@@ -136,7 +136,8 @@ func (r *report) verdicts() []verdict {
 		}
 	}
 	out = append(out, bp)
-	return append(out, r.storeVerdicts()...)
+	out = append(out, r.storeVerdicts()...)
+	return append(out, r.instrumentationVerdicts()...)
 }
 
 func p99(r Result) float64 {
@@ -391,6 +392,7 @@ func (r *report) markdown() string {
 	r.idleMD(w)
 	r.bpMD(w)
 	r.storeMD(w)
+	r.instrumentationMD(w)
 	r.profileMD(w)
 	ghzMD(w)
 	w("## Reproducing\n\n")

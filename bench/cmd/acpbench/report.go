@@ -28,6 +28,7 @@ type report struct {
 	// BackpressureOmit is the same slow client with omit_outcome_text.
 	BackpressureOmit *bpResult       `json:"backpressure_omit"`
 	Store            *storeResult    `json:"store"`
+	Instrumentation  *instrResult    `json:"instrumentation"`
 	Profiles         []profileResult `json:"profiles"`
 	Interference     interference    `json:"interference"`
 }

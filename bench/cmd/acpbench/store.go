@@ -370,6 +370,29 @@ func (r *report) storeVerdicts() []verdict {
 	return []verdict{flood, paced, replay, stall}
 }
 
+// labelled names the runs of one row of a flood table.
+type labelled struct{ key, label string }
+
+// floodTable writes the table of unpaced floods whose runs are keyed by
+// the rows' keys, the first column headed first; a row without runs is
+// left out.
+func floodTable(w func(string, ...any), first string, runs map[string][]Result, rows []labelled) {
+	w("| %s | chunks/s | MB/s | turn | events | CPU µs/chunk | runs |\n|---|---|---|---|---|---|---|\n", first)
+	for _, c := range rows {
+		rs := runs[c.key]
+		if len(rs) == 0 {
+			continue
+		}
+		lost, ooo, _ := lostOf(rs)
+		w("| %s | %s | %s | %s | %s | %s (acpgate %s) | completed %d of %d; %d lost, %d out of order |\n", c.label,
+			mmm(oks(rs, Result.rate), fmtInt), mmm(oks(rs, Result.mbps), fmt1),
+			mmm(oks(rs, func(r Result) float64 { return float64(r.Turn) }), fmtDurF),
+			mmm(oks(rs, func(r Result) float64 { return float64(r.Events) }), fmtInt),
+			mmm(oks(rs, cpuPerChunk), fmtUs), mmm(oks(rs, gatewayCPUPerChunk), fmtUs),
+			len(oks(rs, Result.rate)), len(rs), lost, ooo)
+	}
+}
+
 // p99Diffs pairs run i of a and b and returns the differences of their p99.
 func p99Diffs(a, b []Result) []float64 {
 	var d []float64
@@ -390,24 +413,11 @@ func (r *report) storeMD(w func(string, ...any)) {
 	w("Every turn's events are journaled in the gateway's store (`store: sqlite`, the default, a file in `state_dir`; or `store: memory`), and every stream — `Prompt` and `WatchTurn` alike — reads the turn's journal, each event encoded once. The sections above ran on the default, `store: sqlite`, each gateway with a state directory of its own. Here the gateway-stream client runs on two gateways started side by side, one per store, alternating which goes first in each repetition.\n\n")
 	sh := st.Flood
 	w("### %s chunks × %s, unpaced\n\n", fmtInt(float64(sh.N)), size(sh.Size))
-	w("| client | chunks/s | MB/s | turn | events | CPU µs/chunk | runs |\n|---|---|---|---|---|---|---|\n")
-	for _, c := range []struct{ key, label string }{
+	floodTable(w, "client", st.Runs, []labelled{
 		{gatewayStream, "gateway-stream, `store: sqlite`"},
 		{gatewayStreamMemory, "gateway-stream, `store: memory`"},
 		{watch, "`WatchTurn` replay of the sqlite turn, `after_seq` 0"},
-	} {
-		rs := st.Runs[c.key]
-		if len(rs) == 0 {
-			continue
-		}
-		lost, ooo, _ := lostOf(rs)
-		w("| %s | %s | %s | %s | %s | %s (acpgate %s) | completed %d of %d; %d lost, %d out of order |\n", c.label,
-			mmm(oks(rs, Result.rate), fmtInt), mmm(oks(rs, Result.mbps), fmt1),
-			mmm(oks(rs, func(r Result) float64 { return float64(r.Turn) }), fmtDurF),
-			mmm(oks(rs, func(r Result) float64 { return float64(r.Events) }), fmtInt),
-			mmm(oks(rs, cpuPerChunk), fmtUs), mmm(oks(rs, gatewayCPUPerChunk), fmtUs),
-			len(oks(rs, Result.rate)), len(rs), lost, ooo)
-	}
+	})
 	w("\nRatios, run by run: sqlite / memory **%s**; replay / the same turn live **%s**. ",
 		mmm(ratios(st.Runs[gatewayStream], st.Runs[gatewayStreamMemory], Result.rate), fmtRatio),
 		mmm(ratios(st.Runs[watch], st.Runs[gatewayStream], Result.rate), fmtRatio))

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+)
+
+// recordMeta appends what a request or notification from the client
+// carried in params._meta to the --record-meta file, as one JSON line
+// {"method":M,"meta":{...}} ("meta" is null when the message had none), so
+// that tests can see what a client propagates (a traceparent) and that it
+// sends nothing when it should not. It runs on the reader, before the
+// message is handled: by the time its answer is read, the line is written.
+func (a *agent) recordMeta(m *message) {
+	if a.cfg.recordMeta == "" {
+		return
+	}
+	var p struct {
+		Meta json.RawMessage `json:"_meta"`
+	}
+	_ = json.Unmarshal(m.Params, &p)
+	if len(p.Meta) == 0 {
+		p.Meta = json.RawMessage("null")
+	}
+	line, err := json.Marshal(struct {
+		Method string          `json:"method"`
+		Meta   json.RawMessage `json:"meta"`
+	}{m.Method, p.Meta})
+	if err != nil {
+		return
+	}
+	f, err := os.OpenFile(a.cfg.recordMeta, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return
+	}
+	_, _ = f.Write(append(line, '\n'))
+	_ = f.Close()
+}
