@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/admin"
+	"google.golang.org/grpc/reflection"
 )
 
 // adminServer is the gRPC server of grpc-go's admin services on
@@ -44,6 +45,8 @@ func serveAdmin(addr string, log *slog.Logger, ready func(net.Addr)) (*adminServ
 		_ = lis.Close()
 		return nil, fmt.Errorf("registering the admin services: %w", err)
 	}
+	// Reflection, so that grpcurl needs no proto files here either.
+	reflection.Register(srv)
 	s := &adminServer{srv: srv, cleanup: cleanup, served: make(chan error, 1), log: log}
 	go func() { s.served <- srv.Serve(lis) }()
 	log.Info("serving admin services", "addr", lis.Addr().String(), "services", "channelz")
