@@ -8,25 +8,26 @@ import (
 	"net"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/admin"
+	channelzservice "google.golang.org/grpc/channelz/service"
 	"google.golang.org/grpc/reflection"
 )
 
 // adminServer is the gRPC server of grpc-go's admin services on
 // admin.listen; a nil one is not running.
 //
-// admin.Register registers channelz (the gateway's servers, listen
-// sockets, connections and call counts); it would add CSDS only if the
-// xDS packages were linked in, which the gateway does not use, so it costs
-// no dependency beyond grpc-go itself. The server is plaintext and has
-// none of the gateway's interceptors: no TLS, authentication, metrics or
-// audit, which is why config keeps admin.listen on loopback unless
-// admin.allow_remote.
+// The one admin service is channelz (the gateway's servers, listen
+// sockets, connections and call counts), registered directly rather than
+// through google.golang.org/grpc/admin: admin.Register adds CSDS only
+// when the xDS packages are linked in, which the gateway does not use,
+// and the admin package's own tests import the xDS stack (envoy's
+// control plane, cncf/xds), whose checksums go mod tidy would then add to
+// go.sum for nothing. The server is plaintext and has none of the
+// gateway's interceptors: no TLS, authentication, metrics or audit, which
+// is why config keeps admin.listen on loopback unless admin.allow_remote.
 type adminServer struct {
-	srv     *grpc.Server
-	cleanup func()
-	served  chan error
-	log     *slog.Logger
+	srv    *grpc.Server
+	served chan error
+	log    *slog.Logger
 }
 
 // serveAdmin serves the admin services on addr; with no addr it serves
@@ -40,14 +41,10 @@ func serveAdmin(addr string, log *slog.Logger, ready func(net.Addr)) (*adminServ
 		return nil, fmt.Errorf("admin.listen: %w", err)
 	}
 	srv := grpc.NewServer()
-	cleanup, err := admin.Register(srv)
-	if err != nil {
-		_ = lis.Close()
-		return nil, fmt.Errorf("registering the admin services: %w", err)
-	}
+	channelzservice.RegisterChannelzServiceToServer(srv)
 	// Reflection, so that grpcurl needs no proto files here either.
 	reflection.Register(srv)
-	s := &adminServer{srv: srv, cleanup: cleanup, served: make(chan error, 1), log: log}
+	s := &adminServer{srv: srv, served: make(chan error, 1), log: log}
 	go func() { s.served <- srv.Serve(lis) }()
 	log.Info("serving admin services", "addr", lis.Addr().String(), "services", "channelz")
 	if ready != nil {
@@ -63,7 +60,6 @@ func (s *adminServer) stop(ctx context.Context) {
 		return
 	}
 	stopWithin(ctx, s.srv)
-	s.cleanup()
 	if err := <-s.served; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 		s.log.Warn("the admin server stopped", "err", err)
 	}
