@@ -13,7 +13,7 @@ BENCH    := $(GO) -C bench
 # loaded CI machine hits now and then. A count has no deadline to race.
 FUZZTIME ?= 100000x
 
-.PHONY: all deps generate generate-python lint test go-test fuzz interop smoke examples conformance check-generated breaking build bench bench-smoke
+.PHONY: all deps generate generate-python lint test go-test fuzz interop smoke examples conformance check-generated breaking build bench bench-smoke check-deploy
 
 all: lint test
 
@@ -38,9 +38,16 @@ deps:
 
 ## test: everything — Go tests under the race detector (with the TypeScript
 ## SDK interop test required), bounded fuzzing, the grpcurl smoke test
-## against the real binary, the examples, and the cross-language conformance
-## suite.
-test: deps build go-test fuzz smoke examples conformance
+## against the real binary, the examples, the cross-language conformance
+## suite, and the Prometheus alerting rules.
+test: deps build check-deploy go-test fuzz smoke examples conformance
+
+## check-deploy: the alerting rules parse (promtool check rules) and fire on
+## the synthetic series of their unit tests (promtool test rules). promtool
+## comes with Debian's prometheus package (make deps).
+check-deploy:
+	promtool check rules deploy/prometheus/alerts.yaml
+	promtool test rules deploy/prometheus/alerts_test.yaml
 
 go-test:
 	ACPGATE_REQUIRE_INTEROP=1 $(GO) test -race -count=1 ./...

@@ -16,6 +16,12 @@ import (
 // lists, of the gateway's own and the gRPC server's.
 func readmeMetrics(t *testing.T) []string {
 	t.Helper()
+	return sortedSet(regexp.MustCompile("`((?:acpgate|grpc_server)_[a-z_]+)`").FindAllStringSubmatch(readmeObservability(t), -1))
+}
+
+// readmeObservability is the README's Observability section.
+func readmeObservability(t *testing.T) string {
+	t.Helper()
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -25,7 +31,7 @@ func readmeMetrics(t *testing.T) []string {
 		t.Fatal("README.md has no Observability section")
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
-	return sortedSet(regexp.MustCompile("`((?:acpgate|grpc_server)_[a-z_]+)`").FindAllStringSubmatch(section, -1))
+	return section
 }
 
 func sortedSet(matches [][]string) []string {

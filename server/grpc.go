@@ -191,6 +191,14 @@ func requireSession(id string) error {
 func (s *GRPCServer) Shutdown(ctx context.Context, g *Gateway) {
 	s.Health.Shutdown() // every service NOT_SERVING
 	g.Drain(ctx)
+	stopWithin(ctx, s.Server)
+	g.Close()
+}
+
+// stopWithin stops s gracefully, letting calls in progress finish, until
+// ctx ends, then hard, closing every connection: it returns shortly after
+// ctx's deadline at the latest, whatever clients do.
+func stopWithin(ctx context.Context, s *grpc.Server) {
 	stopped := make(chan struct{})
 	go func() {
 		s.GracefulStop()
@@ -202,5 +210,4 @@ func (s *GRPCServer) Shutdown(ctx context.Context, g *Gateway) {
 		s.Stop()
 		<-stopped
 	}
-	g.Close()
 }

@@ -38,6 +38,9 @@ type RunOptions struct {
 	// MetricsReady, when set, is called with the metrics endpoint's
 	// address once it serves (only when Config.Metrics.Listen is set).
 	MetricsReady func(net.Addr)
+	// AdminReady, when set, is called with the admin services' address
+	// once they serve (only when Config.Admin.Listen is set).
+	AdminReady func(net.Addr)
 }
 
 // Run serves the gateway until ctx ends, then shuts it down within
@@ -92,10 +95,18 @@ func Run(ctx context.Context, opts RunOptions) error {
 		gw.Close()
 		return err
 	}
+	as, err := serveAdmin(opts.Config.Admin.Listen, log, opts.AdminReady)
+	if err != nil {
+		ms.stop(context.Background())
+		srv.Stop()
+		gw.Close()
+		return err
+	}
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down", "grace", opts.Config.ShutdownGrace)
 	case err := <-served:
+		as.stop(context.Background())
 		ms.stop(context.Background())
 		gw.Close()
 		return fmt.Errorf("the server stopped: %w", err)
@@ -103,7 +114,10 @@ func Run(ctx context.Context, opts RunOptions) error {
 	graceCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opts.Config.ShutdownGrace)
 	defer cancel()
 	srv.Shutdown(graceCtx, gw)
-	// Metrics are served through the drain, so that it can be watched.
+	// Metrics and channelz are served through the drain, so that it can
+	// be watched; by now graceCtx may have ended, and then both close at
+	// once.
+	as.stop(graceCtx)
 	ms.stop(graceCtx)
 	if err := <-served; err != nil && !errors.Is(err, net.ErrClosed) {
 		log.Warn("serve returned", "err", err)

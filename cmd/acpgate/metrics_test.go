@@ -37,18 +37,7 @@ agents:
 // most a few seconds for the announcement.
 func (s *served) metricsURL(t *testing.T) string {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		for line := range strings.SplitSeq(s.log(), "\n") {
-			if url, ok := strings.CutPrefix(line, "acpgate metrics on "); ok {
-				return url
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the gateway never announced its metrics endpoint:\n%s", s.log())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return s.announced(t, "acpgate metrics on ")
 }
 
 // scrape reads and parses the exposition at url.

@@ -130,6 +130,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 		Security:        sec,
 		Ready:           func(addr net.Addr) { fmt.Fprintf(stderr, "acpgate listening on %s\n", addr) },
 		MetricsReady:    func(addr net.Addr) { fmt.Fprintf(stderr, "acpgate metrics on http://%s/metrics\n", addr) },
+		AdminReady:      func(addr net.Addr) { fmt.Fprintf(stderr, "acpgate admin on %s\n", addr) },
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "acpgate serve: %v\n", err)

@@ -107,6 +107,25 @@ func (s *served) log() string {
 	return s.stderr.String()
 }
 
+// announced is the rest of the gateway's stderr line that starts with
+// prefix (an address it announces once it serves), waiting at most a few
+// seconds for it.
+func (s *served) announced(t *testing.T, prefix string) string {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		for line := range strings.SplitSeq(s.log(), "\n") {
+			if rest, ok := strings.CutPrefix(line, prefix); ok {
+				return rest
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the gateway never announced %q:\n%s", prefix, s.log())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func (s *served) client(t *testing.T) (acpgatev1.AgentGatewayClient, healthpb.HealthClient) {
 	t.Helper()
 	conn, err := grpc.NewClient(s.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))

@@ -101,6 +101,9 @@ type Config struct {
 	// Tracing is the OpenTelemetry trace export; off unless
 	// Tracing.Enabled.
 	Tracing Tracing
+	// Admin is grpc-go's admin services (channelz); off unless
+	// Admin.Listen is set.
+	Admin Admin
 }
 
 // Metrics configures the Prometheus /metrics endpoint.
@@ -108,6 +111,20 @@ type Metrics struct {
 	// Listen is the host:port of the plain HTTP server serving /metrics;
 	// empty (the default) serves no metrics.
 	Listen string
+}
+
+// Admin configures grpc-go's admin services (channelz: the gateway's gRPC
+// servers, their listen sockets, connections and call counts), served on
+// a plaintext gRPC listener of their own, apart from the gateway's TLS and
+// authentication.
+type Admin struct {
+	// Listen is the host:port of the admin gRPC server; empty (the
+	// default) serves none.
+	Listen string
+	// AllowRemote permits a Listen beyond loopback. The admin services
+	// have no authentication and show every client's address and traffic,
+	// so exposing them is a choice to write down, not a default.
+	AllowRemote bool
 }
 
 // StoreKind names a turn store.

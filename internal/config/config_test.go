@@ -286,6 +286,26 @@ func TestParseErrors(t *testing.T) {
 			want: []string{`config.yaml:4: metrics.listen: "nowhere" is not a host:port address`},
 		},
 		{
+			name: "unknown key in admin",
+			yaml: agent("") + "admin:\n  allow_remot: true\n",
+			want: []string{`config.yaml:5: unknown key "allow_remot" in admin (did you mean "allow_remote"?)`},
+		},
+		{
+			name: "admin.listen must be a host:port address",
+			yaml: agent("") + "admin: {listen: nowhere}\n",
+			want: []string{`config.yaml:4: admin.listen: "nowhere" is not a host:port address`},
+		},
+		{
+			name: "admin.listen needs an address of its own",
+			yaml: agent("") + "metrics: {listen: \"127.0.0.1:9090\"}\nadmin: {listen: \"127.0.0.1:9090\"}\n",
+			want: []string{`config.yaml:5: admin.listen: "127.0.0.1:9090" is also listen or metrics.listen; the admin services need their own address`},
+		},
+		{
+			name: "admin.listen beyond loopback needs admin.allow_remote",
+			yaml: agent("") + "admin: {listen: \":9091\"}\n",
+			want: []string{`config.yaml:4: admin.listen: ":9091" is reachable beyond this machine and the admin services have no authentication; listen on 127.0.0.1, or set admin.allow_remote: true on a protected network`},
+		},
+		{
 			name: "unknown key in sandbox",
 			yaml: agent("    sandbox: {enabled: true, rx: [/a]}\n"),
 			want: []string{`config.yaml:4: unknown key "rx" in sandbox of agent "a" (did you mean "ro"?)`},

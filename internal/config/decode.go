@@ -161,6 +161,13 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 			})
 		},
 		"tracing": func(v *yaml.Node) { d.tracing(v, &c.Tracing) },
+		"admin": func(v *yaml.Node) {
+			f := field{"admin", "admin"}
+			d.fields(v, f, "in admin", map[string]func(*yaml.Node){
+				"listen":       d.stringInto(&c.Admin.Listen, f.child("listen"), false),
+				"allow_remote": d.boolInto(&c.Admin.AllowRemote, f.child("allow_remote")),
+			})
+		},
 		"store": func(v *yaml.Node) {
 			if s, ok := d.scalar(v, field{"store", "store"}); ok {
 				c.Store = StoreKind(s)

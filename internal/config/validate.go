@@ -46,6 +46,25 @@ func (v *checker) add(path, format string, args ...any) {
 	v.errs = append(v.errs, &Error{Source: v.source, Line: v.line(path), Msg: fmt.Sprintf(format, args...)})
 }
 
+// admin checks admin.listen: an address of its own, and loopback unless
+// admin.allow_remote says otherwise, since the admin services have no
+// authentication.
+func (v *checker) admin(c *Config) {
+	addr := c.Admin.Listen
+	if addr == "" {
+		return
+	}
+	host, _, err := net.SplitHostPort(addr)
+	switch {
+	case err != nil:
+		v.add("admin.listen", "admin.listen: %q is not a host:port address", addr)
+	case addr == c.Listen || addr == c.Metrics.Listen:
+		v.add("admin.listen", "admin.listen: %q is also listen or metrics.listen; the admin services need their own address", addr)
+	case !IsLoopback(host) && !c.Admin.AllowRemote:
+		v.add("admin.listen", "admin.listen: %q is reachable beyond this machine and the admin services have no authentication; listen on 127.0.0.1, or set admin.allow_remote: true on a protected network", addr)
+	}
+}
+
 // config checks the whole configuration.
 func (v *checker) config(c *Config) {
 	switch _, _, err := net.SplitHostPort(c.Listen); {
@@ -62,6 +81,7 @@ func (v *checker) config(c *Config) {
 			v.add("metrics.listen", "metrics.listen: %q is also listen; the metrics endpoint needs its own address", c.Metrics.Listen)
 		}
 	}
+	v.admin(c)
 
 	if len(c.Agents) == 0 {
 		v.add("agents", "agents: at least one agent is required")
