@@ -15,8 +15,13 @@ import (
 	"github.com/acpgate/acpgate/store"
 )
 
-// followBatch is how many events a stream reads at once.
-const followBatch = 256
+// followBatch and followBytes bound what a stream reads from the store at
+// once: a page is held until the stream has sent it, so a stalled reader
+// of 64 KiB events holds 1 MiB, not followBatch of them.
+const (
+	followBatch = 256
+	followBytes = 1 << 20
+)
 
 // storePoll is how often a stream re-reads a turn that runs with no
 // journal in this gateway (it is being set up).
@@ -74,7 +79,7 @@ func (g *Gateway) nextEvents(ctx context.Context, turnID string, after uint64) (
 	if t := g.turns.get(turnID); t != nil {
 		events, more, inMemory, last, ended := t.j.read(after, followBatch)
 		if !inMemory {
-			if events, err = g.store.Events(ctx, turnID, after, followBatch); err != nil {
+			if events, err = g.store.Events(ctx, turnID, after, followBatch, followBytes); err != nil {
 				return nil, nil, nil, status.Errorf(codes.Internal, "reading turn %q's journal: %v", turnID, err)
 			}
 		}
@@ -87,7 +92,7 @@ func (g *Gateway) nextEvents(ctx context.Context, turnID string, after uint64) (
 	if err != nil {
 		return nil, nil, nil, status.Errorf(codes.Internal, "reading turn %q: %v", turnID, err)
 	}
-	events, err := g.store.Events(ctx, turnID, after, followBatch)
+	events, err := g.store.Events(ctx, turnID, after, followBatch, followBytes)
 	if err != nil {
 		return nil, nil, nil, status.Errorf(codes.Internal, "reading turn %q's journal: %v", turnID, err)
 	}

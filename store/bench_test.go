@@ -133,7 +133,7 @@ func BenchmarkEvents(b *testing.B) {
 			for b.Loop() {
 				var after uint64
 				for {
-					events, err := st.Events(ctx, id, after, page)
+					events, err := st.Events(ctx, id, after, page, 0)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -188,7 +188,7 @@ func BenchmarkEventsWhileAppending(b *testing.B) {
 	replays := 0
 	for b.Loop() {
 		for after := uint64(0); after < journal; {
-			events, err := st.Events(ctx, id, after, page)
+			events, err := st.Events(ctx, id, after, page, 0)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -119,8 +119,9 @@ func pwriteFile(path string, flags int, bufs [][]byte, off int64) error {
 }
 
 // read returns the events with seq after+1 to after+n of a turn whose
-// committed files end at byte size. The events share one buffer.
-func (f *journalFiles) read(turnID string, after, n, size uint64) ([]Event, error) {
+// committed files end at byte size, fewer when maxBytes is positive and
+// they would pass it (never fewer than one). The events share one buffer.
+func (f *journalFiles) read(turnID string, after, n, size uint64, maxBytes int) ([]Event, error) {
 	if n == 0 {
 		return nil, nil
 	}
@@ -142,12 +143,16 @@ func (f *journalFiles) read(turnID string, after, n, size uint64) ([]Event, erro
 	for i := 0; i < len(index); i += indexEntry {
 		ends = append(ends, binary.LittleEndian.Uint64(index[i:]))
 	}
-	start, end := ends[0], ends[len(ends)-1]
 	for i := 1; i < len(ends); i++ {
 		if ends[i] < ends[i-1] || ends[i] > size {
 			return nil, fmt.Errorf("%s is damaged: event %d ends at byte %d, after %d (the journal has %d bytes)", indexPath, after+uint64(i), ends[i], ends[i-1], size)
 		}
+		if i > 1 && maxBytes > 0 && ends[i]-ends[0] > uint64(maxBytes) {
+			ends, n = ends[:i], uint64(i-1)
+			break
+		}
 	}
+	start, end := ends[0], ends[len(ends)-1]
 	data := make([]byte, end-start)
 	if err := preadFile(dataPath, data, int64(start)); err != nil {
 		return nil, err

@@ -156,7 +156,7 @@ func (m *Memory) List(_ context.Context, f Filter, limit int, from *Position) ([
 	return out, nil
 }
 
-func (m *Memory) Events(_ context.Context, turnID string, afterSeq uint64, limit int) ([]Event, error) {
+func (m *Memory) Events(_ context.Context, turnID string, afterSeq uint64, limit, maxBytes int) ([]Event, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	mt, ok := m.turns[turnID]
@@ -169,7 +169,11 @@ func (m *Memory) Events(_ context.Context, turnID string, afterSeq uint64, limit
 	}
 	end := min(uint64(len(mt.events)), afterSeq+uint64(max(limit, 0)))
 	out := make([]Event, 0, end-afterSeq)
+	size := 0
 	for _, e := range mt.events[afterSeq:end] {
+		if size += len(e.Data); len(out) > 0 && maxBytes > 0 && size > maxBytes {
+			break
+		}
 		// The data too: a caller that reuses a returned buffer must not
 		// rewrite the journal.
 		out = append(out, Event{Seq: e.Seq, Data: bytes.Clone(e.Data)})

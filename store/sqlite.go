@@ -605,7 +605,7 @@ func (s *SQLite) queryTurns(ctx context.Context, op, q string, args ...any) ([]T
 	return out, nil
 }
 
-func (s *SQLite) Events(ctx context.Context, turnID string, afterSeq uint64, limit int) ([]Event, error) {
+func (s *SQLite) Events(ctx context.Context, turnID string, afterSeq uint64, limit, maxBytes int) ([]Event, error) {
 	op := "read the journal of turn " + turnID
 	var lastSeq, size int64
 	var ended bool
@@ -628,7 +628,7 @@ func (s *SQLite) Events(ctx context.Context, turnID string, afterSeq uint64, lim
 	var out []Event
 	if afterSeq < inFiles {
 		n := min(uint64(limit), inFiles-afterSeq)
-		if out, err = s.files.read(turnID, afterSeq, n, uint64(size)); err != nil {
+		if out, err = s.files.read(turnID, afterSeq, n, uint64(size), maxBytes); err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				// Deleted since the record was read.
 				if _, gone := s.Get(ctx, turnID); gone != nil {
@@ -638,7 +638,7 @@ func (s *SQLite) Events(ctx context.Context, turnID string, afterSeq uint64, lim
 			return nil, s.opError(op, err)
 		}
 	}
-	if ended && len(out) < limit {
+	if ended && len(out) < limit && afterSeq+uint64(len(out)) == inFiles {
 		terminal := Event{Seq: last}
 		err := s.read.QueryRowContext(ctx, `SELECT terminal FROM turns WHERE id = ?`, turnID).Scan(&terminal.Data)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -647,9 +647,20 @@ func (s *SQLite) Events(ctx context.Context, turnID string, afterSeq uint64, lim
 		if err != nil {
 			return nil, s.opError(op, err)
 		}
-		out = append(out, terminal)
+		if len(out) == 0 || maxBytes <= 0 || dataSize(out)+len(terminal.Data) <= maxBytes {
+			out = append(out, terminal)
+		}
 	}
 	return out, nil
+}
+
+// dataSize is the bytes of events' data.
+func dataSize(events []Event) int {
+	size := 0
+	for _, e := range events {
+		size += len(e.Data)
+	}
+	return size
 }
 
 // deleteBatch bounds how many turns one DeleteEnded transaction deletes:

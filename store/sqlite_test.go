@@ -66,7 +66,7 @@ func TestSQLiteFile(t *testing.T) {
 			!got.StartedAt.Equal(ended.StartedAt) || !bytes.Equal(got.PromptHash, ended.PromptHash) {
 			t.Errorf("t1 after reopening = %+v", got)
 		}
-		events, err := s.Events(ctx, "t2", 0, 1000)
+		events, err := s.Events(ctx, "t2", 0, 1000, 0)
 		if err != nil || len(events) != 50 || string(events[49].Data) != "event 50" {
 			t.Errorf("t2's journal after reopening: %d events, %v", len(events), err)
 		}
@@ -244,17 +244,17 @@ func TestSQLiteFile(t *testing.T) {
 		raw.Close()
 		s := openSQLite(t, dir)
 		defer s.Close()
-		events, err := s.Events(ctx, "ended", 0, 100)
+		events, err := s.Events(ctx, "ended", 0, 100, 0)
 		if want := append(storetest.Events(1, 3), store.Event{Seq: 4, Data: []byte("the end")}); err != nil || !equalEvents(events, want) {
 			t.Errorf("the ended turn's journal: %v, %v; want %v", events, err, want)
 		}
-		if events, err := s.Events(ctx, "running", 0, 100); err != nil || !equalEvents(events, storetest.Events(1, 2)) {
+		if events, err := s.Events(ctx, "running", 0, 100, 0); err != nil || !equalEvents(events, storetest.Events(1, 2)) {
 			t.Errorf("the running turn's journal: %v, %v", events, err)
 		}
 		if err := s.Append(ctx, "running", storetest.Events(3, 3)); err != nil {
 			t.Fatalf("Append to the moved journal: %v", err)
 		}
-		if events, err := s.Events(ctx, "running", 1, 100); err != nil || !equalEvents(events, storetest.Events(2, 3)) {
+		if events, err := s.Events(ctx, "running", 1, 100, 0); err != nil || !equalEvents(events, storetest.Events(2, 3)) {
 			t.Errorf("the running turn's journal after an append: %v, %v", events, err)
 		}
 	})
@@ -274,7 +274,7 @@ func TestSQLiteFile(t *testing.T) {
 		if _, err := os.Stat(stray); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("the stray journal file is still there: %v", err)
 		}
-		if events, err := s.Events(ctx, "kept", 0, 10); err != nil || !equalEvents(events, storetest.Events(1, 1)) {
+		if events, err := s.Events(ctx, "kept", 0, 10, 0); err != nil || !equalEvents(events, storetest.Events(1, 1)) {
 			t.Errorf("the kept turn's journal: %v, %v", events, err)
 		}
 	})
@@ -294,7 +294,7 @@ func TestSQLiteFile(t *testing.T) {
 		if err := os.Truncate(files[0], 20); err != nil {
 			t.Fatal(err)
 		}
-		_, err := s.Events(ctx, "t1", 0, 10)
+		_, err := s.Events(ctx, "t1", 0, 10, 0)
 		if err == nil || !strings.Contains(err.Error(), "damaged") {
 			t.Errorf("Events of a truncated journal: %v; want an error saying it is damaged", err)
 		}
@@ -341,7 +341,7 @@ func TestSQLiteJournalUnderAFileSizeLimitInChild(t *testing.T) {
 	if !strings.Contains(full.Error(), "full") || !strings.Contains(full.Error(), "acpgate.db") {
 		t.Errorf("Append past the limit: %v; want it to say the disk is full, naming the store", full)
 	}
-	events, err := s.Events(ctx, "t1", 0, 1<<20)
+	events, err := s.Events(ctx, "t1", 0, 1<<20, 0)
 	if err != nil {
 		t.Fatalf("Events: %v", err)
 	}
@@ -357,7 +357,7 @@ func TestSQLiteJournalUnderAFileSizeLimitInChild(t *testing.T) {
 	if err := s.Append(ctx, "t1", small); err != nil {
 		t.Fatalf("a small Append after the failed one: %v", err)
 	}
-	if got, err := s.Events(ctx, "t1", seq, 10); err != nil || !equalEvents(got, small) {
+	if got, err := s.Events(ctx, "t1", seq, 10, 0); err != nil || !equalEvents(got, small) {
 		t.Errorf("after the small Append: %v, %v", got, err)
 	}
 }

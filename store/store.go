@@ -109,8 +109,11 @@ type Store interface {
 	// StartedAt, then by ID), starting after from when it is not nil.
 	List(ctx context.Context, f Filter, limit int, from *Position) ([]Turn, error)
 	// Events returns up to limit journaled events of a turn with seq
-	// greater than afterSeq, in order.
-	Events(ctx context.Context, turnID string, afterSeq uint64, limit int) ([]Event, error)
+	// greater than afterSeq, in order. When maxBytes is positive, the
+	// events after the first stop before their data would pass maxBytes
+	// in total: a reader of large events holds a bounded page, and still
+	// gets one event, however large.
+	Events(ctx context.Context, turnID string, afterSeq uint64, limit, maxBytes int) ([]Event, error)
 	// Running returns every turn that has not ended.
 	Running(ctx context.Context) ([]Turn, error)
 	// DeleteEnded deletes the turns that ended before t, journals and all,

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -302,7 +303,7 @@ func testJournal(t *testing.T, open func(*testing.T) store.Store) {
 			"End":             st.End(ctx, "nope", Events(1, 1)[0], base),
 		}
 		_, checks["Get"] = st.Get(ctx, "nope")
-		_, checks["Events"] = st.Events(ctx, "nope", 0, 10)
+		_, checks["Events"] = st.Events(ctx, "nope", 0, 10, 0)
 		for method, err := range checks {
 			if !errors.Is(err, store.ErrNotFound) {
 				t.Errorf("%s: %v, want ErrNotFound", method, err)
@@ -327,13 +328,51 @@ func testJournal(t *testing.T, open func(*testing.T) store.Store) {
 			{11, 5, 1, 0},
 			{1 << 40, 5, 1, 0},
 		} {
-			got, err := st.Events(ctx, "t1", c.after, c.limit)
+			got, err := st.Events(ctx, "t1", c.after, c.limit, 0)
 			if err != nil {
 				t.Errorf("Events(after %d, limit %d): %v", c.after, c.limit, err)
 				continue
 			}
 			if want := Events(c.from, c.to); !equalEvents(got, want) {
 				t.Errorf("Events(after %d, limit %d) = %s, want %s", c.after, c.limit, seqs(got), seqs(want))
+			}
+		}
+	})
+
+	t.Run("a byte bound cuts a page between events, never below one event", func(t *testing.T) {
+		st := open(t)
+		startTurn(t, st, "t1")
+		// Events 2..5 of 100 bytes each, then a 300-byte terminal.
+		var batch []store.Event
+		for seq := uint64(2); seq <= 5; seq++ {
+			batch = append(batch, store.Event{Seq: seq, Data: bytes.Repeat([]byte{byte('a' + seq)}, 100)})
+		}
+		mustAppend(t, st, "t1", batch)
+		terminal := store.Event{Seq: 6, Data: bytes.Repeat([]byte{'z'}, 300)}
+		if err := st.End(ctx, "t1", terminal, base); err != nil {
+			t.Fatalf("End: %v", err)
+		}
+		for _, c := range []struct {
+			after    uint64
+			maxBytes int
+			want     string
+		}{
+			{1, 250, "2,3"},     // 200 bytes fit, a third would pass 250
+			{1, 200, "2,3"},     // exactly at the bound
+			{1, 50, "2"},        // one event, however large
+			{4, 350, "5"},       // 100 + the terminal's 300 would pass 350
+			{4, 400, "5,6"},     // and here they fit
+			{5, 10, "6"},        // the terminal alone, past the bound
+			{1, 0, "2,3,4,5,6"}, // no bound
+			{0, 1 << 20, "1,2,3,4,5,6"},
+		} {
+			got, err := st.Events(ctx, "t1", c.after, 100, c.maxBytes)
+			if err != nil {
+				t.Errorf("Events(after %d, max bytes %d): %v", c.after, c.maxBytes, err)
+				continue
+			}
+			if seqList(got) != c.want {
+				t.Errorf("Events(after %d, max bytes %d) = %s, want %s", c.after, c.maxBytes, seqList(got), c.want)
 			}
 		}
 	})
@@ -491,12 +530,12 @@ func testRetention(t *testing.T, open func(*testing.T) store.Store) {
 			if _, err := st.Get(ctx, id); !errors.Is(err, store.ErrNotFound) {
 				t.Errorf("Get(%s) after its deletion: %v, want ErrNotFound", id, err)
 			}
-			if _, err := st.Events(ctx, id, 0, 10); !errors.Is(err, store.ErrNotFound) {
+			if _, err := st.Events(ctx, id, 0, 10, 0); !errors.Is(err, store.ErrNotFound) {
 				t.Errorf("Events(%s) after its deletion: %v, want ErrNotFound", id, err)
 			}
 		}
 		for _, id := range []string{"t2", "t3", "t4"} {
-			if got, err := st.Events(ctx, id, 0, 10); err != nil || len(got) < 5 {
+			if got, err := st.Events(ctx, id, 0, 10, 0); err != nil || len(got) < 5 {
 				t.Errorf("Events(%s), which was kept: %d events, %v", id, len(got), err)
 			}
 		}
@@ -555,7 +594,7 @@ func testCopies(t *testing.T, open func(*testing.T) store.Store) {
 			listed, _ := st.List(ctx, store.Filter{}, 10, nil)
 			listed[0].PromptHash[0] ^= 0xff
 			listed[0].Terminal[0] ^= 0xff
-			journal, _ := st.Events(ctx, "t1", 0, 10)
+			journal, _ := st.Events(ctx, "t1", 0, 10, 0)
 			for _, e := range journal {
 				e.Data[0] ^= 0xff
 			}
@@ -642,7 +681,7 @@ func assertTurn(t *testing.T, got, want store.Turn) {
 
 func assertEvents(t *testing.T, st store.Store, id string, want []store.Event) {
 	t.Helper()
-	got, err := st.Events(context.Background(), id, 0, 1000)
+	got, err := st.Events(context.Background(), id, 0, 1000, 0)
 	if err != nil {
 		t.Fatalf("Events(%s): %v", id, err)
 	}
@@ -661,4 +700,13 @@ func seqs(events []store.Event) string {
 		fmt.Fprintf(&b, "%d:%q ", e.Seq, e.Data)
 	}
 	return "[" + string(bytes.TrimSpace(b.Bytes())) + "]"
+}
+
+// seqList is events' seqs, comma-separated.
+func seqList(events []store.Event) string {
+	var b []string
+	for _, e := range events {
+		b = append(b, fmt.Sprint(e.Seq))
+	}
+	return strings.Join(b, ",")
 }
