@@ -24,12 +24,14 @@ const (
 	// keeps in memory for watchers that are close behind; older ones are
 	// read back from the store.
 	recentEvents = 1024
-	recentBytes  = 4 << 20
+	recentBytes  = 2 << 20
 	// maxUncommitted and maxUncommittedBytes bound the events waiting for
 	// the store; beyond them the turn waits for the store (a disk slower
-	// than the agent slows the agent, as a full pipe does).
+	// than the agent slows the agent, as a full pipe does). A commit
+	// starts as soon as they are reached, without waiting commitDelay, so
+	// they bound memory, not throughput.
 	maxUncommitted      = 8192
-	maxUncommittedBytes = 16 << 20
+	maxUncommittedBytes = 4 << 20
 )
 
 // journal is a running turn's events on their way to the store and to
@@ -59,9 +61,10 @@ type journal struct {
 	wrote     chan struct{} // signalled when a commit finishes
 	failed    error         // the store's first failure
 
-	flush chan struct{} // signalled when there is something to commit
-	stop  chan struct{} // closed when the committer must finish
-	done  chan struct{} // closed when the committer has finished
+	flush  chan struct{} // signalled when there is something to commit
+	urgent chan struct{} // signalled when the uncommitted events are at their bound
+	stop   chan struct{} // closed when the committer must finish
+	done   chan struct{} // closed when the committer has finished
 }
 
 func newJournal(id string, st store.Store, log *slog.Logger, m *metrics.Agent, cancel func(cause string)) *journal {
@@ -74,6 +77,7 @@ func newJournal(id string, st store.Store, log *slog.Logger, m *metrics.Agent, c
 		changed: make(chan struct{}),
 		wrote:   make(chan struct{}, 1),
 		flush:   make(chan struct{}, 1),
+		urgent:  make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 	}
@@ -100,6 +104,7 @@ func (j *journal) append(events []store.Event) {
 	for (j.lastSeq-j.committed >= maxUncommitted || j.pending >= maxUncommittedBytes) && j.failed == nil {
 		j.mu.Unlock()
 		signal(j.flush)
+		signal(j.urgent)
 		<-j.wrote
 		j.mu.Lock()
 	}
@@ -175,9 +180,11 @@ func (j *journal) commitLoop() {
 			j.commit()
 			return
 		}
-		// Let a burst gather into one write.
+		// Let a burst gather into one write, unless it is already as
+		// large as the journal lets it be.
 		select {
 		case <-time.After(commitDelay):
+		case <-j.urgent:
 		case <-j.stop:
 		}
 		j.commit()

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 
+	"google.golang.org/protobuf/proto"
+
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 )
 
@@ -13,6 +15,11 @@ import (
 // reading the agent's stdout, whose pipe then fills and slows the agent:
 // the backpressure that keeps a slow client from growing the gateway.
 const maxQueuedEvents = 256
+
+// maxQueuedBytes bounds the same queue by the events' text, so that 256
+// chunks of 64 KiB do not hold 16 MiB: the queue needs only enough to keep
+// the pump busy. An event larger than the bound still goes through, alone.
+const maxQueuedBytes = 1 << 20
 
 // maxCoalescedBytes bounds the text of one coalesced chunk, far under the
 // 4 MiB that gRPC clients accept by default.
@@ -35,6 +42,7 @@ const maxCoalescedBytes = 64 << 10
 type eventQueue struct {
 	mu        sync.Mutex
 	events    []*acpgatev1.PromptEvent
+	bytes     int  // queuedSize of events
 	abandoned bool // the turn is being cancelled: never wait for room
 
 	ready    chan struct{} // signalled when events are queued
@@ -51,6 +59,15 @@ func newEventQueue() *eventQueue {
 	}
 }
 
+// queuedSize is what an event counts against maxQueuedBytes: a chunk's
+// text (the bulk of a flood, measured for free), else its encoded size.
+func queuedSize(e *acpgatev1.PromptEvent) int {
+	if c := e.GetAgentMessageChunk(); c != nil {
+		return len(c.GetText())
+	}
+	return proto.Size(e)
+}
+
 func signal(c chan struct{}) {
 	select {
 	case c <- struct{}{}:
@@ -62,9 +79,11 @@ func signal(c chan struct{}) {
 func (q *eventQueue) push(e *acpgatev1.PromptEvent) {
 	for {
 		q.mu.Lock()
+		size := queuedSize(e)
 		switch {
-		case len(q.events) < maxQueuedEvents:
+		case len(q.events) == 0 || len(q.events) < maxQueuedEvents && q.bytes+size <= maxQueuedBytes:
 			q.events = append(q.events, e)
+			q.bytes += size
 			first := len(q.events) == 1
 			q.mu.Unlock()
 			if first {
@@ -108,7 +127,7 @@ func (q *eventQueue) take(ctx context.Context, spare []*acpgatev1.PromptEvent) (
 		q.mu.Lock()
 		if len(q.events) > 0 {
 			batch := q.events
-			q.events = spare[:0]
+			q.events, q.bytes = spare[:0], 0
 			q.mu.Unlock()
 			signal(q.room)
 			return batch, true
