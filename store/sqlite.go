@@ -357,19 +357,30 @@ func queryIDs(ctx context.Context, db interface {
 
 var _ Store = (*SQLite)(nil)
 
-// turnColumns are the columns scanTurn reads, in its order.
+// turnColumns are a turn record's columns, in scanTurn's order.
 const turnColumns = `id, request_id, attempt, agent, session_id, target, prompt_hash, started_at, ended_at, last_seq, terminal, owner`
+
+// selectTurn is what scanTurn reads: the record and where its journal
+// files end.
+const selectTurn = `SELECT ` + turnColumns + `, journal_bytes FROM turns`
 
 type rowScanner interface{ Scan(dest ...any) error }
 
-func scanTurn(r rowScanner) (Turn, error) {
-	var t Turn
+// scannedTurn is a record as read, before a terminal kept in the journal
+// files is read from them (see SQLite.complete).
+type scannedTurn struct {
+	Turn
+	size int64 // journal_bytes
+}
+
+func scanTurn(r rowScanner) (scannedTurn, error) {
+	var t scannedTurn
 	var startedAt int64
 	var endedAt sql.NullInt64
 	var lastSeq int64
 	if err := r.Scan(&t.ID, &t.RequestID, &t.Attempt, &t.Agent, &t.SessionID, &t.Target, &t.PromptHash,
-		&startedAt, &endedAt, &lastSeq, &t.Terminal, &t.Owner); err != nil {
-		return Turn{}, err
+		&startedAt, &endedAt, &lastSeq, &t.Terminal, &t.Owner, &t.size); err != nil {
+		return scannedTurn{}, err
 	}
 	t.StartedAt = time.Unix(0, startedAt)
 	if endedAt.Valid {
@@ -379,16 +390,37 @@ func scanTurn(r rowScanner) (Turn, error) {
 	return t, nil
 }
 
+// inlineTerminal is the largest terminal the record holds itself. A larger
+// one (a completed turn's outcome repeats its whole answer, twice) goes to
+// the journal files as the last event: bound into one SQLite transaction
+// it was held several times over in the driver's and SQLite's memory, so
+// a 156 MiB answer cost the gateway gigabytes.
+const inlineTerminal = 64 << 10
+
+// complete reads the terminal of an ended turn whose record does not hold
+// it from its journal files.
+func (s *SQLite) complete(t scannedTurn) (Turn, error) {
+	if t.Running() || t.Terminal != nil {
+		return t.Turn, nil
+	}
+	events, err := s.files.read(t.ID, t.LastSeq-1, 1, uint64(t.size), 0)
+	if err != nil {
+		return Turn{}, fmt.Errorf("reading the terminal of turn %s: %w", t.ID, err)
+	}
+	t.Terminal = events[0].Data
+	return t.Turn, nil
+}
+
 func (s *SQLite) Begin(ctx context.Context, t Turn) (Turn, bool, error) {
 	var existing Turn
 	created := false
 	err := s.inTx(ctx, "begin turn "+t.ID, func(tx *sql.Tx) error {
 		if t.RequestID != "" {
 			latest, err := scanTurn(tx.QueryRowContext(ctx,
-				`SELECT `+turnColumns+` FROM turns WHERE request_id = ? ORDER BY attempt DESC LIMIT 1`, t.RequestID))
+				selectTurn+` WHERE request_id = ? ORDER BY attempt DESC LIMIT 1`, t.RequestID))
 			if err == nil && latest.Attempt >= t.Attempt {
-				existing = latest
-				return nil
+				existing, err = s.complete(latest)
+				return err
 			}
 			if err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return err
@@ -423,8 +455,15 @@ func (s *SQLite) Append(ctx context.Context, turnID string, events []Event) erro
 }
 
 func (s *SQLite) End(ctx context.Context, turnID string, terminal Event, endedAt time.Time) error {
-	// The terminal is kept in the record only: Get needs it there, and
-	// a second copy in the files would double what a large one costs.
+	// The terminal is kept once: in the record when it is small (Get
+	// and List read it there), else as the journal files' last event,
+	// the record's terminal then NULL.
+	if len(terminal.Data) > inlineTerminal {
+		return s.journal(ctx, "end turn "+turnID, turnID, []Event{terminal}, true, func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, `UPDATE turns SET ended_at = ?, terminal = NULL WHERE id = ?`, endedAt.UnixNano(), turnID)
+			return err
+		})
+	}
 	return s.journal(ctx, "end turn "+turnID, turnID, []Event{terminal}, false, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE turns SET ended_at = ?, terminal = ? WHERE id = ?`,
 			endedAt.UnixNano(), nonNil(terminal.Data), turnID)
@@ -526,14 +565,17 @@ func nonNil(b []byte) []byte {
 }
 
 func (s *SQLite) Get(ctx context.Context, turnID string) (Turn, error) {
-	t, err := scanTurn(s.read.QueryRowContext(ctx, `SELECT `+turnColumns+` FROM turns WHERE id = ?`, turnID))
+	t, err := scanTurn(s.read.QueryRowContext(ctx, selectTurn+` WHERE id = ?`, turnID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Turn{}, ErrNotFound
 	}
-	if err != nil {
-		return Turn{}, s.opError("get turn "+turnID, err)
+	if err == nil {
+		var done Turn
+		if done, err = s.complete(t); err == nil {
+			return done, nil
+		}
 	}
-	return t, nil
+	return Turn{}, s.opError("get turn "+turnID, err)
 }
 
 func (s *SQLite) Latest(ctx context.Context, requestID string) (Turn, error) {
@@ -541,14 +583,17 @@ func (s *SQLite) Latest(ctx context.Context, requestID string) (Turn, error) {
 		return Turn{}, ErrNotFound
 	}
 	t, err := scanTurn(s.read.QueryRowContext(ctx,
-		`SELECT `+turnColumns+` FROM turns WHERE request_id = ? ORDER BY attempt DESC LIMIT 1`, requestID))
+		selectTurn+` WHERE request_id = ? ORDER BY attempt DESC LIMIT 1`, requestID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Turn{}, ErrNotFound
 	}
-	if err != nil {
-		return Turn{}, s.opError("find request "+requestID, err)
+	if err == nil {
+		var done Turn
+		if done, err = s.complete(t); err == nil {
+			return done, nil
+		}
 	}
-	return t, nil
+	return Turn{}, s.opError("find request "+requestID, err)
 }
 
 func (s *SQLite) List(ctx context.Context, f Filter, limit int, from *Position) ([]Turn, error) {
@@ -573,7 +618,7 @@ func (s *SQLite) List(ctx context.Context, f Filter, limit int, from *Position) 
 		n := from.StartedAt.UnixNano()
 		args = append(args, n, n, from.ID)
 	}
-	q := `SELECT ` + turnColumns + ` FROM turns`
+	q := selectTurn
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
@@ -582,7 +627,7 @@ func (s *SQLite) List(ctx context.Context, f Filter, limit int, from *Position) 
 }
 
 func (s *SQLite) Running(ctx context.Context) ([]Turn, error) {
-	return s.queryTurns(ctx, "list running turns", `SELECT `+turnColumns+` FROM turns WHERE ended_at IS NULL`)
+	return s.queryTurns(ctx, "list running turns", selectTurn+` WHERE ended_at IS NULL`)
 }
 
 func (s *SQLite) queryTurns(ctx context.Context, op, q string, args ...any) ([]Turn, error) {
@@ -597,7 +642,11 @@ func (s *SQLite) queryTurns(ctx context.Context, op, q string, args ...any) ([]T
 		if err != nil {
 			return nil, s.opError(op, err)
 		}
-		out = append(out, t)
+		done, err := s.complete(t)
+		if err != nil {
+			return nil, s.opError(op, err)
+		}
+		out = append(out, done)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, s.opError(op, err)
@@ -608,8 +657,8 @@ func (s *SQLite) queryTurns(ctx context.Context, op, q string, args ...any) ([]T
 func (s *SQLite) Events(ctx context.Context, turnID string, afterSeq uint64, limit, maxBytes int) ([]Event, error) {
 	op := "read the journal of turn " + turnID
 	var lastSeq, size int64
-	var ended bool
-	err := s.read.QueryRowContext(ctx, `SELECT last_seq, ended_at IS NOT NULL, journal_bytes FROM turns WHERE id = ?`, turnID).Scan(&lastSeq, &ended, &size)
+	var ended, terminalInFiles bool
+	err := s.read.QueryRowContext(ctx, `SELECT last_seq, ended_at IS NOT NULL, journal_bytes, ended_at IS NOT NULL AND terminal IS NULL FROM turns WHERE id = ?`, turnID).Scan(&lastSeq, &ended, &size, &terminalInFiles)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -620,9 +669,10 @@ func (s *SQLite) Events(ctx context.Context, turnID string, afterSeq uint64, lim
 	if limit <= 0 || afterSeq >= last {
 		return nil, nil
 	}
-	// The files hold every event but an ended turn's terminal.
+	// The files hold every event but an ended turn's terminal, unless it
+	// was too large for the record.
 	inFiles := last
-	if ended {
+	if ended && !terminalInFiles {
 		inFiles--
 	}
 	var out []Event
@@ -638,7 +688,7 @@ func (s *SQLite) Events(ctx context.Context, turnID string, afterSeq uint64, lim
 			return nil, s.opError(op, err)
 		}
 	}
-	if ended && len(out) < limit && afterSeq+uint64(len(out)) == inFiles {
+	if ended && !terminalInFiles && len(out) < limit && afterSeq+uint64(len(out)) == inFiles {
 		terminal := Event{Seq: last}
 		err := s.read.QueryRowContext(ctx, `SELECT terminal FROM turns WHERE id = ?`, turnID).Scan(&terminal.Data)
 		if errors.Is(err, sql.ErrNoRows) {

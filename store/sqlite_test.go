@@ -181,7 +181,7 @@ func TestSQLiteFile(t *testing.T) {
 	})
 
 	t.Run("a full database fails the end and keeps the turn running", func(t *testing.T) {
-		s, err := store.OpenSQLiteWith(t.TempDir(), store.SQLiteOptions{MaxPageCount: 64})
+		s, err := store.OpenSQLiteWith(t.TempDir(), store.SQLiteOptions{MaxPageCount: 24})
 		if err != nil {
 			t.Fatalf("OpenSQLiteWith: %v", err)
 		}
@@ -192,8 +192,9 @@ func TestSQLiteFile(t *testing.T) {
 		if err := s.Started(ctx, "t1", "s1", storetest.Events(1, 1)[0]); err != nil {
 			t.Fatalf("Started: %v", err)
 		}
-		// The terminal lives in the record: 1 MB does not fit in 64 pages.
-		err = s.End(ctx, "t1", store.Event{Seq: 2, Data: bytes.Repeat([]byte("y"), 1<<20)}, time.Now())
+		// A terminal this small lives in the record: 60 KB does not fit
+		// in what 24 pages leave after the schema.
+		err = s.End(ctx, "t1", store.Event{Seq: 2, Data: bytes.Repeat([]byte("y"), 60<<10)}, time.Now())
 		if err == nil || !strings.Contains(err.Error(), "full") || !strings.Contains(err.Error(), "acpgate.db") {
 			t.Fatalf("End on a full database: %v; want it to say the database is full, naming it", err)
 		}

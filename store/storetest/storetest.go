@@ -261,6 +261,37 @@ func testJournal(t *testing.T, open func(*testing.T) store.Store) {
 		assertEvents(t, st, "t1", append(Events(1, 3), terminal))
 	})
 
+	t.Run("a large terminal is kept whole and read back by every method", func(t *testing.T) {
+		st := open(t)
+		tr := NewTurn("t1", "r1", 1, 0)
+		mustBegin(t, st, tr)
+		if err := st.Started(ctx, "t1", "s1", Events(1, 1)[0]); err != nil {
+			t.Fatalf("Started: %v", err)
+		}
+		mustAppend(t, st, "t1", Events(2, 3))
+		terminal := store.Event{Seq: 4, Data: bytes.Repeat([]byte("outcome "), 40_000)} // 320 KB
+		if err := st.End(ctx, "t1", terminal, base.Add(time.Minute)); err != nil {
+			t.Fatalf("End: %v", err)
+		}
+		got, err := st.Get(ctx, "t1")
+		if err != nil || !bytes.Equal(got.Terminal, terminal.Data) || got.LastSeq != 4 {
+			t.Errorf("Get: terminal of %d bytes, last seq %d, %v; want %d bytes, 4", len(got.Terminal), got.LastSeq, err, len(terminal.Data))
+		}
+		if got, err := st.Latest(ctx, "r1"); err != nil || !bytes.Equal(got.Terminal, terminal.Data) {
+			t.Errorf("Latest: terminal of %d bytes, %v", len(got.Terminal), err)
+		}
+		if list, err := st.List(ctx, store.Filter{}, 10, nil); err != nil || len(list) != 1 || !bytes.Equal(list[0].Terminal, terminal.Data) {
+			t.Errorf("List: %d turns, %v", len(list), err)
+		}
+		if existing, created, err := st.Begin(ctx, NewTurn("t2", "r1", 1, 1)); err != nil || created || !bytes.Equal(existing.Terminal, terminal.Data) {
+			t.Errorf("Begin of the same request: created %v, terminal of %d bytes, %v", created, len(existing.Terminal), err)
+		}
+		assertEvents(t, st, "t1", append(Events(1, 3), terminal))
+		if events, err := st.Events(ctx, "t1", 3, 10, 100); err != nil || len(events) != 1 || !bytes.Equal(events[0].Data, terminal.Data) {
+			t.Errorf("Events after 3 with a small byte bound: %d events, %v; want the terminal alone", len(events), err)
+		}
+	})
+
 	t.Run("an end whose seq does not follow is an error and leaves the turn running", func(t *testing.T) {
 		st := open(t)
 		startTurn(t, st, "t1")
