@@ -194,6 +194,27 @@ func TestAWarmProcessKilledWhileItWaitsIsReplaced(t *testing.T) {
 	}
 }
 
+func TestAWarmProcessOlderThanWarmMaxAgeIsReplaced(t *testing.T) {
+	s := serve(t, "--config", warmConfig(t, "", testAgent("test", 1, "--unique-sessions")+"    warm_max_age: 1s\n"))
+	client, _ := s.client(t)
+	waitAgent(t, s, client, "test", "one warm process ready", readyIs(1))
+	first := childrenRunning(s.cmd.Process.Pid, agentBin)
+	if len(first) != 1 {
+		t.Fatalf("agent processes %v, want the one warm process", first)
+	}
+	leftover(t, fmt.Sprint(first[0]))
+	if !gone(first[0]) {
+		t.Fatalf("the warm process %d was not retired after warm_max_age", first[0])
+	}
+	a := waitAgent(t, s, client, "test", "a replacement ready", func(a *acpgatev1.Agent) bool {
+		now := childrenRunning(s.cmd.Process.Pid, agentBin)
+		return a.GetWarmReady() == 1 && len(now) == 1 && now[0] != first[0]
+	})
+	if a.GetLastStartupFailure() != nil {
+		t.Errorf("retiring an old process is no failure, ListAgents says %v", a.GetLastStartupFailure())
+	}
+}
+
 func TestAnAgentThatCannotStartBacksOffInsteadOfRespawningInALoop(t *testing.T) {
 	starts := filepath.Join(t.TempDir(), "starts")
 	s := serve(t, "--config", warmConfig(t, "", testAgent("broken", 2, "--exit-on-initialize", "3", "--count-starts", starts)))

@@ -63,6 +63,10 @@ const (
 	DefaultMaxWarm = 16
 	// MaxWarmPerAgent is the largest accepted agents[].warm.
 	MaxWarmPerAgent = 64
+	// MinWarmMaxAge is the smallest accepted agents[].warm_max_age: a
+	// shorter one would respawn warm processes about as fast as they
+	// start, which is the busy loop the pool's back-off exists to avoid.
+	MinWarmMaxAge = time.Second
 	// DefaultShutdownGrace is how long the gateway gives open sessions to end
 	// when it is asked to stop.
 	DefaultShutdownGrace = 10 * time.Second

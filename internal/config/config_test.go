@@ -388,7 +388,7 @@ func TestParseErrors(t *testing.T) {
 			yaml: agent("    warm: -1\n    warm_max_age: 0s\n") + "limits: {max_warm: -2}\n",
 			want: []string{
 				`config.yaml:4: agent "a": warm must be between 0 (no warm processes) and 64, got -1`,
-				`config.yaml:5: agent "a": warm_max_age: must be positive, got 0s`,
+				`config.yaml:5: agent "a": warm_max_age must be at least 1s, got 0s`,
 				`config.yaml:6: limits.max_warm: must not be negative (0 keeps no warm processes), got -2`,
 			},
 		},

@@ -195,7 +195,9 @@ func (v *checker) agent(a Agent, path, label string) {
 	if a.Warm < 0 || a.Warm > MaxWarmPerAgent {
 		v.add(p("warm"), "%s: warm must be between 0 (no warm processes) and %d, got %d", label, MaxWarmPerAgent, a.Warm)
 	}
-	v.timeout(p("warm_max_age"), label+": warm_max_age", a.WarmMaxAge)
+	if a.WarmMaxAge < MinWarmMaxAge {
+		v.add(p("warm_max_age"), "%s: warm_max_age must be at least %s, got %s", label, MinWarmMaxAge, a.WarmMaxAge)
+	}
 
 	firstByName := map[string]int{}
 	for i, s := range a.MCPServers {
