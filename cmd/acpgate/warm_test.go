@@ -83,6 +83,16 @@ func warmConfig(t *testing.T, extra string, agents ...string) string {
 	return writeConfig(t, "shutdown_grace: 3s\n"+extra+"agents:\n"+strings.Join(agents, ""))
 }
 
+// waitReplaced waits for agent "test" to have one warm process ready
+// again, and one agent process running, other than old.
+func waitReplaced(t *testing.T, s *served, client acpgatev1.AgentGatewayClient, old int) *acpgatev1.Agent {
+	t.Helper()
+	return waitAgent(t, s, client, "test", "a replacement ready", func(a *acpgatev1.Agent) bool {
+		now := childrenRunning(s.cmd.Process.Pid, agentBin)
+		return a.GetWarmReady() == 1 && len(now) == 1 && now[0] != old
+	})
+}
+
 func readyIs(n uint32) func(*acpgatev1.Agent) bool {
 	return func(a *acpgatev1.Agent) bool { return a.GetWarmReady() == n && a.GetWarmStarting() == 0 }
 }
@@ -178,10 +188,7 @@ func TestAWarmProcessKilledWhileItWaitsIsReplaced(t *testing.T) {
 	if !gone(warm[0]) {
 		t.Fatalf("the warm process %d survived SIGKILL", warm[0])
 	}
-	a := waitAgent(t, s, client, "test", "a replacement ready", func(a *acpgatev1.Agent) bool {
-		now := childrenRunning(s.cmd.Process.Pid, agentBin)
-		return a.GetWarmReady() == 1 && len(now) == 1 && now[0] != warm[0]
-	})
+	a := waitReplaced(t, s, client, warm[0])
 	if a.GetLastStartupFailure() != nil {
 		t.Errorf("the replacement's success should clear the failure, ListAgents says %v", a.GetLastStartupFailure())
 	}
@@ -206,10 +213,7 @@ func TestAWarmProcessOlderThanWarmMaxAgeIsReplaced(t *testing.T) {
 	if !gone(first[0]) {
 		t.Fatalf("the warm process %d was not retired after warm_max_age", first[0])
 	}
-	a := waitAgent(t, s, client, "test", "a replacement ready", func(a *acpgatev1.Agent) bool {
-		now := childrenRunning(s.cmd.Process.Pid, agentBin)
-		return a.GetWarmReady() == 1 && len(now) == 1 && now[0] != first[0]
-	})
+	a := waitReplaced(t, s, client, first[0])
 	if a.GetLastStartupFailure() != nil {
 		t.Errorf("retiring an old process is no failure, ListAgents says %v", a.GetLastStartupFailure())
 	}
