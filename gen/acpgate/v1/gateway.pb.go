@@ -280,7 +280,8 @@ type Agent struct {
 	// A human-readable description.
 	Description string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
 	// What the gateway learned from the agent at its last `initialize`;
-	// absent until a session of this agent has been started.
+	// absent until the agent has been started, for a session or as a warm
+	// process.
 	Capabilities *AgentCapabilities `protobuf:"bytes,3,opt,name=capabilities,proto3" json:"capabilities,omitempty"`
 	// The permission policy: "reject", "allow" or "ask".
 	PermissionPolicy string `protobuf:"bytes,4,opt,name=permission_policy,json=permissionPolicy,proto3" json:"permission_policy,omitempty"`
