@@ -206,7 +206,11 @@ func (p *pool) launch(slot *warmSlot) {
 	began := time.Now()
 	w, err := p.opts.Launch(p.ctx)
 	took := time.Since(began)
-	noteStart(p.opts.Metrics, took, err)
+	if err == nil || p.ctx.Err() == nil {
+		// A start-up the pool's own stop cancelled is no failure of the
+		// agent's.
+		noteStart(p.opts.Metrics, took, err)
+	}
 	if err == nil {
 		w.slot, w.born, w.taken = slot, time.Now(), make(chan struct{})
 	}

@@ -148,7 +148,7 @@ func TestAOneShotTurnOnAWarmAgentGetsItsFirstChunkWithoutWaitingForTheAgentToSta
 }
 
 func TestThePoolRefillsAfterEachTake(t *testing.T) {
-	s := serve(t, "--config", warmConfig(t, "", testAgent("test", 2, "--unique-sessions", "--initialize-delay", "300ms")))
+	s := serve(t, "--config", warmConfig(t, "metrics: {listen: 127.0.0.1:0}\n", testAgent("test", 2, "--unique-sessions", "--initialize-delay", "300ms")))
 	client, _ := s.client(t)
 	waitAgent(t, s, client, "test", "two warm processes ready", readyIs(2))
 	before := childrenRunning(s.cmd.Process.Pid, agentBin)
@@ -166,6 +166,10 @@ func TestThePoolRefillsAfterEachTake(t *testing.T) {
 	if n := len(childrenRunning(s.cmd.Process.Pid, agentBin)); n != 3 {
 		t.Errorf("%d agent processes run, want 3: the session's and two warm", n)
 	}
+	fams := scrape(t, s.metricsURL(t))
+	wantValues(t, fams, "acpgate_agent_warm_ready", map[string]float64{"agent=test": 2})
+	wantValues(t, fams, "acpgate_agent_warm_starting", map[string]float64{"agent=test": 0})
+	wantValues(t, fams, "acpgate_session_starts_total", map[string]float64{"agent=test,start=warm": 1})
 	if _, err := client.CloseSession(bounded(t), &acpgatev1.CloseSessionRequest{SessionId: sess.GetId()}); err != nil {
 		t.Fatal(err)
 	}
