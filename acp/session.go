@@ -161,15 +161,64 @@ type Session struct {
 // session/load when opts.LoadSessionID is set). Every failure the agent
 // causes is an *Error; the agent is stopped before Open returns one.
 func Open(ctx context.Context, cfg Config, opts OpenOptions) (_ *Session, err error) {
-	tracer := cfg.tracer()
-	ctx, span := tracer.Start(ctx, SpanAgentStart, trace.WithAttributes(AttrAgent.String(cfg.Agent), AttrLoadSession.Bool(opts.LoadSessionID != "")))
-	defer func() {
-		if agentErr := (*Error)(nil); errors.As(err, &agentErr) {
-			span.SetAttributes(attribute.String("acpgate.error.class", outcome.Class(agentErr.Proto)))
+	cfg = cfg.withDefaults()
+	ctx, span := cfg.tracer().Start(ctx, SpanAgentStart, trace.WithAttributes(AttrAgent.String(cfg.Agent), AttrLoadSession.Bool(opts.LoadSessionID != ""), AttrWarm.Bool(false)))
+	defer func() { endStartSpan(span, err) }()
+	hctx, cancel := context.WithTimeoutCause(ctx, cfg.HandshakeTimeout, errHandshakeTimeout)
+	defer cancel()
+	s, err := launch(hctx, cfg, opts.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.open(hctx, opts); err != nil {
+		return nil, err
+	}
+	span.SetAttributes(AttrACPSession.String(s.id))
+	return s, nil
+}
+
+// Start starts the agent in dir and performs the ACP handshake up to, not
+// including, a session: spawn, initialize, authenticate. The result is a
+// warm process: Begin opens its one session later, sparing that session
+// the agent's start-up. Failures are as Open's.
+func Start(ctx context.Context, cfg Config, dir string) (_ *Session, err error) {
+	cfg = cfg.withDefaults()
+	ctx, span := cfg.tracer().Start(ctx, SpanAgentWarm, trace.WithAttributes(AttrAgent.String(cfg.Agent)))
+	defer func() { endStartSpan(span, err) }()
+	hctx, cancel := context.WithTimeoutCause(ctx, cfg.HandshakeTimeout, errHandshakeTimeout)
+	defer cancel()
+	return launch(hctx, cfg, dir)
+}
+
+// Begin opens the session of a process made by Start (session/new, or
+// session/load when opts.LoadSessionID is set) in the directory it was
+// started in, which opts.Cwd, when set, must name. It may be called once;
+// the handshake timeout bounds it. On failure the agent is stopped, as
+// for Open.
+func (s *Session) Begin(ctx context.Context, opts OpenOptions) (err error) {
+	ctx, span := s.tracer.Start(ctx, SpanAgentStart, trace.WithAttributes(AttrAgent.String(s.cfg.Agent), AttrLoadSession.Bool(opts.LoadSessionID != ""), AttrWarm.Bool(true)))
+	defer func() { endStartSpan(span, err) }()
+	if s.ID() != "" {
+		return errors.New("acp: Begin on a session already open")
+	}
+	if opts.Cwd != "" {
+		if cwd, err := filepath.EvalSymlinks(opts.Cwd); err != nil || cwd != s.cwd {
+			err := &Error{Proto: s.interp.SpawnFailed(fmt.Sprintf("the warm agent process runs in %q, not in %q", s.cwd, opts.Cwd))}
+			s.abort(err)
+			return err
 		}
-		failSpan(span, err)
-		span.End()
-	}()
+	}
+	hctx, cancel := context.WithTimeoutCause(ctx, s.cfg.HandshakeTimeout, errHandshakeTimeout)
+	defer cancel()
+	if err := s.open(hctx, opts); err != nil {
+		return err
+	}
+	span.SetAttributes(AttrACPSession.String(s.id))
+	return nil
+}
+
+// withDefaults fills in Config's durations left zero.
+func (cfg Config) withDefaults() Config {
 	if cfg.CancelGrace <= 0 {
 		cfg.CancelGrace = DefaultCancelGrace
 	}
@@ -182,15 +231,31 @@ func Open(ctx context.Context, cfg Config, opts OpenOptions) (_ *Session, err er
 	if cfg.HandshakeTimeout <= 0 {
 		cfg.HandshakeTimeout = DefaultHandshakeTimeout
 	}
+	return cfg
+}
+
+// endStartSpan ends a start-up span, classifying an agent's failure.
+func endStartSpan(span trace.Span, err error) {
+	if agentErr := (*Error)(nil); errors.As(err, &agentErr) {
+		span.SetAttributes(attribute.String("acpgate.error.class", outcome.Class(agentErr.Proto)))
+	}
+	failSpan(span, err)
+	span.End()
+}
+
+// launch spawns the agent in dir and runs initialize and authenticate
+// under ctx, which carries the handshake timeout.
+func launch(ctx context.Context, cfg Config, dir string) (*Session, error) {
+	tracer := cfg.tracer()
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
 	}
 	log = log.With("agent", cfg.Agent)
 	interp := outcome.Interpreter{PartialCap: cfg.PartialCap}
-	cwd, err := filepath.EvalSymlinks(opts.Cwd)
+	cwd, err := filepath.EvalSymlinks(dir)
 	if err == nil && !filepath.IsAbs(cwd) {
-		err = fmt.Errorf("working directory %q is not absolute", opts.Cwd)
+		err = fmt.Errorf("working directory %q is not absolute", dir)
 	}
 	if err != nil {
 		return nil, &Error{Proto: interp.SpawnFailed(err.Error())}
@@ -234,22 +299,34 @@ func Open(ctx context.Context, cfg Config, opts OpenOptions) (_ *Session, err er
 		Logger:              s.log,
 		MaxInFlightRequests: cfg.MaxAgentRequests,
 	})
-	hctx, cancel := context.WithTimeoutCause(ctx, cfg.HandshakeTimeout, errHandshakeTimeout)
-	err = s.handshake(hctx, opts)
-	cancel()
-	if err != nil {
-		s.proc.kill()
-		s.conn.Close()
-		var agentErr *Error
-		if errors.As(err, &agentErr) && s.info.ProtocolVersion == ProtocolVersion {
-			info := s.info
-			agentErr.Info = &info
-		}
+	if err := s.hello(ctx); err != nil {
+		s.abort(err)
 		return nil, err
 	}
-	s.log = s.log.With("session", s.id)
-	span.SetAttributes(AttrACPSession.String(s.id))
 	return s, nil
+}
+
+// open runs session/new or session/load; on failure the agent is
+// stopped.
+func (s *Session) open(ctx context.Context, opts OpenOptions) error {
+	if err := s.begin(ctx, opts); err != nil {
+		s.abort(err)
+		return err
+	}
+	s.log = s.log.With("session", s.id)
+	return nil
+}
+
+// abort stops an agent whose start-up failed with err, and tells err what
+// the agent said at initialize, when it got that far.
+func (s *Session) abort(err error) {
+	s.proc.kill()
+	s.conn.Close()
+	var agentErr *Error
+	if errors.As(err, &agentErr) && s.info.ProtocolVersion == ProtocolVersion {
+		info := s.info
+		agentErr.Info = &info
+	}
 }
 
 // agentHandler serves what the agent sends on its own initiative. It is a
@@ -278,7 +355,8 @@ type initializeResult struct {
 	} `json:"authMethods"`
 }
 
-func (s *Session) handshake(ctx context.Context, opts OpenOptions) error {
+// hello runs initialize, then authenticate when configured.
+func (s *Session) hello(ctx context.Context) error {
 	var init initializeResult
 	if err := s.call(ctx, "initialize", func(meta map[string]any) any {
 		return acpsdk.InitializeRequest{
@@ -314,6 +392,11 @@ func (s *Session) handshake(ctx context.Context, opts OpenOptions) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// begin runs session/new, or session/load when opts.LoadSessionID is set.
+func (s *Session) begin(ctx context.Context, opts OpenOptions) error {
 	mcp := s.cfg.MCPServers
 	if mcp == nil {
 		mcp = []acpsdk.McpServer{}

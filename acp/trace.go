@@ -20,7 +20,8 @@ import (
 // conventions (semconv 1.43, those otelgrpc follows for the gateway's own
 // calls) name a JSON-RPC span: rpc.system.name "jsonrpc", no service.
 const (
-	SpanAgentStart = "acpgate.agent.start" // spawn and handshake, all of Open
+	SpanAgentStart = "acpgate.agent.start" // spawn and handshake, all of Open; session/new alone for a warm process
+	SpanAgentWarm  = "acpgate.agent.warm"  // spawn, initialize and authenticate of a warm process (Start)
 	SpanAgentSpawn = "acpgate.agent.spawn" // starting the process
 	SpanTurnCancel = "acpgate.turn.cancel" // from the cancel request to the turn's ending, grace included
 )
@@ -48,6 +49,7 @@ const (
 	AttrPermCancel   = attribute.Key("acpgate.permission.cancelled")
 	AttrContainment  = attribute.Key("acpgate.agent.containment")
 	AttrLoadSession  = attribute.Key("acpgate.session.load")
+	AttrWarm         = attribute.Key("acpgate.agent.warm")
 )
 
 // tracer is the configured tracer, or one that records nothing.

@@ -60,6 +60,9 @@ type Metrics struct {
 	cost             *prometheus.CounterVec
 	journalWrite     *prometheus.HistogramVec
 	journalBytes     *prometheus.CounterVec
+	warmReady        *prometheus.GaugeVec
+	warmStarting     *prometheus.GaugeVec
+	sessionStarts    *prometheus.CounterVec
 }
 
 // latencyBuckets span a millisecond to a minute; turnBuckets a tenth of a
@@ -118,6 +121,15 @@ func New(limits Limits) *Metrics {
 		journalBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "acpgate_journal_write_bytes_total", Help: "Bytes of events written to the turn store.",
 		}, agent),
+		warmReady: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "acpgate_agent_warm_ready", Help: "Warm agent processes ready to be taken: started, initialized and authenticated, with no session.",
+		}, agent),
+		warmStarting: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "acpgate_agent_warm_starting", Help: "Warm agent processes being started.",
+		}, agent),
+		sessionStarts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "acpgate_session_starts_total", Help: "Sessions whose agent started, by start: warm (a warm process was taken) or cold (the agent was spawned for the session).",
+		}, []string{"agent", "start"}),
 	}
 	sessionsLimit := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "acpgate_sessions_limit", Help: "limits.max_sessions: sessions open at once, all agents.",
@@ -138,6 +150,7 @@ func New(limits Limits) *Metrics {
 		m.turnsStarted, m.turnsEnded, m.turnDuration, m.firstChunk,
 		m.agentStart, m.agentStartFailed, m.sessionsOpen, m.turnsRunning,
 		m.chunks, m.chunkBytes, m.tokens, m.cost, m.journalWrite, m.journalBytes,
+		m.warmReady, m.warmStarting, m.sessionStarts,
 		sessionsLimit, agentLimit,
 	)
 	return m
@@ -300,4 +313,27 @@ func (a *Agent) SessionClosed() {
 	if a != nil {
 		a.sessionsOpen.Dec()
 	}
+}
+
+// Warm sets the gauges of the agent's warm processes: ready to be taken,
+// and being started.
+func (a *Agent) Warm(ready, starting int) {
+	if a == nil {
+		return
+	}
+	a.m.warmReady.WithLabelValues(a.name).Set(float64(ready))
+	a.m.warmStarting.WithLabelValues(a.name).Set(float64(starting))
+}
+
+// SessionStarted counts a session whose agent started, warm (a warm
+// process was taken) or cold.
+func (a *Agent) SessionStarted(warm bool) {
+	if a == nil {
+		return
+	}
+	start := "cold"
+	if warm {
+		start = "warm"
+	}
+	a.m.sessionStarts.WithLabelValues(a.name, start).Inc()
 }

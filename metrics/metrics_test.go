@@ -73,6 +73,8 @@ func TestANilRecorderRecordsNothingAndDoesNotPanic(t *testing.T) {
 	a.StartFailed("transport")
 	a.SessionOpened()
 	a.SessionClosed()
+	a.Warm(1, 1)
+	a.SessionStarted(false)
 	a.TurnDone()
 	m.InitializeGRPC(nil)
 	if u, s := m.Interceptors(nil, nil, nil); u != nil || s != nil {

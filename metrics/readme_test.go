@@ -65,6 +65,8 @@ func everyFamily(t *testing.T) map[string]*dto.MetricFamily {
 	a.Started(time.Millisecond)
 	a.StartFailed("transport")
 	a.SessionOpened()
+	a.Warm(1, 1)
+	a.SessionStarted(true)
 	s := grpc.NewServer()
 	healthpb.RegisterHealthServer(s, health.NewServer())
 	m.InitializeGRPC(s)

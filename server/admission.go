@@ -24,15 +24,23 @@ const msgShuttingDown = outcome.CauseShutdown
 // slot is released exactly once, when the session fails to open or when it
 // is closed.
 //
+// Warm processes (see pool.go) are counted here too, against maxWarm and
+// apart from the sessions: a warm process serves no one until it is taken,
+// so it must not refuse a caller a session. Taking one turns it into a
+// session, which a session slot (reserved before the take) already
+// counts; the warm slot is then given back.
+//
 // Each caller's quotas (see quota.go) are counted under the same lock: a
 // session slot and an admitted turn carry the principal they were admitted
 // for and give its count back exactly once.
 type admission struct {
 	maxSessions int
+	maxWarm     int
 	quotas      config.Quotas
 
 	mu       sync.Mutex
 	open     int                   // sessions open or opening, all agents
+	warm     int                   // warm processes ready or starting, all agents
 	perAgent map[string]int        // the same, by agent
 	callers  map[string]*callerUse // what each principal holds, by name
 	turnsOf  map[string]string     // admitted turns not yet ended: id → principal
@@ -40,9 +48,10 @@ type admission struct {
 	turns    sync.WaitGroup // turns admitted and not yet ended
 }
 
-func newAdmission(maxSessions int, quotas config.Quotas) *admission {
+func newAdmission(maxSessions, maxWarm int, quotas config.Quotas) *admission {
 	return &admission{
 		maxSessions: maxSessions,
+		maxWarm:     maxWarm,
 		quotas:      quotas,
 		perAgent:    make(map[string]int),
 		callers:     make(map[string]*callerUse),
@@ -91,6 +100,33 @@ func (s *slot) release() {
 		u := s.a.use(s.principal)
 		u.sessions--
 		s.a.forget(s.principal, u)
+	})
+}
+
+// warmSlot is one warm process's place under limits.max_warm.
+type warmSlot struct {
+	a    *admission
+	once sync.Once
+}
+
+// reserveWarm admits one more warm process, or reports false while the
+// gateway drains or holds limits.max_warm of them.
+func (a *admission) reserveWarm() (*warmSlot, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.draining || a.warm >= a.maxWarm {
+		return nil, false
+	}
+	a.warm++
+	return &warmSlot{a: a}, true
+}
+
+// release gives the warm slot back; later calls do nothing.
+func (w *warmSlot) release() {
+	w.once.Do(func() {
+		w.a.mu.Lock()
+		defer w.a.mu.Unlock()
+		w.a.warm--
 	})
 }
 

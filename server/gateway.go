@@ -104,11 +104,13 @@ type Gateway struct {
 
 // agentEntry is a configured agent and what the gateway learned of it.
 type agentEntry struct {
-	cfg  config.Agent
-	acp  acp.Config
-	m    *metrics.Agent // nil without metrics
-	mu   sync.Mutex
-	caps *acpgatev1.AgentCapabilities
+	cfg     config.Agent
+	acp     acp.Config
+	m       *metrics.Agent // nil without metrics
+	pool    *pool          // its warm processes; nil when it keeps none
+	startup startupStatus
+	mu      sync.Mutex
+	caps    *acpgatev1.AgentCapabilities
 }
 
 // New builds a Gateway and starts its janitor. Close stops it.
@@ -131,7 +133,7 @@ func New(opts Options) (*Gateway, error) {
 		cfg:       opts.Config,
 		log:       log,
 		byName:    make(map[string]*agentEntry),
-		admit:     newAdmission(opts.Config.Limits.MaxSessions, opts.Config.Quotas),
+		admit:     newAdmission(opts.Config.Limits.MaxSessions, opts.Config.Limits.MaxWarm, opts.Config.Quotas),
 		sessions:  newRegistry(),
 		janitor:   make(chan struct{}),
 		tempDir:   opts.TempDir,
@@ -167,6 +169,7 @@ func New(opts Options) (*Gateway, error) {
 		g.agents = append(g.agents, entry)
 		g.byName[a.Name] = entry
 	}
+	g.startPools()
 	interval := opts.JanitorInterval
 	if interval <= 0 {
 		interval = time.Second
@@ -232,14 +235,21 @@ func (g *Gateway) ListAgents(ctx context.Context, _ *acpgatev1.ListAgentsRequest
 		a.mu.Lock()
 		caps := a.caps
 		a.mu.Unlock()
-		resp.Agents = append(resp.Agents, &acpgatev1.Agent{
+		info := &acpgatev1.Agent{
 			Name:             a.cfg.Name,
 			Description:      a.cfg.Description,
 			Capabilities:     caps,
 			PermissionPolicy: string(a.cfg.PermissionPolicy),
 			FsRead:           a.cfg.FS.Read,
 			FsWrite:          a.cfg.FS.Write,
-		})
+			WarmTarget:       uint32(a.cfg.Warm),
+		}
+		if a.pool != nil {
+			ready, starting := a.pool.counts()
+			info.WarmReady, info.WarmStarting = uint32(ready), uint32(starting)
+		}
+		a.startup.fill(info)
+		resp.Agents = append(resp.Agents, info)
 	}
 	return resp, nil
 }
@@ -316,13 +326,17 @@ type opening struct {
 	entry   *agentEntry
 	slot    *slot
 	dir     string
-	tempDir string // "" when the session runs in a configured workspace
-	owner   string // the principal opening it
+	tempDir string       // "" when the session runs in a configured workspace
+	owner   string       // the principal opening it
+	warm    *warmProcess // the warm process taken for it; nil: start cold
 }
 
 // abandon gives back what prepare took, when the session is not started.
 func (o *opening) abandon() {
 	o.slot.release()
+	if o.warm != nil {
+		o.warm.discard()
+	}
 	if o.tempDir != "" {
 		_ = os.RemoveAll(o.tempDir)
 	}
@@ -346,21 +360,26 @@ func (g *Gateway) prepare(ctx context.Context, agent, cwd string) (*opening, err
 	if err != nil {
 		return nil, err
 	}
-	dir, tempDir, err := sessionDir(entry.cfg, cwd, g.tempDir)
-	if err != nil {
+	o := &opening{entry: entry, slot: slot, owner: caller(ctx).Name}
+	if o.warm = takeFresh(entry, cwd); o.warm != nil {
+		o.dir, o.tempDir = o.warm.dir, o.warm.tempDir
+		return o, nil
+	}
+	if o.dir, o.tempDir, err = sessionDir(entry.cfg, cwd, g.tempDir); err != nil {
 		slot.release()
 		return nil, err
 	}
-	return &opening{entry: entry, slot: slot, dir: dir, tempDir: tempDir, owner: caller(ctx).Name}, nil
+	if entry.pool != nil && o.tempDir == "" {
+		o.warm = entry.pool.take(o.dir)
+	}
+	return o, nil
 }
 
 // start starts a prepared session's agent and registers the session. An
 // error is *acp.Error when the agent caused it; either way o is abandoned.
 func (g *Gateway) start(ctx context.Context, o *opening, loadID string, oneShot bool) (*liveSession, error) {
 	entry := o.entry
-	began := time.Now()
-	sess, err := acp.Open(ctx, entry.acp, acp.OpenOptions{Cwd: o.dir, LoadSessionID: loadID})
-	noteStart(entry.m, time.Since(began), err)
+	sess, err := g.startAgent(ctx, o, loadID)
 	if err != nil {
 		var agentErr *acp.Error
 		if errors.As(err, &agentErr) && agentErr.Info != nil {
@@ -378,7 +397,7 @@ func (g *Gateway) start(ctx context.Context, o *opening, loadID string, oneShot 
 		return nil, status.Error(codes.Unavailable, msgShuttingDown)
 	}
 	g.sessions.add(live)
-	g.log.InfoContext(ctx, "session opened", "agent", entry.cfg.Name, "session", live.id, "acp_session", sess.ID(), "cwd", sess.Cwd(), "pid", sess.Pid(), "one_shot", oneShot)
+	g.log.InfoContext(ctx, "session opened", "agent", entry.cfg.Name, "session", live.id, "acp_session", sess.ID(), "cwd", sess.Cwd(), "pid", sess.Pid(), "one_shot", oneShot, "warm", o.warm != nil)
 	return live, nil
 }
 

@@ -68,9 +68,17 @@ func killReserve(grace time.Duration) time.Duration {
 // waits for them to end until shortly before the deadline (killReserve);
 // then every session is closed, gracefully while time remains, and every
 // agent still running when ctx ends is killed outright. A client that
-// stopped reading holds none of this up: its turn ends without it.
+// stopped reading holds none of this up: its turn ends without it. Warm
+// processes, which serve no turn, are stopped from the start, under the
+// same deadline.
 func (g *Gateway) Drain(ctx context.Context) {
 	g.admit.drain()
+	pools := make(chan struct{})
+	go func() {
+		defer close(pools)
+		g.stopPools(ctx)
+	}()
+	defer func() { <-pools }()
 	for _, l := range g.sessions.all() {
 		l.sess.Cancel(msgShuttingDown)
 	}
@@ -99,6 +107,7 @@ func (g *Gateway) Close() {
 		close(g.janitor)
 	}
 	g.janitorWG.Wait()
+	g.stopPools(context.Background())
 	g.closeAll(context.Background())
 }
 

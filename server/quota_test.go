@@ -32,7 +32,7 @@ func retryDelay(t *testing.T, err error) time.Duration {
 }
 
 func TestAConcurrentTurnQuotaRefusesWithRetryInfoUntilATurnEnds(t *testing.T) {
-	a := newAdmission(10, config.Quotas{Default: config.Quota{ConcurrentTurns: 1}})
+	a := newAdmission(10, 0, config.Quotas{Default: config.Quota{ConcurrentTurns: 1}})
 	if err := a.admitTurn("alice", "t1"); err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestAConcurrentTurnQuotaRefusesWithRetryInfoUntilATurnEnds(t *testing.T) {
 }
 
 func TestAnOpenSessionQuotaCountsEachSlotOnceAndTheAnonymousCallerUnderDefault(t *testing.T) {
-	a := newAdmission(10, config.Quotas{
+	a := newAdmission(10, 0, config.Quotas{
 		Default:    config.Quota{OpenSessions: 1},
 		Principals: map[string]config.Quota{"alice": {OpenSessions: 2}},
 	})
@@ -74,7 +74,7 @@ func TestAnOpenSessionQuotaCountsEachSlotOnceAndTheAnonymousCallerUnderDefault(t
 }
 
 func TestATurnsPerMinuteQuotaSaysWhenTheNextTurnMayStart(t *testing.T) {
-	a := newAdmission(10, config.Quotas{Default: config.Quota{TurnsPerMinute: 2}})
+	a := newAdmission(10, 0, config.Quotas{Default: config.Quota{TurnsPerMinute: 2}})
 	for _, id := range []string{"t1", "t2"} {
 		if err := a.admitTurn("alice", id); err != nil {
 			t.Fatal(err)
@@ -95,7 +95,7 @@ func TestATurnsPerMinuteQuotaSaysWhenTheNextTurnMayStart(t *testing.T) {
 }
 
 func TestAnIdleCallerIsForgotten(t *testing.T) {
-	a := newAdmission(10, config.Quotas{Default: config.Quota{ConcurrentTurns: 1, OpenSessions: 1}})
+	a := newAdmission(10, 0, config.Quotas{Default: config.Quota{ConcurrentTurns: 1, OpenSessions: 1}})
 	s, _ := a.reserveSession("alice", "agent", 0)
 	_ = a.admitTurn("alice", "t1")
 	a.turnEnded("t1")
@@ -107,7 +107,7 @@ func TestAnIdleCallerIsForgotten(t *testing.T) {
 
 func TestATurnsPerMinuteQuotaAdmitsAgainAfterTheDelayItGave(t *testing.T) {
 	const perMinute = 6000 // a token every 10ms
-	a := newAdmission(10, config.Quotas{Default: config.Quota{TurnsPerMinute: perMinute}})
+	a := newAdmission(10, 0, config.Quotas{Default: config.Quota{TurnsPerMinute: perMinute}})
 	var err error
 	for i := 0; err == nil && i < 2*perMinute; i++ {
 		id := fmt.Sprint("t", i)
@@ -123,7 +123,7 @@ func TestATurnsPerMinuteQuotaAdmitsAgainAfterTheDelayItGave(t *testing.T) {
 }
 
 func TestConcurrentSessionsOfOnePrincipalNeverExceedItsQuota(t *testing.T) {
-	a := newAdmission(100, config.Quotas{Default: config.Quota{OpenSessions: 5}})
+	a := newAdmission(100, 0, config.Quotas{Default: config.Quota{OpenSessions: 5}})
 	var (
 		wg       sync.WaitGroup
 		admitted atomic.Int32

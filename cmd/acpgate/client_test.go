@@ -778,10 +778,11 @@ func cliWaitFor(t *testing.T, cond func() bool) {
 
 func TestCLIAgents(t *testing.T) {
 	f := &fakeGateway{agents: &acpgatev1.ListAgentsResponse{Agents: []*acpgatev1.Agent{
-		{Name: "demo", Description: "the built-in\ndemo agent", PermissionPolicy: "reject", FsRead: true},
+		{Name: "demo", Description: "the built-in\ndemo agent", PermissionPolicy: "reject", FsRead: true, WarmTarget: 2, WarmReady: 1, WarmStarting: 1},
 		{Name: "gemini", PermissionPolicy: "ask", FsRead: true, FsWrite: true, Capabilities: &acpgatev1.AgentCapabilities{
 			ProtocolVersion: 1, AgentName: "gemini-cli", AgentVersion: "0.9.0", LoadSession: true, PromptImage: true,
-			AuthMethods: []string{"oauth-personal"}}},
+			AuthMethods: []string{"oauth-personal"}},
+			LastStartupFailure: &acpgatev1.StartupFailure{Message: "warm start-up failed:\nno key", At: timestamppb.Now()}},
 	}}}
 	addr := cliServe(t, f)
 	code, stdout, stderr := cliRun(t, "agents", "--addr", addr)
@@ -789,13 +790,14 @@ func TestCLIAgents(t *testing.T) {
 		t.Fatalf("exit %d:\n%s", code, stderr)
 	}
 	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
-	if len(lines) != 3 {
-		t.Fatalf("want a header and 2 rows:\n%s", stdout)
+	if len(lines) != 4 {
+		t.Fatalf("want a header, 2 rows and the failure:\n%s", stdout)
 	}
 	for i, want := range [][]string{
-		{"NAME", "DESCRIPTION", "PERMISSIONS", "FS", "CAPABILITIES"},
-		{"demo", "the built-in demo agent", "reject", "r/-", "(unknown until a session starts)"},
+		{"NAME", "DESCRIPTION", "PERMISSIONS", "FS", "WARM", "CAPABILITIES"},
+		{"demo", "the built-in demo agent", "reject", "r/-", "1/2 ready, 1 starting", "(unknown until a session starts)"},
 		{"gemini", "-", "ask", "r/w", "acp v1; gemini-cli 0.9.0; load,image; auth: oauth-personal"},
+		{"gemini: last start-up failed at ", "warm start-up failed: no key"},
 	} {
 		for _, w := range want {
 			if !strings.Contains(lines[i], w) {

@@ -286,9 +286,27 @@ func printAgents(stdout io.Writer, resp *acpgatev1.ListAgentsResponse) {
 	rows := make([][]string, 0, len(resp.GetAgents()))
 	for _, a := range resp.GetAgents() {
 		rows = append(rows, []string{oneLine(a.GetName()), firstNonEmpty(oneLine(a.GetDescription()), "-"),
-			firstNonEmpty(a.GetPermissionPolicy(), "-"), fsAccess(a), describeCapabilities(a.GetCapabilities())})
+			firstNonEmpty(a.GetPermissionPolicy(), "-"), fsAccess(a), describeWarm(a), describeCapabilities(a.GetCapabilities())})
 	}
-	printTable(stdout, "no agents configured", []string{"NAME", "DESCRIPTION", "PERMISSIONS", "FS", "CAPABILITIES"}, rows)
+	printTable(stdout, "no agents configured", []string{"NAME", "DESCRIPTION", "PERMISSIONS", "FS", "WARM", "CAPABILITIES"}, rows)
+	for _, a := range resp.GetAgents() {
+		if f := a.GetLastStartupFailure(); f != nil {
+			fmt.Fprintf(stdout, "%s: last start-up failed at %s: %s\n", oneLine(a.GetName()), f.GetAt().AsTime().Local().Format(time.TimeOnly), oneLine(f.GetMessage()))
+		}
+	}
+}
+
+// describeWarm renders an agent's warm pool: ready of target, and those
+// starting; "-" for an agent that keeps none.
+func describeWarm(a *acpgatev1.Agent) string {
+	if a.GetWarmTarget() == 0 {
+		return "-"
+	}
+	s := fmt.Sprintf("%d/%d ready", a.GetWarmReady(), a.GetWarmTarget())
+	if n := a.GetWarmStarting(); n > 0 {
+		s += fmt.Sprintf(", %d starting", n)
+	}
+	return s
 }
 
 // fsAccess renders an agent's file-system access as "r/w", "r/-", "-/-"...

@@ -52,6 +52,21 @@ const (
 	// DefaultMaxFrameBytes bounds the size of one JSON-RPC message read from
 	// an agent (16 MiB).
 	DefaultMaxFrameBytes = 16 << 20
+	// DefaultWarmMaxAge is how long a warm agent process waits to be taken
+	// before it is replaced by a fresh one: an agent that caches
+	// credentials or reads its configuration at start-up would otherwise
+	// serve a session with state hours old.
+	DefaultWarmMaxAge = 30 * time.Minute
+	// DefaultMaxWarm bounds the warm agent processes kept across all
+	// agents: they use memory while serving no one, so their total is
+	// bounded apart from the sessions'.
+	DefaultMaxWarm = 16
+	// MaxWarmPerAgent is the largest accepted agents[].warm.
+	MaxWarmPerAgent = 64
+	// MinWarmMaxAge is the smallest accepted agents[].warm_max_age: a
+	// shorter one would respawn warm processes about as fast as they
+	// start, which is the busy loop the pool's back-off exists to avoid.
+	MinWarmMaxAge = time.Second
 	// DefaultShutdownGrace is how long the gateway gives open sessions to end
 	// when it is asked to stop.
 	DefaultShutdownGrace = 10 * time.Second
@@ -204,6 +219,15 @@ type Agent struct {
 	// MaxSessions bounds this agent's open sessions; 0 means no per-agent
 	// limit (the gateway-wide limit still applies).
 	MaxSessions int
+	// Warm is how many processes of the agent the gateway keeps started,
+	// initialized and authenticated, with no session, so that a session
+	// takes one instead of waiting for the agent's start-up; 0 keeps none.
+	// Warm processes count toward Limits.MaxWarm, not toward the session
+	// limits, until one is taken.
+	Warm int
+	// WarmMaxAge is how long a warm process may wait to be taken before it
+	// is replaced.
+	WarmMaxAge time.Duration
 	// MCPServers are passed to the agent in every session/new.
 	MCPServers []MCPServer
 	// Allow are the principal patterns that may use the agent; empty
@@ -269,6 +293,10 @@ type Limits struct {
 	// MaxSessions bounds the sessions open across all agents, counting
 	// those still starting.
 	MaxSessions int
+	// MaxWarm bounds the warm processes (see Agent.Warm) kept across all
+	// agents, counting those still starting. They are not sessions: a
+	// warm process counts toward MaxSessions only once it is taken.
+	MaxWarm int
 	// MaxAgentRequests bounds the requests one agent may have waiting for
 	// the gateway's answer (fs, permission, unknown methods); beyond it the
 	// gateway stops reading from that agent until one is answered.
@@ -415,6 +443,7 @@ func defaults() *Config {
 		Listen: DefaultListen,
 		Limits: Limits{
 			MaxSessions:    DefaultMaxSessions,
+			MaxWarm:        DefaultMaxWarm,
 			MaxPromptBytes: DefaultMaxPromptBytes,
 			MaxFrameBytes:  DefaultMaxFrameBytes,
 
@@ -441,6 +470,7 @@ func defaultAgent() Agent {
 		TurnTimeout:       DefaultTurnTimeout,
 		IdleTimeout:       DefaultIdleTimeout,
 		CancelGrace:       DefaultCancelGrace,
+		WarmMaxAge:        DefaultWarmMaxAge,
 	}
 }
 

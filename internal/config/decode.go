@@ -135,6 +135,7 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 			f := field{"limits", "limits"}
 			d.fields(v, f, "in limits", map[string]func(*yaml.Node){
 				"max_sessions":     d.intInto(&c.Limits.MaxSessions, f.child("max_sessions")),
+				"max_warm":         d.intInto(&c.Limits.MaxWarm, f.child("max_warm")),
 				"max_prompt_bytes": d.intInto(&c.Limits.MaxPromptBytes, f.child("max_prompt_bytes")),
 				"max_frame_bytes":  d.intInto(&c.Limits.MaxFrameBytes, f.child("max_frame_bytes")),
 
@@ -252,6 +253,8 @@ func (d *decoder) agent(n *yaml.Node, i int) Agent {
 		"cancel_grace":      d.durationInto(&a.CancelGrace, f("cancel_grace")),
 		"handshake_timeout": d.durationInto(&a.HandshakeTimeout, f("handshake_timeout")),
 		"max_sessions":      d.intInto(&a.MaxSessions, f("max_sessions")),
+		"warm":              d.intInto(&a.Warm, f("warm")),
+		"warm_max_age":      d.durationInto(&a.WarmMaxAge, f("warm_max_age")),
 		"allow":             d.listInto(&a.Allow, f("allow"), false),
 		"mcp_servers": func(v *yaml.Node) {
 			a.MCPServers = d.mcpServers(v, f("mcp_servers"), label)

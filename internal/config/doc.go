@@ -23,12 +23,14 @@
 //	    cancel_grace: 10s
 //	    handshake_timeout: 2m
 //	    max_sessions: 8
+//	    warm: 2            # processes kept started and authenticated, no session
+//	    warm_max_age: 30m  # a warm process older than this is replaced
 //	    mcp_servers:
 //	      - name: files
 //	        command: /usr/bin/mcp-files
 //	        args: [--root, /srv]
 //	        env: {A: b}
-//	limits: {max_sessions: 256, max_prompt_bytes: 1048576, max_frame_bytes: 16777216,
+//	limits: {max_sessions: 256, max_warm: 16, max_prompt_bytes: 1048576, max_frame_bytes: 16777216,
 //	         max_agent_requests: 16, max_streams_per_connection: 100}
 //	shutdown_grace: 10s
 //	handshake_timeout: 60s

@@ -105,6 +105,9 @@ func (v *checker) config(c *Config) {
 	}
 
 	v.positive("limits.max_sessions", "limits.max_sessions", c.Limits.MaxSessions)
+	if c.Limits.MaxWarm < 0 {
+		v.add("limits.max_warm", "limits.max_warm: must not be negative (0 keeps no warm processes), got %d", c.Limits.MaxWarm)
+	}
 	v.positive("limits.max_prompt_bytes", "limits.max_prompt_bytes", c.Limits.MaxPromptBytes)
 	switch m := c.Limits.MaxFrameBytes; {
 	case m < MinMaxFrameBytes:
@@ -188,6 +191,12 @@ func (v *checker) agent(a Agent, path, label string) {
 	}
 	if a.MaxSessions < 0 {
 		v.add(p("max_sessions"), "%s: max_sessions must not be negative (0 means no per-agent limit), got %d", label, a.MaxSessions)
+	}
+	if a.Warm < 0 || a.Warm > MaxWarmPerAgent {
+		v.add(p("warm"), "%s: warm must be between 0 (no warm processes) and %d, got %d", label, MaxWarmPerAgent, a.Warm)
+	}
+	if a.WarmMaxAge < MinWarmMaxAge {
+		v.add(p("warm_max_age"), "%s: warm_max_age must be at least %s, got %s", label, MinWarmMaxAge, a.WarmMaxAge)
 	}
 
 	firstByName := map[string]int{}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 )
 
 // JSON-RPC error codes used by the agent.
@@ -255,6 +256,7 @@ func (a *agent) initialize(m *message) {
 	if a.cfg.exitOnInit >= 0 {
 		os.Exit(a.cfg.exitOnInit)
 	}
+	time.Sleep(a.cfg.initDelay)
 	methods := []obj{}
 	for _, id := range a.cfg.authMethods {
 		methods = append(methods, obj{"id": id, "name": id})
@@ -350,11 +352,7 @@ func (a *agent) prompt(m *message) {
 	if a.cfg.countPrompts != "" {
 		// One line per session/prompt received, in a file that tests read
 		// to know how often the agent was really asked.
-		f, err := os.OpenFile(a.cfg.countPrompts, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-		if err == nil {
-			_, _ = f.WriteString("prompt\n")
-			_ = f.Close()
-		}
+		appendLine(a.cfg.countPrompts, "prompt")
 	}
 	var p struct {
 		SessionID string `json:"sessionId"`
@@ -399,4 +397,15 @@ func textChunk(kind, text, messageID string) obj {
 		u["messageId"] = messageID
 	}
 	return u
+}
+
+// appendLine appends line to the file named, creating it: the counters
+// tests read (--count-prompts, --count-starts). Errors are ignored: a
+// test that reads the file sees the line missing.
+func appendLine(name, line string) {
+	f, err := os.OpenFile(name, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err == nil {
+		_, _ = f.WriteString(line + "\n")
+		_ = f.Close()
+	}
 }

@@ -22,6 +22,11 @@
 //	--session-new-error C:MSG   answer session/new and session/load with JSON-RPC
 //	                            error code C, message MSG.
 //	--exit-on-initialize N      exit with status N on receiving initialize, unanswered.
+//	--initialize-delay D        sleep D (a Go duration) before answering initialize:
+//	                            a stand-in for a slow-starting agent (Node start-up,
+//	                            loading credentials).
+//	--count-starts FILE         append the line "start" to FILE as the process starts
+//	                            (tests count how often the agent was spawned).
 //	--stray-startup             print the non-JSON line "starting up..." on stdout
 //	                            before reading anything.
 //	--unique-sessions           mint session ids "sess-<pid>-<n>" (pid as /proc shows it) instead, unique
@@ -162,6 +167,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // config is the agent-level behaviour chosen on the command line.
@@ -171,6 +177,8 @@ type config struct {
 	loadSession     bool
 	sessionNewErr   *rpcError // nil: session/new succeeds
 	exitOnInit      int       // < 0: answer initialize normally
+	initDelay       time.Duration
+	countStarts     string // a file that gets a line per process start
 	strayStartup    bool
 	uniqueSessions  bool
 	commands        []string // advertised right after session/new and session/load
@@ -188,6 +196,8 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&cfg.loadSession, "load-session", false, "advertise and implement session/load")
 	fs.StringVar(&newErr, "session-new-error", "", "CODE:MESSAGE error for session/new and session/load")
 	fs.IntVar(&cfg.exitOnInit, "exit-on-initialize", -1, "exit with this status on initialize")
+	fs.DurationVar(&cfg.initDelay, "initialize-delay", 0, "sleep this long before answering initialize")
+	fs.StringVar(&cfg.countStarts, "count-starts", "", "append a line to this file as the process starts")
 	fs.BoolVar(&cfg.strayStartup, "stray-startup", false, `print "starting up..." on stdout first`)
 	fs.BoolVar(&cfg.uniqueSessions, "unique-sessions", false, `mint session ids "sess-<pid>-<n>", unique across processes`)
 	fs.StringVar(&commands, "commands", "", "comma-separated command names to advertise (available_commands_update) right after session/new and session/load")
@@ -226,6 +236,9 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testagent:", err)
 		os.Exit(2)
+	}
+	if cfg.countStarts != "" {
+		appendLine(cfg.countStarts, "start")
 	}
 	a := newAgent(cfg, os.Stdout)
 	if cfg.strayStartup {

@@ -36,6 +36,9 @@ type plan struct {
 
 	ttfcRuns int
 
+	warmRuns    int           // one-shot turns warm, cold and on an open session
+	warmSustain time.Duration // how long the sustained one-shot rate runs
+
 	concStreams, concN, concRuns int
 
 	idleSessions int
@@ -74,7 +77,8 @@ func fullPlan(runs int) plan {
 		breakRuns:    3,
 		breakSeconds: 2,
 		ttfcRuns:     20,
-		concStreams:  200, concN: 1_000, concRuns: 3,
+		warmRuns:     20, warmSustain: 20 * time.Second,
+		concStreams: 200, concN: 1_000, concRuns: 3,
 		idleSessions: 1_000,
 		bpN:          2_500, bpSize: 64 << 10, bpReadRate: 100,
 		storeFlood:     shape{"64 B flood", 200_000, 64, runs, "the store's cost per chunk"},
@@ -103,7 +107,8 @@ func smokePlan() plan {
 		breakRuns:    1,
 		breakSeconds: 0.2,
 		ttfcRuns:     2,
-		concStreams:  10, concN: 100, concRuns: 1,
+		warmRuns:     2, warmSustain: 3 * time.Second,
+		concStreams: 10, concN: 100, concRuns: 1,
 		idleSessions: 20,
 		bpN:          30, bpSize: 64 << 10, bpReadRate: 100,
 		storeFlood:     shape{"64 B flood", 2_000, 64, 1, "the store's cost per chunk"},
@@ -156,7 +161,7 @@ func runDriver(args []string) int {
 	out := fs.String("out", "", "write the report (Markdown) here; default the repository's docs/benchmarks.md, none with -smoke")
 	rawOut := fs.String("json", "", "also write every raw result here, as JSON")
 	keep := fs.Bool("keep", false, "keep the working directory (binaries, configuration, gateway logs, profiles)")
-	only := fs.String("sections", "", "run only these sections (comma-separated: throughput,paced,breaks,ttfc,concurrency,idle,backpressure,store,stall,instrumentation,profiles)")
+	only := fs.String("sections", "", "run only these sections (comma-separated: throughput,paced,breaks,ttfc,warm,concurrency,idle,backpressure,store,stall,instrumentation,profiles)")
 	quiet := fs.Duration("quiet", 30*time.Second, "before each measurement, wait up to this long for other processes to leave the CPU idle")
 	retries := fs.Int("retries", 2, "repeat a measurement up to this many times when other processes used the CPU during it")
 	if err := fs.Parse(args); err != nil {
@@ -204,6 +209,7 @@ func runDriver(args []string) int {
 	d.section("paced", d.paced)
 	d.section("breaks", d.breakScan)
 	d.section("ttfc", d.ttfc)
+	d.section("warm", d.warmSection)
 	d.section("concurrency", d.concurrency)
 	d.section("idle", d.idle)
 	d.section("backpressure", d.backpressure)
@@ -311,6 +317,7 @@ type gatewayConf struct {
 	store        string // "sqlite" or "memory"; empty: the gateway's default (sqlite)
 	maxTurnBytes int64  // limits.max_turn_bytes; 0: the gateway's default
 	otlpURL      string // metrics on, and tracing to this OTLP/HTTP URL; "": both off
+	agents       string // YAML of more agents, after the flood agent
 }
 
 // config is the configuration of one gateway, whose store (if it keeps one
@@ -336,7 +343,7 @@ agents:
     args: [--unique-sessions]
     turn_timeout: 30m
     idle_timeout: 30m
-`, store, instrumentationConfig(c.otlpURL), stateDir, limits, floodAgent, d.agent)
+%s`, store, instrumentationConfig(c.otlpURL), stateDir, limits, floodAgent, d.agent, c.agents)
 }
 
 // gateway starts a fresh acpgate serve configured by c, with extra flags if
@@ -647,7 +654,13 @@ func (d *driver) concurrency() error {
 // idle opens idleSessions sessions through CreateSession and measures the
 // gateway's RSS before and after (agents are separate processes).
 func (d *driver) idle() error {
-	g, err := d.gateway(gatewayConf{})
+	return d.withGateway(gatewayConf{}, d.idleOn)
+}
+
+// withGateway starts a gateway configured by c, runs f with a client of
+// it, and stops it.
+func (d *driver) withGateway(c gatewayConf, f func(ctx context.Context, g *gatewayProc, client acpgatev1.AgentGatewayClient) error) error {
+	g, err := d.gateway(c)
 	if err != nil {
 		return err
 	}
@@ -658,6 +671,10 @@ func (d *driver) idle() error {
 		return err
 	}
 	defer conn.Close()
+	return f(ctx, g, client)
+}
+
+func (d *driver) idleOn(ctx context.Context, g *gatewayProc, client acpgatev1.AgentGatewayClient) error {
 	res := idleResult{Target: d.plan.idleSessions}
 	// Warm-up: a few sessions opened and closed, so that one-time
 	// allocations are not charged to the sessions measured.

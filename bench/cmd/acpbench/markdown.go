@@ -137,6 +137,7 @@ func (r *report) verdicts() []verdict {
 	}
 	out = append(out, bp)
 	out = append(out, r.storeVerdicts()...)
+	out = append(out, r.warmVerdict())
 	return append(out, r.instrumentationVerdicts()...)
 }
 
@@ -388,6 +389,7 @@ func (r *report) markdown() string {
 	r.pacedMD(w)
 	r.breaksMD(w)
 	r.ttfcMD(w)
+	r.warmMD(w)
 	r.concMD(w)
 	r.idleMD(w)
 	r.bpMD(w)

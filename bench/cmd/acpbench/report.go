@@ -22,6 +22,7 @@ type report struct {
 	Paced        []pacedResult `json:"paced"`
 	Breaks       []breakResult `json:"breaks"`
 	TTFC         *ttfcResult   `json:"ttfc"`
+	Warm         *warmResult   `json:"warm"`
 	Concurrency  *concResult   `json:"concurrency"`
 	Idle         *idleResult   `json:"idle"`
 	Backpressure *bpResult     `json:"backpressure"`

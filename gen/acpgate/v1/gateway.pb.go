@@ -9,6 +9,7 @@ package acpgatev1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -279,16 +280,34 @@ type Agent struct {
 	// A human-readable description.
 	Description string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
 	// What the gateway learned from the agent at its last `initialize`;
-	// absent until a session of this agent has been started.
+	// absent until the agent has been started, for a session or as a warm
+	// process.
 	Capabilities *AgentCapabilities `protobuf:"bytes,3,opt,name=capabilities,proto3" json:"capabilities,omitempty"`
 	// The permission policy: "reject", "allow" or "ask".
 	PermissionPolicy string `protobuf:"bytes,4,opt,name=permission_policy,json=permissionPolicy,proto3" json:"permission_policy,omitempty"`
 	// Whether the agent may read files in its session's working directory.
 	FsRead bool `protobuf:"varint,5,opt,name=fs_read,json=fsRead,proto3" json:"fs_read,omitempty"`
 	// Whether the agent may write files in its session's working directory.
-	FsWrite       bool `protobuf:"varint,6,opt,name=fs_write,json=fsWrite,proto3" json:"fs_write,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	FsWrite bool `protobuf:"varint,6,opt,name=fs_write,json=fsWrite,proto3" json:"fs_write,omitempty"`
+	// The warm processes the agent is configured to keep (`warm`); 0 when
+	// it keeps none and every session starts its agent cold.
+	WarmTarget uint32 `protobuf:"varint,7,opt,name=warm_target,json=warmTarget,proto3" json:"warm_target,omitempty"`
+	// Warm processes ready to be taken: started, `initialize`d and
+	// `authenticate`d, with no session yet. A one-shot Prompt or a
+	// CreateSession takes one and runs only `session/new` on it.
+	WarmReady uint32 `protobuf:"varint,8,opt,name=warm_ready,json=warmReady,proto3" json:"warm_ready,omitempty"`
+	// Warm processes being started (spawn, `initialize`, `authenticate`).
+	WarmStarting uint32 `protobuf:"varint,9,opt,name=warm_starting,json=warmStarting,proto3" json:"warm_starting,omitempty"`
+	// How long the agent's last successful start-up took, warm or cold
+	// (spawn through `authenticate` for a warm process, through
+	// `session/new` for a cold one); absent until one has succeeded.
+	LastStartupDuration *durationpb.Duration `protobuf:"bytes,10,opt,name=last_startup_duration,json=lastStartupDuration,proto3" json:"last_startup_duration,omitempty"`
+	// The agent's last failed start-up, warm or cold; absent when none has
+	// failed since the last success. While it is set the warm pool backs
+	// off (exponentially, up to a minute) instead of retrying at once.
+	LastStartupFailure *StartupFailure `protobuf:"bytes,11,opt,name=last_startup_failure,json=lastStartupFailure,proto3" json:"last_startup_failure,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Agent) Reset() {
@@ -363,6 +382,106 @@ func (x *Agent) GetFsWrite() bool {
 	return false
 }
 
+func (x *Agent) GetWarmTarget() uint32 {
+	if x != nil {
+		return x.WarmTarget
+	}
+	return 0
+}
+
+func (x *Agent) GetWarmReady() uint32 {
+	if x != nil {
+		return x.WarmReady
+	}
+	return 0
+}
+
+func (x *Agent) GetWarmStarting() uint32 {
+	if x != nil {
+		return x.WarmStarting
+	}
+	return 0
+}
+
+func (x *Agent) GetLastStartupDuration() *durationpb.Duration {
+	if x != nil {
+		return x.LastStartupDuration
+	}
+	return nil
+}
+
+func (x *Agent) GetLastStartupFailure() *StartupFailure {
+	if x != nil {
+		return x.LastStartupFailure
+	}
+	return nil
+}
+
+// StartupFailure is an agent start-up that failed.
+type StartupFailure struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Why it failed, as the agent's harness error describes it.
+	Message string `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
+	// When it failed.
+	At *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=at,proto3" json:"at,omitempty"`
+	// When the warm pool tries again; absent when the agent keeps no warm
+	// processes.
+	RetryAt       *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=retry_at,json=retryAt,proto3" json:"retry_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartupFailure) Reset() {
+	*x = StartupFailure{}
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartupFailure) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartupFailure) ProtoMessage() {}
+
+func (x *StartupFailure) ProtoReflect() protoreflect.Message {
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartupFailure.ProtoReflect.Descriptor instead.
+func (*StartupFailure) Descriptor() ([]byte, []int) {
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *StartupFailure) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *StartupFailure) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+func (x *StartupFailure) GetRetryAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RetryAt
+	}
+	return nil
+}
+
 // AgentCapabilities is what an agent advertised at `initialize`.
 type AgentCapabilities struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -390,7 +509,7 @@ type AgentCapabilities struct {
 
 func (x *AgentCapabilities) Reset() {
 	*x = AgentCapabilities{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[3]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -402,7 +521,7 @@ func (x *AgentCapabilities) String() string {
 func (*AgentCapabilities) ProtoMessage() {}
 
 func (x *AgentCapabilities) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[3]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -415,7 +534,7 @@ func (x *AgentCapabilities) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentCapabilities.ProtoReflect.Descriptor instead.
 func (*AgentCapabilities) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{3}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *AgentCapabilities) GetProtocolVersion() int32 {
@@ -498,7 +617,7 @@ type CreateSessionRequest struct {
 
 func (x *CreateSessionRequest) Reset() {
 	*x = CreateSessionRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[4]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -510,7 +629,7 @@ func (x *CreateSessionRequest) String() string {
 func (*CreateSessionRequest) ProtoMessage() {}
 
 func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[4]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -523,7 +642,7 @@ func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionRequest.ProtoReflect.Descriptor instead.
 func (*CreateSessionRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{4}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CreateSessionRequest) GetAgent() string {
@@ -586,7 +705,7 @@ type Session struct {
 
 func (x *Session) Reset() {
 	*x = Session{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[5]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -598,7 +717,7 @@ func (x *Session) String() string {
 func (*Session) ProtoMessage() {}
 
 func (x *Session) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[5]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -611,7 +730,7 @@ func (x *Session) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Session.ProtoReflect.Descriptor instead.
 func (*Session) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{5}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Session) GetId() string {
@@ -695,7 +814,7 @@ type GetSessionRequest struct {
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[6]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -707,7 +826,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[6]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -720,7 +839,7 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{6}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GetSessionRequest) GetSessionId() string {
@@ -739,7 +858,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[7]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -751,7 +870,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[7]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -764,7 +883,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{7}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{8}
 }
 
 // ListSessionsResponse lists the open sessions.
@@ -778,7 +897,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[8]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -790,7 +909,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[8]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -803,7 +922,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{8}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*Session {
@@ -824,7 +943,7 @@ type CloseSessionRequest struct {
 
 func (x *CloseSessionRequest) Reset() {
 	*x = CloseSessionRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[9]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -836,7 +955,7 @@ func (x *CloseSessionRequest) String() string {
 func (*CloseSessionRequest) ProtoMessage() {}
 
 func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[9]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -849,7 +968,7 @@ func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionRequest.ProtoReflect.Descriptor instead.
 func (*CloseSessionRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{9}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CloseSessionRequest) GetSessionId() string {
@@ -868,7 +987,7 @@ type CloseSessionResponse struct {
 
 func (x *CloseSessionResponse) Reset() {
 	*x = CloseSessionResponse{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[10]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -880,7 +999,7 @@ func (x *CloseSessionResponse) String() string {
 func (*CloseSessionResponse) ProtoMessage() {}
 
 func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[10]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -893,7 +1012,7 @@ func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionResponse.ProtoReflect.Descriptor instead.
 func (*CloseSessionResponse) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{10}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{11}
 }
 
 // PromptRequest runs one prompt turn. Set exactly one of `session_id` and
@@ -950,7 +1069,7 @@ type PromptRequest struct {
 
 func (x *PromptRequest) Reset() {
 	*x = PromptRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[11]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -962,7 +1081,7 @@ func (x *PromptRequest) String() string {
 func (*PromptRequest) ProtoMessage() {}
 
 func (x *PromptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[11]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -975,7 +1094,7 @@ func (x *PromptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptRequest.ProtoReflect.Descriptor instead.
 func (*PromptRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{11}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PromptRequest) GetSessionId() string {
@@ -1056,7 +1175,7 @@ type WatchTurnRequest struct {
 
 func (x *WatchTurnRequest) Reset() {
 	*x = WatchTurnRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[12]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1068,7 +1187,7 @@ func (x *WatchTurnRequest) String() string {
 func (*WatchTurnRequest) ProtoMessage() {}
 
 func (x *WatchTurnRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[12]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1081,7 +1200,7 @@ func (x *WatchTurnRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchTurnRequest.ProtoReflect.Descriptor instead.
 func (*WatchTurnRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{12}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *WatchTurnRequest) GetTurnId() string {
@@ -1109,7 +1228,7 @@ type GetTurnRequest struct {
 
 func (x *GetTurnRequest) Reset() {
 	*x = GetTurnRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[13]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1121,7 +1240,7 @@ func (x *GetTurnRequest) String() string {
 func (*GetTurnRequest) ProtoMessage() {}
 
 func (x *GetTurnRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[13]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1134,7 +1253,7 @@ func (x *GetTurnRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTurnRequest.ProtoReflect.Descriptor instead.
 func (*GetTurnRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{13}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetTurnRequest) GetTurnId() string {
@@ -1164,7 +1283,7 @@ type ListTurnsRequest struct {
 
 func (x *ListTurnsRequest) Reset() {
 	*x = ListTurnsRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[14]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1176,7 +1295,7 @@ func (x *ListTurnsRequest) String() string {
 func (*ListTurnsRequest) ProtoMessage() {}
 
 func (x *ListTurnsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[14]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1189,7 +1308,7 @@ func (x *ListTurnsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTurnsRequest.ProtoReflect.Descriptor instead.
 func (*ListTurnsRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{14}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListTurnsRequest) GetSessionId() string {
@@ -1233,7 +1352,7 @@ type ListTurnsResponse struct {
 
 func (x *ListTurnsResponse) Reset() {
 	*x = ListTurnsResponse{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[15]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1245,7 +1364,7 @@ func (x *ListTurnsResponse) String() string {
 func (*ListTurnsResponse) ProtoMessage() {}
 
 func (x *ListTurnsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[15]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1258,7 +1377,7 @@ func (x *ListTurnsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTurnsResponse.ProtoReflect.Descriptor instead.
 func (*ListTurnsResponse) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{15}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListTurnsResponse) GetTurns() []*Turn {
@@ -1308,7 +1427,7 @@ type Turn struct {
 
 func (x *Turn) Reset() {
 	*x = Turn{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[16]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1320,7 +1439,7 @@ func (x *Turn) String() string {
 func (*Turn) ProtoMessage() {}
 
 func (x *Turn) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[16]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1333,7 +1452,7 @@ func (x *Turn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Turn.ProtoReflect.Descriptor instead.
 func (*Turn) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{16}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Turn) GetTurnId() string {
@@ -1417,7 +1536,7 @@ type CancelRequest struct {
 
 func (x *CancelRequest) Reset() {
 	*x = CancelRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[17]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1429,7 +1548,7 @@ func (x *CancelRequest) String() string {
 func (*CancelRequest) ProtoMessage() {}
 
 func (x *CancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[17]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1442,7 +1561,7 @@ func (x *CancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{17}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CancelRequest) GetSessionId() string {
@@ -1463,7 +1582,7 @@ type CancelResponse struct {
 
 func (x *CancelResponse) Reset() {
 	*x = CancelResponse{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[18]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1475,7 +1594,7 @@ func (x *CancelResponse) String() string {
 func (*CancelResponse) ProtoMessage() {}
 
 func (x *CancelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[18]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1488,7 +1607,7 @@ func (x *CancelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResponse.ProtoReflect.Descriptor instead.
 func (*CancelResponse) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{18}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CancelResponse) GetCancelled() bool {
@@ -1513,7 +1632,7 @@ type ResolvePermissionRequest struct {
 
 func (x *ResolvePermissionRequest) Reset() {
 	*x = ResolvePermissionRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[19]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1525,7 +1644,7 @@ func (x *ResolvePermissionRequest) String() string {
 func (*ResolvePermissionRequest) ProtoMessage() {}
 
 func (x *ResolvePermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[19]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1538,7 +1657,7 @@ func (x *ResolvePermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolvePermissionRequest.ProtoReflect.Descriptor instead.
 func (*ResolvePermissionRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{19}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ResolvePermissionRequest) GetSessionId() string {
@@ -1571,7 +1690,7 @@ type ResolvePermissionResponse struct {
 
 func (x *ResolvePermissionResponse) Reset() {
 	*x = ResolvePermissionResponse{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[20]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1583,7 +1702,7 @@ func (x *ResolvePermissionResponse) String() string {
 func (*ResolvePermissionResponse) ProtoMessage() {}
 
 func (x *ResolvePermissionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[20]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1596,7 +1715,7 @@ func (x *ResolvePermissionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolvePermissionResponse.ProtoReflect.Descriptor instead.
 func (*ResolvePermissionResponse) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{20}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{21}
 }
 
 var File_acpgate_v1_gateway_proto protoreflect.FileDescriptor
@@ -1604,17 +1723,29 @@ var File_acpgate_v1_gateway_proto protoreflect.FileDescriptor
 const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\n" +
 	"\x18acpgate/v1/gateway.proto\x12\n" +
-	"acpgate.v1\x1a\x17acpgate/v1/events.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x13\n" +
+	"acpgate.v1\x1a\x17acpgate/v1/events.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x13\n" +
 	"\x11ListAgentsRequest\"?\n" +
 	"\x12ListAgentsResponse\x12)\n" +
-	"\x06agents\x18\x01 \x03(\v2\x11.acpgate.v1.AgentR\x06agents\"\xe1\x01\n" +
+	"\x06agents\x18\x01 \x03(\v2\x11.acpgate.v1.AgentR\x06agents\"\xe3\x03\n" +
 	"\x05Agent\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12A\n" +
 	"\fcapabilities\x18\x03 \x01(\v2\x1d.acpgate.v1.AgentCapabilitiesR\fcapabilities\x12+\n" +
 	"\x11permission_policy\x18\x04 \x01(\tR\x10permissionPolicy\x12\x17\n" +
 	"\afs_read\x18\x05 \x01(\bR\x06fsRead\x12\x19\n" +
-	"\bfs_write\x18\x06 \x01(\bR\afsWrite\"\x83\x03\n" +
+	"\bfs_write\x18\x06 \x01(\bR\afsWrite\x12\x1f\n" +
+	"\vwarm_target\x18\a \x01(\rR\n" +
+	"warmTarget\x12\x1d\n" +
+	"\n" +
+	"warm_ready\x18\b \x01(\rR\twarmReady\x12#\n" +
+	"\rwarm_starting\x18\t \x01(\rR\fwarmStarting\x12M\n" +
+	"\x15last_startup_duration\x18\n" +
+	" \x01(\v2\x19.google.protobuf.DurationR\x13lastStartupDuration\x12L\n" +
+	"\x14last_startup_failure\x18\v \x01(\v2\x1a.acpgate.v1.StartupFailureR\x12lastStartupFailure\"\x8d\x01\n" +
+	"\x0eStartupFailure\x12\x18\n" +
+	"\amessage\x18\x01 \x01(\tR\amessage\x12*\n" +
+	"\x02at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x125\n" +
+	"\bretry_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\aretryAt\"\x83\x03\n" +
 	"\x11AgentCapabilities\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\x05R\x0fprotocolVersion\x12\x1d\n" +
 	"\n" +
@@ -1749,7 +1880,7 @@ func file_acpgate_v1_gateway_proto_rawDescGZIP() []byte {
 }
 
 var file_acpgate_v1_gateway_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_acpgate_v1_gateway_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_acpgate_v1_gateway_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_acpgate_v1_gateway_proto_goTypes = []any{
 	(SessionState)(0),                 // 0: acpgate.v1.SessionState
 	(DisconnectPolicy)(0),             // 1: acpgate.v1.DisconnectPolicy
@@ -1757,72 +1888,78 @@ var file_acpgate_v1_gateway_proto_goTypes = []any{
 	(*ListAgentsRequest)(nil),         // 3: acpgate.v1.ListAgentsRequest
 	(*ListAgentsResponse)(nil),        // 4: acpgate.v1.ListAgentsResponse
 	(*Agent)(nil),                     // 5: acpgate.v1.Agent
-	(*AgentCapabilities)(nil),         // 6: acpgate.v1.AgentCapabilities
-	(*CreateSessionRequest)(nil),      // 7: acpgate.v1.CreateSessionRequest
-	(*Session)(nil),                   // 8: acpgate.v1.Session
-	(*GetSessionRequest)(nil),         // 9: acpgate.v1.GetSessionRequest
-	(*ListSessionsRequest)(nil),       // 10: acpgate.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),      // 11: acpgate.v1.ListSessionsResponse
-	(*CloseSessionRequest)(nil),       // 12: acpgate.v1.CloseSessionRequest
-	(*CloseSessionResponse)(nil),      // 13: acpgate.v1.CloseSessionResponse
-	(*PromptRequest)(nil),             // 14: acpgate.v1.PromptRequest
-	(*WatchTurnRequest)(nil),          // 15: acpgate.v1.WatchTurnRequest
-	(*GetTurnRequest)(nil),            // 16: acpgate.v1.GetTurnRequest
-	(*ListTurnsRequest)(nil),          // 17: acpgate.v1.ListTurnsRequest
-	(*ListTurnsResponse)(nil),         // 18: acpgate.v1.ListTurnsResponse
-	(*Turn)(nil),                      // 19: acpgate.v1.Turn
-	(*CancelRequest)(nil),             // 20: acpgate.v1.CancelRequest
-	(*CancelResponse)(nil),            // 21: acpgate.v1.CancelResponse
-	(*ResolvePermissionRequest)(nil),  // 22: acpgate.v1.ResolvePermissionRequest
-	(*ResolvePermissionResponse)(nil), // 23: acpgate.v1.ResolvePermissionResponse
-	(*timestamppb.Timestamp)(nil),     // 24: google.protobuf.Timestamp
-	(*AvailableCommands)(nil),         // 25: acpgate.v1.AvailableCommands
-	(*ContentBlock)(nil),              // 26: acpgate.v1.ContentBlock
-	(*PromptEvent)(nil),               // 27: acpgate.v1.PromptEvent
+	(*StartupFailure)(nil),            // 6: acpgate.v1.StartupFailure
+	(*AgentCapabilities)(nil),         // 7: acpgate.v1.AgentCapabilities
+	(*CreateSessionRequest)(nil),      // 8: acpgate.v1.CreateSessionRequest
+	(*Session)(nil),                   // 9: acpgate.v1.Session
+	(*GetSessionRequest)(nil),         // 10: acpgate.v1.GetSessionRequest
+	(*ListSessionsRequest)(nil),       // 11: acpgate.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),      // 12: acpgate.v1.ListSessionsResponse
+	(*CloseSessionRequest)(nil),       // 13: acpgate.v1.CloseSessionRequest
+	(*CloseSessionResponse)(nil),      // 14: acpgate.v1.CloseSessionResponse
+	(*PromptRequest)(nil),             // 15: acpgate.v1.PromptRequest
+	(*WatchTurnRequest)(nil),          // 16: acpgate.v1.WatchTurnRequest
+	(*GetTurnRequest)(nil),            // 17: acpgate.v1.GetTurnRequest
+	(*ListTurnsRequest)(nil),          // 18: acpgate.v1.ListTurnsRequest
+	(*ListTurnsResponse)(nil),         // 19: acpgate.v1.ListTurnsResponse
+	(*Turn)(nil),                      // 20: acpgate.v1.Turn
+	(*CancelRequest)(nil),             // 21: acpgate.v1.CancelRequest
+	(*CancelResponse)(nil),            // 22: acpgate.v1.CancelResponse
+	(*ResolvePermissionRequest)(nil),  // 23: acpgate.v1.ResolvePermissionRequest
+	(*ResolvePermissionResponse)(nil), // 24: acpgate.v1.ResolvePermissionResponse
+	(*durationpb.Duration)(nil),       // 25: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),     // 26: google.protobuf.Timestamp
+	(*AvailableCommands)(nil),         // 27: acpgate.v1.AvailableCommands
+	(*ContentBlock)(nil),              // 28: acpgate.v1.ContentBlock
+	(*PromptEvent)(nil),               // 29: acpgate.v1.PromptEvent
 }
 var file_acpgate_v1_gateway_proto_depIdxs = []int32{
 	5,  // 0: acpgate.v1.ListAgentsResponse.agents:type_name -> acpgate.v1.Agent
-	6,  // 1: acpgate.v1.Agent.capabilities:type_name -> acpgate.v1.AgentCapabilities
-	24, // 2: acpgate.v1.AgentCapabilities.observed_at:type_name -> google.protobuf.Timestamp
-	0,  // 3: acpgate.v1.Session.state:type_name -> acpgate.v1.SessionState
-	24, // 4: acpgate.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	24, // 5: acpgate.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
-	25, // 6: acpgate.v1.Session.available_commands:type_name -> acpgate.v1.AvailableCommands
-	8,  // 7: acpgate.v1.ListSessionsResponse.sessions:type_name -> acpgate.v1.Session
-	26, // 8: acpgate.v1.PromptRequest.prompt:type_name -> acpgate.v1.ContentBlock
-	1,  // 9: acpgate.v1.PromptRequest.on_disconnect:type_name -> acpgate.v1.DisconnectPolicy
-	19, // 10: acpgate.v1.ListTurnsResponse.turns:type_name -> acpgate.v1.Turn
-	2,  // 11: acpgate.v1.Turn.state:type_name -> acpgate.v1.TurnState
-	24, // 12: acpgate.v1.Turn.started_at:type_name -> google.protobuf.Timestamp
-	24, // 13: acpgate.v1.Turn.ended_at:type_name -> google.protobuf.Timestamp
-	27, // 14: acpgate.v1.Turn.terminal:type_name -> acpgate.v1.PromptEvent
-	3,  // 15: acpgate.v1.AgentGateway.ListAgents:input_type -> acpgate.v1.ListAgentsRequest
-	7,  // 16: acpgate.v1.AgentGateway.CreateSession:input_type -> acpgate.v1.CreateSessionRequest
-	9,  // 17: acpgate.v1.AgentGateway.GetSession:input_type -> acpgate.v1.GetSessionRequest
-	10, // 18: acpgate.v1.AgentGateway.ListSessions:input_type -> acpgate.v1.ListSessionsRequest
-	12, // 19: acpgate.v1.AgentGateway.CloseSession:input_type -> acpgate.v1.CloseSessionRequest
-	14, // 20: acpgate.v1.AgentGateway.Prompt:input_type -> acpgate.v1.PromptRequest
-	20, // 21: acpgate.v1.AgentGateway.Cancel:input_type -> acpgate.v1.CancelRequest
-	22, // 22: acpgate.v1.AgentGateway.ResolvePermission:input_type -> acpgate.v1.ResolvePermissionRequest
-	15, // 23: acpgate.v1.AgentGateway.WatchTurn:input_type -> acpgate.v1.WatchTurnRequest
-	16, // 24: acpgate.v1.AgentGateway.GetTurn:input_type -> acpgate.v1.GetTurnRequest
-	17, // 25: acpgate.v1.AgentGateway.ListTurns:input_type -> acpgate.v1.ListTurnsRequest
-	4,  // 26: acpgate.v1.AgentGateway.ListAgents:output_type -> acpgate.v1.ListAgentsResponse
-	8,  // 27: acpgate.v1.AgentGateway.CreateSession:output_type -> acpgate.v1.Session
-	8,  // 28: acpgate.v1.AgentGateway.GetSession:output_type -> acpgate.v1.Session
-	11, // 29: acpgate.v1.AgentGateway.ListSessions:output_type -> acpgate.v1.ListSessionsResponse
-	13, // 30: acpgate.v1.AgentGateway.CloseSession:output_type -> acpgate.v1.CloseSessionResponse
-	27, // 31: acpgate.v1.AgentGateway.Prompt:output_type -> acpgate.v1.PromptEvent
-	21, // 32: acpgate.v1.AgentGateway.Cancel:output_type -> acpgate.v1.CancelResponse
-	23, // 33: acpgate.v1.AgentGateway.ResolvePermission:output_type -> acpgate.v1.ResolvePermissionResponse
-	27, // 34: acpgate.v1.AgentGateway.WatchTurn:output_type -> acpgate.v1.PromptEvent
-	19, // 35: acpgate.v1.AgentGateway.GetTurn:output_type -> acpgate.v1.Turn
-	18, // 36: acpgate.v1.AgentGateway.ListTurns:output_type -> acpgate.v1.ListTurnsResponse
-	26, // [26:37] is the sub-list for method output_type
-	15, // [15:26] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	7,  // 1: acpgate.v1.Agent.capabilities:type_name -> acpgate.v1.AgentCapabilities
+	25, // 2: acpgate.v1.Agent.last_startup_duration:type_name -> google.protobuf.Duration
+	6,  // 3: acpgate.v1.Agent.last_startup_failure:type_name -> acpgate.v1.StartupFailure
+	26, // 4: acpgate.v1.StartupFailure.at:type_name -> google.protobuf.Timestamp
+	26, // 5: acpgate.v1.StartupFailure.retry_at:type_name -> google.protobuf.Timestamp
+	26, // 6: acpgate.v1.AgentCapabilities.observed_at:type_name -> google.protobuf.Timestamp
+	0,  // 7: acpgate.v1.Session.state:type_name -> acpgate.v1.SessionState
+	26, // 8: acpgate.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	26, // 9: acpgate.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
+	27, // 10: acpgate.v1.Session.available_commands:type_name -> acpgate.v1.AvailableCommands
+	9,  // 11: acpgate.v1.ListSessionsResponse.sessions:type_name -> acpgate.v1.Session
+	28, // 12: acpgate.v1.PromptRequest.prompt:type_name -> acpgate.v1.ContentBlock
+	1,  // 13: acpgate.v1.PromptRequest.on_disconnect:type_name -> acpgate.v1.DisconnectPolicy
+	20, // 14: acpgate.v1.ListTurnsResponse.turns:type_name -> acpgate.v1.Turn
+	2,  // 15: acpgate.v1.Turn.state:type_name -> acpgate.v1.TurnState
+	26, // 16: acpgate.v1.Turn.started_at:type_name -> google.protobuf.Timestamp
+	26, // 17: acpgate.v1.Turn.ended_at:type_name -> google.protobuf.Timestamp
+	29, // 18: acpgate.v1.Turn.terminal:type_name -> acpgate.v1.PromptEvent
+	3,  // 19: acpgate.v1.AgentGateway.ListAgents:input_type -> acpgate.v1.ListAgentsRequest
+	8,  // 20: acpgate.v1.AgentGateway.CreateSession:input_type -> acpgate.v1.CreateSessionRequest
+	10, // 21: acpgate.v1.AgentGateway.GetSession:input_type -> acpgate.v1.GetSessionRequest
+	11, // 22: acpgate.v1.AgentGateway.ListSessions:input_type -> acpgate.v1.ListSessionsRequest
+	13, // 23: acpgate.v1.AgentGateway.CloseSession:input_type -> acpgate.v1.CloseSessionRequest
+	15, // 24: acpgate.v1.AgentGateway.Prompt:input_type -> acpgate.v1.PromptRequest
+	21, // 25: acpgate.v1.AgentGateway.Cancel:input_type -> acpgate.v1.CancelRequest
+	23, // 26: acpgate.v1.AgentGateway.ResolvePermission:input_type -> acpgate.v1.ResolvePermissionRequest
+	16, // 27: acpgate.v1.AgentGateway.WatchTurn:input_type -> acpgate.v1.WatchTurnRequest
+	17, // 28: acpgate.v1.AgentGateway.GetTurn:input_type -> acpgate.v1.GetTurnRequest
+	18, // 29: acpgate.v1.AgentGateway.ListTurns:input_type -> acpgate.v1.ListTurnsRequest
+	4,  // 30: acpgate.v1.AgentGateway.ListAgents:output_type -> acpgate.v1.ListAgentsResponse
+	9,  // 31: acpgate.v1.AgentGateway.CreateSession:output_type -> acpgate.v1.Session
+	9,  // 32: acpgate.v1.AgentGateway.GetSession:output_type -> acpgate.v1.Session
+	12, // 33: acpgate.v1.AgentGateway.ListSessions:output_type -> acpgate.v1.ListSessionsResponse
+	14, // 34: acpgate.v1.AgentGateway.CloseSession:output_type -> acpgate.v1.CloseSessionResponse
+	29, // 35: acpgate.v1.AgentGateway.Prompt:output_type -> acpgate.v1.PromptEvent
+	22, // 36: acpgate.v1.AgentGateway.Cancel:output_type -> acpgate.v1.CancelResponse
+	24, // 37: acpgate.v1.AgentGateway.ResolvePermission:output_type -> acpgate.v1.ResolvePermissionResponse
+	29, // 38: acpgate.v1.AgentGateway.WatchTurn:output_type -> acpgate.v1.PromptEvent
+	20, // 39: acpgate.v1.AgentGateway.GetTurn:output_type -> acpgate.v1.Turn
+	19, // 40: acpgate.v1.AgentGateway.ListTurns:output_type -> acpgate.v1.ListTurnsResponse
+	30, // [30:41] is the sub-list for method output_type
+	19, // [19:30] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_acpgate_v1_gateway_proto_init() }
@@ -1837,7 +1974,7 @@ func file_acpgate_v1_gateway_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_acpgate_v1_gateway_proto_rawDesc), len(file_acpgate_v1_gateway_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   21,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

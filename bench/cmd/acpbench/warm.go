@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+)
+
+// The warm section measures the warm pool against an agent that is slow to
+// start: the test agent sleeping warmInitDelay before it answers
+// initialize, a stand-in for Node start-up and credential loading.
+
+// warmInitDelay is the slow agent's start-up.
+const warmInitDelay = time.Second
+
+// The agents of the warm section's gateway: the same slow agent kept warm
+// by two, not kept warm, and kept warm by four for the sustained rate.
+const (
+	warmAgent    = "slow-warm"
+	coldAgent    = "slow-cold"
+	sustainAgent = "slow-warm4"
+)
+
+// warmAgents is the YAML of the warm section's agents.
+func (d *driver) warmAgents() string {
+	agent := func(name string, warm int) string {
+		return fmt.Sprintf(`  - name: %s
+    command: %q
+    args: [--unique-sessions, --initialize-delay, %s]
+    warm: %d
+`, name, d.agent, warmInitDelay, warm)
+	}
+	return agent(warmAgent, 2) + agent(coldAgent, 0) + agent(sustainAgent, 4)
+}
+
+type warmResult struct {
+	Delay time.Duration `json:"delay"`
+	// Time to first chunk (ns) of one-shot turns taking a warm process,
+	// of one-shot turns starting the agent cold, and of the same turn on
+	// an open session.
+	Warm []float64 `json:"warm"`
+	Cold []float64 `json:"cold"`
+	Open []float64 `json:"open"`
+	// The sustained one-shot rate with warm: 4.
+	Sustain warmSustain `json:"sustain"`
+}
+
+type warmSustain struct {
+	Clients int           `json:"clients"`
+	Wall    time.Duration `json:"wall"`
+	Turns   int           `json:"turns"`
+	Taken   int           `json:"taken"` // turns whose first chunk came before the agent could have started: a warm take
+	Errors  int           `json:"errors"`
+	TTFC    []float64     `json:"ttfc"`
+}
+
+func (d *driver) warmSection() error {
+	return d.withGateway(gatewayConf{agents: d.warmAgents()}, d.warmOn)
+}
+
+func (d *driver) warmOn(ctx context.Context, _ *gatewayProc, client acpgatev1.AgentGatewayClient) error {
+	res := warmResult{Delay: warmInitDelay}
+	sess, err := client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: coldAgent})
+	if err != nil {
+		return fmt.Errorf("opening the session for the open-session turns: %w", err)
+	}
+	defer client.CloseSession(ctx, &acpgatev1.CloseSessionRequest{SessionId: sess.GetId()}) //nolint:errcheck // the gateway stops next
+	for run := range d.plan.warmRuns {
+		if err := waitWarm(ctx, client, warmAgent, 2); err != nil {
+			return err
+		}
+		d.waitQuiet()
+		for _, v := range []struct {
+			into *[]float64
+			req  *acpgatev1.PromptRequest
+		}{
+			{&res.Warm, &acpgatev1.PromptRequest{Agent: warmAgent}},
+			{&res.Open, &acpgatev1.PromptRequest{SessionId: sess.GetId()}},
+			{&res.Cold, &acpgatev1.PromptRequest{Agent: coldAgent}},
+		} {
+			v.req.Text = "chunk hello\nstop end_turn"
+			took, err := firstChunk(ctx, client, v.req)
+			if err != nil {
+				return fmt.Errorf("run %d: %w", run+1, err)
+			}
+			*v.into = append(*v.into, float64(took))
+		}
+		d.logf("   run %d: warm %s, open session %s, cold %s", run+1,
+			fmtDurF(res.Warm[run]), fmtDurF(res.Open[run]), fmtDurF(res.Cold[run]))
+	}
+	if err := waitWarm(ctx, client, sustainAgent, 4); err != nil {
+		return err
+	}
+	d.waitQuiet()
+	res.Sustain = sustain(ctx, client, 4, d.plan.warmSustain)
+	s := res.Sustain
+	d.logf("   sustained: %d one-shot turns in %s from %d clients (%d took a warm process, %d errors)", s.Turns, s.Wall.Round(time.Millisecond), s.Clients, s.Taken, s.Errors)
+	if s.Errors > 0 {
+		d.fail("warm: %d sustained one-shot turns failed", s.Errors)
+	}
+	d.rep.Warm = &res
+	return nil
+}
+
+// waitWarm waits, up to a minute, for agent to have n warm processes ready.
+func waitWarm(ctx context.Context, client acpgatev1.AgentGatewayClient, agent string, n uint32) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		resp, err := client.ListAgents(ctx, &acpgatev1.ListAgentsRequest{})
+		if err != nil {
+			return err
+		}
+		for _, a := range resp.GetAgents() {
+			if a.GetName() == agent && a.GetWarmReady() >= n {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("agent %s never had %d warm processes ready", agent, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// firstChunk runs one turn and returns the time from the call to its
+// first agent message chunk; the turn must complete.
+func firstChunk(ctx context.Context, client acpgatev1.AgentGatewayClient, req *acpgatev1.PromptRequest) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	began := time.Now()
+	stream, err := client.Prompt(ctx, req)
+	if err != nil {
+		return 0, err
+	}
+	var took time.Duration
+	for {
+		e, err := stream.Recv()
+		if err != nil {
+			return 0, fmt.Errorf("the stream ended before its terminal: %w", err)
+		}
+		switch {
+		case e.GetAgentMessageChunk() != nil && took == 0:
+			took = time.Since(began)
+		case e.GetError() != nil:
+			return 0, fmt.Errorf("the turn failed: %s", e.GetError().GetMessage())
+		case e.GetOutcome() != nil:
+			if took == 0 {
+				return 0, errors.New("the turn streamed no chunk")
+			}
+			return took, nil
+		}
+	}
+}
+
+// sustain runs one-shot turns on sustainAgent from clients callers, each
+// starting its next turn when the last ends, for d.
+func sustain(ctx context.Context, client acpgatev1.AgentGatewayClient, clients int, d time.Duration) warmSustain {
+	s := warmSustain{Clients: clients}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	began := time.Now()
+	for range clients {
+		wg.Go(func() {
+			for time.Since(began) < d {
+				took, err := firstChunk(ctx, client, &acpgatev1.PromptRequest{Agent: sustainAgent, Text: "chunk hello\nstop end_turn"})
+				mu.Lock()
+				if err != nil {
+					s.Errors++
+				} else {
+					s.Turns++
+					s.TTFC = append(s.TTFC, float64(took))
+					if took < warmInitDelay/2 {
+						s.Taken++
+					}
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	s.Wall = time.Since(began)
+	return s
+}
+
+func (r *report) warmMD(w func(string, ...any)) {
+	t := r.Warm
+	if t == nil {
+		return
+	}
+	w("## Warm pool: time to first chunk of a slow-starting agent\n\n")
+	w("The test agent sleeping %s before it answers `initialize` (a stand-in for a slow-starting agent), behind one gateway (%d runs, each after the pool is full again). Warm: a one-shot `Prompt` on an agent with `warm: 2`, which takes a ready process and runs only `session/new`. Open session: the same turn on a session already open. Cold: a one-shot `Prompt` on the same agent without a pool.\n\n", t.Delay, len(t.Warm))
+	w("| | median | min | max |\n|---|---|---|---|\n")
+	for _, row := range []struct {
+		name string
+		v    []float64
+	}{{"one-shot, warm (`warm: 2`)", t.Warm}, {"turn on an open session", t.Open}, {"one-shot, cold", t.Cold}} {
+		if len(row.v) > 0 {
+			w("| %s | %s | %s | %s |\n", row.name, fmtDurF(median(row.v)), fmtDurF(slices.Min(row.v)), fmtDurF(slices.Max(row.v)))
+		}
+	}
+	if len(t.Warm) > 0 {
+		w("\nWarm one-shot minus open session: %s (median against median); cold / warm: %.0f×.\n\n",
+			fmtDurF(median(t.Warm)-median(t.Open)), median(t.Cold)/median(t.Warm))
+	}
+	s := t.Sustain
+	if s.Turns > 0 {
+		w("Sustained: %d clients each running one-shot turns back to back on an agent with `warm: 4` (the same %s start-up) for %s: %d turns, **%.1f turns/s**, %d of them on a warm process (first chunk under half the start-up), first chunk median %s, %d errors. The pool refills at most 4 start-ups of one agent at a time, so with a %s start-up it supplies about 4 warm processes a second; turns beyond that start cold.\n\n",
+			s.Clients, t.Delay, s.Wall.Round(time.Millisecond), s.Turns, float64(s.Turns)/s.Wall.Seconds(), s.Taken, fmtDurF(median(s.TTFC)), s.Errors, t.Delay)
+	}
+}
+
+// warmVerdict is the issue's target: a warm one-shot turn's first chunk
+// within 5 ms of the same turn on an open session.
+func (r *report) warmVerdict() verdict {
+	v := verdict{Figure: "one-shot first chunk with `warm: 2` (1 s start-up) − open session, p50", Target: "≤ 5 ms (cold ≥ 1 s)"}
+	t := r.Warm
+	if t == nil || len(t.Warm) == 0 {
+		return v
+	}
+	diff := median(t.Warm) - median(t.Open)
+	v.Known = true
+	v.Measured = fmt.Sprintf("%s (warm %s, open %s, cold %s)", fmtDurF(diff), fmtDurF(median(t.Warm)), fmtDurF(median(t.Open)), fmtDurF(median(t.Cold)))
+	v.Met = diff <= 5e6 && median(t.Cold) >= float64(t.Delay)
+	return v
+}
