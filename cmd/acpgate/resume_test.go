@@ -146,12 +146,12 @@ func servedWithASession(ctx context.Context, t *testing.T, cfg string) (*served,
 }
 
 // acrossARestart serves cfg, creates a session with a turn, stops the
-// gateway with SIGTERM and serves cfg again: it returns a client of the
+// gateway with sig and serves cfg again: it returns a client of the
 // restarted gateway and the session as the first one described it.
-func acrossARestart(ctx context.Context, t *testing.T, cfg string) (acpgatev1.AgentGatewayClient, *acpgatev1.Session) {
+func acrossARestart(ctx context.Context, t *testing.T, cfg string, sig syscall.Signal) (acpgatev1.AgentGatewayClient, *acpgatev1.Session) {
 	t.Helper()
 	s, _, sess := servedWithASession(ctx, t, cfg)
-	s.stop(t, syscall.SIGTERM)
+	s.stop(t, sig)
 	again := serve(t, "--config", cfg)
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -161,12 +161,13 @@ func acrossARestart(ctx context.Context, t *testing.T, cfg string) (acpgatev1.Ag
 	return acpgatev1.NewAgentGatewayClient(dialTest(t, again.addr)), sess
 }
 
-// restartedAndResumed runs the restart test for an agent started with
-// flags, which re-opens sessions with method.
-func restartedAndResumed(t *testing.T, method string, flags ...string) {
+// restartedAndResumed runs the restart test for a gateway stopped with
+// sig and an agent started with flags, which re-opens sessions with
+// method.
+func restartedAndResumed(t *testing.T, sig syscall.Signal, method string, flags ...string) {
 	cfg, workspace := resumable(t, "", flags...)
 	ctx := testCtx(t)
-	client, sess := acrossARestart(ctx, t, cfg)
+	client, sess := acrossARestart(ctx, t, cfg, sig)
 	got := wantState(ctx, t, client, sess.GetId(), acpgatev1.SessionState_SESSION_STATE_SUSPENDED)
 	if got.GetAcpSessionId() != sess.GetAcpSessionId() || got.GetAgent() != "test" || got.GetCwd() != workspace ||
 		!got.GetCreatedAt().AsTime().Equal(sess.GetCreatedAt().AsTime()) {
@@ -180,17 +181,17 @@ func restartedAndResumed(t *testing.T, method string, flags ...string) {
 }
 
 func TestASessionSurvivesAGatewayRestartAndIsReopenedWithSessionLoadWithoutStreamingTheReplayedHistory(t *testing.T) {
-	restartedAndResumed(t, "session/load", "--load-session")
+	restartedAndResumed(t, syscall.SIGTERM, "session/load", "--load-session")
 }
 
-func TestASessionSurvivesAGatewayRestartAndIsReopenedWithSessionResumeWhenTheAgentAdvertisesIt(t *testing.T) {
-	restartedAndResumed(t, "session/resume", "--load-session", "--resume-session")
+func TestASessionSurvivesAKilledGatewayAndIsReopenedWithSessionResumeWhenTheAgentAdvertisesIt(t *testing.T) {
+	restartedAndResumed(t, syscall.SIGKILL, "session/resume", "--load-session", "--resume-session")
 }
 
 func TestASessionWhoseAgentCanNeitherResumeNorLoadEndsWithTheCapabilityNamedAfterARestart(t *testing.T) {
 	cfg, _ := resumable(t, "")
 	ctx := testCtx(t)
-	client, sess := acrossARestart(ctx, t, cfg)
+	client, sess := acrossARestart(ctx, t, cfg, syscall.SIGTERM)
 	wantState(ctx, t, client, sess.GetId(), acpgatev1.SessionState_SESSION_STATE_SUSPENDED)
 	events := promptEvents(ctx, t, client, sess.GetId(), "chunk two")
 	if len(events) != 2 || events[0].GetStarted().GetSessionId() != sess.GetId() {
