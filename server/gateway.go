@@ -473,12 +473,15 @@ func (e *agentEntry) noteCapabilities(info acp.AgentInfo) {
 // remove unregisters a session and closes it: it has ended for good, and
 // its record goes too, unless the gateway is stopping (then every session
 // is closed, and the kept ones are re-opened after the restart).
+//
+// Only the call that unregisters live deletes the record: a session another
+// call suspended or removed meanwhile is that call's.
 func (g *Gateway) remove(live *liveSession) {
-	g.sessions.delete(live)
+	registered := g.sessions.delete(live)
 	if live.close() {
 		g.log.Info("session closed", "agent", live.agent.cfg.Name, "session", live.id)
 	}
-	if rec := live.record(); rec != nil && !g.admit.isDraining() {
+	if rec := live.record(); registered && rec != nil && !g.admit.isDraining() {
 		g.unrecord(rec.ID)
 	}
 }

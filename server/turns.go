@@ -176,13 +176,15 @@ func (g *Gateway) begin(ctx context.Context, req *acpgatev1.PromptRequest, block
 // one to re-open (claimed too).
 func (g *Gateway) claimSession(ctx context.Context, id, turnID string) (*liveSession, *suspendedSession, error) {
 	live, err := g.session(ctx, id)
+	gone := false
 	if err == nil {
 		select {
 		case <-live.sess.Done():
-			// Its agent has gone; the janitor has not swept it yet.
-			if !g.suspend(live, "its agent has gone") {
+			// Its agent has gone; the janitor has not swept it yet. It is
+			// suspended (by this call or a concurrent one) when it can be
+			// re-opened, and has ended otherwise.
+			if gone = !g.suspend(live, "its agent has gone"); gone {
 				g.remove(live)
-				return nil, nil, status.Errorf(codes.NotFound, "session %q has ended: its agent is gone", id)
 			}
 		default:
 			if !live.claim(turnID) {
@@ -192,7 +194,10 @@ func (g *Gateway) claimSession(ctx context.Context, id, turnID string) (*liveSes
 		}
 	}
 	susp := g.suspended(ctx, id)
-	if susp == nil {
+	switch {
+	case susp == nil && gone:
+		return nil, nil, status.Errorf(codes.NotFound, "session %q has ended: its agent is gone", id)
+	case susp == nil:
 		return nil, nil, errNoSession(id)
 	}
 	if !susp.claim() {
@@ -219,7 +224,7 @@ func (g *Gateway) runTurn(ctx context.Context, r *runningTurn, plan *turnPlan) {
 	defer m.TurnDone()
 	id := r.rec.ID
 	live := plan.live
-	ctx, span := g.turnSpan(ctx, r, live == nil)
+	ctx, span := g.turnSpan(ctx, r, live == nil && plan.opening.reopen == nil)
 	if live == nil {
 		var err error
 		if plan.opening.reopen != nil {
