@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -288,4 +289,21 @@ agents:
 		t.Fatalf("alice's CreateSession loading her session = %v, %v", reopened, err)
 	}
 	wantResumed(alice, t, client, id, "session/load")
+}
+
+func TestWithTheMemoryStoreNoSessionSurvivesARestart(t *testing.T) {
+	cfg, _ := resumable(t, "", "--load-session")
+	body, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = writeConfig(t, "store: memory\n"+string(body))
+	ctx := testCtx(t)
+	client, sess := acrossARestart(ctx, t, cfg, syscall.SIGTERM)
+	_, err = client.GetSession(ctx, &acpgatev1.GetSessionRequest{SessionId: sess.GetId()})
+	wantCode(t, "GetSession after a restart with store: memory", err, codes.NotFound)
+	list, err := client.ListSessions(ctx, &acpgatev1.ListSessionsRequest{})
+	if err != nil || len(list.GetSessions()) != 0 {
+		t.Errorf("ListSessions after a restart with store: memory = %v, %v; want none", list, err)
+	}
 }
