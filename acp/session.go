@@ -98,11 +98,19 @@ type Config struct {
 type OpenOptions struct {
 	// Cwd is the session's working directory: absolute and existing.
 	Cwd string
-	// LoadSessionID, when set, resumes that session with session/load.
+	// LoadSessionID, when set, re-opens that session instead of opening a
+	// new one, the way AgentInfo.ReopenMethod says.
 	LoadSessionID string
-	// Replay receives the history an agent replays during session/load.
+	// Replay receives the history an agent replays during session/load;
+	// nil drops it.
 	Replay func(*acpgatev1.PromptEvent)
 }
+
+// Methods that re-open a session; see AgentInfo.ReopenMethod.
+const (
+	MethodResume = "session/resume"
+	MethodLoad   = "session/load"
+)
 
 // AgentInfo is what the agent said about itself at initialize.
 type AgentInfo struct {
@@ -111,6 +119,21 @@ type AgentInfo struct {
 	Version         string
 	Capabilities    acpsdk.AgentCapabilities
 	AuthMethods     []string
+}
+
+// ReopenMethod is how the agent can re-open a session, or "" when it
+// cannot: session/resume when it advertised sessionCapabilities.resume,
+// since that restores the session without replaying its history (which the
+// gateway would only discard); else session/load when it advertised
+// loadSession.
+func (info AgentInfo) ReopenMethod() string {
+	switch {
+	case info.Capabilities.SessionCapabilities.Resume != nil:
+		return MethodResume
+	case info.Capabilities.LoadSession:
+		return MethodLoad
+	}
+	return ""
 }
 
 // Error is a failure the agent caused (or the gateway's own typed
@@ -414,8 +437,9 @@ func (s *Session) begin(ctx context.Context, opts OpenOptions) error {
 		s.setID(string(created.SessionId))
 		return nil
 	}
-	if !s.info.Capabilities.LoadSession {
-		return &Error{Proto: s.interp.CapabilityNotSupported("session/load")}
+	method := s.info.ReopenMethod()
+	if method == "" {
+		return &Error{Proto: s.interp.ReopenNotSupported()}
 	}
 	// The id is known before the call so the replayed history, which
 	// names it, is recognised as this session's.
@@ -423,8 +447,12 @@ func (s *Session) begin(ctx context.Context, opts OpenOptions) error {
 	s.id, s.replay = opts.LoadSessionID, opts.Replay
 	s.mu.Unlock()
 	var ignored json.RawMessage
-	err := s.call(ctx, "session/load", func(meta map[string]any) any {
-		return acpsdk.LoadSessionRequest{Meta: meta, SessionId: acpsdk.SessionId(opts.LoadSessionID), Cwd: s.cwd, McpServers: mcp}
+	id := acpsdk.SessionId(opts.LoadSessionID)
+	err := s.call(ctx, method, func(meta map[string]any) any {
+		if method == MethodResume {
+			return acpsdk.ResumeSessionRequest{Meta: meta, SessionId: id, Cwd: s.cwd, McpServers: mcp}
+		}
+		return acpsdk.LoadSessionRequest{Meta: meta, SessionId: id, Cwd: s.cwd, McpServers: mcp}
 	}, &ignored)
 	s.mu.Lock()
 	s.replay = nil

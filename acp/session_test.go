@@ -361,6 +361,46 @@ func TestSessionLoadReplaysHistoryAsEvents(t *testing.T) {
 	}
 }
 
+func TestAnAgentThatAdvertisesResumeIsReopenedWithSessionResumeAndReplaysNothing(t *testing.T) {
+	dir := t.TempDir()
+	cfg := agentConfig("--sessions-dir", dir, "--load-session", "--resume-session")
+	first := open(t, cfg)
+	if r := prompt(t, first, "chunk one", nil); r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	id := first.ID()
+	first.Close()
+
+	rec := newRecorder()
+	s, err := acp.Open(context.Background(), cfg, acp.OpenOptions{Cwd: t.TempDir(), LoadSessionID: id, Replay: rec.emit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := s.Info().ReopenMethod(); got != acp.MethodResume {
+		t.Errorf("ReopenMethod = %q, want %q", got, acp.MethodResume)
+	}
+	if k := rec.kinds(); len(k) != 0 {
+		t.Errorf("session/resume replayed %v", k)
+	}
+	if r := prompt(t, s, "history", nil); !strings.Contains(r.Outcome.GetText(), `history via session/resume: "chunk one"`) {
+		t.Errorf("the resumed session answered %q, %v", r.Outcome.GetText(), r.Error)
+	}
+}
+
+func TestReopeningOnAnAgentWithNeitherResumeNorLoadNamesBoth(t *testing.T) {
+	_, err := acp.Open(context.Background(), agentConfig(), acp.OpenOptions{Cwd: t.TempDir(), LoadSessionID: "sess-1"})
+	var e *acp.Error
+	if !errors.As(err, &e) || e.Proto.GetCapabilityNotSupported().GetPrimitive() != "session/load" {
+		t.Fatalf("Open: %v", err)
+	}
+	for _, want := range []string{"sessionCapabilities.resume", "loadSession"} {
+		if !strings.Contains(e.Proto.GetMessage(), want) {
+			t.Errorf("the message %q does not name %s", e.Proto.GetMessage(), want)
+		}
+	}
+}
+
 func TestMessagesAreSplitByIdAndByTools(t *testing.T) {
 	s := open(t, agentConfig())
 	rec := newRecorder()

@@ -127,6 +127,8 @@ func authMethodMessage(method string, advertised []string) string {
 	return fmt.Sprintf("the configured auth_method %q is not among the agent's advertised authMethods (%s)", method, list)
 }
 
+const reopenMessage = "the agent cannot re-open a session: it advertised neither sessionCapabilities.resume (session/resume) nor loadSession (session/load) at initialize"
+
 func capabilityMessage(primitive string) string {
 	return fmt.Sprintf("the agent does not support %s: it did not advertise the capability at initialize", primitive)
 }

@@ -523,6 +523,16 @@ func (in Interpreter) CapabilityNotSupported(primitive string) *acpgatev1.Harnes
 	}).Error
 }
 
+// ReopenNotSupported is the gateway's rejection of re-opening a session on
+// an agent that advertised neither sessionCapabilities.resume nor
+// loadSession. The primitive is session/load, the stable one a client
+// checks for; the message names both.
+func (in Interpreter) ReopenNotSupported() *acpgatev1.HarnessError {
+	return in.fail(Text{}, reopenMessage, &acpgatev1.HarnessError{
+		Kind: &acpgatev1.HarnessError_CapabilityNotSupported{CapabilityNotSupported: &acpgatev1.CapabilityNotSupported{Primitive: "session/load"}},
+	}).Error
+}
+
 // StaleTarget is the gateway's rejection of a request whose target no
 // longer applies.
 func (in Interpreter) StaleTarget(detail string) *acpgatev1.HarnessError {

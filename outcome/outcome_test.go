@@ -403,6 +403,13 @@ func TestGatewayErrorsAreClassifiedAndWorded(t *testing.T) {
 					t.Errorf("kind %v", e.GetKind())
 				}
 			}},
+		{"a_session_that_cannot_be_reopened_names_both_missing_capabilities", in.ReopenNotSupported(),
+			func(t *testing.T, e *acpgatev1.HarnessError) {
+				if e.GetCapabilityNotSupported().GetPrimitive() != "session/load" || e.GetRetryable() {
+					t.Errorf("kind %v, retryable %v", e.GetKind(), e.GetRetryable())
+				}
+				mustContain(t, e.GetMessage(), "sessionCapabilities.resume", "loadSession")
+			}},
 		{"a_stale_target_carries_its_detail", in.StaleTarget("permission request 7 was already decided"),
 			func(t *testing.T, e *acpgatev1.HarnessError) {
 				mustContain(t, e.GetStaleTarget().GetDetail(), "already decided")

@@ -17,6 +17,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
@@ -152,6 +153,7 @@ func New(opts Options) (*Gateway, error) {
 	if err := g.endStopped(context.Background()); err != nil {
 		return nil, fmt.Errorf("ending the turns that ran when the gateway last stopped: %w", err)
 	}
+
 	if g.tempDir == nil {
 		g.tempDir = func(agent string) (string, error) { return os.MkdirTemp("", "acpgate-"+agent+"-") }
 	}
@@ -168,6 +170,9 @@ func New(opts Options) (*Gateway, error) {
 		entry.acp.AnswerBudget = budget
 		g.agents = append(g.agents, entry)
 		g.byName[a.Name] = entry
+	}
+	if err := g.suspendRecorded(context.Background()); err != nil {
+		return nil, fmt.Errorf("reading the sessions open when the gateway last stopped: %w", err)
 	}
 	g.startPools()
 	interval := opts.JanitorInterval
@@ -254,29 +259,39 @@ func (g *Gateway) ListAgents(ctx context.Context, _ *acpgatev1.ListAgentsRequest
 	return resp, nil
 }
 
-// CreateSession starts an agent and opens a session on it.
+// CreateSession starts an agent and opens a session on it, or re-opens a
+// suspended one (load_session_id).
 func (g *Gateway) CreateSession(ctx context.Context, req *acpgatev1.CreateSessionRequest) (*acpgatev1.Session, error) {
-	live, err := g.open(ctx, req.GetAgent(), req.GetCwd(), req.GetLoadSessionId(), false)
+	var live *liveSession
+	susp, err := g.suspendedToLoad(ctx, req.GetAgent(), req.GetLoadSessionId())
+	if err == nil && susp != nil {
+		live, err = g.reopenNow(ctx, susp)
+	} else if err == nil {
+		live, err = g.open(ctx, req.GetAgent(), req.GetCwd(), req.GetLoadSessionId(), false)
+	}
 	if err != nil {
 		return nil, statusOf(err)
 	}
 	return live.proto(), nil
 }
 
-// GetSession describes an open session.
+// GetSession describes an open or suspended session.
 func (g *Gateway) GetSession(ctx context.Context, req *acpgatev1.GetSessionRequest) (*acpgatev1.Session, error) {
 	live, err := g.session(ctx, req.GetSessionId())
-	if err != nil {
-		return nil, err
+	if err == nil {
+		return live.proto(), nil
 	}
-	return live.proto(), nil
+	if susp := g.suspended(ctx, req.GetSessionId()); susp != nil {
+		return susp.proto(), nil
+	}
+	return nil, err
 }
 
-// ListSessions lists the open sessions, oldest first.
+// ListSessions lists the open and suspended sessions, oldest first.
 func (g *Gateway) ListSessions(ctx context.Context, _ *acpgatev1.ListSessionsRequest) (*acpgatev1.ListSessionsResponse, error) {
 	resp := &acpgatev1.ListSessionsResponse{}
-	for _, l := range g.sessions.all() {
-		if !g.authz.sees(ctx, l.owner) {
+	for _, l := range g.sessions.listing() {
+		if !g.authz.sees(ctx, l.ownedBy()) {
 			continue
 		}
 		resp.Sessions = append(resp.Sessions, l.proto())
@@ -284,20 +299,33 @@ func (g *Gateway) ListSessions(ctx context.Context, _ *acpgatev1.ListSessionsReq
 	return resp, nil
 }
 
-// CloseSession closes a session, cancelling its turn first.
+// CloseSession closes a session, cancelling its turn first, or forgets a
+// suspended one.
 func (g *Gateway) CloseSession(ctx context.Context, req *acpgatev1.CloseSessionRequest) (*acpgatev1.CloseSessionResponse, error) {
 	live, err := g.session(ctx, req.GetSessionId())
-	if err != nil {
+	if err == nil {
+		g.remove(live)
+		return &acpgatev1.CloseSessionResponse{}, nil
+	}
+	susp := g.suspended(ctx, req.GetSessionId())
+	if susp == nil {
 		return nil, err
 	}
-	g.remove(live)
+	if !susp.claim() {
+		return nil, errReopening(susp.rec.ID)
+	}
+	g.forget(susp)
 	return &acpgatev1.CloseSessionResponse{}, nil
 }
 
-// Cancel cancels the turn running on a session.
+// Cancel cancels the turn running on a session. A suspended session runs
+// none.
 func (g *Gateway) Cancel(ctx context.Context, req *acpgatev1.CancelRequest) (*acpgatev1.CancelResponse, error) {
 	live, err := g.session(ctx, req.GetSessionId())
 	if err != nil {
+		if g.suspended(ctx, req.GetSessionId()) != nil {
+			return &acpgatev1.CancelResponse{}, nil
+		}
 		return nil, err
 	}
 	return &acpgatev1.CancelResponse{Cancelled: live.sess.Cancel("cancel requested through the Cancel call")}, nil
@@ -326,9 +354,15 @@ type opening struct {
 	entry   *agentEntry
 	slot    *slot
 	dir     string
+	rel     string       // dir relative to the workspace, for the session's record
 	tempDir string       // "" when the session runs in a configured workspace
 	owner   string       // the principal opening it
 	warm    *warmProcess // the warm process taken for it; nil: start cold
+	// loadID, when set, is the ACP session to re-open rather than a new
+	// one; reopen, when set, is the suspended session being re-opened
+	// (claimed), whose id and record the session takes.
+	loadID string
+	reopen *suspendedSession
 }
 
 // abandon gives back what prepare took, when the session is not started.
@@ -339,6 +373,9 @@ func (o *opening) abandon() {
 	}
 	if o.tempDir != "" {
 		_ = os.RemoveAll(o.tempDir)
+	}
+	if o.reopen != nil {
+		o.reopen.unclaim()
 	}
 }
 
@@ -365,7 +402,7 @@ func (g *Gateway) prepare(ctx context.Context, agent, cwd string) (*opening, err
 		o.dir, o.tempDir = o.warm.dir, o.warm.tempDir
 		return o, nil
 	}
-	if o.dir, o.tempDir, err = sessionDir(entry.cfg, cwd, g.tempDir); err != nil {
+	if o.dir, o.rel, o.tempDir, err = sessionDir(entry.cfg, cwd, g.tempDir); err != nil {
 		slot.release()
 		return nil, err
 	}
@@ -377,9 +414,13 @@ func (g *Gateway) prepare(ctx context.Context, agent, cwd string) (*opening, err
 
 // start starts a prepared session's agent and registers the session. An
 // error is *acp.Error when the agent caused it; either way o is abandoned.
-func (g *Gateway) start(ctx context.Context, o *opening, loadID string, oneShot bool) (*liveSession, error) {
+func (g *Gateway) start(ctx context.Context, o *opening, oneShot bool) (*liveSession, error) {
 	entry := o.entry
-	sess, err := g.startAgent(ctx, o, loadID)
+	var replayed atomic.Int64
+	sess, err := g.startAgent(ctx, o, acp.OpenOptions{Cwd: o.dir, LoadSessionID: o.loadID,
+		// The history a session/load replays is the client's already;
+		// it is not streamed to anyone.
+		Replay: func(*acpgatev1.PromptEvent) { replayed.Add(1) }})
 	if err != nil {
 		var agentErr *acp.Error
 		if errors.As(err, &agentErr) && agentErr.Info != nil {
@@ -390,14 +431,20 @@ func (g *Gateway) start(ctx context.Context, o *opening, loadID string, oneShot 
 	}
 	entry.noteCapabilities(sess.Info())
 	now := time.Now()
-	live := &liveSession{sess: sess, agent: entry, slot: o.slot, owner: o.owner, oneShot: oneShot, tempDir: o.tempDir, created: now, lastActive: now}
+	live := &liveSession{sess: sess, agent: entry, slot: o.slot, owner: o.owner, oneShot: oneShot, tempDir: o.tempDir, created: now, lastActive: now, resumed: o.loadID != ""}
 	entry.m.SessionOpened()
-	if g.admit.isDraining() {
+	if !g.register(ctx, live, o) {
 		live.close()
+		if o.reopen != nil {
+			o.reopen.unclaim()
+		}
 		return nil, status.Error(codes.Unavailable, msgShuttingDown)
 	}
-	g.sessions.add(live)
-	g.log.InfoContext(ctx, "session opened", "agent", entry.cfg.Name, "session", live.id, "acp_session", sess.ID(), "cwd", sess.Cwd(), "pid", sess.Pid(), "one_shot", oneShot, "warm", o.warm != nil)
+	attrs := []any{"agent", entry.cfg.Name, "session", live.id, "acp_session", sess.ID(), "cwd", sess.Cwd(), "pid", sess.Pid(), "one_shot", oneShot, "warm", o.warm != nil, "kept", live.rec != nil}
+	if o.loadID != "" {
+		attrs = append(attrs, "reopened_with", sess.Info().ReopenMethod(), "replayed_events", replayed.Load())
+	}
+	g.log.InfoContext(ctx, "session opened", attrs...)
 	return live, nil
 }
 
@@ -421,7 +468,8 @@ func (g *Gateway) open(ctx context.Context, agent, cwd, loadID string, oneShot b
 	if err != nil {
 		return nil, err
 	}
-	return g.start(ctx, o, loadID, oneShot)
+	o.loadID = loadID
+	return g.start(ctx, o, oneShot)
 }
 
 func (e *agentEntry) noteCapabilities(info acp.AgentInfo) {
@@ -441,11 +489,19 @@ func (e *agentEntry) noteCapabilities(info acp.AgentInfo) {
 	e.mu.Unlock()
 }
 
-// remove unregisters a session and closes it.
+// remove unregisters a session and closes it: it has ended for good, and
+// its record goes too, unless the gateway is stopping (then every session
+// is closed, and the kept ones are re-opened after the restart).
+//
+// Only the call that unregisters live deletes the record: a session another
+// call suspended or removed meanwhile is that call's.
 func (g *Gateway) remove(live *liveSession) {
-	g.sessions.delete(live)
+	registered := g.sessions.delete(live)
 	if live.close() {
 		g.log.Info("session closed", "agent", live.agent.cfg.Name, "session", live.id)
+	}
+	if rec := live.record(); registered && rec != nil && !g.admit.isDraining() {
+		g.unrecord(rec.ID)
 	}
 }
 

@@ -19,8 +19,8 @@ func (g *Gateway) sweep(interval time.Duration) {
 		case <-ticker.C:
 		}
 		for _, live := range g.sessions.all() {
-			if g.stale(live) {
-				g.log.Info("closing an idle or ended session", "session", live.id)
+			if why := g.stale(live); why != "" && !g.suspend(live, why) {
+				g.log.Info("closing an idle or ended session", "session", live.id, "why", why)
 				g.remove(live)
 			}
 		}
@@ -40,20 +40,23 @@ func (g *Gateway) expireTurns() {
 	}
 }
 
-// stale reports whether the janitor should close live: its agent has gone,
-// or it has been idle past its agent's idle timeout.
-func (g *Gateway) stale(live *liveSession) bool {
+// stale says why the janitor should close (or suspend) live: its agent has
+// gone, or it has been idle past its agent's idle timeout; "" when it
+// should not.
+func (g *Gateway) stale(live *liveSession) string {
 	since, idle := live.idleSince()
 	if !idle {
-		return false
+		return ""
 	}
 	select {
 	case <-live.sess.Done():
-		return true
+		return "its agent has gone"
 	default:
 	}
-	timeout := live.agent.cfg.IdleTimeout
-	return !live.oneShot && timeout > 0 && time.Since(since) > timeout
+	if timeout := live.agent.cfg.IdleTimeout; !live.oneShot && timeout > 0 && time.Since(since) > timeout {
+		return "idle past its agent's idle_timeout"
+	}
+	return ""
 }
 
 // killReserve is the part of the shutdown grace kept for stopping agents
@@ -101,6 +104,8 @@ func (g *Gateway) Drain(ctx context.Context) {
 // Close stops the janitor and closes every session, waiting as long as
 // that takes (each agent's stop grace).
 func (g *Gateway) Close() {
+	// Closing is stopping: the kept sessions' records stay (see remove).
+	g.admit.drain()
 	select {
 	case <-g.janitor:
 	default:

@@ -439,9 +439,8 @@ func takeFresh(entry *agentEntry, cwd string) *warmProcess {
 // startAgent gives an opening its agent with a session open on it: the
 // warm process it took, on which only session/new (or session/load) is
 // left to run, or a process started cold.
-func (g *Gateway) startAgent(ctx context.Context, o *opening, loadID string) (*acp.Session, error) {
+func (g *Gateway) startAgent(ctx context.Context, o *opening, opts acp.OpenOptions) (*acp.Session, error) {
 	entry := o.entry
-	opts := acp.OpenOptions{Cwd: o.dir, LoadSessionID: loadID}
 	began := time.Now()
 	if o.warm != nil {
 		err := o.warm.sess.Begin(ctx, opts)

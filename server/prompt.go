@@ -47,8 +47,8 @@ func (g *Gateway) Prompt(req *acpgatev1.PromptRequest, stream acpgatev1.AgentGat
 	return nil
 }
 
-func started(turnID, sessionID, agent string) *acpgatev1.PromptEvent {
-	return &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_Started{Started: &acpgatev1.TurnStarted{TurnId: turnID, SessionId: sessionID, Agent: agent}}}
+func started(turnID, sessionID, agent string, resumed bool) *acpgatev1.PromptEvent {
+	return &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_Started{Started: &acpgatev1.TurnStarted{TurnId: turnID, SessionId: sessionID, Agent: agent, Resumed: resumed}}}
 }
 
 func terminal(r outcome.Result) *acpgatev1.PromptEvent {

@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/acpgate/acpgate/acp"
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+	"github.com/acpgate/acpgate/store"
 )
 
 // registry is the open sessions, by the id clients address them with.
@@ -23,14 +25,19 @@ import (
 // the agent's id with "~2" appended ("~3", … as needed). A well-behaved
 // agent's ids (UUIDs) never collide, so its clients see its own ids; the
 // agent's id is always in Session.acp_session_id.
+//
+// It also holds the suspended sessions (see suspendedSession), under the
+// same ids: an id is either open or suspended, never both, so a new
+// session cannot take the id of one that will be re-opened.
 type registry struct {
-	mu       sync.Mutex
-	sessions map[string]*liveSession
-	order    []string // ids, oldest first
+	mu        sync.Mutex
+	sessions  map[string]*liveSession
+	suspended map[string]*suspendedSession
+	order     []string // ids, oldest first
 }
 
 func newRegistry() *registry {
-	return &registry{sessions: make(map[string]*liveSession)}
+	return &registry{sessions: make(map[string]*liveSession), suspended: make(map[string]*suspendedSession)}
 }
 
 // add registers live under a unique id derived from its ACP id and sets
@@ -40,7 +47,7 @@ func (r *registry) add(live *liveSession) {
 	defer r.mu.Unlock()
 	acpID := live.sess.ID()
 	id := acpID
-	for n := 2; r.sessions[id] != nil; n++ {
+	for n := 2; r.sessions[id] != nil || r.suspended[id] != nil; n++ {
 		id = fmt.Sprintf("%s~%d", acpID, n)
 	}
 	live.id = id
@@ -56,13 +63,110 @@ func (r *registry) delete(live *liveSession) bool {
 		return false
 	}
 	delete(r.sessions, live.id)
-	for i, x := range r.order {
-		if x == live.id {
-			r.order = append(r.order[:i], r.order[i+1:]...)
-			break
+	r.order = slices.DeleteFunc(r.order, func(x string) bool { return x == live.id })
+	return true
+}
+
+// reopened registers live, the re-opened susp, under susp's id, in its
+// place in the order. It reports false when susp is no longer registered
+// (it was closed meanwhile).
+func (r *registry) reopened(live *liveSession, susp *suspendedSession) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.takeSuspended(susp) {
+		return false
+	}
+	live.id = susp.rec.ID
+	r.sessions[live.id] = live
+	return true
+}
+
+// takeSuspended removes susp from the suspended sessions, but not from the
+// order; it reports false when susp was not registered. r.mu is held.
+func (r *registry) takeSuspended(susp *suspendedSession) bool {
+	if r.suspended[susp.rec.ID] != susp {
+		return false
+	}
+	delete(r.suspended, susp.rec.ID)
+	return true
+}
+
+// suspend replaces live, whose agent is gone, by susp under the same id, in
+// its place in the order. It reports false when live was not registered.
+func (r *registry) suspend(live *liveSession, susp *suspendedSession) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sessions[live.id] != live {
+		return false
+	}
+	delete(r.sessions, live.id)
+	r.suspended[live.id] = susp
+	return true
+}
+
+// addSuspended registers a session recorded by an earlier gateway run,
+// after the ones registered so far.
+func (r *registry) addSuspended(susp *suspendedSession) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.suspended[susp.rec.ID] = susp
+	r.order = append(r.order, susp.rec.ID)
+}
+
+// deleteSuspended unregisters susp; it reports false when susp was not
+// registered.
+func (r *registry) deleteSuspended(susp *suspendedSession) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.takeSuspended(susp) {
+		return false
+	}
+	r.order = slices.DeleteFunc(r.order, func(x string) bool { return x == susp.rec.ID })
+	return true
+}
+
+// lookupSuspended finds a suspended session by id; nil when there is none.
+func (r *registry) lookupSuspended(id string) *suspendedSession {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.suspended[id]
+}
+
+// findSuspended finds a suspended session of agent by its id or by its ACP
+// session id; nil when there is none.
+func (r *registry) findSuspended(agent, id string) *suspendedSession {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if susp := r.suspended[id]; susp != nil && susp.rec.Agent == agent {
+		return susp
+	}
+	for _, susp := range r.suspended {
+		if susp.rec.Agent == agent && susp.rec.ACPSessionID == id {
+			return susp
 		}
 	}
-	return true
+	return nil
+}
+
+// listed is a session as ListSessions shows it: open or suspended.
+type listed interface {
+	proto() *acpgatev1.Session
+	ownedBy() string
+}
+
+// listing returns every session, open and suspended, oldest first.
+func (r *registry) listing() []listed {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]listed, 0, len(r.order))
+	for _, id := range r.order {
+		if live := r.sessions[id]; live != nil {
+			out = append(out, live)
+		} else if susp := r.suspended[id]; susp != nil {
+			out = append(out, susp)
+		}
+	}
+	return out
 }
 
 // lookup finds an open session by id.
@@ -91,7 +195,9 @@ func (r *registry) all() []*liveSession {
 	defer r.mu.Unlock()
 	lives := make([]*liveSession, 0, len(r.order))
 	for _, id := range r.order {
-		lives = append(lives, r.sessions[id])
+		if live := r.sessions[id]; live != nil {
+			lives = append(lives, live)
+		}
 	}
 	return lives
 }
@@ -112,6 +218,11 @@ type liveSession struct {
 	turns      uint64
 	lastActive time.Time
 	closed     bool
+	resumed    bool // re-opened, and no turn has started on it since
+	// rec is the session's record in the store, from which it can be
+	// re-opened; nil when it is not kept (a one-shot session, one in a
+	// temporary directory, or one the store failed to record).
+	rec *store.Session
 
 	costReported float64 // the cumulative cost last reported; see costAdded
 }
@@ -126,6 +237,43 @@ func (l *liveSession) claim(turnID string) bool {
 	l.running = turnID
 	l.lastActive = time.Now()
 	return true
+}
+
+// takeResumed reports, once, whether the session was re-opened: the first
+// turn after re-opening says so in TurnStarted.
+func (l *liveSession) takeResumed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r := l.resumed
+	l.resumed = false
+	return r
+}
+
+func (l *liveSession) ownedBy() string { return l.owner }
+
+// keep notes the session's record; it reports false when the session has
+// closed meanwhile, and then its closer did not see the record to delete.
+func (l *liveSession) keep(rec *store.Session) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return false
+	}
+	l.rec = rec
+	return true
+}
+
+// record is the session's record; nil when it is not kept.
+func (l *liveSession) record() *store.Session {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.rec
+}
+
+func (l *liveSession) lastActiveAt() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lastActive
 }
 
 // unclaim undoes a claim for a turn that did not run.

@@ -70,7 +70,7 @@ type turnPlan struct {
 	rec     store.Turn
 	blocks  []acpsdk.ContentBlock
 	live    *liveSession // a claimed open session
-	opening *opening     // a one-shot session to start
+	opening *opening     // a one-shot session to start, or a suspended one to re-open
 	req     *acpgatev1.PromptRequest
 }
 
@@ -118,12 +118,19 @@ func (g *Gateway) begin(ctx context.Context, req *acpgatev1.PromptRequest, block
 		StartedAt:  time.Now(),
 	}}
 	if req.GetSessionId() != "" {
-		live, err := g.claimSession(ctx, req.GetSessionId(), plan.rec.ID)
+		live, susp, err := g.claimSession(ctx, req.GetSessionId(), plan.rec.ID)
 		if err != nil {
 			return "", err
 		}
-		plan.live = live
-		plan.rec.Agent, plan.rec.SessionID = live.agent.cfg.Name, live.id
+		if susp != nil {
+			if plan.opening, err = g.prepareReopen(ctx, susp); err != nil {
+				return "", err
+			}
+			plan.rec.Agent, plan.rec.SessionID = susp.rec.Agent, susp.rec.ID
+		} else {
+			plan.live = live
+			plan.rec.Agent, plan.rec.SessionID = live.agent.cfg.Name, live.id
+		}
 	} else {
 		o, err := g.prepare(ctx, req.GetAgent(), req.GetCwd())
 		if err != nil {
@@ -165,23 +172,38 @@ func (g *Gateway) begin(ctx context.Context, req *acpgatev1.PromptRequest, block
 	return plan.rec.ID, nil
 }
 
-// claimSession claims an open session for a turn.
-func (g *Gateway) claimSession(ctx context.Context, id, turnID string) (*liveSession, error) {
+// claimSession claims a session for a turn: an open one, or a suspended
+// one to re-open (claimed too).
+func (g *Gateway) claimSession(ctx context.Context, id, turnID string) (*liveSession, *suspendedSession, error) {
 	live, err := g.session(ctx, id)
-	if err != nil {
-		return nil, err
+	gone := false
+	if err == nil {
+		select {
+		case <-live.sess.Done():
+			// Its agent has gone; the janitor has not swept it yet. It is
+			// suspended (by this call or a concurrent one) when it can be
+			// re-opened, and has ended otherwise.
+			if gone = !g.suspend(live, "its agent has gone"); gone {
+				g.remove(live)
+			}
+		default:
+			if !live.claim(turnID) {
+				return nil, nil, status.Errorf(codes.FailedPrecondition, "session %q is already running a turn (ACP allows one at a time)", id)
+			}
+			return live, nil, nil
+		}
 	}
-	select {
-	case <-live.sess.Done():
-		// Its agent has gone; the janitor has not swept it yet.
-		g.remove(live)
-		return nil, status.Errorf(codes.NotFound, "session %q has ended: its agent is gone", id)
-	default:
+	susp := g.suspended(ctx, id)
+	switch {
+	case susp == nil && gone:
+		return nil, nil, status.Errorf(codes.NotFound, "session %q has ended: its agent is gone", id)
+	case susp == nil:
+		return nil, nil, errNoSession(id)
 	}
-	if !live.claim(turnID) {
-		return nil, status.Errorf(codes.FailedPrecondition, "session %q is already running a turn (ACP allows one at a time)", id)
+	if !susp.claim() {
+		return nil, nil, errReopening(id)
 	}
-	return live, nil
+	return nil, susp, nil
 }
 
 // runTurn runs a planned turn to its terminal, journaling its events. It
@@ -202,10 +224,14 @@ func (g *Gateway) runTurn(ctx context.Context, r *runningTurn, plan *turnPlan) {
 	defer m.TurnDone()
 	id := r.rec.ID
 	live := plan.live
-	ctx, span := g.turnSpan(ctx, r, live == nil)
+	ctx, span := g.turnSpan(ctx, r, live == nil && plan.opening.reopen == nil)
 	if live == nil {
 		var err error
-		live, err = g.start(ctx, plan.opening, "", true)
+		if plan.opening.reopen != nil {
+			live, err = g.reopen(ctx, plan.opening)
+		} else {
+			live, err = g.start(ctx, plan.opening, true)
+		}
 		if err != nil {
 			endTurnSpan(span, nil, g.endUnstarted(ctx, r, err), pumpStats{})
 			return
@@ -213,7 +239,7 @@ func (g *Gateway) runTurn(ctx context.Context, r *runningTurn, plan *turnPlan) {
 		live.claim(id)
 		plan.live = live
 	}
-	started := encodeEvent(started(id, live.id, live.agent.cfg.Name), 1)
+	started := encodeEvent(started(id, live.id, live.agent.cfg.Name, live.takeResumed()), 1)
 	if err := r.j.start(ctx, live.id, started); err != nil {
 		live.release()
 		g.log.ErrorContext(ctx, "the turn could not be journaled", "turn", id, "err", err)
@@ -266,9 +292,11 @@ func (g *Gateway) afterTurn(live *liveSession, e *acpgatev1.HarnessError) {
 	}
 }
 
-// endUnstarted journals the ending of a one-shot turn whose agent did not
-// start: a one-shot caller handles one shape, so the failure to start or
-// handshake is the turn's terminal, after a started event with no session. It returns that terminal.
+// endUnstarted journals the ending of a turn whose agent did not start (a
+// one-shot turn, or one re-opening a suspended session): a caller handles
+// one shape, so the failure to start or handshake is the turn's terminal,
+// after a started event with no session (a one-shot turn) or the
+// suspended session's id. It returns that terminal.
 func (g *Gateway) endUnstarted(ctx context.Context, r *runningTurn, err error) outcome.Result {
 	var agentErr *acp.Error
 	var e *acpgatev1.HarnessError
@@ -280,7 +308,7 @@ func (g *Gateway) endUnstarted(ctx context.Context, r *runningTurn, err error) o
 		// before its agent had started, or the gateway is draining.
 		e = g.interp.StaleTarget("the turn ended before its agent had started: " + status.Convert(statusOf(err)).Message())
 	}
-	if err := r.j.start(context.Background(), "", encodeEvent(started(r.rec.ID, "", r.rec.Agent), 1)); err != nil {
+	if err := r.j.start(context.Background(), "", encodeEvent(started(r.rec.ID, r.rec.SessionID, r.rec.Agent, false), 1)); err != nil {
 		g.log.ErrorContext(ctx, "the turn could not be journaled", "turn", r.rec.ID, "err", err)
 	}
 	result := outcome.Result{Error: e}

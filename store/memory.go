@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -16,6 +18,7 @@ type Memory struct {
 	mu        sync.Mutex
 	turns     map[string]*memTurn
 	byRequest map[string][]string // request id → turn ids, by attempt
+	sessions  map[string]Session
 }
 
 type memTurn struct {
@@ -25,7 +28,7 @@ type memTurn struct {
 
 // NewMemory returns an empty Memory store.
 func NewMemory() *Memory {
-	return &Memory{turns: make(map[string]*memTurn), byRequest: make(map[string][]string)}
+	return &Memory{turns: make(map[string]*memTurn), byRequest: make(map[string][]string), sessions: make(map[string]Session)}
 }
 
 var _ Store = (*Memory)(nil)
@@ -213,7 +216,47 @@ func (m *Memory) DeleteEnded(_ context.Context, before time.Time) (int, error) {
 	return n, nil
 }
 
+func (m *Memory) PutSession(_ context.Context, s Session) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sessions[s.ID] = cloneSession(s)
+	return nil
+}
+
+func (m *Memory) DeleteSession(_ context.Context, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.sessions, id)
+	return nil
+}
+
+func (m *Memory) Sessions(context.Context) ([]Session, error) {
+	m.mu.Lock()
+	out := make([]Session, 0, len(m.sessions))
+	for _, s := range m.sessions {
+		out = append(out, cloneSession(s))
+	}
+	m.mu.Unlock()
+	slices.SortFunc(out, func(a, b Session) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, nil
+}
+
 func (m *Memory) Close() error { return nil }
+
+// cloneSession copies s's map, so that neither the caller nor the store
+// can change the other's record.
+func cloneSession(s Session) Session {
+	if len(s.ConfigOptions) == 0 {
+		s.ConfigOptions = nil
+	}
+	s.ConfigOptions = maps.Clone(s.ConfigOptions)
+	return s
+}
 
 func cloneTurn(t Turn) Turn {
 	t.PromptHash = bytes.Clone(t.PromptHash)

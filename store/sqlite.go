@@ -75,6 +75,8 @@ var migrations = []migration{
 	sqlMigration(schemaV2),
 	// Journals move from the events table to files (see journalFiles).
 	moveJournalsToFiles,
+	// Open sessions' records, so that sessions survive a restart.
+	sqlMigration(schemaV4),
 }
 
 // schemaV1 is the first schema; until version 3 it kept each event of a
@@ -111,6 +113,18 @@ const schemaV1 = `CREATE TABLE turns (
 // schemaV2 adds who started each turn.
 const schemaV2 = `ALTER TABLE turns ADD COLUMN owner TEXT NOT NULL DEFAULT '';
 	CREATE INDEX turns_owner ON turns (owner, started_at DESC, id DESC);`
+
+// schemaV4 adds the records of open sessions (see Session).
+const schemaV4 = `CREATE TABLE sessions (
+		id             TEXT PRIMARY KEY,
+		agent          TEXT NOT NULL,
+		acp_session_id TEXT NOT NULL,
+		cwd            TEXT NOT NULL,
+		owner          TEXT NOT NULL,
+		created_at     INTEGER NOT NULL, -- unix nanoseconds
+		mode           TEXT NOT NULL,
+		config_options TEXT NOT NULL     -- a JSON object, option id to value
+	);`
 
 // A migration changes the schema (and data) inside the transaction that
 // records the new version.

@@ -32,6 +32,27 @@ func openSQLite(t *testing.T, dir string) *store.SQLite {
 func TestSQLiteFile(t *testing.T) {
 	ctx := context.Background()
 
+	t.Run("session records survive closing and opening again", func(t *testing.T) {
+		dir := t.TempDir()
+		s := openSQLite(t, dir)
+		want := storetest.NewSession("s1", 0)
+		want.Mode = "architect"
+		want.ConfigOptions = map[string]string{"model": "large"}
+		if err := s.PutSession(ctx, want); err != nil {
+			t.Fatalf("PutSession: %v", err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		s = openSQLite(t, dir)
+		defer s.Close()
+		got, err := s.Sessions(ctx)
+		if err != nil {
+			t.Fatalf("Sessions: %v", err)
+		}
+		storetest.AssertSessions(t, got, []store.Session{want})
+	})
+
 	t.Run("what was written survives closing and opening again", func(t *testing.T) {
 		dir := t.TempDir()
 		s := openSQLite(t, dir)

@@ -1,6 +1,8 @@
 // Package store keeps acpgate's durable turns: each turn's record and the
 // journal of the events its stream carried, so that a turn outlives the
-// stream that started it and, with a persistent store, the gateway process.
+// stream that started it and, with a persistent store, the gateway process;
+// and the records of open sessions, so that a session can be re-opened
+// after the gateway restarts.
 //
 // The gateway numbers and encodes events itself; a store keeps them as
 // opaque bytes in seq order, which is what makes a replay byte-identical to
@@ -119,6 +121,51 @@ type Store interface {
 	// DeleteEnded deletes the turns that ended before t, journals and all,
 	// and returns how many.
 	DeleteEnded(ctx context.Context, before time.Time) (int, error)
+	// Sessions keeps the records of open sessions, so that they survive
+	// the gateway with a persistent store.
+	Sessions
 	// Close releases the store.
 	Close() error
+}
+
+// Session is an open session's record, kept so that the session can be
+// re-opened (ACP session/resume or session/load) after the gateway that
+// opened it has stopped. Only sessions in a configured workspace are
+// recorded: a temporary directory does not outlive its gateway.
+type Session struct {
+	// ID is the id clients address the session by (Session.id).
+	ID string
+	// Agent is the configured agent name.
+	Agent string
+	// ACPSessionID is the id the agent minted, which session/resume and
+	// session/load take.
+	ACPSessionID string
+	// Cwd is the session's working directory relative to the agent's
+	// workspace ("." for the workspace itself), so that a workspace moved
+	// between runs still resolves.
+	Cwd string
+	// Owner names the principal that created the session; "" for an
+	// unauthenticated one.
+	Owner string
+	// CreatedAt is when the session was first opened.
+	CreatedAt time.Time
+	// Mode is the session mode set on it, re-applied after re-opening; ""
+	// when none was set.
+	Mode string
+	// ConfigOptions are the session configuration options set on it (by
+	// option id), re-applied after re-opening; empty when none were set.
+	ConfigOptions map[string]string
+}
+
+// Sessions keeps the records of open sessions. Its methods are safe for
+// concurrent use.
+type Sessions interface {
+	// PutSession records s, replacing the record with its ID if any.
+	PutSession(ctx context.Context, s Session) error
+	// DeleteSession deletes the record of session id; deleting one that
+	// does not exist is not an error.
+	DeleteSession(ctx context.Context, id string) error
+	// Sessions returns every recorded session, oldest first (by
+	// CreatedAt, then by ID).
+	Sessions(ctx context.Context) ([]Session, error)
 }

@@ -292,6 +292,15 @@ auth: {mode: jwt, jwks_file: %s, issuer: https://issuer.test, audience: acpgate,
 // and a JWKS file holding the returned signer's key.
 func jwtGatewayFrom(t *testing.T, config func(p *pki, jwks string) string) (*pki, *testpki.Signer, *served) {
 	t.Helper()
+	p, signer, path := jwtConfig(t, config)
+	return p, signer, serve(t, "--config", path)
+}
+
+// jwtConfig writes the configuration config returns for a fresh PKI and a
+// JWKS file holding the returned signer's key, and returns its path, for a
+// test that serves it more than once.
+func jwtConfig(t *testing.T, config func(p *pki, jwks string) string) (*pki, *testpki.Signer, string) {
+	t.Helper()
 	p := newPKI(t)
 	signer, err := testpki.NewSigner("k1")
 	if err != nil {
@@ -301,7 +310,7 @@ func jwtGatewayFrom(t *testing.T, config func(p *pki, jwks string) string) (*pki
 	if err := os.WriteFile(jwks, signer.JWKS(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return p, signer, serve(t, "--config", writeConfig(t, config(p, jwks)))
+	return p, signer, writeConfig(t, config(p, jwks))
 }
 
 func goodClaims(mod func(jwt.MapClaims)) jwt.MapClaims {

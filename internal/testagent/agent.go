@@ -119,6 +119,7 @@ type agent struct {
 	mu          sync.Mutex
 	lastSession int                       // sess-<n> counter
 	sessions    map[string]bool           // known session ids
+	openedBy    map[string]string         // session id → the method that opened it in this process
 	turns       map[*turn]struct{}        // running prompt turns
 	nextID      int64                     // id of the agent's next own request
 	pending     map[int64]chan<- *message // agent requests awaiting an answer
@@ -132,6 +133,7 @@ func newAgent(cfg config, stdout *os.File) *agent {
 		cfg:      cfg,
 		out:      &output{f: stdout},
 		sessions: map[string]bool{},
+		openedBy: map[string]string{},
 		turns:    map[*turn]struct{}{},
 		pending:  map[int64]chan<- *message{},
 		stalled:  make(chan struct{}),
@@ -245,6 +247,8 @@ func (a *agent) handleRequest(m *message) {
 		a.newSession(m)
 	case "session/load":
 		a.loadSession(m)
+	case "session/resume":
+		a.resumeSession(m)
 	case "session/prompt":
 		a.prompt(m)
 	default:
@@ -261,18 +265,22 @@ func (a *agent) initialize(m *message) {
 	for _, id := range a.cfg.authMethods {
 		methods = append(methods, obj{"id": id, "name": id})
 	}
-	a.reply(m.ID, obj{
-		"protocolVersion": a.cfg.protocolVersion,
-		"agentCapabilities": obj{
-			"loadSession": a.cfg.loadSession,
-			"promptCapabilities": obj{
-				"image":           true,
-				"audio":           false,
-				"embeddedContext": true,
-			},
+	caps := obj{
+		"loadSession": a.cfg.loadSession,
+		"promptCapabilities": obj{
+			"image":           true,
+			"audio":           false,
+			"embeddedContext": true,
 		},
-		"agentInfo":   obj{"name": "testagent", "version": "1.0.0"},
-		"authMethods": methods,
+	}
+	if a.cfg.resumeSession {
+		caps["sessionCapabilities"] = obj{"resume": obj{}}
+	}
+	a.reply(m.ID, obj{
+		"protocolVersion":   a.cfg.protocolVersion,
+		"agentCapabilities": caps,
+		"agentInfo":         obj{"name": "testagent", "version": "1.0.0"},
+		"authMethods":       methods,
 	})
 }
 
@@ -303,6 +311,10 @@ func (a *agent) newSession(m *message) {
 		id = fmt.Sprintf("sess-%d-%d", ownPid(), a.lastSession)
 	}
 	a.sessions[id] = true
+	a.openedBy[id] = "session/new"
+	if a.persisted() {
+		a.writeHistory(id, nil)
+	}
 	a.mu.Unlock()
 	a.reply(m.ID, obj{"sessionId": id})
 	a.advertiseCommands(id)
@@ -330,11 +342,22 @@ func (a *agent) loadSession(m *message) {
 		a.replyError(m.ID, e.Code, e.Message)
 		return
 	}
-	var p struct {
-		SessionID string `json:"sessionId"`
+	p, ok := a.sessionParams(m)
+	if !ok {
+		return
 	}
-	if json.Unmarshal(m.Params, &p) != nil || p.SessionID == "" {
-		a.replyError(m.ID, codeInvalidParams, "session/load needs a sessionId")
+	if a.persisted() {
+		history, err := a.reopen(p.SessionID, "session/load")
+		if err != nil {
+			a.replyError(m.ID, codeInvalidParams, err.Error())
+			return
+		}
+		for i, prompt := range history {
+			a.sessionUpdate(p.SessionID, textChunk("user_message_chunk", prompt, ""))
+			a.sessionUpdate(p.SessionID, textChunk("agent_message_chunk", fmt.Sprintf("replayed answer %d", i+1), ""))
+		}
+		a.reply(m.ID, obj{})
+		a.advertiseCommands(p.SessionID)
 		return
 	}
 	a.mu.Lock()
@@ -342,6 +365,44 @@ func (a *agent) loadSession(m *message) {
 	a.mu.Unlock()
 	a.sessionUpdate(p.SessionID, textChunk("user_message_chunk", "earlier question", ""))
 	a.sessionUpdate(p.SessionID, textChunk("agent_message_chunk", "earlier answer", ""))
+	a.reply(m.ID, obj{})
+	a.advertiseCommands(p.SessionID)
+}
+
+// sessionRef is the params of a request naming a session.
+type sessionRef struct {
+	SessionID string `json:"sessionId"`
+}
+
+// sessionParams decodes the params of session/load or session/resume,
+// answering the request with an error when they name no session.
+func (a *agent) sessionParams(m *message) (sessionRef, bool) {
+	var p sessionRef
+	if json.Unmarshal(m.Params, &p) != nil || p.SessionID == "" {
+		a.replyError(m.ID, codeInvalidParams, m.Method+" needs a sessionId")
+		return p, false
+	}
+	return p, true
+}
+
+// resumeSession re-opens a kept session without replaying its history.
+func (a *agent) resumeSession(m *message) {
+	if !a.cfg.resumeSession {
+		a.replyError(m.ID, codeMethodNotFound, "method not found: session/resume (sessionCapabilities.resume not advertised)")
+		return
+	}
+	p, ok := a.sessionParams(m)
+	if !ok {
+		return
+	}
+	if !a.persisted() {
+		a.replyError(m.ID, codeInvalidParams, fmt.Sprintf("unknown session %q: sessions are not kept (no --sessions-dir)", p.SessionID))
+		return
+	}
+	if _, err := a.reopen(p.SessionID, "session/resume"); err != nil {
+		a.replyError(m.ID, codeInvalidParams, err.Error())
+		return
+	}
 	a.reply(m.ID, obj{})
 	a.advertiseCommands(p.SessionID)
 }
@@ -383,7 +444,11 @@ func (a *agent) prompt(m *message) {
 		a.replyError(m.ID, codeInvalidParams, err.Error())
 		return
 	}
-	t := &turn{a: a, sessionID: p.SessionID, id: m.ID, cancelled: make(chan struct{})}
+	a.mu.Lock()
+	openedBy := a.openedBy[p.SessionID]
+	a.mu.Unlock()
+	history := a.remember(p.SessionID, script.String())
+	t := &turn{a: a, sessionID: p.SessionID, id: m.ID, cancelled: make(chan struct{}), openedBy: openedBy, history: history}
 	a.mu.Lock()
 	a.turns[t] = struct{}{}
 	a.mu.Unlock()

@@ -19,6 +19,18 @@
 //	                            then replays a user_message_chunk "earlier question"
 //	                            and an agent_message_chunk "earlier answer" before
 //	                            answering {}. Without the flag session/load is -32601.
+//	--sessions-dir DIR          keep each session's history (the text of every prompt
+//	                            it received) in DIR/<sessionId>.json, as agents that
+//	                            keep sessions on disk do. session/load (with
+//	                            --load-session) then re-opens a session of an earlier
+//	                            process: it replays, for each earlier prompt, a
+//	                            user_message_chunk with the prompt's text and an
+//	                            agent_message_chunk "replayed answer <n>", then
+//	                            answers {}; an unknown session is -32602.
+//	--resume-session            advertise agentCapabilities.sessionCapabilities.resume
+//	                            ({}): session/resume re-opens a session kept in
+//	                            --sessions-dir without replaying anything and answers
+//	                            {}. Without the flag session/resume is -32601.
 //	--session-new-error C:MSG   answer session/new and session/load with JSON-RPC
 //	                            error code C, message MSG.
 //	--exit-on-initialize N      exit with status N on receiving initialize, unanswered.
@@ -53,7 +65,8 @@
 //	                   "version":"1.0.0"},"authMethods":[...]}
 //	authenticate   -> {} or -32602
 //	session/new    -> {"sessionId":"sess-<n>"}, n counting from 1 per process
-//	session/load   -> replay (see --load-session), then {}
+//	session/load   -> replay (see --load-session, --sessions-dir), then {}
+//	session/resume -> {} (see --resume-session)
 //	session/prompt -> runs the script; default answer {"stopReason":"end_turn"}.
 //	                  The sessionId must come from session/new or session/load
 //	                  (otherwise -32602).
@@ -127,6 +140,10 @@
 //	stray TEXT            write TEXT verbatim (not JSON, not unescaped) as a stdout line
 //	oversized BYTES       one agent_message_chunk line whose text alone is BYTES
 //	                      bytes, so the whole line is longer than BYTES
+//	history               chunk `history via METHOD: "P1","P2"`: METHOD is how this
+//	                      process opened the session (session/new, session/load or
+//	                      session/resume) and P1, P2... the texts of the session's
+//	                      earlier prompts, Go-quoted (empty without --sessions-dir)
 //	grandchild            start /bin/sleep 300 (same process group, stdio on
 //	                      /dev/null) and chunk "grandchild:<pid>"
 //	spawn [--setsid] SECONDS  start /bin/sleep SECONDS holding the agent's stdout
@@ -175,6 +192,8 @@ type config struct {
 	protocolVersion int
 	authMethods     []string
 	loadSession     bool
+	resumeSession   bool
+	sessionsDir     string    // "": sessions live as long as the process
 	sessionNewErr   *rpcError // nil: session/new succeeds
 	exitOnInit      int       // < 0: answer initialize normally
 	initDelay       time.Duration
@@ -194,6 +213,8 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&cfg.protocolVersion, "protocol-version", 1, "protocolVersion reported at initialize")
 	fs.StringVar(&auth, "auth-methods", "", "comma-separated authMethods ids to advertise")
 	fs.BoolVar(&cfg.loadSession, "load-session", false, "advertise and implement session/load")
+	fs.BoolVar(&cfg.resumeSession, "resume-session", false, "advertise sessionCapabilities.resume and implement session/resume (needs --sessions-dir)")
+	fs.StringVar(&cfg.sessionsDir, "sessions-dir", "", "keep every session's history in this directory, for session/load and session/resume by a later process")
 	fs.StringVar(&newErr, "session-new-error", "", "CODE:MESSAGE error for session/new and session/load")
 	fs.IntVar(&cfg.exitOnInit, "exit-on-initialize", -1, "exit with this status on initialize")
 	fs.DurationVar(&cfg.initDelay, "initialize-delay", 0, "sleep this long before answering initialize")

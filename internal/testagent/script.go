@@ -21,6 +21,8 @@ type turn struct {
 	a         *agent
 	sessionID string
 	id        json.RawMessage // the prompt request's id
+	openedBy  string          // how this process opened the session
+	history   []string        // the session's earlier prompts (--sessions-dir)
 
 	mu           sync.Mutex
 	ignoreCancel bool
@@ -454,6 +456,11 @@ func parseDirective(name, rest string) (step, error) {
 			return false
 		}, nil
 
+	case "history":
+		return noArgs(rest, func(t *turn) bool {
+			t.say(historyReport(t.openedBy, t.history))
+			return false
+		})
 	case "grandchild":
 		return noArgs(rest, func(t *turn) bool {
 			t.say(startGrandchild())

@@ -348,6 +348,52 @@ func TestSessionLoadReplays(t *testing.T) {
 	jsonEq(t, resp["result"], `{"stopReason":"end_turn"}`)
 }
 
+// keptSession opens a session on an agent keeping its sessions in dir and
+// runs the prompt "chunk one" on it.
+func keptSession(t *testing.T, dir string, flags ...string) string {
+	t.Helper()
+	p := start(t, append([]string{"--sessions-dir", dir}, flags...)...)
+	sid := p.newSession()
+	p.prompt(2, sid, "chunk one")
+	p.turn(2)
+	return sid
+}
+
+func TestAKeptSessionIsLoadedWithItsHistoryReplayedByALaterProcess(t *testing.T) {
+	dir := t.TempDir()
+	sid := keptSession(t, dir, "--load-session")
+
+	again := start(t, "--sessions-dir", dir, "--load-session")
+	again.request(3, "session/load", map[string]any{"sessionId": sid, "cwd": "/", "mcpServers": []any{}})
+	jsonEq(t, get(again.next(), "params.update"), `{"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"chunk one"}}`)
+	jsonEq(t, get(again.next(), "params.update"), `{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"replayed answer 1"}}`)
+	jsonEq(t, again.next(), `{"jsonrpc":"2.0","id":3,"result":{}}`)
+	again.prompt(4, sid, "history")
+	updates, _ := again.turn(4)
+	jsonEq(t, chunkTexts(t, updates), `["history via session/load: \"chunk one\""]`)
+
+	again.request(5, "session/load", map[string]any{"sessionId": "never", "cwd": "/", "mcpServers": []any{}})
+	jsonEq(t, get(again.next(), "error.code"), `-32602`)
+}
+
+func TestAKeptSessionIsResumedWithoutReplayWhenResumeIsAdvertised(t *testing.T) {
+	dir := t.TempDir()
+	sid := keptSession(t, dir, "--resume-session")
+
+	again := start(t, "--sessions-dir", dir, "--resume-session")
+	again.request(1, "initialize", map[string]any{"protocolVersion": 1})
+	jsonEq(t, get(again.next(), "result.agentCapabilities.sessionCapabilities"), `{"resume":{}}`)
+	again.request(3, "session/resume", map[string]any{"sessionId": sid, "cwd": "/"})
+	jsonEq(t, again.next(), `{"jsonrpc":"2.0","id":3,"result":{}}`)
+	again.prompt(4, sid, "history")
+	updates, _ := again.turn(4)
+	jsonEq(t, chunkTexts(t, updates), `["history via session/resume: \"chunk one\""]`)
+
+	plain := start(t, "--sessions-dir", dir)
+	plain.request(6, "session/resume", map[string]any{"sessionId": sid, "cwd": "/"})
+	jsonEq(t, get(plain.next(), "error.code"), `-32601`)
+}
+
 func TestSessionLoadNotAdvertised(t *testing.T) {
 	p := start(t)
 	p.request(1, "session/load", map[string]any{"sessionId": "x"})

@@ -478,7 +478,14 @@ type TurnStarted struct {
 	// the next event is the `error` terminal.
 	SessionId string `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// The configured agent name.
-	Agent         string `protobuf:"bytes,3,opt,name=agent,proto3" json:"agent,omitempty"`
+	Agent string `protobuf:"bytes,3,opt,name=agent,proto3" json:"agent,omitempty"`
+	// True for the first turn on a session the gateway re-opened (after a
+	// restart, or after its agent went away while idle): the agent was
+	// started again and resumed the session (`session/resume`, or
+	// `session/load`, whose replayed history is not streamed). The
+	// conversation's context is the agent's to keep: with `session/resume` or
+	// `session/load` it has it.
+	Resumed       bool `protobuf:"varint,4,opt,name=resumed,proto3" json:"resumed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -532,6 +539,13 @@ func (x *TurnStarted) GetAgent() string {
 		return x.Agent
 	}
 	return ""
+}
+
+func (x *TurnStarted) GetResumed() bool {
+	if x != nil {
+		return x.Resumed
+	}
+	return false
 }
 
 // ContentBlock is one piece of ACP content: text, an image, audio, a link to
@@ -2056,12 +2070,13 @@ const file_acpgate_v1_events_proto_rawDesc = "" +
 	"\theartbeat\x18( \x01(\v2\x15.acpgate.v1.HeartbeatH\x00R\theartbeatB\a\n" +
 	"\x05event\"&\n" +
 	"\tHeartbeat\x12\x19\n" +
-	"\blast_seq\x18\x01 \x01(\x04R\alastSeq\"[\n" +
+	"\blast_seq\x18\x01 \x01(\x04R\alastSeq\"u\n" +
 	"\vTurnStarted\x12\x17\n" +
 	"\aturn_id\x18\x01 \x01(\tR\x06turnId\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x02 \x01(\tR\tsessionId\x12\x14\n" +
-	"\x05agent\x18\x03 \x01(\tR\x05agent\"\x8e\x02\n" +
+	"\x05agent\x18\x03 \x01(\tR\x05agent\x12\x18\n" +
+	"\aresumed\x18\x04 \x01(\bR\aresumed\"\x8e\x02\n" +
 	"\fContentBlock\x12\x14\n" +
 	"\x04text\x18\x01 \x01(\tH\x00R\x04text\x120\n" +
 	"\x05image\x18\x02 \x01(\v2\x18.acpgate.v1.ImageContentH\x00R\x05image\x120\n" +

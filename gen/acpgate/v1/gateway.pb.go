@@ -35,6 +35,16 @@ const (
 	SessionState_SESSION_STATE_RUNNING SessionState = 2
 	// Closed; its agent has been stopped.
 	SessionState_SESSION_STATE_CLOSED SessionState = 3
+	// Recorded but without an agent: the gateway restarted since the session
+	// was opened, or its agent went away (exited, or was stopped by the idle
+	// timeout) while the session was idle. The session's next Prompt (or
+	// CreateSession with `load_session_id`) re-opens it: the agent is started
+	// again and the session resumed (`session/resume`, else `session/load`),
+	// and that turn's TurnStarted says `resumed`. Only sessions whose working
+	// directory is in the agent's configured workspace are recorded (a
+	// per-session temporary directory does not outlive its gateway), and only
+	// a persistent store (`store: sqlite`) keeps them across a restart.
+	SessionState_SESSION_STATE_SUSPENDED SessionState = 4
 )
 
 // Enum value maps for SessionState.
@@ -44,12 +54,14 @@ var (
 		1: "SESSION_STATE_IDLE",
 		2: "SESSION_STATE_RUNNING",
 		3: "SESSION_STATE_CLOSED",
+		4: "SESSION_STATE_SUSPENDED",
 	}
 	SessionState_value = map[string]int32{
 		"SESSION_STATE_UNSPECIFIED": 0,
 		"SESSION_STATE_IDLE":        1,
 		"SESSION_STATE_RUNNING":     2,
 		"SESSION_STATE_CLOSED":      3,
+		"SESSION_STATE_SUSPENDED":   4,
 	}
 )
 
@@ -608,8 +620,15 @@ type CreateSessionRequest struct {
 	// The working directory, relative to the agent's configured workspace; it
 	// must stay inside the workspace. Empty means the workspace itself.
 	Cwd string `protobuf:"bytes,2,opt,name=cwd,proto3" json:"cwd,omitempty"`
-	// When set, resume this ACP session with `session/load` instead of
-	// opening a new one. Requires the agent's `loadSession` capability.
+	// When set, re-open this session instead of opening a new one: with
+	// `session/resume` when the agent advertises
+	// `sessionCapabilities.resume`, else with `session/load` (its replayed
+	// history is consumed, not kept) when it advertises `loadSession`, else
+	// the call fails with `capability_not_supported`. A SUSPENDED session of
+	// the caller's (by `id` or `acp_session_id`) is re-opened as itself: its
+	// id, working directory and owner are the stored ones, `cwd` is ignored,
+	// and its next turn's TurnStarted says `resumed`. Any other value is
+	// passed to the agent as an ACP session id.
 	LoadSessionId string `protobuf:"bytes,3,opt,name=load_session_id,json=loadSessionId,proto3" json:"load_session_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -886,7 +905,7 @@ func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
 	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{8}
 }
 
-// ListSessionsResponse lists the open sessions.
+// ListSessionsResponse lists the open and SUSPENDED sessions.
 type ListSessionsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The sessions, oldest first.
@@ -1838,12 +1857,13 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\x02 \x01(\tR\trequestId\x12\x1b\n" +
 	"\toption_id\x18\x03 \x01(\tR\boptionId\"\x1b\n" +
-	"\x19ResolvePermissionResponse*z\n" +
+	"\x19ResolvePermissionResponse*\x97\x01\n" +
 	"\fSessionState\x12\x1d\n" +
 	"\x19SESSION_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12SESSION_STATE_IDLE\x10\x01\x12\x19\n" +
 	"\x15SESSION_STATE_RUNNING\x10\x02\x12\x18\n" +
-	"\x14SESSION_STATE_CLOSED\x10\x03*s\n" +
+	"\x14SESSION_STATE_CLOSED\x10\x03\x12\x1b\n" +
+	"\x17SESSION_STATE_SUSPENDED\x10\x04*s\n" +
 	"\x10DisconnectPolicy\x12!\n" +
 	"\x1dDISCONNECT_POLICY_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18DISCONNECT_POLICY_CANCEL\x10\x01\x12\x1e\n" +

@@ -52,16 +52,18 @@ type AgentGatewayClient interface {
 	// ListAgents returns the configured agents.
 	ListAgents(ctx context.Context, in *ListAgentsRequest, opts ...grpc.CallOption) (*ListAgentsResponse, error)
 	// CreateSession starts the agent, performs the ACP handshake and opens a
-	// session (`session/new`, or `session/load` when `load_session_id` is
-	// set). The session stays open until CloseSession, its idle timeout, or
-	// gateway shutdown.
+	// session (`session/new`, or `session/resume` / `session/load` when
+	// `load_session_id` is set). The session stays open until CloseSession,
+	// its idle timeout, or gateway shutdown; a session in the agent's
+	// configured workspace is recorded, and after its agent goes away (a
+	// restart, or the idle timeout) it is SUSPENDED until its next Prompt.
 	CreateSession(ctx context.Context, in *CreateSessionRequest, opts ...grpc.CallOption) (*Session, error)
-	// GetSession describes an open session.
+	// GetSession describes an open session, or a SUSPENDED one.
 	GetSession(ctx context.Context, in *GetSessionRequest, opts ...grpc.CallOption) (*Session, error)
-	// ListSessions lists the open sessions.
+	// ListSessions lists the open sessions and the SUSPENDED ones.
 	ListSessions(ctx context.Context, in *ListSessionsRequest, opts ...grpc.CallOption) (*ListSessionsResponse, error)
 	// CloseSession closes a session and stops its agent. A running turn is
-	// cancelled first.
+	// cancelled first. Closing a SUSPENDED session forgets its record.
 	CloseSession(ctx context.Context, in *CloseSessionRequest, opts ...grpc.CallOption) (*CloseSessionResponse, error)
 	// Prompt runs one prompt turn and streams its events, ending with exactly
 	// one terminal event. With `session_id` it runs on an open session; with
@@ -252,16 +254,18 @@ type AgentGatewayServer interface {
 	// ListAgents returns the configured agents.
 	ListAgents(context.Context, *ListAgentsRequest) (*ListAgentsResponse, error)
 	// CreateSession starts the agent, performs the ACP handshake and opens a
-	// session (`session/new`, or `session/load` when `load_session_id` is
-	// set). The session stays open until CloseSession, its idle timeout, or
-	// gateway shutdown.
+	// session (`session/new`, or `session/resume` / `session/load` when
+	// `load_session_id` is set). The session stays open until CloseSession,
+	// its idle timeout, or gateway shutdown; a session in the agent's
+	// configured workspace is recorded, and after its agent goes away (a
+	// restart, or the idle timeout) it is SUSPENDED until its next Prompt.
 	CreateSession(context.Context, *CreateSessionRequest) (*Session, error)
-	// GetSession describes an open session.
+	// GetSession describes an open session, or a SUSPENDED one.
 	GetSession(context.Context, *GetSessionRequest) (*Session, error)
-	// ListSessions lists the open sessions.
+	// ListSessions lists the open sessions and the SUSPENDED ones.
 	ListSessions(context.Context, *ListSessionsRequest) (*ListSessionsResponse, error)
 	// CloseSession closes a session and stops its agent. A running turn is
-	// cancelled first.
+	// cancelled first. Closing a SUSPENDED session forgets its record.
 	CloseSession(context.Context, *CloseSessionRequest) (*CloseSessionResponse, error)
 	// Prompt runs one prompt turn and streams its events, ending with exactly
 	// one terminal event. With `session_id` it runs on an open session; with

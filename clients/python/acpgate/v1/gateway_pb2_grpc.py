@@ -108,23 +108,25 @@ class AgentGatewayServicer(object):
 
     def CreateSession(self, request, context):
         """CreateSession starts the agent, performs the ACP handshake and opens a
-        session (`session/new`, or `session/load` when `load_session_id` is
-        set). The session stays open until CloseSession, its idle timeout, or
-        gateway shutdown.
+        session (`session/new`, or `session/resume` / `session/load` when
+        `load_session_id` is set). The session stays open until CloseSession,
+        its idle timeout, or gateway shutdown; a session in the agent's
+        configured workspace is recorded, and after its agent goes away (a
+        restart, or the idle timeout) it is SUSPENDED until its next Prompt.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetSession(self, request, context):
-        """GetSession describes an open session.
+        """GetSession describes an open session, or a SUSPENDED one.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListSessions(self, request, context):
-        """ListSessions lists the open sessions.
+        """ListSessions lists the open sessions and the SUSPENDED ones.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -132,7 +134,7 @@ class AgentGatewayServicer(object):
 
     def CloseSession(self, request, context):
         """CloseSession closes a session and stops its agent. A running turn is
-        cancelled first.
+        cancelled first. Closing a SUSPENDED session forgets its record.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

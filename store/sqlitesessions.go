@@ -1,0 +1,67 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// The SQLite store's session records: one row each in the sessions table
+// (schema version 4).
+
+func (s *SQLite) PutSession(ctx context.Context, sess Session) error {
+	options := sess.ConfigOptions
+	if options == nil {
+		options = map[string]string{}
+	}
+	encoded, err := json.Marshal(options)
+	if err != nil {
+		return fmt.Errorf("sqlite store %s: record session %s: encoding its config options: %w", s.path, sess.ID, err)
+	}
+	return s.inTx(ctx, "record session "+sess.ID, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO sessions (id, agent, acp_session_id, cwd, owner, created_at, mode, config_options)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			sess.ID, sess.Agent, sess.ACPSessionID, sess.Cwd, sess.Owner, sess.CreatedAt.UnixNano(), sess.Mode, string(encoded))
+		return err
+	})
+}
+
+func (s *SQLite) DeleteSession(ctx context.Context, id string) error {
+	return s.inTx(ctx, "delete the record of session "+id, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE id = ?`, id)
+		return err
+	})
+}
+
+func (s *SQLite) Sessions(ctx context.Context) ([]Session, error) {
+	const op = "list session records"
+	rows, err := s.read.QueryContext(ctx, `SELECT id, agent, acp_session_id, cwd, owner, created_at, mode, config_options
+		FROM sessions ORDER BY created_at, id`)
+	if err != nil {
+		return nil, s.opError(op, err)
+	}
+	defer rows.Close()
+	var out []Session
+	for rows.Next() {
+		var sess Session
+		var createdAt int64
+		var options string
+		if err := rows.Scan(&sess.ID, &sess.Agent, &sess.ACPSessionID, &sess.Cwd, &sess.Owner, &createdAt, &sess.Mode, &options); err != nil {
+			return nil, s.opError(op, err)
+		}
+		sess.CreatedAt = time.Unix(0, createdAt)
+		if err := json.Unmarshal([]byte(options), &sess.ConfigOptions); err != nil {
+			return nil, s.opError(op, fmt.Errorf("session %s: its config options do not decode: %w", sess.ID, err))
+		}
+		if len(sess.ConfigOptions) == 0 {
+			sess.ConfigOptions = nil
+		}
+		out = append(out, sess)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.opError(op, err)
+	}
+	return out, nil
+}
