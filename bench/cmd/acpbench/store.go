@@ -176,7 +176,7 @@ func (d *driver) stall(watch bool) (*stallResult, error) {
 		return res, err
 	}
 	defer d.stopGateway(g)
-	// The journal goes to disk, with SQLite's write-ahead log beside it.
+	// The journal goes to disk: its files under the state directory.
 	var sfs syscall.Statfs_t
 	if err := syscall.Statfs(g.stateDir, &sfs); err == nil {
 		if need, free := 3*text+(1<<30), int64(sfs.Bavail)*sfs.Bsize; free < need {
