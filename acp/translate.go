@@ -273,8 +273,12 @@ func ContentToProto(c acpsdk.ContentBlock) *acpgatev1.ContentBlock {
 }
 
 // ContentFromProto converts a prompt content block to ACP's. A block with no
-// arm set is an error: sending it would be sending nothing.
+// arm set is an error: sending it would be sending nothing; so is one whose
+// data is over its type's size limit (see MaxImageBlockBytes).
 func ContentFromProto(b *acpgatev1.ContentBlock) (acpsdk.ContentBlock, error) {
+	if err := checkBlockSize(b); err != nil {
+		return acpsdk.ContentBlock{}, err
+	}
 	switch v := b.GetBlock().(type) {
 	case *acpgatev1.ContentBlock_Text:
 		return acpsdk.TextBlock(v.Text), nil

@@ -287,6 +287,15 @@ func (s *Session) Prompt(ctx context.Context, prompt []acpsdk.ContentBlock, opts
 	id := s.id
 	s.mu.Unlock()
 	defer close(t.ended)
+	if i, blockType, primitive, found := unsupportedContent(s.info.Capabilities.PromptCapabilities, prompt); found {
+		// Refused before anything is sent: the turn ends as it began, with
+		// the agent none the wiser.
+		t.finish()
+		s.endTurn(t)
+		e := s.interp.PromptContentNotSupported(blockType, i, primitive)
+		span.SetStatus(otelcodes.Error, e.GetMessage())
+		return outcome.Result{Error: e}, nil
+	}
 
 	span.SetAttributes(AttrACPSession.String(id))
 	replies, _, err := s.conn.Start(outcome.MethodPrompt, acpsdk.PromptRequest{Meta: s.meta(ctx), SessionId: acpsdk.SessionId(id), Prompt: prompt})

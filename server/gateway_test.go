@@ -89,7 +89,10 @@ agents:
     args: [--unique-sessions, --commands, "review,test"]
   - name: counter
     command: "${TESTAGENT}"
-`, workspace)
+  - name: textonly
+    command: "${TESTAGENT}"
+    args: [--unique-sessions, --prompt-capabilities, none, --count-prompts, %s/textonly-prompts]
+`, workspace, workspace)
 }
 
 type harness struct {

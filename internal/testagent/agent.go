@@ -264,9 +264,9 @@ func (a *agent) initialize(m *message) {
 		"agentCapabilities": obj{
 			"loadSession": a.cfg.loadSession,
 			"promptCapabilities": obj{
-				"image":           true,
-				"audio":           false,
-				"embeddedContext": true,
+				"image":           a.cfg.promptCaps["image"],
+				"audio":           a.cfg.promptCaps["audio"],
+				"embeddedContext": a.cfg.promptCaps["embeddedContext"],
 			},
 		},
 		"agentInfo":   obj{"name": "testagent", "version": "1.0.0"},

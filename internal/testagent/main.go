@@ -35,6 +35,10 @@
 //	                            check what the client propagates, e.g. traceparent).
 //	--hang-on METHOD            never answer requests of METHOD (say initialize or
 //	                            session/new): an agent that hangs at start-up.
+//	--prompt-capabilities LIST  the promptCapabilities advertised at initialize:
+//	                            a comma-separated subset of image, audio and
+//	                            embeddedContext, or "none" for a text-only agent
+//	                            (default "image,embeddedContext").
 //	--commands A,B              right after answering session/new or session/load,
 //	                            send an available_commands_update offering the
 //	                            commands A and B (description "the A command"), as
@@ -173,16 +177,17 @@ type config struct {
 	exitOnInit      int       // < 0: answer initialize normally
 	strayStartup    bool
 	uniqueSessions  bool
-	commands        []string // advertised right after session/new and session/load
-	hangOn          string   // a method never answered
-	countPrompts    string   // a file that gets a line per session/prompt
-	recordMeta      string   // a file that gets each client message's method and _meta
+	commands        []string        // advertised right after session/new and session/load
+	hangOn          string          // a method never answered
+	countPrompts    string          // a file that gets a line per session/prompt
+	recordMeta      string          // a file that gets each client message's method and _meta
+	promptCaps      map[string]bool // promptCapabilities advertised, by name
 }
 
 func parseFlags(args []string) (config, error) {
 	fs := flag.NewFlagSet("testagent", flag.ContinueOnError)
 	var cfg config
-	var auth, newErr, commands string
+	var auth, newErr, commands, promptCaps string
 	fs.IntVar(&cfg.protocolVersion, "protocol-version", 1, "protocolVersion reported at initialize")
 	fs.StringVar(&auth, "auth-methods", "", "comma-separated authMethods ids to advertise")
 	fs.BoolVar(&cfg.loadSession, "load-session", false, "advertise and implement session/load")
@@ -193,6 +198,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&commands, "commands", "", "comma-separated command names to advertise (available_commands_update) right after session/new and session/load")
 	fs.StringVar(&cfg.countPrompts, "count-prompts", "", "append a line to this file for every session/prompt received")
 	fs.StringVar(&cfg.recordMeta, "record-meta", "", `append {"method":M,"meta":_meta} as a JSON line to this file for every request and notification received`)
+	fs.StringVar(&promptCaps, "prompt-capabilities", "image,embeddedContext", `promptCapabilities to advertise: image, audio, embeddedContext, or "none"`)
 	fs.StringVar(&cfg.hangOn, "hang-on", "", "never answer requests of this method (initialize, session/new, ...)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -208,6 +214,16 @@ func parseFlags(args []string) (config, error) {
 	for _, name := range strings.Split(commands, ",") {
 		if name = strings.TrimSpace(name); name != "" {
 			cfg.commands = append(cfg.commands, name)
+		}
+	}
+	cfg.promptCaps = map[string]bool{}
+	for _, name := range strings.Split(promptCaps, ",") {
+		switch name = strings.TrimSpace(name); name {
+		case "image", "audio", "embeddedContext":
+			cfg.promptCaps[name] = true
+		case "none", "":
+		default:
+			return cfg, fmt.Errorf("--prompt-capabilities: unknown capability %q", name)
 		}
 	}
 	if newErr != "" {

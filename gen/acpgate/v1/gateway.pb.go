@@ -904,7 +904,17 @@ type PromptRequest struct {
 	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// Run the turn one-shot on this configured agent.
 	Agent string `protobuf:"bytes,2,opt,name=agent,proto3" json:"agent,omitempty"`
-	// The prompt's content blocks.
+	// The prompt's content blocks. Text and resource links go to every
+	// agent; image, audio and embedded-resource blocks only to an agent that
+	// advertised promptCapabilities.image, .audio or .embeddedContext at
+	// initialize. Otherwise the turn ends, before anything is sent to the
+	// agent, with a `capability_not_supported` error whose `primitive` names
+	// the capability (for example "promptCapabilities.image") and whose
+	// message names the block type and its index. One block's data (base64
+	// for images, audio and blobs; text for an embedded text resource) may be
+	// at most 8 MiB for an image, 16 MiB for audio and 8 MiB for an embedded
+	// resource, within the prompt's `max_prompt_bytes`; a larger block is
+	// INVALID_ARGUMENT.
 	Prompt []*ContentBlock `protobuf:"bytes,3,rep,name=prompt,proto3" json:"prompt,omitempty"`
 	// Plain-text shortcut: when set, sent as a text block after `prompt`.
 	Text string `protobuf:"bytes,4,opt,name=text,proto3" json:"text,omitempty"`

@@ -1196,7 +1196,9 @@ func (x *PolicyRefusal) GetDetection() RefusalDetection {
 // needs an ACP capability the agent did not advertise at `initialize`.
 type CapabilityNotSupported struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The ACP primitive that is missing, for example "session/load".
+	// The ACP primitive that is missing, for example "session/load", or the
+	// prompt capability a prompt's content needs, for example
+	// "promptCapabilities.image" (or .audio, .embeddedContext).
 	Primitive     string `protobuf:"bytes,1,opt,name=primitive,proto3" json:"primitive,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
