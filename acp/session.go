@@ -148,6 +148,7 @@ type Session struct {
 	replay   func(*acpgatev1.PromptEvent)
 	closed   bool
 	commands *acpgatev1.AvailableCommands
+	usage    sessionUsage
 	early    earlyCommands
 	permSeq  int
 	pending  map[string]*pendingPermission

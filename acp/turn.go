@@ -375,6 +375,9 @@ func (s *Session) conclude(t *turn, sessionID string, reply jsonrpc.Reply) outco
 		CancelCause:  cause,
 	})
 	if result.Outcome != nil {
+		s.mu.Lock()
+		s.usage.addTurn(result.Outcome.GetUsage())
+		s.mu.Unlock()
 		t.withContextUsage(result.Outcome)
 	}
 	return result
@@ -452,6 +455,9 @@ func (s *Session) notify(method string, params json.RawMessage) bool {
 	}
 	if u.commands != nil {
 		s.commands = u.commands
+	}
+	if reported := u.event.GetUsage(); reported != nil {
+		s.usage.update(reported)
 	}
 	t, replay := s.turn, s.replay
 	s.mu.Unlock()

@@ -31,12 +31,20 @@ agents:
 `, prompts)), prompts
 }
 
-func TestTheBinaryRefusesAnImageToATextOnlyAgentWithoutPromptingIt(t *testing.T) {
+// featuresGateway serves featuresConfig and returns a client of it, a
+// context bounding the test's calls, and the text-only agent's prompt count
+// file.
+func featuresGateway(t *testing.T) (acpgatev1.AgentGatewayClient, context.Context, string) {
+	t.Helper()
 	cfg, prompts := featuresConfig(t)
 	s := serve(t, "--config", cfg)
-	client := acpgatev1.NewAgentGatewayClient(dialTest(t, s.addr))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	t.Cleanup(cancel)
+	return acpgatev1.NewAgentGatewayClient(dialTest(t, s.addr)), ctx, prompts
+}
+
+func TestTheBinaryRefusesAnImageToATextOnlyAgentWithoutPromptingIt(t *testing.T) {
+	client, ctx, prompts := featuresGateway(t)
 	stream, err := client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: "textonly", Text: "chunk hi", Prompt: []*acpgatev1.ContentBlock{
 		{Block: &acpgatev1.ContentBlock_Image{Image: &acpgatev1.ImageContent{Data: "aGk=", MimeType: "image/png"}}},
 	}})
@@ -51,5 +59,31 @@ func TestTheBinaryRefusesAnImageToATextOnlyAgentWithoutPromptingIt(t *testing.T)
 	}
 	if n := promptsSeen(t, prompts); n != 0 {
 		t.Errorf("the agent was prompted %d times", n)
+	}
+}
+
+func TestTheBinaryReportsCostPerTurnAndCumulativelyOnTheSession(t *testing.T) {
+	client, ctx, _ := featuresGateway(t)
+	sess, err := client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, script := range []string{"usage 2000 10 0.5 EUR\nstop_usage end_turn 3 4", "usage 2000 20 1.5 EUR\nstop_usage end_turn 5 6"} {
+		stream, err := client.Prompt(ctx, &acpgatev1.PromptRequest{SessionId: sess.GetId(), Text: script})
+		if err != nil {
+			t.Fatal(err)
+		}
+		events := drain(t, stream)
+		checkSeqs(t, events, 1)
+		if events[1].GetUsage().GetCostCurrency() != "EUR" || events[len(events)-1].GetOutcome().GetUsage().GetCostAmount() == 0 {
+			t.Fatalf("events: %v", events)
+		}
+	}
+	got, err := client.GetSession(ctx, &acpgatev1.GetSessionRequest{SessionId: sess.GetId()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := got.GetUsage(); u.GetTotalTokens() != 18 || u.GetCostAmount() != 1.5 || u.GetContextUsed() != 20 {
+		t.Errorf("the session's usage: %v", u)
 	}
 }

@@ -88,7 +88,8 @@
 //	tool_done ID          tool_call_update {"toolCallId":ID,"status":"completed",
 //	                      "content":[{"type":"content","content":{"type":"text","text":"done"}}]}
 //	plan A|B|C            plan, one entry per |-separated item (priority medium, status pending)
-//	usage SIZE USED       usage_update {"size":SIZE,"used":USED}
+//	usage SIZE USED [AMOUNT CURRENCY]  usage_update {"size":SIZE,"used":USED}, with
+//	                      "cost":{"amount":AMOUNT,"currency":CURRENCY} when given
 //	raw KIND              an update {"sessionUpdate":KIND,"x":1}
 //	permission ID         session/request_permission for tool call ID with options
 //	                      allow (allow_once) and reject (reject_once); waits for the

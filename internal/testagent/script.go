@@ -247,12 +247,24 @@ func parseDirective(name, rest string) (step, error) {
 		}, nil
 
 	case "usage":
-		v, err := intArgs(rest, 2)
+		f, err := fields(rest, 2, 4)
+		if err != nil || len(f) == 3 {
+			return nil, fmt.Errorf("wants SIZE USED [AMOUNT CURRENCY]")
+		}
+		v, err := intArgs(strings.Join(f[:2], " "), 2)
 		if err != nil {
 			return nil, err
 		}
+		u := obj{"sessionUpdate": "usage_update", "size": v[0], "used": v[1]}
+		if len(f) == 4 {
+			amount, err := strconv.ParseFloat(f[2], 64)
+			if err != nil {
+				return nil, fmt.Errorf("AMOUNT: %v", err)
+			}
+			u["cost"] = obj{"amount": amount, "currency": f[3]}
+		}
 		return func(t *turn) bool {
-			t.update(obj{"sessionUpdate": "usage_update", "size": v[0], "used": v[1]})
+			t.update(u)
 			return false
 		}, nil
 

@@ -579,7 +579,15 @@ type Session struct {
 	// The ACP session id as the agent minted (or reloaded) it: the handle for
 	// CreateSession's `load_session_id`. Equal to `id` unless `id` had to be
 	// made unique.
-	AcpSessionId  string `protobuf:"bytes,10,opt,name=acp_session_id,json=acpSessionId,proto3" json:"acp_session_id,omitempty"`
+	AcpSessionId string `protobuf:"bytes,10,opt,name=acp_session_id,json=acpSessionId,proto3" json:"acp_session_id,omitempty"`
+	// What the agent reported about the whole session so far, absent until it
+	// reports anything: the token counts of its completed turns'
+	// `session/prompt` answers, summed (a count no turn reported stays
+	// absent), and the context window and cost of its last `usage_update`, in
+	// or outside a turn (ACP's cost is the session's cumulative cost already).
+	// Each turn's own figures are on its PromptOutcome.usage and its `usage`
+	// events.
+	Usage         *Usage `protobuf:"bytes,11,opt,name=usage,proto3" json:"usage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -682,6 +690,13 @@ func (x *Session) GetAcpSessionId() string {
 		return x.AcpSessionId
 	}
 	return ""
+}
+
+func (x *Session) GetUsage() *Usage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
 }
 
 // GetSessionRequest names a session.
@@ -1614,7 +1629,7 @@ var File_acpgate_v1_gateway_proto protoreflect.FileDescriptor
 const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\n" +
 	"\x18acpgate/v1/gateway.proto\x12\n" +
-	"acpgate.v1\x1a\x17acpgate/v1/events.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x13\n" +
+	"acpgate.v1\x1a\x17acpgate/v1/events.proto\x1a\x18acpgate/v1/outcome.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x13\n" +
 	"\x11ListAgentsRequest\"?\n" +
 	"\x12ListAgentsResponse\x12)\n" +
 	"\x06agents\x18\x01 \x03(\v2\x11.acpgate.v1.AgentR\x06agents\"\xe1\x01\n" +
@@ -1640,7 +1655,7 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\x14CreateSessionRequest\x12\x14\n" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x10\n" +
 	"\x03cwd\x18\x02 \x01(\tR\x03cwd\x12&\n" +
-	"\x0fload_session_id\x18\x03 \x01(\tR\rloadSessionId\"\xa0\x03\n" +
+	"\x0fload_session_id\x18\x03 \x01(\tR\rloadSessionId\"\xc9\x03\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05agent\x18\x02 \x01(\tR\x05agent\x12\x10\n" +
@@ -1653,7 +1668,8 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\x0fcurrent_turn_id\x18\b \x01(\tR\rcurrentTurnId\x12L\n" +
 	"\x12available_commands\x18\t \x01(\v2\x1d.acpgate.v1.AvailableCommandsR\x11availableCommands\x12$\n" +
 	"\x0eacp_session_id\x18\n" +
-	" \x01(\tR\facpSessionId\"2\n" +
+	" \x01(\tR\facpSessionId\x12'\n" +
+	"\x05usage\x18\v \x01(\v2\x11.acpgate.v1.UsageR\x05usage\"2\n" +
 	"\x11GetSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x15\n" +
@@ -1787,8 +1803,9 @@ var file_acpgate_v1_gateway_proto_goTypes = []any{
 	(*ResolvePermissionResponse)(nil), // 23: acpgate.v1.ResolvePermissionResponse
 	(*timestamppb.Timestamp)(nil),     // 24: google.protobuf.Timestamp
 	(*AvailableCommands)(nil),         // 25: acpgate.v1.AvailableCommands
-	(*ContentBlock)(nil),              // 26: acpgate.v1.ContentBlock
-	(*PromptEvent)(nil),               // 27: acpgate.v1.PromptEvent
+	(*Usage)(nil),                     // 26: acpgate.v1.Usage
+	(*ContentBlock)(nil),              // 27: acpgate.v1.ContentBlock
+	(*PromptEvent)(nil),               // 28: acpgate.v1.PromptEvent
 }
 var file_acpgate_v1_gateway_proto_depIdxs = []int32{
 	5,  // 0: acpgate.v1.ListAgentsResponse.agents:type_name -> acpgate.v1.Agent
@@ -1798,41 +1815,42 @@ var file_acpgate_v1_gateway_proto_depIdxs = []int32{
 	24, // 4: acpgate.v1.Session.created_at:type_name -> google.protobuf.Timestamp
 	24, // 5: acpgate.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
 	25, // 6: acpgate.v1.Session.available_commands:type_name -> acpgate.v1.AvailableCommands
-	8,  // 7: acpgate.v1.ListSessionsResponse.sessions:type_name -> acpgate.v1.Session
-	26, // 8: acpgate.v1.PromptRequest.prompt:type_name -> acpgate.v1.ContentBlock
-	1,  // 9: acpgate.v1.PromptRequest.on_disconnect:type_name -> acpgate.v1.DisconnectPolicy
-	19, // 10: acpgate.v1.ListTurnsResponse.turns:type_name -> acpgate.v1.Turn
-	2,  // 11: acpgate.v1.Turn.state:type_name -> acpgate.v1.TurnState
-	24, // 12: acpgate.v1.Turn.started_at:type_name -> google.protobuf.Timestamp
-	24, // 13: acpgate.v1.Turn.ended_at:type_name -> google.protobuf.Timestamp
-	27, // 14: acpgate.v1.Turn.terminal:type_name -> acpgate.v1.PromptEvent
-	3,  // 15: acpgate.v1.AgentGateway.ListAgents:input_type -> acpgate.v1.ListAgentsRequest
-	7,  // 16: acpgate.v1.AgentGateway.CreateSession:input_type -> acpgate.v1.CreateSessionRequest
-	9,  // 17: acpgate.v1.AgentGateway.GetSession:input_type -> acpgate.v1.GetSessionRequest
-	10, // 18: acpgate.v1.AgentGateway.ListSessions:input_type -> acpgate.v1.ListSessionsRequest
-	12, // 19: acpgate.v1.AgentGateway.CloseSession:input_type -> acpgate.v1.CloseSessionRequest
-	14, // 20: acpgate.v1.AgentGateway.Prompt:input_type -> acpgate.v1.PromptRequest
-	20, // 21: acpgate.v1.AgentGateway.Cancel:input_type -> acpgate.v1.CancelRequest
-	22, // 22: acpgate.v1.AgentGateway.ResolvePermission:input_type -> acpgate.v1.ResolvePermissionRequest
-	15, // 23: acpgate.v1.AgentGateway.WatchTurn:input_type -> acpgate.v1.WatchTurnRequest
-	16, // 24: acpgate.v1.AgentGateway.GetTurn:input_type -> acpgate.v1.GetTurnRequest
-	17, // 25: acpgate.v1.AgentGateway.ListTurns:input_type -> acpgate.v1.ListTurnsRequest
-	4,  // 26: acpgate.v1.AgentGateway.ListAgents:output_type -> acpgate.v1.ListAgentsResponse
-	8,  // 27: acpgate.v1.AgentGateway.CreateSession:output_type -> acpgate.v1.Session
-	8,  // 28: acpgate.v1.AgentGateway.GetSession:output_type -> acpgate.v1.Session
-	11, // 29: acpgate.v1.AgentGateway.ListSessions:output_type -> acpgate.v1.ListSessionsResponse
-	13, // 30: acpgate.v1.AgentGateway.CloseSession:output_type -> acpgate.v1.CloseSessionResponse
-	27, // 31: acpgate.v1.AgentGateway.Prompt:output_type -> acpgate.v1.PromptEvent
-	21, // 32: acpgate.v1.AgentGateway.Cancel:output_type -> acpgate.v1.CancelResponse
-	23, // 33: acpgate.v1.AgentGateway.ResolvePermission:output_type -> acpgate.v1.ResolvePermissionResponse
-	27, // 34: acpgate.v1.AgentGateway.WatchTurn:output_type -> acpgate.v1.PromptEvent
-	19, // 35: acpgate.v1.AgentGateway.GetTurn:output_type -> acpgate.v1.Turn
-	18, // 36: acpgate.v1.AgentGateway.ListTurns:output_type -> acpgate.v1.ListTurnsResponse
-	26, // [26:37] is the sub-list for method output_type
-	15, // [15:26] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	26, // 7: acpgate.v1.Session.usage:type_name -> acpgate.v1.Usage
+	8,  // 8: acpgate.v1.ListSessionsResponse.sessions:type_name -> acpgate.v1.Session
+	27, // 9: acpgate.v1.PromptRequest.prompt:type_name -> acpgate.v1.ContentBlock
+	1,  // 10: acpgate.v1.PromptRequest.on_disconnect:type_name -> acpgate.v1.DisconnectPolicy
+	19, // 11: acpgate.v1.ListTurnsResponse.turns:type_name -> acpgate.v1.Turn
+	2,  // 12: acpgate.v1.Turn.state:type_name -> acpgate.v1.TurnState
+	24, // 13: acpgate.v1.Turn.started_at:type_name -> google.protobuf.Timestamp
+	24, // 14: acpgate.v1.Turn.ended_at:type_name -> google.protobuf.Timestamp
+	28, // 15: acpgate.v1.Turn.terminal:type_name -> acpgate.v1.PromptEvent
+	3,  // 16: acpgate.v1.AgentGateway.ListAgents:input_type -> acpgate.v1.ListAgentsRequest
+	7,  // 17: acpgate.v1.AgentGateway.CreateSession:input_type -> acpgate.v1.CreateSessionRequest
+	9,  // 18: acpgate.v1.AgentGateway.GetSession:input_type -> acpgate.v1.GetSessionRequest
+	10, // 19: acpgate.v1.AgentGateway.ListSessions:input_type -> acpgate.v1.ListSessionsRequest
+	12, // 20: acpgate.v1.AgentGateway.CloseSession:input_type -> acpgate.v1.CloseSessionRequest
+	14, // 21: acpgate.v1.AgentGateway.Prompt:input_type -> acpgate.v1.PromptRequest
+	20, // 22: acpgate.v1.AgentGateway.Cancel:input_type -> acpgate.v1.CancelRequest
+	22, // 23: acpgate.v1.AgentGateway.ResolvePermission:input_type -> acpgate.v1.ResolvePermissionRequest
+	15, // 24: acpgate.v1.AgentGateway.WatchTurn:input_type -> acpgate.v1.WatchTurnRequest
+	16, // 25: acpgate.v1.AgentGateway.GetTurn:input_type -> acpgate.v1.GetTurnRequest
+	17, // 26: acpgate.v1.AgentGateway.ListTurns:input_type -> acpgate.v1.ListTurnsRequest
+	4,  // 27: acpgate.v1.AgentGateway.ListAgents:output_type -> acpgate.v1.ListAgentsResponse
+	8,  // 28: acpgate.v1.AgentGateway.CreateSession:output_type -> acpgate.v1.Session
+	8,  // 29: acpgate.v1.AgentGateway.GetSession:output_type -> acpgate.v1.Session
+	11, // 30: acpgate.v1.AgentGateway.ListSessions:output_type -> acpgate.v1.ListSessionsResponse
+	13, // 31: acpgate.v1.AgentGateway.CloseSession:output_type -> acpgate.v1.CloseSessionResponse
+	28, // 32: acpgate.v1.AgentGateway.Prompt:output_type -> acpgate.v1.PromptEvent
+	21, // 33: acpgate.v1.AgentGateway.Cancel:output_type -> acpgate.v1.CancelResponse
+	23, // 34: acpgate.v1.AgentGateway.ResolvePermission:output_type -> acpgate.v1.ResolvePermissionResponse
+	28, // 35: acpgate.v1.AgentGateway.WatchTurn:output_type -> acpgate.v1.PromptEvent
+	19, // 36: acpgate.v1.AgentGateway.GetTurn:output_type -> acpgate.v1.Turn
+	18, // 37: acpgate.v1.AgentGateway.ListTurns:output_type -> acpgate.v1.ListTurnsResponse
+	27, // [27:38] is the sub-list for method output_type
+	16, // [16:27] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_acpgate_v1_gateway_proto_init() }
@@ -1841,6 +1859,7 @@ func file_acpgate_v1_gateway_proto_init() {
 		return
 	}
 	file_acpgate_v1_events_proto_init()
+	file_acpgate_v1_outcome_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
