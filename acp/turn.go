@@ -41,6 +41,10 @@ type PromptOptions struct {
 	// of the text that a failure's partial output needs. Without it, the
 	// turn keeps the text within Config.AnswerBudget.
 	OmitText bool
+	// Meta are the caller's entries for the session/prompt request's
+	// _meta, already checked with CheckCallerMeta; the gateway's trace
+	// context keys win over them.
+	Meta map[string]string
 }
 
 // turn is the state of one running prompt turn.
@@ -298,7 +302,7 @@ func (s *Session) Prompt(ctx context.Context, prompt []acpsdk.ContentBlock, opts
 	}
 
 	span.SetAttributes(AttrACPSession.String(id))
-	replies, _, err := s.conn.Start(outcome.MethodPrompt, acpsdk.PromptRequest{Meta: s.meta(ctx), SessionId: acpsdk.SessionId(id), Prompt: prompt})
+	replies, _, err := s.conn.Start(outcome.MethodPrompt, acpsdk.PromptRequest{Meta: withCallerMeta(s.meta(ctx), opts.Meta), SessionId: acpsdk.SessionId(id), Prompt: prompt})
 	if err != nil {
 		failSpan(span, err)
 		t.finish()
@@ -379,6 +383,7 @@ func (s *Session) conclude(t *turn, sessionID string, reply jsonrpc.Reply) outco
 		s.usage.addTurn(result.Outcome.GetUsage())
 		s.mu.Unlock()
 		t.withContextUsage(result.Outcome)
+		result.Outcome.Meta = responseMeta(reply.Response.Result)
 	}
 	return result
 }

@@ -3,9 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 )
@@ -15,10 +20,11 @@ import (
 // _meta, elicitation and the agent's cancellation of its own requests.
 
 // featuresConfig configures a text-only agent whose prompts are counted in
-// the returned file, and a test agent of the default capabilities.
-func featuresConfig(t *testing.T) (config, prompts string) {
+// dir/prompts, and a test agent of the default capabilities that records the
+// _meta it receives in dir/meta.jsonl.
+func featuresConfig(t *testing.T) (config, dir string) {
 	t.Helper()
-	prompts = filepath.Join(t.TempDir(), "prompts")
+	dir = t.TempDir()
 	return writeConfig(t, fmt.Sprintf(`
 shutdown_grace: 3s
 agents:
@@ -27,24 +33,24 @@ agents:
     args: [--unique-sessions, --prompt-capabilities, none, --count-prompts, %q]
   - name: test
     command: "${ACPGATE_E2E_AGENT}"
-    args: [--unique-sessions]
-`, prompts)), prompts
+    args: [--unique-sessions, --record-meta, %q]
+`, filepath.Join(dir, "prompts"), filepath.Join(dir, "meta.jsonl"))), dir
 }
 
 // featuresGateway serves featuresConfig and returns a client of it, a
-// context bounding the test's calls, and the text-only agent's prompt count
-// file.
+// context bounding the test's calls, and the directory of the agents'
+// files (see featuresConfig).
 func featuresGateway(t *testing.T) (acpgatev1.AgentGatewayClient, context.Context, string) {
 	t.Helper()
-	cfg, prompts := featuresConfig(t)
+	cfg, dir := featuresConfig(t)
 	s := serve(t, "--config", cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	return acpgatev1.NewAgentGatewayClient(dialTest(t, s.addr)), ctx, prompts
+	return acpgatev1.NewAgentGatewayClient(dialTest(t, s.addr)), ctx, dir
 }
 
 func TestTheBinaryRefusesAnImageToATextOnlyAgentWithoutPromptingIt(t *testing.T) {
-	client, ctx, prompts := featuresGateway(t)
+	client, ctx, dir := featuresGateway(t)
 	stream, err := client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: "textonly", Text: "chunk hi", Prompt: []*acpgatev1.ContentBlock{
 		{Block: &acpgatev1.ContentBlock_Image{Image: &acpgatev1.ImageContent{Data: "aGk=", MimeType: "image/png"}}},
 	}})
@@ -57,7 +63,7 @@ func TestTheBinaryRefusesAnImageToATextOnlyAgentWithoutPromptingIt(t *testing.T)
 	if e.GetCapabilityNotSupported().GetPrimitive() != "promptCapabilities.image" || e.GetRetryable() {
 		t.Fatalf("terminal: %v", events[len(events)-1])
 	}
-	if n := promptsSeen(t, prompts); n != 0 {
+	if n := promptsSeen(t, filepath.Join(dir, "prompts")); n != 0 {
 		t.Errorf("the agent was prompted %d times", n)
 	}
 }
@@ -85,5 +91,34 @@ func TestTheBinaryReportsCostPerTurnAndCumulativelyOnTheSession(t *testing.T) {
 	}
 	if u := got.GetUsage(); u.GetTotalTokens() != 18 || u.GetCostAmount() != 1.5 || u.GetContextUsed() != 20 {
 		t.Errorf("the session's usage: %v", u)
+	}
+}
+
+func TestTheBinaryForwardsACallersMetaAndReturnsTheAgents(t *testing.T) {
+	client, ctx, dir := featuresGateway(t)
+	stream, err := client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: "test", Text: "chunk_meta example.com/k=v hi\nstop_meta end_turn example.com/done=yes",
+		Meta: map[string]string{"example.com/ticket": "T-9"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := drain(t, stream)
+	checkSeqs(t, events, 1)
+	if events[1].GetMeta().GetFields()["example.com/k"].GetStringValue() != "v" ||
+		events[len(events)-1].GetOutcome().GetMeta().GetFields()["example.com/done"].GetStringValue() != "yes" {
+		t.Errorf("events: %v", events)
+	}
+	recorded, err := os.ReadFile(filepath.Join(dir, "meta.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(recorded), `"method":"session/prompt","meta":{"example.com/ticket":"T-9"}`) {
+		t.Errorf("the agent received: %s", recorded)
+	}
+	refused, err := client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: "test", Text: "chunk hi", Meta: map[string]string{"traceparent": "00-x"}})
+	if err == nil {
+		_, err = refused.Recv()
+	}
+	if status.Code(err) != codes.InvalidArgument {
+		t.Errorf("a caller's traceparent: %v", err)
 	}
 }

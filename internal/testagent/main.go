@@ -83,6 +83,8 @@
 //	chunk@ID TEXT         the same with "messageId":"ID"
 //	thought TEXT          agent_thought_chunk with text TEXT
 //	user TEXT             user_message_chunk with text TEXT
+//	chunk_meta K=V TEXT   agent_message_chunk with text TEXT and the update's
+//	                      "_meta":{"K":"V"}
 //	image                 agent_message_chunk {"type":"image","data":"aGk=","mimeType":"image/png"}
 //	tool ID TITLE         tool_call {"toolCallId":ID,"title":TITLE,"kind":"read","status":"pending"}
 //	tool_done ID          tool_call_update {"toolCallId":ID,"status":"completed",
@@ -149,6 +151,7 @@
 // Endings: the first one reached ends the script; later lines are not run.
 //
 //	stop REASON               {"stopReason":REASON}, any string
+//	stop_meta REASON K=V      {"stopReason":REASON,"_meta":{"K":"V"}}
 //	stop_usage REASON IN OUT  {"stopReason":REASON,"usage":{"inputTokens":IN,
 //	                          "outputTokens":OUT,"totalTokens":IN+OUT}}
 //	error CODE MESSAGE...     JSON-RPC error response {"code":CODE,"message":MESSAGE}

@@ -205,6 +205,20 @@ func parseDirective(name, rest string) (step, error) {
 			return false
 		}, nil
 
+	case "chunk_meta":
+		kv, text, _ := strings.Cut(strings.TrimLeft(rest, " "), " ")
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("wants KEY=VALUE TEXT")
+		}
+		text = unescape(text)
+		return func(t *turn) bool {
+			u := textChunk("agent_message_chunk", text, "")
+			u["_meta"] = obj{k: v}
+			t.update(u)
+			return false
+		}, nil
+
 	case "image":
 		return noArgs(rest, func(t *turn) bool {
 			t.update(obj{"sessionUpdate": "agent_message_chunk",
@@ -480,6 +494,20 @@ func parseDirective(name, rest string) (step, error) {
 		}
 		return func(t *turn) bool {
 			t.a.reply(t.id, obj{"stopReason": f[0]})
+			return true
+		}, nil
+
+	case "stop_meta":
+		f, err := fields(rest, 2, 2)
+		if err != nil {
+			return nil, err
+		}
+		k, v, ok := strings.Cut(f[1], "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("wants REASON KEY=VALUE")
+		}
+		return func(t *turn) bool {
+			t.a.reply(t.id, obj{"stopReason": f[0], "_meta": obj{k: v}})
 			return true
 		}, nil
 

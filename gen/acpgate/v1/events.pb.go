@@ -9,6 +9,7 @@ package acpgatev1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -98,6 +99,13 @@ type PromptEvent struct {
 	Seq uint64 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
 	// When the gateway observed the event.
 	Time *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=time,proto3" json:"time,omitempty"`
+	// The `_meta` the agent attached to the `session/update` this event
+	// carries: the update object's `_meta` merged over the notification's
+	// (the update's keys win), exactly as the agent sent it. Absent when the
+	// agent sent none, and on events that are not agent updates (`started`,
+	// permission events, terminals, heartbeats). ACP leaves its meaning to
+	// the agent: the gateway neither reads nor changes it.
+	Meta *structpb.Struct `protobuf:"bytes,3,opt,name=meta,proto3" json:"meta,omitempty"`
 	// The event itself. Arms are named after ACP's `session/update` kinds.
 	//
 	// Types that are valid to be assigned to Event:
@@ -162,6 +170,13 @@ func (x *PromptEvent) GetSeq() uint64 {
 func (x *PromptEvent) GetTime() *timestamppb.Timestamp {
 	if x != nil {
 		return x.Time
+	}
+	return nil
+}
+
+func (x *PromptEvent) GetMeta() *structpb.Struct {
+	if x != nil {
+		return x.Meta
 	}
 	return nil
 }
@@ -2034,10 +2049,11 @@ var File_acpgate_v1_events_proto protoreflect.FileDescriptor
 const file_acpgate_v1_events_proto_rawDesc = "" +
 	"\n" +
 	"\x17acpgate/v1/events.proto\x12\n" +
-	"acpgate.v1\x1a\x18acpgate/v1/outcome.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xec\a\n" +
+	"acpgate.v1\x1a\x18acpgate/v1/outcome.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x99\b\n" +
 	"\vPromptEvent\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12.\n" +
-	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x123\n" +
+	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12+\n" +
+	"\x04meta\x18\x03 \x01(\v2\x17.google.protobuf.StructR\x04meta\x123\n" +
 	"\astarted\x18\n" +
 	" \x01(\v2\x17.acpgate.v1.TurnStartedH\x00R\astarted\x12J\n" +
 	"\x13agent_message_chunk\x18\v \x01(\v2\x18.acpgate.v1.MessageChunkH\x00R\x11agentMessageChunk\x12J\n" +
@@ -2215,49 +2231,51 @@ var file_acpgate_v1_events_proto_goTypes = []any{
 	(*CurrentMode)(nil),           // 22: acpgate.v1.CurrentMode
 	(*RawUpdate)(nil),             // 23: acpgate.v1.RawUpdate
 	(*timestamppb.Timestamp)(nil), // 24: google.protobuf.Timestamp
-	(*Usage)(nil),                 // 25: acpgate.v1.Usage
-	(*PromptOutcome)(nil),         // 26: acpgate.v1.PromptOutcome
-	(*HarnessError)(nil),          // 27: acpgate.v1.HarnessError
+	(*structpb.Struct)(nil),       // 25: google.protobuf.Struct
+	(*Usage)(nil),                 // 26: acpgate.v1.Usage
+	(*PromptOutcome)(nil),         // 27: acpgate.v1.PromptOutcome
+	(*HarnessError)(nil),          // 28: acpgate.v1.HarnessError
 }
 var file_acpgate_v1_events_proto_depIdxs = []int32{
 	24, // 0: acpgate.v1.PromptEvent.time:type_name -> google.protobuf.Timestamp
-	3,  // 1: acpgate.v1.PromptEvent.started:type_name -> acpgate.v1.TurnStarted
-	9,  // 2: acpgate.v1.PromptEvent.agent_message_chunk:type_name -> acpgate.v1.MessageChunk
-	9,  // 3: acpgate.v1.PromptEvent.agent_thought_chunk:type_name -> acpgate.v1.MessageChunk
-	9,  // 4: acpgate.v1.PromptEvent.user_message_chunk:type_name -> acpgate.v1.MessageChunk
-	10, // 5: acpgate.v1.PromptEvent.tool_call:type_name -> acpgate.v1.ToolCall
-	11, // 6: acpgate.v1.PromptEvent.tool_call_update:type_name -> acpgate.v1.ToolCallUpdate
-	15, // 7: acpgate.v1.PromptEvent.plan:type_name -> acpgate.v1.Plan
-	17, // 8: acpgate.v1.PromptEvent.permission_requested:type_name -> acpgate.v1.PermissionRequest
-	25, // 9: acpgate.v1.PromptEvent.usage:type_name -> acpgate.v1.Usage
-	20, // 10: acpgate.v1.PromptEvent.available_commands:type_name -> acpgate.v1.AvailableCommands
-	22, // 11: acpgate.v1.PromptEvent.current_mode:type_name -> acpgate.v1.CurrentMode
-	23, // 12: acpgate.v1.PromptEvent.raw:type_name -> acpgate.v1.RawUpdate
-	26, // 13: acpgate.v1.PromptEvent.outcome:type_name -> acpgate.v1.PromptOutcome
-	27, // 14: acpgate.v1.PromptEvent.error:type_name -> acpgate.v1.HarnessError
-	2,  // 15: acpgate.v1.PromptEvent.heartbeat:type_name -> acpgate.v1.Heartbeat
-	5,  // 16: acpgate.v1.ContentBlock.image:type_name -> acpgate.v1.ImageContent
-	6,  // 17: acpgate.v1.ContentBlock.audio:type_name -> acpgate.v1.AudioContent
-	7,  // 18: acpgate.v1.ContentBlock.resource_link:type_name -> acpgate.v1.ResourceLink
-	8,  // 19: acpgate.v1.ContentBlock.resource:type_name -> acpgate.v1.EmbeddedResource
-	4,  // 20: acpgate.v1.MessageChunk.content:type_name -> acpgate.v1.ContentBlock
-	12, // 21: acpgate.v1.ToolCall.content:type_name -> acpgate.v1.ToolCallContent
-	14, // 22: acpgate.v1.ToolCall.locations:type_name -> acpgate.v1.ToolCallLocation
-	12, // 23: acpgate.v1.ToolCallUpdate.content:type_name -> acpgate.v1.ToolCallContent
-	14, // 24: acpgate.v1.ToolCallUpdate.locations:type_name -> acpgate.v1.ToolCallLocation
-	4,  // 25: acpgate.v1.ToolCallContent.content:type_name -> acpgate.v1.ContentBlock
-	13, // 26: acpgate.v1.ToolCallContent.diff:type_name -> acpgate.v1.Diff
-	16, // 27: acpgate.v1.Plan.entries:type_name -> acpgate.v1.PlanEntry
-	11, // 28: acpgate.v1.PermissionRequest.tool_call:type_name -> acpgate.v1.ToolCallUpdate
-	18, // 29: acpgate.v1.PermissionRequest.options:type_name -> acpgate.v1.PermissionOption
-	19, // 30: acpgate.v1.PermissionRequest.decision:type_name -> acpgate.v1.PermissionDecision
-	0,  // 31: acpgate.v1.PermissionDecision.decided_by:type_name -> acpgate.v1.PermissionDecider
-	21, // 32: acpgate.v1.AvailableCommands.commands:type_name -> acpgate.v1.AvailableCommand
-	33, // [33:33] is the sub-list for method output_type
-	33, // [33:33] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	25, // 1: acpgate.v1.PromptEvent.meta:type_name -> google.protobuf.Struct
+	3,  // 2: acpgate.v1.PromptEvent.started:type_name -> acpgate.v1.TurnStarted
+	9,  // 3: acpgate.v1.PromptEvent.agent_message_chunk:type_name -> acpgate.v1.MessageChunk
+	9,  // 4: acpgate.v1.PromptEvent.agent_thought_chunk:type_name -> acpgate.v1.MessageChunk
+	9,  // 5: acpgate.v1.PromptEvent.user_message_chunk:type_name -> acpgate.v1.MessageChunk
+	10, // 6: acpgate.v1.PromptEvent.tool_call:type_name -> acpgate.v1.ToolCall
+	11, // 7: acpgate.v1.PromptEvent.tool_call_update:type_name -> acpgate.v1.ToolCallUpdate
+	15, // 8: acpgate.v1.PromptEvent.plan:type_name -> acpgate.v1.Plan
+	17, // 9: acpgate.v1.PromptEvent.permission_requested:type_name -> acpgate.v1.PermissionRequest
+	26, // 10: acpgate.v1.PromptEvent.usage:type_name -> acpgate.v1.Usage
+	20, // 11: acpgate.v1.PromptEvent.available_commands:type_name -> acpgate.v1.AvailableCommands
+	22, // 12: acpgate.v1.PromptEvent.current_mode:type_name -> acpgate.v1.CurrentMode
+	23, // 13: acpgate.v1.PromptEvent.raw:type_name -> acpgate.v1.RawUpdate
+	27, // 14: acpgate.v1.PromptEvent.outcome:type_name -> acpgate.v1.PromptOutcome
+	28, // 15: acpgate.v1.PromptEvent.error:type_name -> acpgate.v1.HarnessError
+	2,  // 16: acpgate.v1.PromptEvent.heartbeat:type_name -> acpgate.v1.Heartbeat
+	5,  // 17: acpgate.v1.ContentBlock.image:type_name -> acpgate.v1.ImageContent
+	6,  // 18: acpgate.v1.ContentBlock.audio:type_name -> acpgate.v1.AudioContent
+	7,  // 19: acpgate.v1.ContentBlock.resource_link:type_name -> acpgate.v1.ResourceLink
+	8,  // 20: acpgate.v1.ContentBlock.resource:type_name -> acpgate.v1.EmbeddedResource
+	4,  // 21: acpgate.v1.MessageChunk.content:type_name -> acpgate.v1.ContentBlock
+	12, // 22: acpgate.v1.ToolCall.content:type_name -> acpgate.v1.ToolCallContent
+	14, // 23: acpgate.v1.ToolCall.locations:type_name -> acpgate.v1.ToolCallLocation
+	12, // 24: acpgate.v1.ToolCallUpdate.content:type_name -> acpgate.v1.ToolCallContent
+	14, // 25: acpgate.v1.ToolCallUpdate.locations:type_name -> acpgate.v1.ToolCallLocation
+	4,  // 26: acpgate.v1.ToolCallContent.content:type_name -> acpgate.v1.ContentBlock
+	13, // 27: acpgate.v1.ToolCallContent.diff:type_name -> acpgate.v1.Diff
+	16, // 28: acpgate.v1.Plan.entries:type_name -> acpgate.v1.PlanEntry
+	11, // 29: acpgate.v1.PermissionRequest.tool_call:type_name -> acpgate.v1.ToolCallUpdate
+	18, // 30: acpgate.v1.PermissionRequest.options:type_name -> acpgate.v1.PermissionOption
+	19, // 31: acpgate.v1.PermissionRequest.decision:type_name -> acpgate.v1.PermissionDecision
+	0,  // 32: acpgate.v1.PermissionDecision.decided_by:type_name -> acpgate.v1.PermissionDecider
+	21, // 33: acpgate.v1.AvailableCommands.commands:type_name -> acpgate.v1.AvailableCommand
+	34, // [34:34] is the sub-list for method output_type
+	34, // [34:34] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_acpgate_v1_events_proto_init() }

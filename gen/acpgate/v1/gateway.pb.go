@@ -968,7 +968,19 @@ type PromptRequest struct {
 	// What happens to the turn when this stream ends before its terminal.
 	// Unspecified means CONTINUE when `request_id` is set and CANCEL
 	// otherwise.
-	OnDisconnect  DisconnectPolicy `protobuf:"varint,9,opt,name=on_disconnect,json=onDisconnect,proto3,enum=acpgate.v1.DisconnectPolicy" json:"on_disconnect,omitempty"`
+	OnDisconnect DisconnectPolicy `protobuf:"varint,9,opt,name=on_disconnect,json=onDisconnect,proto3,enum=acpgate.v1.DisconnectPolicy" json:"on_disconnect,omitempty"`
+	// Entries added to the `_meta` of the `session/prompt` request the agent
+	// receives, keys and values unchanged, for agents that read extension
+	// data there (ACP's extensibility mechanism). A key must be namespaced,
+	// "<namespace>/<name>" (for example "example.com/ticket"), because ACP
+	// reserves root names for the protocol; at most 128 bytes of printable
+	// ASCII; the namespace "acpgate" is the gateway's own. The trace context
+	// keys ACP reserves (`traceparent`, `tracestate`, `baggage`), which the
+	// gateway sets itself when tracing, can never be set by a caller. At most
+	// 32 entries, each value at most 4096 bytes. Any other key is
+	// INVALID_ARGUMENT naming it. Not part of a `request_id`'s identity: a
+	// resubmission with other `meta` attaches to the recorded turn.
+	Meta          map[string]string `protobuf:"bytes,10,rep,name=meta,proto3" json:"meta,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1064,6 +1076,13 @@ func (x *PromptRequest) GetOnDisconnect() DisconnectPolicy {
 		return x.OnDisconnect
 	}
 	return DisconnectPolicy_DISCONNECT_POLICY_UNSPECIFIED
+}
+
+func (x *PromptRequest) GetMeta() map[string]string {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
 }
 
 // WatchTurnRequest names the turn to follow and where to start.
@@ -1679,7 +1698,7 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\x13CloseSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x16\n" +
-	"\x14CloseSessionResponse\"\xd3\x02\n" +
+	"\x14CloseSessionResponse\"\xc5\x03\n" +
 	"\rPromptRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
@@ -1691,7 +1710,12 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\x0fcoalesce_chunks\x18\a \x01(\bR\x0ecoalesceChunks\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\b \x01(\tR\trequestId\x12A\n" +
-	"\ron_disconnect\x18\t \x01(\x0e2\x1c.acpgate.v1.DisconnectPolicyR\fonDisconnect\"H\n" +
+	"\ron_disconnect\x18\t \x01(\x0e2\x1c.acpgate.v1.DisconnectPolicyR\fonDisconnect\x127\n" +
+	"\x04meta\x18\n" +
+	" \x03(\v2#.acpgate.v1.PromptRequest.MetaEntryR\x04meta\x1a7\n" +
+	"\tMetaEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"H\n" +
 	"\x10WatchTurnRequest\x12\x17\n" +
 	"\aturn_id\x18\x01 \x01(\tR\x06turnId\x12\x1b\n" +
 	"\tafter_seq\x18\x02 \x01(\x04R\bafterSeq\")\n" +
@@ -1775,7 +1799,7 @@ func file_acpgate_v1_gateway_proto_rawDescGZIP() []byte {
 }
 
 var file_acpgate_v1_gateway_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_acpgate_v1_gateway_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_acpgate_v1_gateway_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_acpgate_v1_gateway_proto_goTypes = []any{
 	(SessionState)(0),                 // 0: acpgate.v1.SessionState
 	(DisconnectPolicy)(0),             // 1: acpgate.v1.DisconnectPolicy
@@ -1801,56 +1825,58 @@ var file_acpgate_v1_gateway_proto_goTypes = []any{
 	(*CancelResponse)(nil),            // 21: acpgate.v1.CancelResponse
 	(*ResolvePermissionRequest)(nil),  // 22: acpgate.v1.ResolvePermissionRequest
 	(*ResolvePermissionResponse)(nil), // 23: acpgate.v1.ResolvePermissionResponse
-	(*timestamppb.Timestamp)(nil),     // 24: google.protobuf.Timestamp
-	(*AvailableCommands)(nil),         // 25: acpgate.v1.AvailableCommands
-	(*Usage)(nil),                     // 26: acpgate.v1.Usage
-	(*ContentBlock)(nil),              // 27: acpgate.v1.ContentBlock
-	(*PromptEvent)(nil),               // 28: acpgate.v1.PromptEvent
+	nil,                               // 24: acpgate.v1.PromptRequest.MetaEntry
+	(*timestamppb.Timestamp)(nil),     // 25: google.protobuf.Timestamp
+	(*AvailableCommands)(nil),         // 26: acpgate.v1.AvailableCommands
+	(*Usage)(nil),                     // 27: acpgate.v1.Usage
+	(*ContentBlock)(nil),              // 28: acpgate.v1.ContentBlock
+	(*PromptEvent)(nil),               // 29: acpgate.v1.PromptEvent
 }
 var file_acpgate_v1_gateway_proto_depIdxs = []int32{
 	5,  // 0: acpgate.v1.ListAgentsResponse.agents:type_name -> acpgate.v1.Agent
 	6,  // 1: acpgate.v1.Agent.capabilities:type_name -> acpgate.v1.AgentCapabilities
-	24, // 2: acpgate.v1.AgentCapabilities.observed_at:type_name -> google.protobuf.Timestamp
+	25, // 2: acpgate.v1.AgentCapabilities.observed_at:type_name -> google.protobuf.Timestamp
 	0,  // 3: acpgate.v1.Session.state:type_name -> acpgate.v1.SessionState
-	24, // 4: acpgate.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	24, // 5: acpgate.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
-	25, // 6: acpgate.v1.Session.available_commands:type_name -> acpgate.v1.AvailableCommands
-	26, // 7: acpgate.v1.Session.usage:type_name -> acpgate.v1.Usage
+	25, // 4: acpgate.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	25, // 5: acpgate.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
+	26, // 6: acpgate.v1.Session.available_commands:type_name -> acpgate.v1.AvailableCommands
+	27, // 7: acpgate.v1.Session.usage:type_name -> acpgate.v1.Usage
 	8,  // 8: acpgate.v1.ListSessionsResponse.sessions:type_name -> acpgate.v1.Session
-	27, // 9: acpgate.v1.PromptRequest.prompt:type_name -> acpgate.v1.ContentBlock
+	28, // 9: acpgate.v1.PromptRequest.prompt:type_name -> acpgate.v1.ContentBlock
 	1,  // 10: acpgate.v1.PromptRequest.on_disconnect:type_name -> acpgate.v1.DisconnectPolicy
-	19, // 11: acpgate.v1.ListTurnsResponse.turns:type_name -> acpgate.v1.Turn
-	2,  // 12: acpgate.v1.Turn.state:type_name -> acpgate.v1.TurnState
-	24, // 13: acpgate.v1.Turn.started_at:type_name -> google.protobuf.Timestamp
-	24, // 14: acpgate.v1.Turn.ended_at:type_name -> google.protobuf.Timestamp
-	28, // 15: acpgate.v1.Turn.terminal:type_name -> acpgate.v1.PromptEvent
-	3,  // 16: acpgate.v1.AgentGateway.ListAgents:input_type -> acpgate.v1.ListAgentsRequest
-	7,  // 17: acpgate.v1.AgentGateway.CreateSession:input_type -> acpgate.v1.CreateSessionRequest
-	9,  // 18: acpgate.v1.AgentGateway.GetSession:input_type -> acpgate.v1.GetSessionRequest
-	10, // 19: acpgate.v1.AgentGateway.ListSessions:input_type -> acpgate.v1.ListSessionsRequest
-	12, // 20: acpgate.v1.AgentGateway.CloseSession:input_type -> acpgate.v1.CloseSessionRequest
-	14, // 21: acpgate.v1.AgentGateway.Prompt:input_type -> acpgate.v1.PromptRequest
-	20, // 22: acpgate.v1.AgentGateway.Cancel:input_type -> acpgate.v1.CancelRequest
-	22, // 23: acpgate.v1.AgentGateway.ResolvePermission:input_type -> acpgate.v1.ResolvePermissionRequest
-	15, // 24: acpgate.v1.AgentGateway.WatchTurn:input_type -> acpgate.v1.WatchTurnRequest
-	16, // 25: acpgate.v1.AgentGateway.GetTurn:input_type -> acpgate.v1.GetTurnRequest
-	17, // 26: acpgate.v1.AgentGateway.ListTurns:input_type -> acpgate.v1.ListTurnsRequest
-	4,  // 27: acpgate.v1.AgentGateway.ListAgents:output_type -> acpgate.v1.ListAgentsResponse
-	8,  // 28: acpgate.v1.AgentGateway.CreateSession:output_type -> acpgate.v1.Session
-	8,  // 29: acpgate.v1.AgentGateway.GetSession:output_type -> acpgate.v1.Session
-	11, // 30: acpgate.v1.AgentGateway.ListSessions:output_type -> acpgate.v1.ListSessionsResponse
-	13, // 31: acpgate.v1.AgentGateway.CloseSession:output_type -> acpgate.v1.CloseSessionResponse
-	28, // 32: acpgate.v1.AgentGateway.Prompt:output_type -> acpgate.v1.PromptEvent
-	21, // 33: acpgate.v1.AgentGateway.Cancel:output_type -> acpgate.v1.CancelResponse
-	23, // 34: acpgate.v1.AgentGateway.ResolvePermission:output_type -> acpgate.v1.ResolvePermissionResponse
-	28, // 35: acpgate.v1.AgentGateway.WatchTurn:output_type -> acpgate.v1.PromptEvent
-	19, // 36: acpgate.v1.AgentGateway.GetTurn:output_type -> acpgate.v1.Turn
-	18, // 37: acpgate.v1.AgentGateway.ListTurns:output_type -> acpgate.v1.ListTurnsResponse
-	27, // [27:38] is the sub-list for method output_type
-	16, // [16:27] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	24, // 11: acpgate.v1.PromptRequest.meta:type_name -> acpgate.v1.PromptRequest.MetaEntry
+	19, // 12: acpgate.v1.ListTurnsResponse.turns:type_name -> acpgate.v1.Turn
+	2,  // 13: acpgate.v1.Turn.state:type_name -> acpgate.v1.TurnState
+	25, // 14: acpgate.v1.Turn.started_at:type_name -> google.protobuf.Timestamp
+	25, // 15: acpgate.v1.Turn.ended_at:type_name -> google.protobuf.Timestamp
+	29, // 16: acpgate.v1.Turn.terminal:type_name -> acpgate.v1.PromptEvent
+	3,  // 17: acpgate.v1.AgentGateway.ListAgents:input_type -> acpgate.v1.ListAgentsRequest
+	7,  // 18: acpgate.v1.AgentGateway.CreateSession:input_type -> acpgate.v1.CreateSessionRequest
+	9,  // 19: acpgate.v1.AgentGateway.GetSession:input_type -> acpgate.v1.GetSessionRequest
+	10, // 20: acpgate.v1.AgentGateway.ListSessions:input_type -> acpgate.v1.ListSessionsRequest
+	12, // 21: acpgate.v1.AgentGateway.CloseSession:input_type -> acpgate.v1.CloseSessionRequest
+	14, // 22: acpgate.v1.AgentGateway.Prompt:input_type -> acpgate.v1.PromptRequest
+	20, // 23: acpgate.v1.AgentGateway.Cancel:input_type -> acpgate.v1.CancelRequest
+	22, // 24: acpgate.v1.AgentGateway.ResolvePermission:input_type -> acpgate.v1.ResolvePermissionRequest
+	15, // 25: acpgate.v1.AgentGateway.WatchTurn:input_type -> acpgate.v1.WatchTurnRequest
+	16, // 26: acpgate.v1.AgentGateway.GetTurn:input_type -> acpgate.v1.GetTurnRequest
+	17, // 27: acpgate.v1.AgentGateway.ListTurns:input_type -> acpgate.v1.ListTurnsRequest
+	4,  // 28: acpgate.v1.AgentGateway.ListAgents:output_type -> acpgate.v1.ListAgentsResponse
+	8,  // 29: acpgate.v1.AgentGateway.CreateSession:output_type -> acpgate.v1.Session
+	8,  // 30: acpgate.v1.AgentGateway.GetSession:output_type -> acpgate.v1.Session
+	11, // 31: acpgate.v1.AgentGateway.ListSessions:output_type -> acpgate.v1.ListSessionsResponse
+	13, // 32: acpgate.v1.AgentGateway.CloseSession:output_type -> acpgate.v1.CloseSessionResponse
+	29, // 33: acpgate.v1.AgentGateway.Prompt:output_type -> acpgate.v1.PromptEvent
+	21, // 34: acpgate.v1.AgentGateway.Cancel:output_type -> acpgate.v1.CancelResponse
+	23, // 35: acpgate.v1.AgentGateway.ResolvePermission:output_type -> acpgate.v1.ResolvePermissionResponse
+	29, // 36: acpgate.v1.AgentGateway.WatchTurn:output_type -> acpgate.v1.PromptEvent
+	19, // 37: acpgate.v1.AgentGateway.GetTurn:output_type -> acpgate.v1.Turn
+	18, // 38: acpgate.v1.AgentGateway.ListTurns:output_type -> acpgate.v1.ListTurnsResponse
+	28, // [28:39] is the sub-list for method output_type
+	17, // [17:28] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_acpgate_v1_gateway_proto_init() }
@@ -1866,7 +1892,7 @@ func file_acpgate_v1_gateway_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_acpgate_v1_gateway_proto_rawDesc), len(file_acpgate_v1_gateway_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   21,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
