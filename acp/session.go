@@ -52,6 +52,9 @@ type Config struct {
 	FS FSAccess
 	// Permission says how session/request_permission is answered.
 	Permission PermissionPolicy
+	// Elicitation says how elicitation/create is answered; the zero value
+	// declines.
+	Elicitation ElicitationPolicy
 	// MCPServers are passed to session/new and session/load.
 	MCPServers []acpsdk.McpServer
 	// StrictFraming makes non-JSON lines on stdout a protocol violation.
@@ -153,6 +156,9 @@ type Session struct {
 	permSeq  int
 	pending  map[string]*pendingPermission
 
+	elicitSeq    int
+	elicitations map[string]*pendingElicitation
+
 	closeOnce sync.Once
 	cancels   sync.WaitGroup // session/cancel notifications being written
 }
@@ -179,6 +185,9 @@ func Open(ctx context.Context, cfg Config, opts OpenOptions) (_ *Session, err er
 	}
 	if cfg.Permission.Timeout <= 0 {
 		cfg.Permission.Timeout = DefaultPermissionTimeout
+	}
+	if cfg.Elicitation.Timeout <= 0 {
+		cfg.Elicitation.Timeout = DefaultPermissionTimeout
 	}
 	if cfg.HandshakeTimeout <= 0 {
 		cfg.HandshakeTimeout = DefaultHandshakeTimeout
@@ -228,6 +237,8 @@ func Open(ctx context.Context, cfg Config, opts OpenOptions) (_ *Session, err er
 		proc:    proc,
 		cwd:     cwd,
 		pending: make(map[string]*pendingPermission),
+
+		elicitations: make(map[string]*pendingElicitation),
 	}
 	s.conn = jsonrpc.New(proc.stdout, proc.stdin, agentHandler{s}, jsonrpc.Options{
 		MaxFrameBytes:       cfg.MaxFrameBytes,
@@ -286,8 +297,9 @@ func (s *Session) handshake(ctx context.Context, opts OpenOptions) error {
 			Meta:            meta,
 			ProtocolVersion: ProtocolVersion,
 			ClientCapabilities: acpsdk.ClientCapabilities{
-				Fs:       acpsdk.FileSystemCapabilities{ReadTextFile: s.cfg.FS.Read, WriteTextFile: s.cfg.FS.Write},
-				Terminal: false,
+				Fs:          acpsdk.FileSystemCapabilities{ReadTextFile: s.cfg.FS.Read, WriteTextFile: s.cfg.FS.Write},
+				Terminal:    false,
+				Elicitation: s.elicitationCapabilities(),
 			},
 			ClientInfo: &acpsdk.Implementation{Name: "acpgate", Version: s.cfg.ClientVersion},
 		}

@@ -128,6 +128,12 @@ func (t *turn) apply(u update) {
 // permission emits a permission event; a new request also ends an id-less
 // message, since the agent has turned to tools.
 func (t *turn) permission(p *acpgatev1.PermissionRequest, splits bool) {
+	t.emitRequest(&acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_PermissionRequested{PermissionRequested: p}}, splits)
+}
+
+// emitRequest emits an event about a request of the agent's own; splits
+// ends an id-less message first, since the agent has turned away from it.
+func (t *turn) emitRequest(e *acpgatev1.PromptEvent, splits bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.finished {
@@ -136,7 +142,7 @@ func (t *turn) permission(p *acpgatev1.PermissionRequest, splits bool) {
 	if splits {
 		t.acc.split()
 	}
-	t.emit(&acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_PermissionRequested{PermissionRequested: p}})
+	t.emit(e)
 }
 
 // finish stops the turn's events and returns its text.
@@ -493,6 +499,8 @@ func (s *Session) request(ctx context.Context, method string, params json.RawMes
 		return s.readTextFile(params)
 	case "fs/write_text_file":
 		return s.writeTextFile(params)
+	case "elicitation/create":
+		return s.createElicitation(ctx, params)
 	default:
 		return nil, &jsonrpc.ErrorObject{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("acpgate does not serve %s", method)}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 )
@@ -34,6 +35,8 @@ agents:
   - name: test
     command: "${ACPGATE_E2E_AGENT}"
     args: [--unique-sessions, --record-meta, %q]
+    elicitation: ask
+    elicitation_timeout: 30s
 `, filepath.Join(dir, "prompts"), filepath.Join(dir, "meta.jsonl"))), dir
 }
 
@@ -120,5 +123,42 @@ func TestTheBinaryForwardsACallersMetaAndReturnsTheAgents(t *testing.T) {
 	}
 	if status.Code(err) != codes.InvalidArgument {
 		t.Errorf("a caller's traceparent: %v", err)
+	}
+}
+
+func TestTheBinaryAsksAnElicitationAndDeliversTheClientsAnswer(t *testing.T) {
+	client, ctx, _ := featuresGateway(t)
+	sess, err := client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := client.Prompt(ctx, &acpgatev1.PromptRequest{SessionId: sess.GetId(),
+		Text: `elicit {"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []*acpgatev1.PromptEvent
+	for {
+		e, err := stream.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		events = append(events, e)
+		if r := e.GetElicitationRequested(); r != nil && r.GetDecision() == nil {
+			answer, err := structpb.NewStruct(map[string]any{"name": "Ada"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := client.ResolveElicitation(ctx, &acpgatev1.ResolveElicitationRequest{SessionId: sess.GetId(), RequestId: r.GetRequestId(),
+				Action: acpgatev1.ElicitationAction_ELICITATION_ACTION_ACCEPT, Content: answer}); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	events = append(events, drain(t, stream)...)
+	checkSeqs(t, events, 1)
+	if got := events[len(events)-1].GetOutcome().GetText(); got != `elicitation:accept:{"name":"Ada"}` {
+		t.Errorf("the agent saw %q", got)
 	}
 }

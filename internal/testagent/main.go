@@ -98,6 +98,13 @@
 //	                      answer, then chunk "permission:<optionId>",
 //	                      "permission:cancelled", "permission-error:<code>:<message>"
 //	                      or "permission-invalid:<result>"
+//	elicit SCHEMA         elicitation/create {"mode":"form","message":"please answer",
+//	                      "requestedSchema":SCHEMA} (SCHEMA is JSON, the rest of
+//	                      the line); waits for the answer, then chunk
+//	                      "elicitation:<action>[:<content JSON>]" or
+//	                      "elicitation-error:<code>:<message>"
+//	elicit_url            the same in url mode ("elicitationId":"e-1",
+//	                      "url":"https://example.com/connect")
 //	read PATH [LINE [LIMIT]]  fs/read_text_file; chunk "read:<content>" or
 //	                      "read-error:<code>:<message>"
 //	write PATH TEXT       fs/write_text_file with content TEXT; chunk "write:ok" or

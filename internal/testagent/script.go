@@ -302,6 +302,23 @@ func parseDirective(name, rest string) (step, error) {
 			return false
 		}, nil
 
+	case "elicit", "elicit_url":
+		params := obj{"mode": "url", "message": "please open", "elicitationId": "e-1", "url": "https://example.com/connect"}
+		if name == "elicit" {
+			schema := json.RawMessage(strings.TrimSpace(rest))
+			if !json.Valid(schema) {
+				return nil, fmt.Errorf("wants a JSON schema")
+			}
+			params = obj{"mode": "form", "message": "please answer", "requestedSchema": schema}
+		} else if strings.TrimSpace(rest) != "" {
+			return nil, fmt.Errorf("takes no arguments")
+		}
+		return func(t *turn) bool {
+			params["sessionId"] = t.sessionID
+			t.say(elicit(t, params))
+			return false
+		}, nil
+
 	case "read":
 		f, err := fields(rest, 1, 3)
 		if err != nil {
@@ -674,4 +691,23 @@ func startGrandchild() string {
 	}
 	go func() { _ = cmd.Wait() }() // reap it if it dies while we live
 	return fmt.Sprintf("grandchild:%d", hostPid(cmd.Process.Pid))
+}
+
+// elicit sends elicitation/create and describes the answer:
+// "elicitation:<action>", with ":<content as JSON>" when content came, or
+// "elicitation-error:<code>:<message>".
+func elicit(t *turn, params obj) string {
+	ans := t.a.call("elicitation/create", params)
+	if ans.Error != nil {
+		return fmt.Sprintf("elicitation-error:%d:%s", ans.Error.Code, ans.Error.Message)
+	}
+	var r struct {
+		Action  string          `json:"action"`
+		Content json.RawMessage `json:"content"`
+	}
+	_ = json.Unmarshal(ans.Result, &r)
+	if len(r.Content) > 0 && string(r.Content) != "null" {
+		return "elicitation:" + r.Action + ":" + string(r.Content)
+	}
+	return "elicitation:" + r.Action
 }

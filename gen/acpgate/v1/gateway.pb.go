@@ -9,6 +9,7 @@ package acpgatev1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -286,9 +287,11 @@ type Agent struct {
 	// Whether the agent may read files in its session's working directory.
 	FsRead bool `protobuf:"varint,5,opt,name=fs_read,json=fsRead,proto3" json:"fs_read,omitempty"`
 	// Whether the agent may write files in its session's working directory.
-	FsWrite       bool `protobuf:"varint,6,opt,name=fs_write,json=fsWrite,proto3" json:"fs_write,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	FsWrite bool `protobuf:"varint,6,opt,name=fs_write,json=fsWrite,proto3" json:"fs_write,omitempty"`
+	// The elicitation policy: "decline" or "ask".
+	ElicitationPolicy string `protobuf:"bytes,7,opt,name=elicitation_policy,json=elicitationPolicy,proto3" json:"elicitation_policy,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Agent) Reset() {
@@ -361,6 +364,13 @@ func (x *Agent) GetFsWrite() bool {
 		return x.FsWrite
 	}
 	return false
+}
+
+func (x *Agent) GetElicitationPolicy() string {
+	if x != nil {
+		return x.ElicitationPolicy
+	}
+	return ""
 }
 
 // AgentCapabilities is what an agent advertised at `initialize`.
@@ -1643,22 +1653,134 @@ func (*ResolvePermissionResponse) Descriptor() ([]byte, []int) {
 	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{20}
 }
 
+// ResolveElicitationRequest answers a pending elicitation request.
+type ResolveElicitationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session id. Required.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// ElicitationRequest.request_id. Required.
+	RequestId string `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// accept, decline or cancel. Required.
+	Action ElicitationAction `protobuf:"varint,3,opt,name=action,proto3,enum=acpgate.v1.ElicitationAction" json:"action,omitempty"`
+	// For accept: the answer, an object matching the requested schema's
+	// top-level properties. Ignored for decline and cancel.
+	Content       *structpb.Struct `protobuf:"bytes,4,opt,name=content,proto3" json:"content,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResolveElicitationRequest) Reset() {
+	*x = ResolveElicitationRequest{}
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResolveElicitationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResolveElicitationRequest) ProtoMessage() {}
+
+func (x *ResolveElicitationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResolveElicitationRequest.ProtoReflect.Descriptor instead.
+func (*ResolveElicitationRequest) Descriptor() ([]byte, []int) {
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ResolveElicitationRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ResolveElicitationRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *ResolveElicitationRequest) GetAction() ElicitationAction {
+	if x != nil {
+		return x.Action
+	}
+	return ElicitationAction_ELICITATION_ACTION_UNSPECIFIED
+}
+
+func (x *ResolveElicitationRequest) GetContent() *structpb.Struct {
+	if x != nil {
+		return x.Content
+	}
+	return nil
+}
+
+// ResolveElicitationResponse confirms the answer was delivered.
+type ResolveElicitationResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResolveElicitationResponse) Reset() {
+	*x = ResolveElicitationResponse{}
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResolveElicitationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResolveElicitationResponse) ProtoMessage() {}
+
+func (x *ResolveElicitationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResolveElicitationResponse.ProtoReflect.Descriptor instead.
+func (*ResolveElicitationResponse) Descriptor() ([]byte, []int) {
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{22}
+}
+
 var File_acpgate_v1_gateway_proto protoreflect.FileDescriptor
 
 const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\n" +
 	"\x18acpgate/v1/gateway.proto\x12\n" +
-	"acpgate.v1\x1a\x17acpgate/v1/events.proto\x1a\x18acpgate/v1/outcome.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x13\n" +
+	"acpgate.v1\x1a\x17acpgate/v1/events.proto\x1a\x18acpgate/v1/outcome.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x13\n" +
 	"\x11ListAgentsRequest\"?\n" +
 	"\x12ListAgentsResponse\x12)\n" +
-	"\x06agents\x18\x01 \x03(\v2\x11.acpgate.v1.AgentR\x06agents\"\xe1\x01\n" +
+	"\x06agents\x18\x01 \x03(\v2\x11.acpgate.v1.AgentR\x06agents\"\x90\x02\n" +
 	"\x05Agent\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12A\n" +
 	"\fcapabilities\x18\x03 \x01(\v2\x1d.acpgate.v1.AgentCapabilitiesR\fcapabilities\x12+\n" +
 	"\x11permission_policy\x18\x04 \x01(\tR\x10permissionPolicy\x12\x17\n" +
 	"\afs_read\x18\x05 \x01(\bR\x06fsRead\x12\x19\n" +
-	"\bfs_write\x18\x06 \x01(\bR\afsWrite\"\x83\x03\n" +
+	"\bfs_write\x18\x06 \x01(\bR\afsWrite\x12-\n" +
+	"\x12elicitation_policy\x18\a \x01(\tR\x11elicitationPolicy\"\x83\x03\n" +
 	"\x11AgentCapabilities\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\x05R\x0fprotocolVersion\x12\x1d\n" +
 	"\n" +
@@ -1757,7 +1879,15 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\x02 \x01(\tR\trequestId\x12\x1b\n" +
 	"\toption_id\x18\x03 \x01(\tR\boptionId\"\x1b\n" +
-	"\x19ResolvePermissionResponse*z\n" +
+	"\x19ResolvePermissionResponse\"\xc3\x01\n" +
+	"\x19ResolveElicitationRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x02 \x01(\tR\trequestId\x125\n" +
+	"\x06action\x18\x03 \x01(\x0e2\x1d.acpgate.v1.ElicitationActionR\x06action\x121\n" +
+	"\acontent\x18\x04 \x01(\v2\x17.google.protobuf.StructR\acontent\"\x1c\n" +
+	"\x1aResolveElicitationResponse*z\n" +
 	"\fSessionState\x12\x1d\n" +
 	"\x19SESSION_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12SESSION_STATE_IDLE\x10\x01\x12\x19\n" +
@@ -1770,7 +1900,7 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\tTurnState\x12\x1a\n" +
 	"\x16TURN_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12TURN_STATE_RUNNING\x10\x01\x12\x14\n" +
-	"\x10TURN_STATE_ENDED\x10\x022\xb7\x06\n" +
+	"\x10TURN_STATE_ENDED\x10\x022\x9c\a\n" +
 	"\fAgentGateway\x12K\n" +
 	"\n" +
 	"ListAgents\x12\x1d.acpgate.v1.ListAgentsRequest\x1a\x1e.acpgate.v1.ListAgentsResponse\x12F\n" +
@@ -1781,7 +1911,8 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\fCloseSession\x12\x1f.acpgate.v1.CloseSessionRequest\x1a .acpgate.v1.CloseSessionResponse\x12>\n" +
 	"\x06Prompt\x12\x19.acpgate.v1.PromptRequest\x1a\x17.acpgate.v1.PromptEvent0\x01\x12?\n" +
 	"\x06Cancel\x12\x19.acpgate.v1.CancelRequest\x1a\x1a.acpgate.v1.CancelResponse\x12`\n" +
-	"\x11ResolvePermission\x12$.acpgate.v1.ResolvePermissionRequest\x1a%.acpgate.v1.ResolvePermissionResponse\x12D\n" +
+	"\x11ResolvePermission\x12$.acpgate.v1.ResolvePermissionRequest\x1a%.acpgate.v1.ResolvePermissionResponse\x12c\n" +
+	"\x12ResolveElicitation\x12%.acpgate.v1.ResolveElicitationRequest\x1a&.acpgate.v1.ResolveElicitationResponse\x12D\n" +
 	"\tWatchTurn\x12\x1c.acpgate.v1.WatchTurnRequest\x1a\x17.acpgate.v1.PromptEvent0\x01\x127\n" +
 	"\aGetTurn\x12\x1a.acpgate.v1.GetTurnRequest\x1a\x10.acpgate.v1.Turn\x12H\n" +
 	"\tListTurns\x12\x1c.acpgate.v1.ListTurnsRequest\x1a\x1d.acpgate.v1.ListTurnsResponseB5Z3github.com/acpgate/acpgate/gen/acpgate/v1;acpgatev1b\x06proto3"
@@ -1799,84 +1930,92 @@ func file_acpgate_v1_gateway_proto_rawDescGZIP() []byte {
 }
 
 var file_acpgate_v1_gateway_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_acpgate_v1_gateway_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_acpgate_v1_gateway_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_acpgate_v1_gateway_proto_goTypes = []any{
-	(SessionState)(0),                 // 0: acpgate.v1.SessionState
-	(DisconnectPolicy)(0),             // 1: acpgate.v1.DisconnectPolicy
-	(TurnState)(0),                    // 2: acpgate.v1.TurnState
-	(*ListAgentsRequest)(nil),         // 3: acpgate.v1.ListAgentsRequest
-	(*ListAgentsResponse)(nil),        // 4: acpgate.v1.ListAgentsResponse
-	(*Agent)(nil),                     // 5: acpgate.v1.Agent
-	(*AgentCapabilities)(nil),         // 6: acpgate.v1.AgentCapabilities
-	(*CreateSessionRequest)(nil),      // 7: acpgate.v1.CreateSessionRequest
-	(*Session)(nil),                   // 8: acpgate.v1.Session
-	(*GetSessionRequest)(nil),         // 9: acpgate.v1.GetSessionRequest
-	(*ListSessionsRequest)(nil),       // 10: acpgate.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),      // 11: acpgate.v1.ListSessionsResponse
-	(*CloseSessionRequest)(nil),       // 12: acpgate.v1.CloseSessionRequest
-	(*CloseSessionResponse)(nil),      // 13: acpgate.v1.CloseSessionResponse
-	(*PromptRequest)(nil),             // 14: acpgate.v1.PromptRequest
-	(*WatchTurnRequest)(nil),          // 15: acpgate.v1.WatchTurnRequest
-	(*GetTurnRequest)(nil),            // 16: acpgate.v1.GetTurnRequest
-	(*ListTurnsRequest)(nil),          // 17: acpgate.v1.ListTurnsRequest
-	(*ListTurnsResponse)(nil),         // 18: acpgate.v1.ListTurnsResponse
-	(*Turn)(nil),                      // 19: acpgate.v1.Turn
-	(*CancelRequest)(nil),             // 20: acpgate.v1.CancelRequest
-	(*CancelResponse)(nil),            // 21: acpgate.v1.CancelResponse
-	(*ResolvePermissionRequest)(nil),  // 22: acpgate.v1.ResolvePermissionRequest
-	(*ResolvePermissionResponse)(nil), // 23: acpgate.v1.ResolvePermissionResponse
-	nil,                               // 24: acpgate.v1.PromptRequest.MetaEntry
-	(*timestamppb.Timestamp)(nil),     // 25: google.protobuf.Timestamp
-	(*AvailableCommands)(nil),         // 26: acpgate.v1.AvailableCommands
-	(*Usage)(nil),                     // 27: acpgate.v1.Usage
-	(*ContentBlock)(nil),              // 28: acpgate.v1.ContentBlock
-	(*PromptEvent)(nil),               // 29: acpgate.v1.PromptEvent
+	(SessionState)(0),                  // 0: acpgate.v1.SessionState
+	(DisconnectPolicy)(0),              // 1: acpgate.v1.DisconnectPolicy
+	(TurnState)(0),                     // 2: acpgate.v1.TurnState
+	(*ListAgentsRequest)(nil),          // 3: acpgate.v1.ListAgentsRequest
+	(*ListAgentsResponse)(nil),         // 4: acpgate.v1.ListAgentsResponse
+	(*Agent)(nil),                      // 5: acpgate.v1.Agent
+	(*AgentCapabilities)(nil),          // 6: acpgate.v1.AgentCapabilities
+	(*CreateSessionRequest)(nil),       // 7: acpgate.v1.CreateSessionRequest
+	(*Session)(nil),                    // 8: acpgate.v1.Session
+	(*GetSessionRequest)(nil),          // 9: acpgate.v1.GetSessionRequest
+	(*ListSessionsRequest)(nil),        // 10: acpgate.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),       // 11: acpgate.v1.ListSessionsResponse
+	(*CloseSessionRequest)(nil),        // 12: acpgate.v1.CloseSessionRequest
+	(*CloseSessionResponse)(nil),       // 13: acpgate.v1.CloseSessionResponse
+	(*PromptRequest)(nil),              // 14: acpgate.v1.PromptRequest
+	(*WatchTurnRequest)(nil),           // 15: acpgate.v1.WatchTurnRequest
+	(*GetTurnRequest)(nil),             // 16: acpgate.v1.GetTurnRequest
+	(*ListTurnsRequest)(nil),           // 17: acpgate.v1.ListTurnsRequest
+	(*ListTurnsResponse)(nil),          // 18: acpgate.v1.ListTurnsResponse
+	(*Turn)(nil),                       // 19: acpgate.v1.Turn
+	(*CancelRequest)(nil),              // 20: acpgate.v1.CancelRequest
+	(*CancelResponse)(nil),             // 21: acpgate.v1.CancelResponse
+	(*ResolvePermissionRequest)(nil),   // 22: acpgate.v1.ResolvePermissionRequest
+	(*ResolvePermissionResponse)(nil),  // 23: acpgate.v1.ResolvePermissionResponse
+	(*ResolveElicitationRequest)(nil),  // 24: acpgate.v1.ResolveElicitationRequest
+	(*ResolveElicitationResponse)(nil), // 25: acpgate.v1.ResolveElicitationResponse
+	nil,                                // 26: acpgate.v1.PromptRequest.MetaEntry
+	(*timestamppb.Timestamp)(nil),      // 27: google.protobuf.Timestamp
+	(*AvailableCommands)(nil),          // 28: acpgate.v1.AvailableCommands
+	(*Usage)(nil),                      // 29: acpgate.v1.Usage
+	(*ContentBlock)(nil),               // 30: acpgate.v1.ContentBlock
+	(*PromptEvent)(nil),                // 31: acpgate.v1.PromptEvent
+	(ElicitationAction)(0),             // 32: acpgate.v1.ElicitationAction
+	(*structpb.Struct)(nil),            // 33: google.protobuf.Struct
 }
 var file_acpgate_v1_gateway_proto_depIdxs = []int32{
 	5,  // 0: acpgate.v1.ListAgentsResponse.agents:type_name -> acpgate.v1.Agent
 	6,  // 1: acpgate.v1.Agent.capabilities:type_name -> acpgate.v1.AgentCapabilities
-	25, // 2: acpgate.v1.AgentCapabilities.observed_at:type_name -> google.protobuf.Timestamp
+	27, // 2: acpgate.v1.AgentCapabilities.observed_at:type_name -> google.protobuf.Timestamp
 	0,  // 3: acpgate.v1.Session.state:type_name -> acpgate.v1.SessionState
-	25, // 4: acpgate.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	25, // 5: acpgate.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
-	26, // 6: acpgate.v1.Session.available_commands:type_name -> acpgate.v1.AvailableCommands
-	27, // 7: acpgate.v1.Session.usage:type_name -> acpgate.v1.Usage
+	27, // 4: acpgate.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	27, // 5: acpgate.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
+	28, // 6: acpgate.v1.Session.available_commands:type_name -> acpgate.v1.AvailableCommands
+	29, // 7: acpgate.v1.Session.usage:type_name -> acpgate.v1.Usage
 	8,  // 8: acpgate.v1.ListSessionsResponse.sessions:type_name -> acpgate.v1.Session
-	28, // 9: acpgate.v1.PromptRequest.prompt:type_name -> acpgate.v1.ContentBlock
+	30, // 9: acpgate.v1.PromptRequest.prompt:type_name -> acpgate.v1.ContentBlock
 	1,  // 10: acpgate.v1.PromptRequest.on_disconnect:type_name -> acpgate.v1.DisconnectPolicy
-	24, // 11: acpgate.v1.PromptRequest.meta:type_name -> acpgate.v1.PromptRequest.MetaEntry
+	26, // 11: acpgate.v1.PromptRequest.meta:type_name -> acpgate.v1.PromptRequest.MetaEntry
 	19, // 12: acpgate.v1.ListTurnsResponse.turns:type_name -> acpgate.v1.Turn
 	2,  // 13: acpgate.v1.Turn.state:type_name -> acpgate.v1.TurnState
-	25, // 14: acpgate.v1.Turn.started_at:type_name -> google.protobuf.Timestamp
-	25, // 15: acpgate.v1.Turn.ended_at:type_name -> google.protobuf.Timestamp
-	29, // 16: acpgate.v1.Turn.terminal:type_name -> acpgate.v1.PromptEvent
-	3,  // 17: acpgate.v1.AgentGateway.ListAgents:input_type -> acpgate.v1.ListAgentsRequest
-	7,  // 18: acpgate.v1.AgentGateway.CreateSession:input_type -> acpgate.v1.CreateSessionRequest
-	9,  // 19: acpgate.v1.AgentGateway.GetSession:input_type -> acpgate.v1.GetSessionRequest
-	10, // 20: acpgate.v1.AgentGateway.ListSessions:input_type -> acpgate.v1.ListSessionsRequest
-	12, // 21: acpgate.v1.AgentGateway.CloseSession:input_type -> acpgate.v1.CloseSessionRequest
-	14, // 22: acpgate.v1.AgentGateway.Prompt:input_type -> acpgate.v1.PromptRequest
-	20, // 23: acpgate.v1.AgentGateway.Cancel:input_type -> acpgate.v1.CancelRequest
-	22, // 24: acpgate.v1.AgentGateway.ResolvePermission:input_type -> acpgate.v1.ResolvePermissionRequest
-	15, // 25: acpgate.v1.AgentGateway.WatchTurn:input_type -> acpgate.v1.WatchTurnRequest
-	16, // 26: acpgate.v1.AgentGateway.GetTurn:input_type -> acpgate.v1.GetTurnRequest
-	17, // 27: acpgate.v1.AgentGateway.ListTurns:input_type -> acpgate.v1.ListTurnsRequest
-	4,  // 28: acpgate.v1.AgentGateway.ListAgents:output_type -> acpgate.v1.ListAgentsResponse
-	8,  // 29: acpgate.v1.AgentGateway.CreateSession:output_type -> acpgate.v1.Session
-	8,  // 30: acpgate.v1.AgentGateway.GetSession:output_type -> acpgate.v1.Session
-	11, // 31: acpgate.v1.AgentGateway.ListSessions:output_type -> acpgate.v1.ListSessionsResponse
-	13, // 32: acpgate.v1.AgentGateway.CloseSession:output_type -> acpgate.v1.CloseSessionResponse
-	29, // 33: acpgate.v1.AgentGateway.Prompt:output_type -> acpgate.v1.PromptEvent
-	21, // 34: acpgate.v1.AgentGateway.Cancel:output_type -> acpgate.v1.CancelResponse
-	23, // 35: acpgate.v1.AgentGateway.ResolvePermission:output_type -> acpgate.v1.ResolvePermissionResponse
-	29, // 36: acpgate.v1.AgentGateway.WatchTurn:output_type -> acpgate.v1.PromptEvent
-	19, // 37: acpgate.v1.AgentGateway.GetTurn:output_type -> acpgate.v1.Turn
-	18, // 38: acpgate.v1.AgentGateway.ListTurns:output_type -> acpgate.v1.ListTurnsResponse
-	28, // [28:39] is the sub-list for method output_type
-	17, // [17:28] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	27, // 14: acpgate.v1.Turn.started_at:type_name -> google.protobuf.Timestamp
+	27, // 15: acpgate.v1.Turn.ended_at:type_name -> google.protobuf.Timestamp
+	31, // 16: acpgate.v1.Turn.terminal:type_name -> acpgate.v1.PromptEvent
+	32, // 17: acpgate.v1.ResolveElicitationRequest.action:type_name -> acpgate.v1.ElicitationAction
+	33, // 18: acpgate.v1.ResolveElicitationRequest.content:type_name -> google.protobuf.Struct
+	3,  // 19: acpgate.v1.AgentGateway.ListAgents:input_type -> acpgate.v1.ListAgentsRequest
+	7,  // 20: acpgate.v1.AgentGateway.CreateSession:input_type -> acpgate.v1.CreateSessionRequest
+	9,  // 21: acpgate.v1.AgentGateway.GetSession:input_type -> acpgate.v1.GetSessionRequest
+	10, // 22: acpgate.v1.AgentGateway.ListSessions:input_type -> acpgate.v1.ListSessionsRequest
+	12, // 23: acpgate.v1.AgentGateway.CloseSession:input_type -> acpgate.v1.CloseSessionRequest
+	14, // 24: acpgate.v1.AgentGateway.Prompt:input_type -> acpgate.v1.PromptRequest
+	20, // 25: acpgate.v1.AgentGateway.Cancel:input_type -> acpgate.v1.CancelRequest
+	22, // 26: acpgate.v1.AgentGateway.ResolvePermission:input_type -> acpgate.v1.ResolvePermissionRequest
+	24, // 27: acpgate.v1.AgentGateway.ResolveElicitation:input_type -> acpgate.v1.ResolveElicitationRequest
+	15, // 28: acpgate.v1.AgentGateway.WatchTurn:input_type -> acpgate.v1.WatchTurnRequest
+	16, // 29: acpgate.v1.AgentGateway.GetTurn:input_type -> acpgate.v1.GetTurnRequest
+	17, // 30: acpgate.v1.AgentGateway.ListTurns:input_type -> acpgate.v1.ListTurnsRequest
+	4,  // 31: acpgate.v1.AgentGateway.ListAgents:output_type -> acpgate.v1.ListAgentsResponse
+	8,  // 32: acpgate.v1.AgentGateway.CreateSession:output_type -> acpgate.v1.Session
+	8,  // 33: acpgate.v1.AgentGateway.GetSession:output_type -> acpgate.v1.Session
+	11, // 34: acpgate.v1.AgentGateway.ListSessions:output_type -> acpgate.v1.ListSessionsResponse
+	13, // 35: acpgate.v1.AgentGateway.CloseSession:output_type -> acpgate.v1.CloseSessionResponse
+	31, // 36: acpgate.v1.AgentGateway.Prompt:output_type -> acpgate.v1.PromptEvent
+	21, // 37: acpgate.v1.AgentGateway.Cancel:output_type -> acpgate.v1.CancelResponse
+	23, // 38: acpgate.v1.AgentGateway.ResolvePermission:output_type -> acpgate.v1.ResolvePermissionResponse
+	25, // 39: acpgate.v1.AgentGateway.ResolveElicitation:output_type -> acpgate.v1.ResolveElicitationResponse
+	31, // 40: acpgate.v1.AgentGateway.WatchTurn:output_type -> acpgate.v1.PromptEvent
+	19, // 41: acpgate.v1.AgentGateway.GetTurn:output_type -> acpgate.v1.Turn
+	18, // 42: acpgate.v1.AgentGateway.ListTurns:output_type -> acpgate.v1.ListTurnsResponse
+	31, // [31:43] is the sub-list for method output_type
+	19, // [19:31] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_acpgate_v1_gateway_proto_init() }
@@ -1892,7 +2031,7 @@ func file_acpgate_v1_gateway_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_acpgate_v1_gateway_proto_rawDesc), len(file_acpgate_v1_gateway_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   22,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -16,7 +16,7 @@ from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17\x61\x63pgate/v1/events.proto\x12\nacpgate.v1\x1a\x18\x61\x63pgate/v1/outcome.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcb\x06\n\x0bPromptEvent\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12(\n\x04time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12%\n\x04meta\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12*\n\x07started\x18\n \x01(\x0b\x32\x17.acpgate.v1.TurnStartedH\x00\x12\x37\n\x13\x61gent_message_chunk\x18\x0b \x01(\x0b\x32\x18.acpgate.v1.MessageChunkH\x00\x12\x37\n\x13\x61gent_thought_chunk\x18\x0c \x01(\x0b\x32\x18.acpgate.v1.MessageChunkH\x00\x12\x36\n\x12user_message_chunk\x18\r \x01(\x0b\x32\x18.acpgate.v1.MessageChunkH\x00\x12)\n\ttool_call\x18\x0e \x01(\x0b\x32\x14.acpgate.v1.ToolCallH\x00\x12\x36\n\x10tool_call_update\x18\x0f \x01(\x0b\x32\x1a.acpgate.v1.ToolCallUpdateH\x00\x12 \n\x04plan\x18\x10 \x01(\x0b\x32\x10.acpgate.v1.PlanH\x00\x12=\n\x14permission_requested\x18\x11 \x01(\x0b\x32\x1d.acpgate.v1.PermissionRequestH\x00\x12\"\n\x05usage\x18\x12 \x01(\x0b\x32\x11.acpgate.v1.UsageH\x00\x12;\n\x12\x61vailable_commands\x18\x13 \x01(\x0b\x32\x1d.acpgate.v1.AvailableCommandsH\x00\x12/\n\x0c\x63urrent_mode\x18\x14 \x01(\x0b\x32\x17.acpgate.v1.CurrentModeH\x00\x12$\n\x03raw\x18\x15 \x01(\x0b\x32\x15.acpgate.v1.RawUpdateH\x00\x12,\n\x07outcome\x18\x1e \x01(\x0b\x32\x19.acpgate.v1.PromptOutcomeH\x00\x12)\n\x05\x65rror\x18\x1f \x01(\x0b\x32\x18.acpgate.v1.HarnessErrorH\x00\x12*\n\theartbeat\x18( \x01(\x0b\x32\x15.acpgate.v1.HeartbeatH\x00\x42\x07\n\x05\x65vent\"\x1d\n\tHeartbeat\x12\x10\n\x08last_seq\x18\x01 \x01(\x04\"A\n\x0bTurnStarted\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\r\n\x05\x61gent\x18\x03 \x01(\t\"\xe2\x01\n\x0c\x43ontentBlock\x12\x0e\n\x04text\x18\x01 \x01(\tH\x00\x12)\n\x05image\x18\x02 \x01(\x0b\x32\x18.acpgate.v1.ImageContentH\x00\x12)\n\x05\x61udio\x18\x03 \x01(\x0b\x32\x18.acpgate.v1.AudioContentH\x00\x12\x31\n\rresource_link\x18\x04 \x01(\x0b\x32\x18.acpgate.v1.ResourceLinkH\x00\x12\x30\n\x08resource\x18\x05 \x01(\x0b\x32\x1c.acpgate.v1.EmbeddedResourceH\x00\x42\x07\n\x05\x62lock\"<\n\x0cImageContent\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\t\x12\x11\n\tmime_type\x18\x02 \x01(\t\x12\x0b\n\x03uri\x18\x03 \x01(\t\"/\n\x0c\x41udioContent\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\t\x12\x11\n\tmime_type\x18\x02 \x01(\t\"|\n\x0cResourceLink\x12\x0b\n\x03uri\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\tmime_type\x18\x03 \x01(\t\x12\r\n\x05title\x18\x04 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x05 \x01(\t\x12\x11\n\x04size\x18\x06 \x01(\x03H\x00\x88\x01\x01\x42\x07\n\x05_size\"^\n\x10\x45mbeddedResource\x12\x0b\n\x03uri\x18\x01 \x01(\t\x12\x11\n\tmime_type\x18\x02 \x01(\t\x12\x0e\n\x04text\x18\x03 \x01(\tH\x00\x12\x0e\n\x04\x62lob\x18\x04 \x01(\tH\x00\x42\n\n\x08\x63ontents\"[\n\x0cMessageChunk\x12\x12\n\nmessage_id\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\x12)\n\x07\x63ontent\x18\x03 \x01(\x0b\x32\x18.acpgate.v1.ContentBlock\"\xdd\x01\n\x08ToolCall\x12\x14\n\x0ctool_call_id\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x0c\n\x04kind\x18\x03 \x01(\t\x12\x0e\n\x06status\x18\x04 \x01(\t\x12,\n\x07\x63ontent\x18\x05 \x03(\x0b\x32\x1b.acpgate.v1.ToolCallContent\x12/\n\tlocations\x18\x06 \x03(\x0b\x32\x1c.acpgate.v1.ToolCallLocation\x12\x16\n\x0eraw_input_json\x18\x07 \x01(\t\x12\x17\n\x0fraw_output_json\x18\x08 \x01(\t\"\x90\x02\n\x0eToolCallUpdate\x12\x14\n\x0ctool_call_id\x18\x01 \x01(\t\x12\x12\n\x05title\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x11\n\x04kind\x18\x03 \x01(\tH\x01\x88\x01\x01\x12\x13\n\x06status\x18\x04 \x01(\tH\x02\x88\x01\x01\x12,\n\x07\x63ontent\x18\x05 \x03(\x0b\x32\x1b.acpgate.v1.ToolCallContent\x12/\n\tlocations\x18\x06 \x03(\x0b\x32\x1c.acpgate.v1.ToolCallLocation\x12\x16\n\x0eraw_input_json\x18\x07 \x01(\t\x12\x17\n\x0fraw_output_json\x18\x08 \x01(\tB\x08\n\x06_titleB\x07\n\x05_kindB\t\n\x07_status\"\x7f\n\x0fToolCallContent\x12+\n\x07\x63ontent\x18\x01 \x01(\x0b\x32\x18.acpgate.v1.ContentBlockH\x00\x12 \n\x04\x64iff\x18\x02 \x01(\x0b\x32\x10.acpgate.v1.DiffH\x00\x12\x15\n\x0bterminal_id\x18\x03 \x01(\tH\x00\x42\x06\n\x04item\"J\n\x04\x44iff\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x15\n\x08old_text\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x10\n\x08new_text\x18\x03 \x01(\tB\x0b\n\t_old_text\"<\n\x10ToolCallLocation\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x11\n\x04line\x18\x02 \x01(\x03H\x00\x88\x01\x01\x42\x07\n\x05_line\".\n\x04Plan\x12&\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x15.acpgate.v1.PlanEntry\">\n\tPlanEntry\x12\x0f\n\x07\x63ontent\x18\x01 \x01(\t\x12\x10\n\x08priority\x18\x02 \x01(\t\x12\x0e\n\x06status\x18\x03 \x01(\t\"\xb7\x01\n\x11PermissionRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12-\n\ttool_call\x18\x02 \x01(\x0b\x32\x1a.acpgate.v1.ToolCallUpdate\x12-\n\x07options\x18\x03 \x03(\x0b\x32\x1c.acpgate.v1.PermissionOption\x12\x30\n\x08\x64\x65\x63ision\x18\x04 \x01(\x0b\x32\x1e.acpgate.v1.PermissionDecision\"A\n\x10PermissionOption\x12\x11\n\toption_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0c\n\x04kind\x18\x03 \x01(\t\"}\n\x12PermissionDecision\x12\x11\n\toption_id\x18\x01 \x01(\t\x12\x11\n\tcancelled\x18\x02 \x01(\x08\x12\x31\n\ndecided_by\x18\x03 \x01(\x0e\x32\x1d.acpgate.v1.PermissionDecider\x12\x0e\n\x06reason\x18\x04 \x01(\t\"C\n\x11\x41vailableCommands\x12.\n\x08\x63ommands\x18\x01 \x03(\x0b\x32\x1c.acpgate.v1.AvailableCommand\"I\n\x10\x41vailableCommand\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x12\n\ninput_hint\x18\x03 \x01(\t\"\x1e\n\x0b\x43urrentMode\x12\x0f\n\x07mode_id\x18\x01 \x01(\t\"\'\n\tRawUpdate\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0c\n\x04json\x18\x02 \x01(\t*\xba\x01\n\x11PermissionDecider\x12\"\n\x1ePERMISSION_DECIDER_UNSPECIFIED\x10\x00\x12\x1d\n\x19PERMISSION_DECIDER_POLICY\x10\x01\x12\x1d\n\x19PERMISSION_DECIDER_CLIENT\x10\x02\x12\x1e\n\x1aPERMISSION_DECIDER_TIMEOUT\x10\x03\x12#\n\x1fPERMISSION_DECIDER_CANCELLATION\x10\x04\x42\x35Z3github.com/acpgate/acpgate/gen/acpgate/v1;acpgatev1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17\x61\x63pgate/v1/events.proto\x12\nacpgate.v1\x1a\x18\x61\x63pgate/v1/outcome.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8c\x07\n\x0bPromptEvent\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12(\n\x04time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12%\n\x04meta\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12*\n\x07started\x18\n \x01(\x0b\x32\x17.acpgate.v1.TurnStartedH\x00\x12\x37\n\x13\x61gent_message_chunk\x18\x0b \x01(\x0b\x32\x18.acpgate.v1.MessageChunkH\x00\x12\x37\n\x13\x61gent_thought_chunk\x18\x0c \x01(\x0b\x32\x18.acpgate.v1.MessageChunkH\x00\x12\x36\n\x12user_message_chunk\x18\r \x01(\x0b\x32\x18.acpgate.v1.MessageChunkH\x00\x12)\n\ttool_call\x18\x0e \x01(\x0b\x32\x14.acpgate.v1.ToolCallH\x00\x12\x36\n\x10tool_call_update\x18\x0f \x01(\x0b\x32\x1a.acpgate.v1.ToolCallUpdateH\x00\x12 \n\x04plan\x18\x10 \x01(\x0b\x32\x10.acpgate.v1.PlanH\x00\x12=\n\x14permission_requested\x18\x11 \x01(\x0b\x32\x1d.acpgate.v1.PermissionRequestH\x00\x12\"\n\x05usage\x18\x12 \x01(\x0b\x32\x11.acpgate.v1.UsageH\x00\x12;\n\x12\x61vailable_commands\x18\x13 \x01(\x0b\x32\x1d.acpgate.v1.AvailableCommandsH\x00\x12/\n\x0c\x63urrent_mode\x18\x14 \x01(\x0b\x32\x17.acpgate.v1.CurrentModeH\x00\x12$\n\x03raw\x18\x15 \x01(\x0b\x32\x15.acpgate.v1.RawUpdateH\x00\x12?\n\x15\x65licitation_requested\x18\x16 \x01(\x0b\x32\x1e.acpgate.v1.ElicitationRequestH\x00\x12,\n\x07outcome\x18\x1e \x01(\x0b\x32\x19.acpgate.v1.PromptOutcomeH\x00\x12)\n\x05\x65rror\x18\x1f \x01(\x0b\x32\x18.acpgate.v1.HarnessErrorH\x00\x12*\n\theartbeat\x18( \x01(\x0b\x32\x15.acpgate.v1.HeartbeatH\x00\x42\x07\n\x05\x65vent\"\x1d\n\tHeartbeat\x12\x10\n\x08last_seq\x18\x01 \x01(\x04\"A\n\x0bTurnStarted\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\r\n\x05\x61gent\x18\x03 \x01(\t\"\xe2\x01\n\x0c\x43ontentBlock\x12\x0e\n\x04text\x18\x01 \x01(\tH\x00\x12)\n\x05image\x18\x02 \x01(\x0b\x32\x18.acpgate.v1.ImageContentH\x00\x12)\n\x05\x61udio\x18\x03 \x01(\x0b\x32\x18.acpgate.v1.AudioContentH\x00\x12\x31\n\rresource_link\x18\x04 \x01(\x0b\x32\x18.acpgate.v1.ResourceLinkH\x00\x12\x30\n\x08resource\x18\x05 \x01(\x0b\x32\x1c.acpgate.v1.EmbeddedResourceH\x00\x42\x07\n\x05\x62lock\"<\n\x0cImageContent\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\t\x12\x11\n\tmime_type\x18\x02 \x01(\t\x12\x0b\n\x03uri\x18\x03 \x01(\t\"/\n\x0c\x41udioContent\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\t\x12\x11\n\tmime_type\x18\x02 \x01(\t\"|\n\x0cResourceLink\x12\x0b\n\x03uri\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\tmime_type\x18\x03 \x01(\t\x12\r\n\x05title\x18\x04 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x05 \x01(\t\x12\x11\n\x04size\x18\x06 \x01(\x03H\x00\x88\x01\x01\x42\x07\n\x05_size\"^\n\x10\x45mbeddedResource\x12\x0b\n\x03uri\x18\x01 \x01(\t\x12\x11\n\tmime_type\x18\x02 \x01(\t\x12\x0e\n\x04text\x18\x03 \x01(\tH\x00\x12\x0e\n\x04\x62lob\x18\x04 \x01(\tH\x00\x42\n\n\x08\x63ontents\"[\n\x0cMessageChunk\x12\x12\n\nmessage_id\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\x12)\n\x07\x63ontent\x18\x03 \x01(\x0b\x32\x18.acpgate.v1.ContentBlock\"\xdd\x01\n\x08ToolCall\x12\x14\n\x0ctool_call_id\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x0c\n\x04kind\x18\x03 \x01(\t\x12\x0e\n\x06status\x18\x04 \x01(\t\x12,\n\x07\x63ontent\x18\x05 \x03(\x0b\x32\x1b.acpgate.v1.ToolCallContent\x12/\n\tlocations\x18\x06 \x03(\x0b\x32\x1c.acpgate.v1.ToolCallLocation\x12\x16\n\x0eraw_input_json\x18\x07 \x01(\t\x12\x17\n\x0fraw_output_json\x18\x08 \x01(\t\"\x90\x02\n\x0eToolCallUpdate\x12\x14\n\x0ctool_call_id\x18\x01 \x01(\t\x12\x12\n\x05title\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x11\n\x04kind\x18\x03 \x01(\tH\x01\x88\x01\x01\x12\x13\n\x06status\x18\x04 \x01(\tH\x02\x88\x01\x01\x12,\n\x07\x63ontent\x18\x05 \x03(\x0b\x32\x1b.acpgate.v1.ToolCallContent\x12/\n\tlocations\x18\x06 \x03(\x0b\x32\x1c.acpgate.v1.ToolCallLocation\x12\x16\n\x0eraw_input_json\x18\x07 \x01(\t\x12\x17\n\x0fraw_output_json\x18\x08 \x01(\tB\x08\n\x06_titleB\x07\n\x05_kindB\t\n\x07_status\"\x7f\n\x0fToolCallContent\x12+\n\x07\x63ontent\x18\x01 \x01(\x0b\x32\x18.acpgate.v1.ContentBlockH\x00\x12 \n\x04\x64iff\x18\x02 \x01(\x0b\x32\x10.acpgate.v1.DiffH\x00\x12\x15\n\x0bterminal_id\x18\x03 \x01(\tH\x00\x42\x06\n\x04item\"J\n\x04\x44iff\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x15\n\x08old_text\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x10\n\x08new_text\x18\x03 \x01(\tB\x0b\n\t_old_text\"<\n\x10ToolCallLocation\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x11\n\x04line\x18\x02 \x01(\x03H\x00\x88\x01\x01\x42\x07\n\x05_line\".\n\x04Plan\x12&\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x15.acpgate.v1.PlanEntry\">\n\tPlanEntry\x12\x0f\n\x07\x63ontent\x18\x01 \x01(\t\x12\x10\n\x08priority\x18\x02 \x01(\t\x12\x0e\n\x06status\x18\x03 \x01(\t\"\xb7\x01\n\x11PermissionRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12-\n\ttool_call\x18\x02 \x01(\x0b\x32\x1a.acpgate.v1.ToolCallUpdate\x12-\n\x07options\x18\x03 \x03(\x0b\x32\x1c.acpgate.v1.PermissionOption\x12\x30\n\x08\x64\x65\x63ision\x18\x04 \x01(\x0b\x32\x1e.acpgate.v1.PermissionDecision\"A\n\x10PermissionOption\x12\x11\n\toption_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0c\n\x04kind\x18\x03 \x01(\t\"}\n\x12PermissionDecision\x12\x11\n\toption_id\x18\x01 \x01(\t\x12\x11\n\tcancelled\x18\x02 \x01(\x08\x12\x31\n\ndecided_by\x18\x03 \x01(\x0e\x32\x1d.acpgate.v1.PermissionDecider\x12\x0e\n\x06reason\x18\x04 \x01(\t\"C\n\x11\x41vailableCommands\x12.\n\x08\x63ommands\x18\x01 \x03(\x0b\x32\x1c.acpgate.v1.AvailableCommand\"I\n\x10\x41vailableCommand\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x12\n\ninput_hint\x18\x03 \x01(\t\"\x1e\n\x0b\x43urrentMode\x12\x0f\n\x07mode_id\x18\x01 \x01(\t\"\'\n\tRawUpdate\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0c\n\x04json\x18\x02 \x01(\t\"\xb5\x01\n\x12\x45licitationRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x31\n\x10requested_schema\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x14\n\x0ctool_call_id\x18\x04 \x01(\t\x12\x31\n\x08\x64\x65\x63ision\x18\x05 \x01(\x0b\x32\x1f.acpgate.v1.ElicitationDecision\"\xb2\x01\n\x13\x45licitationDecision\x12-\n\x06\x61\x63tion\x18\x01 \x01(\x0e\x32\x1d.acpgate.v1.ElicitationAction\x12(\n\x07\x63ontent\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x32\n\ndecided_by\x18\x03 \x01(\x0e\x32\x1e.acpgate.v1.ElicitationDecider\x12\x0e\n\x06reason\x18\x04 \x01(\t*\xba\x01\n\x11PermissionDecider\x12\"\n\x1ePERMISSION_DECIDER_UNSPECIFIED\x10\x00\x12\x1d\n\x19PERMISSION_DECIDER_POLICY\x10\x01\x12\x1d\n\x19PERMISSION_DECIDER_CLIENT\x10\x02\x12\x1e\n\x1aPERMISSION_DECIDER_TIMEOUT\x10\x03\x12#\n\x1fPERMISSION_DECIDER_CANCELLATION\x10\x04*\x95\x01\n\x11\x45licitationAction\x12\"\n\x1e\x45LICITATION_ACTION_UNSPECIFIED\x10\x00\x12\x1d\n\x19\x45LICITATION_ACTION_ACCEPT\x10\x01\x12\x1e\n\x1a\x45LICITATION_ACTION_DECLINE\x10\x02\x12\x1d\n\x19\x45LICITATION_ACTION_CANCEL\x10\x03*\xc0\x01\n\x12\x45licitationDecider\x12#\n\x1f\x45LICITATION_DECIDER_UNSPECIFIED\x10\x00\x12\x1e\n\x1a\x45LICITATION_DECIDER_POLICY\x10\x01\x12\x1e\n\x1a\x45LICITATION_DECIDER_CLIENT\x10\x02\x12\x1f\n\x1b\x45LICITATION_DECIDER_TIMEOUT\x10\x03\x12$\n ELICITATION_DECIDER_CANCELLATION\x10\x04\x42\x35Z3github.com/acpgate/acpgate/gen/acpgate/v1;acpgatev1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'acpgate.v1.events_pb2', globals())
@@ -24,52 +24,60 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'Z3github.com/acpgate/acpgate/gen/acpgate/v1;acpgatev1'
-  _PERMISSIONDECIDER._serialized_start=3203
-  _PERMISSIONDECIDER._serialized_end=3389
+  _PERMISSIONDECIDER._serialized_start=3633
+  _PERMISSIONDECIDER._serialized_end=3819
+  _ELICITATIONACTION._serialized_start=3822
+  _ELICITATIONACTION._serialized_end=3971
+  _ELICITATIONDECIDER._serialized_start=3974
+  _ELICITATIONDECIDER._serialized_end=4166
   _PROMPTEVENT._serialized_start=129
-  _PROMPTEVENT._serialized_end=972
-  _HEARTBEAT._serialized_start=974
-  _HEARTBEAT._serialized_end=1003
-  _TURNSTARTED._serialized_start=1005
-  _TURNSTARTED._serialized_end=1070
-  _CONTENTBLOCK._serialized_start=1073
-  _CONTENTBLOCK._serialized_end=1299
-  _IMAGECONTENT._serialized_start=1301
-  _IMAGECONTENT._serialized_end=1361
-  _AUDIOCONTENT._serialized_start=1363
-  _AUDIOCONTENT._serialized_end=1410
-  _RESOURCELINK._serialized_start=1412
-  _RESOURCELINK._serialized_end=1536
-  _EMBEDDEDRESOURCE._serialized_start=1538
-  _EMBEDDEDRESOURCE._serialized_end=1632
-  _MESSAGECHUNK._serialized_start=1634
-  _MESSAGECHUNK._serialized_end=1725
-  _TOOLCALL._serialized_start=1728
-  _TOOLCALL._serialized_end=1949
-  _TOOLCALLUPDATE._serialized_start=1952
-  _TOOLCALLUPDATE._serialized_end=2224
-  _TOOLCALLCONTENT._serialized_start=2226
-  _TOOLCALLCONTENT._serialized_end=2353
-  _DIFF._serialized_start=2355
-  _DIFF._serialized_end=2429
-  _TOOLCALLLOCATION._serialized_start=2431
-  _TOOLCALLLOCATION._serialized_end=2491
-  _PLAN._serialized_start=2493
-  _PLAN._serialized_end=2539
-  _PLANENTRY._serialized_start=2541
-  _PLANENTRY._serialized_end=2603
-  _PERMISSIONREQUEST._serialized_start=2606
-  _PERMISSIONREQUEST._serialized_end=2789
-  _PERMISSIONOPTION._serialized_start=2791
-  _PERMISSIONOPTION._serialized_end=2856
-  _PERMISSIONDECISION._serialized_start=2858
-  _PERMISSIONDECISION._serialized_end=2983
-  _AVAILABLECOMMANDS._serialized_start=2985
-  _AVAILABLECOMMANDS._serialized_end=3052
-  _AVAILABLECOMMAND._serialized_start=3054
-  _AVAILABLECOMMAND._serialized_end=3127
-  _CURRENTMODE._serialized_start=3129
-  _CURRENTMODE._serialized_end=3159
-  _RAWUPDATE._serialized_start=3161
-  _RAWUPDATE._serialized_end=3200
+  _PROMPTEVENT._serialized_end=1037
+  _HEARTBEAT._serialized_start=1039
+  _HEARTBEAT._serialized_end=1068
+  _TURNSTARTED._serialized_start=1070
+  _TURNSTARTED._serialized_end=1135
+  _CONTENTBLOCK._serialized_start=1138
+  _CONTENTBLOCK._serialized_end=1364
+  _IMAGECONTENT._serialized_start=1366
+  _IMAGECONTENT._serialized_end=1426
+  _AUDIOCONTENT._serialized_start=1428
+  _AUDIOCONTENT._serialized_end=1475
+  _RESOURCELINK._serialized_start=1477
+  _RESOURCELINK._serialized_end=1601
+  _EMBEDDEDRESOURCE._serialized_start=1603
+  _EMBEDDEDRESOURCE._serialized_end=1697
+  _MESSAGECHUNK._serialized_start=1699
+  _MESSAGECHUNK._serialized_end=1790
+  _TOOLCALL._serialized_start=1793
+  _TOOLCALL._serialized_end=2014
+  _TOOLCALLUPDATE._serialized_start=2017
+  _TOOLCALLUPDATE._serialized_end=2289
+  _TOOLCALLCONTENT._serialized_start=2291
+  _TOOLCALLCONTENT._serialized_end=2418
+  _DIFF._serialized_start=2420
+  _DIFF._serialized_end=2494
+  _TOOLCALLLOCATION._serialized_start=2496
+  _TOOLCALLLOCATION._serialized_end=2556
+  _PLAN._serialized_start=2558
+  _PLAN._serialized_end=2604
+  _PLANENTRY._serialized_start=2606
+  _PLANENTRY._serialized_end=2668
+  _PERMISSIONREQUEST._serialized_start=2671
+  _PERMISSIONREQUEST._serialized_end=2854
+  _PERMISSIONOPTION._serialized_start=2856
+  _PERMISSIONOPTION._serialized_end=2921
+  _PERMISSIONDECISION._serialized_start=2923
+  _PERMISSIONDECISION._serialized_end=3048
+  _AVAILABLECOMMANDS._serialized_start=3050
+  _AVAILABLECOMMANDS._serialized_end=3117
+  _AVAILABLECOMMAND._serialized_start=3119
+  _AVAILABLECOMMAND._serialized_end=3192
+  _CURRENTMODE._serialized_start=3194
+  _CURRENTMODE._serialized_end=3224
+  _RAWUPDATE._serialized_start=3226
+  _RAWUPDATE._serialized_end=3265
+  _ELICITATIONREQUEST._serialized_start=3268
+  _ELICITATIONREQUEST._serialized_end=3449
+  _ELICITATIONDECISION._serialized_start=3452
+  _ELICITATIONDECISION._serialized_end=3630
 # @@protoc_insertion_point(module_scope)
