@@ -266,6 +266,10 @@ func (s *Session) decideElicitation(ctx context.Context, t *turn, sessionID stri
 	case <-t.ended:
 		return cancelledElicitation()
 	case <-ctx.Done():
+		if withdrawnByAgent(ctx) {
+			return &acpgatev1.ElicitationDecision{Action: acpgatev1.ElicitationAction_ELICITATION_ACTION_CANCEL, DecidedBy: acpgatev1.ElicitationDecider_ELICITATION_DECIDER_AGENT_WITHDREW,
+				Reason: "the agent withdrew the request ($/cancel_request) before anyone answered it"}
+		}
 		return cancelledElicitation()
 	}
 }

@@ -162,3 +162,26 @@ func TestTheBinaryAsksAnElicitationAndDeliversTheClientsAnswer(t *testing.T) {
 		t.Errorf("the agent saw %q", got)
 	}
 }
+
+func TestTheBinaryVoidsAnElicitationTheAgentWithdraws(t *testing.T) {
+	client, ctx, _ := featuresGateway(t)
+	stream, err := client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: "test",
+		Text: "withdraw_after 100\n" + `elicit {"type":"object","properties":{"name":{"type":"string"}}}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := drain(t, stream)
+	checkSeqs(t, events, 1)
+	var decisions []string
+	for _, e := range events {
+		if r := e.GetElicitationRequested(); r != nil {
+			decisions = append(decisions, r.GetDecision().GetDecidedBy().String())
+		}
+	}
+	if len(decisions) != 2 || decisions[0] != "ELICITATION_DECIDER_UNSPECIFIED" || decisions[1] != "ELICITATION_DECIDER_AGENT_WITHDREW" {
+		t.Errorf("elicitation events: %v", decisions)
+	}
+	if got := events[len(events)-1].GetOutcome().GetText(); !strings.HasPrefix(got, "elicitation-error:-32800:") {
+		t.Errorf("the agent was answered %q", got)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 )
 
 // JSON-RPC error codes used by the agent.
@@ -156,7 +157,11 @@ func (a *agent) sessionUpdate(sessionID string, update obj) {
 
 // call sends a request of the agent's own and waits for the client's answer.
 // The wait ends only with the answer (or with the process, at stdin EOF).
-func (a *agent) call(method string, params any) *message {
+//
+// When after is positive and no answer came within it, the request is
+// withdrawn with $/cancel_request, and the wait goes on for the answer ACP
+// still requires.
+func (a *agent) call(method string, params any, after time.Duration) *message {
 	ch := make(chan *message, 1)
 	a.mu.Lock()
 	id := a.nextID
@@ -164,7 +169,18 @@ func (a *agent) call(method string, params any) *message {
 	a.pending[id] = ch
 	a.mu.Unlock()
 	a.out.writeJSON(outRequest{JSONRPC: "2.0", ID: &id, Method: method, Params: params})
-	return <-ch
+	if after <= 0 {
+		return <-ch
+	}
+	timer := time.NewTimer(after)
+	defer timer.Stop()
+	select {
+	case m := <-ch:
+		return m
+	case <-timer.C:
+		a.notify("$/cancel_request", obj{"requestId": id})
+		return <-ch
+	}
 }
 
 // handleLine dispatches one line read from stdin. It runs on the reader

@@ -118,6 +118,12 @@
 //	                      chunk "terminal:ok" or "terminal-error:<code>"
 //	sleep MS              pause MS milliseconds (interrupted by cancel)
 //	hang                  wait forever (interrupted by cancel)
+//	withdraw_after MS     from now on every request of the turn's own (permission,
+//	                      elicit, read, write, terminal) that is unanswered after
+//	                      MS milliseconds is withdrawn with $/cancel_request
+//	                      {"requestId":ID}; the script still waits for the
+//	                      answer, which ACP requires (an error -32800 shows as
+//	                      e.g. "permission-error:-32800:...")
 //	ignore_cancel         from now on session/cancel is ignored for this turn: sleep
 //	                      and hang run to their end, and the script goes on to its
 //	                      normal ending (so "ignore_cancel" + "hang" never answers)

@@ -24,8 +24,18 @@ type turn struct {
 
 	mu           sync.Mutex
 	ignoreCancel bool
+	withdraw     time.Duration // withdraw_after: unanswered requests are withdrawn after this
 	cancelOnce   sync.Once
 	cancelled    chan struct{} // closed by an effective session/cancel
+}
+
+// call makes a request of the agent's own, withdrawing it as the turn's
+// withdraw_after says.
+func (t *turn) call(method string, params any) *message {
+	t.mu.Lock()
+	after := t.withdraw
+	t.mu.Unlock()
+	return t.a.call(method, params, after)
 }
 
 // cancel handles session/cancel for this turn.
@@ -336,7 +346,7 @@ func parseDirective(name, rest string) (step, error) {
 			if len(nums) > 1 {
 				params["limit"] = nums[1]
 			}
-			ans := t.a.call("fs/read_text_file", params)
+			ans := t.call("fs/read_text_file", params)
 			if ans.Error != nil {
 				t.say(fmt.Sprintf("read-error:%d:%s", ans.Error.Code, ans.Error.Message))
 				return false
@@ -356,7 +366,7 @@ func parseDirective(name, rest string) (step, error) {
 		}
 		text = unescape(text)
 		return func(t *turn) bool {
-			ans := t.a.call("fs/write_text_file", obj{"sessionId": t.sessionID, "path": path, "content": text})
+			ans := t.call("fs/write_text_file", obj{"sessionId": t.sessionID, "path": path, "content": text})
 			if ans.Error != nil {
 				t.say(fmt.Sprintf("write-error:%d:%s", ans.Error.Code, ans.Error.Message))
 			} else {
@@ -397,7 +407,7 @@ func parseDirective(name, rest string) (step, error) {
 
 	case "terminal":
 		return noArgs(rest, func(t *turn) bool {
-			ans := t.a.call("terminal/create", obj{"sessionId": t.sessionID, "command": "echo",
+			ans := t.call("terminal/create", obj{"sessionId": t.sessionID, "command": "echo",
 				"args": []string{"testagent"}})
 			if ans.Error != nil {
 				t.say(fmt.Sprintf("terminal-error:%d", ans.Error.Code))
@@ -422,6 +432,18 @@ func parseDirective(name, rest string) (step, error) {
 			t.wait(-1)
 			return false
 		})
+
+	case "withdraw_after":
+		v, err := intArgs(rest, 1)
+		if err != nil {
+			return nil, err
+		}
+		return func(t *turn) bool {
+			t.mu.Lock()
+			t.withdraw = time.Duration(v[0]) * time.Millisecond
+			t.mu.Unlock()
+			return false
+		}, nil
 
 	case "ignore_cancel":
 		return noArgs(rest, func(t *turn) bool {
@@ -636,7 +658,7 @@ func parseDirective(name, rest string) (step, error) {
 
 // askPermission runs session/request_permission and words its outcome.
 func askPermission(t *turn, toolCallID string) string {
-	ans := t.a.call("session/request_permission", obj{
+	ans := t.call("session/request_permission", obj{
 		"sessionId": t.sessionID,
 		"toolCall":  obj{"toolCallId": toolCallID},
 		"options": []obj{
@@ -697,7 +719,7 @@ func startGrandchild() string {
 // "elicitation:<action>", with ":<content as JSON>" when content came, or
 // "elicitation-error:<code>:<message>".
 func elicit(t *turn, params obj) string {
-	ans := t.a.call("elicitation/create", params)
+	ans := t.call("elicitation/create", params)
 	if ans.Error != nil {
 		return fmt.Sprintf("elicitation-error:%d:%s", ans.Error.Code, ans.Error.Message)
 	}

@@ -38,6 +38,10 @@ const (
 	// The turn was cancelled, which answers every pending request
 	// `cancelled`.
 	PermissionDecider_PERMISSION_DECIDER_CANCELLATION PermissionDecider = 4
+	// The agent withdrew the request (ACP `$/cancel_request`) before it was
+	// decided: the ask is void, and the agent was answered with error -32800
+	// (request cancelled). `cancelled` is true.
+	PermissionDecider_PERMISSION_DECIDER_AGENT_WITHDREW PermissionDecider = 5
 )
 
 // Enum value maps for PermissionDecider.
@@ -48,13 +52,15 @@ var (
 		2: "PERMISSION_DECIDER_CLIENT",
 		3: "PERMISSION_DECIDER_TIMEOUT",
 		4: "PERMISSION_DECIDER_CANCELLATION",
+		5: "PERMISSION_DECIDER_AGENT_WITHDREW",
 	}
 	PermissionDecider_value = map[string]int32{
-		"PERMISSION_DECIDER_UNSPECIFIED":  0,
-		"PERMISSION_DECIDER_POLICY":       1,
-		"PERMISSION_DECIDER_CLIENT":       2,
-		"PERMISSION_DECIDER_TIMEOUT":      3,
-		"PERMISSION_DECIDER_CANCELLATION": 4,
+		"PERMISSION_DECIDER_UNSPECIFIED":    0,
+		"PERMISSION_DECIDER_POLICY":         1,
+		"PERMISSION_DECIDER_CLIENT":         2,
+		"PERMISSION_DECIDER_TIMEOUT":        3,
+		"PERMISSION_DECIDER_CANCELLATION":   4,
+		"PERMISSION_DECIDER_AGENT_WITHDREW": 5,
 	}
 )
 
@@ -157,6 +163,10 @@ const (
 	ElicitationDecider_ELICITATION_DECIDER_TIMEOUT ElicitationDecider = 3
 	// The turn was cancelled, which cancels every pending request.
 	ElicitationDecider_ELICITATION_DECIDER_CANCELLATION ElicitationDecider = 4
+	// The agent withdrew the request (ACP `$/cancel_request`) before it was
+	// answered: the question is void, and the agent was answered with error
+	// -32800 (request cancelled). `action` is ELICITATION_ACTION_CANCEL.
+	ElicitationDecider_ELICITATION_DECIDER_AGENT_WITHDREW ElicitationDecider = 5
 )
 
 // Enum value maps for ElicitationDecider.
@@ -167,13 +177,15 @@ var (
 		2: "ELICITATION_DECIDER_CLIENT",
 		3: "ELICITATION_DECIDER_TIMEOUT",
 		4: "ELICITATION_DECIDER_CANCELLATION",
+		5: "ELICITATION_DECIDER_AGENT_WITHDREW",
 	}
 	ElicitationDecider_value = map[string]int32{
-		"ELICITATION_DECIDER_UNSPECIFIED":  0,
-		"ELICITATION_DECIDER_POLICY":       1,
-		"ELICITATION_DECIDER_CLIENT":       2,
-		"ELICITATION_DECIDER_TIMEOUT":      3,
-		"ELICITATION_DECIDER_CANCELLATION": 4,
+		"ELICITATION_DECIDER_UNSPECIFIED":    0,
+		"ELICITATION_DECIDER_POLICY":         1,
+		"ELICITATION_DECIDER_CLIENT":         2,
+		"ELICITATION_DECIDER_TIMEOUT":        3,
+		"ELICITATION_DECIDER_CANCELLATION":   4,
+		"ELICITATION_DECIDER_AGENT_WITHDREW": 5,
 	}
 )
 
@@ -2505,24 +2517,26 @@ const file_acpgate_v1_events_proto_rawDesc = "" +
 	"\acontent\x18\x02 \x01(\v2\x17.google.protobuf.StructR\acontent\x12=\n" +
 	"\n" +
 	"decided_by\x18\x03 \x01(\x0e2\x1e.acpgate.v1.ElicitationDeciderR\tdecidedBy\x12\x16\n" +
-	"\x06reason\x18\x04 \x01(\tR\x06reason*\xba\x01\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason*\xe1\x01\n" +
 	"\x11PermissionDecider\x12\"\n" +
 	"\x1ePERMISSION_DECIDER_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19PERMISSION_DECIDER_POLICY\x10\x01\x12\x1d\n" +
 	"\x19PERMISSION_DECIDER_CLIENT\x10\x02\x12\x1e\n" +
 	"\x1aPERMISSION_DECIDER_TIMEOUT\x10\x03\x12#\n" +
-	"\x1fPERMISSION_DECIDER_CANCELLATION\x10\x04*\x95\x01\n" +
+	"\x1fPERMISSION_DECIDER_CANCELLATION\x10\x04\x12%\n" +
+	"!PERMISSION_DECIDER_AGENT_WITHDREW\x10\x05*\x95\x01\n" +
 	"\x11ElicitationAction\x12\"\n" +
 	"\x1eELICITATION_ACTION_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19ELICITATION_ACTION_ACCEPT\x10\x01\x12\x1e\n" +
 	"\x1aELICITATION_ACTION_DECLINE\x10\x02\x12\x1d\n" +
-	"\x19ELICITATION_ACTION_CANCEL\x10\x03*\xc0\x01\n" +
+	"\x19ELICITATION_ACTION_CANCEL\x10\x03*\xe8\x01\n" +
 	"\x12ElicitationDecider\x12#\n" +
 	"\x1fELICITATION_DECIDER_UNSPECIFIED\x10\x00\x12\x1e\n" +
 	"\x1aELICITATION_DECIDER_POLICY\x10\x01\x12\x1e\n" +
 	"\x1aELICITATION_DECIDER_CLIENT\x10\x02\x12\x1f\n" +
 	"\x1bELICITATION_DECIDER_TIMEOUT\x10\x03\x12$\n" +
-	" ELICITATION_DECIDER_CANCELLATION\x10\x04B5Z3github.com/acpgate/acpgate/gen/acpgate/v1;acpgatev1b\x06proto3"
+	" ELICITATION_DECIDER_CANCELLATION\x10\x04\x12&\n" +
+	"\"ELICITATION_DECIDER_AGENT_WITHDREW\x10\x05B5Z3github.com/acpgate/acpgate/gen/acpgate/v1;acpgatev1b\x06proto3"
 
 var (
 	file_acpgate_v1_events_proto_rawDescOnce sync.Once
