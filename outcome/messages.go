@@ -132,7 +132,7 @@ func capabilityMessage(primitive string) string {
 }
 
 func promptContentMessage(blockType string, index int, primitive string) string {
-	return fmt.Sprintf("the agent does not accept %s blocks in prompts (prompt block %d is one): it did not advertise %s at initialize, so nothing was sent to it",
+	return fmt.Sprintf("the agent does not accept %s blocks in prompts (prompt block %d is one): it did not advertise %s at initialize, so the prompt was not sent",
 		blockType, index, primitive)
 }
 
