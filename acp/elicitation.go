@@ -198,7 +198,7 @@ func (s *Session) createElicitation(ctx context.Context, params json.RawMessage)
 	requestID := fmt.Sprintf("elicit-%d", s.elicitSeq)
 	t := s.turn
 	s.mu.Unlock()
-	event := &acpgatev1.ElicitationRequest{RequestId: requestID, Message: req.Message, RequestedSchema: metaStruct(req.RequestedSchema), ToolCallId: req.ToolCallID}
+	event := &acpgatev1.ElicitationRequest{RequestId: requestID, Message: req.Message, RequestedSchema: objectStruct(req.RequestedSchema), ToolCallId: req.ToolCallID}
 	if event.RequestedSchema == nil {
 		event.RequestedSchema = &structpb.Struct{}
 	}
@@ -240,6 +240,12 @@ func (s *Session) decideElicitation(ctx context.Context, t *turn, sessionID stri
 	case t == nil || sessionID != s.ID():
 		return decline(acpgatev1.ElicitationDecider_ELICITATION_DECIDER_POLICY, "no turn of this session is running, so nobody can be asked")
 	case t.isCancelled():
+		// Answered cancel, but only once the agent has been told, as for
+		// permissions: ACP's order is session/cancel first.
+		select {
+		case <-t.cancelSent:
+		case <-ctx.Done():
+		}
 		return cancelledElicitation()
 	case s.cfg.Elicitation.Mode != ElicitAsk:
 		return decline(acpgatev1.ElicitationDecider_ELICITATION_DECIDER_POLICY, "the agent's elicitation policy is decline")

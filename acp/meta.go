@@ -83,11 +83,12 @@ func withCallerMeta(gateway map[string]any, caller map[string]string) map[string
 	return out
 }
 
-// metaStruct converts the agent's _meta objects to a Struct, the later
-// ones' keys winning; nil when none is a non-empty JSON object (absent,
-// null, or not an object: _meta is advisory, so a malformed one is
-// dropped, not a protocol violation).
-func metaStruct(raws ...json.RawMessage) *structpb.Struct {
+// objectStruct converts JSON objects the agent sent (its _meta, an
+// elicitation's schema) to one Struct, the later ones' keys winning; nil
+// when none is a non-empty JSON object (absent, null, or not an object:
+// _meta is advisory, so a malformed one is dropped, not a protocol
+// violation).
+func objectStruct(raws ...json.RawMessage) *structpb.Struct {
 	var merged map[string]any
 	for _, raw := range raws {
 		if len(raw) == 0 {
@@ -121,5 +122,5 @@ func responseMeta(result json.RawMessage) *structpb.Struct {
 	if json.Unmarshal(result, &head) != nil {
 		return nil
 	}
-	return metaStruct(head.Meta)
+	return objectStruct(head.Meta)
 }

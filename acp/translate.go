@@ -102,7 +102,7 @@ func decodeTextChunk(params json.RawMessage) (sessionID string, u update, ok boo
 		return "", update{}, false
 	}
 	if !scanned {
-		u.event.Meta = metaStruct(p.Meta, p.Update.Meta)
+		u.event.Meta = objectStruct(p.Meta, p.Update.Meta)
 	}
 	return p.SessionID, u, true
 }
@@ -128,7 +128,7 @@ func decodeUpdate(params json.RawMessage) (sessionID string, u update, err error
 		u = rawUpdate(kind.SessionUpdate, head.Update)
 	}
 	// The update's own _meta wins over the notification's.
-	u.event.Meta = metaStruct(head.Meta, kind.Meta)
+	u.event.Meta = objectStruct(head.Meta, kind.Meta)
 	return head.SessionID, u, err
 }
 
