@@ -165,8 +165,18 @@ func (s *Session) ask(ctx context.Context, t *turn, requestID string, event *acp
 	case <-t.ended:
 		return cancelledDecision()
 	case <-ctx.Done():
+		if withdrawnByAgent(ctx) {
+			return &acpgatev1.PermissionDecision{Cancelled: true, DecidedBy: acpgatev1.PermissionDecider_PERMISSION_DECIDER_AGENT_WITHDREW,
+				Reason: "the agent withdrew the request ($/cancel_request) before anyone answered it"}
+		}
 		return cancelledDecision()
 	}
+}
+
+// withdrawnByAgent reports whether the agent withdrew the request being
+// served in ctx with $/cancel_request: its pending ask is then void.
+func withdrawnByAgent(ctx context.Context) bool {
+	return errors.Is(context.Cause(ctx), jsonrpc.ErrCancelledByPeer)
 }
 
 func cancelledDecision() *acpgatev1.PermissionDecision {

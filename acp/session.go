@@ -52,6 +52,9 @@ type Config struct {
 	FS FSAccess
 	// Permission says how session/request_permission is answered.
 	Permission PermissionPolicy
+	// Elicitation says how elicitation/create is answered; the zero value
+	// declines.
+	Elicitation ElicitationPolicy
 	// MCPServers are passed to session/new and session/load.
 	MCPServers []acpsdk.McpServer
 	// StrictFraming makes non-JSON lines on stdout a protocol violation.
@@ -171,9 +174,13 @@ type Session struct {
 	replay   func(*acpgatev1.PromptEvent)
 	closed   bool
 	commands *acpgatev1.AvailableCommands
+	usage    sessionUsage
 	early    earlyCommands
 	permSeq  int
 	pending  map[string]*pendingPermission
+
+	elicitSeq    int
+	elicitations map[string]*pendingElicitation
 
 	closeOnce sync.Once
 	cancels   sync.WaitGroup // session/cancel notifications being written
@@ -251,6 +258,9 @@ func (cfg Config) withDefaults() Config {
 	if cfg.Permission.Timeout <= 0 {
 		cfg.Permission.Timeout = DefaultPermissionTimeout
 	}
+	if cfg.Elicitation.Timeout <= 0 {
+		cfg.Elicitation.Timeout = DefaultPermissionTimeout
+	}
 	if cfg.HandshakeTimeout <= 0 {
 		cfg.HandshakeTimeout = DefaultHandshakeTimeout
 	}
@@ -315,6 +325,8 @@ func launch(ctx context.Context, cfg Config, dir string) (*Session, error) {
 		proc:    proc,
 		cwd:     cwd,
 		pending: make(map[string]*pendingPermission),
+
+		elicitations: make(map[string]*pendingElicitation),
 	}
 	s.conn = jsonrpc.New(proc.stdout, proc.stdin, agentHandler{s}, jsonrpc.Options{
 		MaxFrameBytes:       cfg.MaxFrameBytes,
@@ -386,8 +398,9 @@ func (s *Session) hello(ctx context.Context) error {
 			Meta:            meta,
 			ProtocolVersion: ProtocolVersion,
 			ClientCapabilities: acpsdk.ClientCapabilities{
-				Fs:       acpsdk.FileSystemCapabilities{ReadTextFile: s.cfg.FS.Read, WriteTextFile: s.cfg.FS.Write},
-				Terminal: false,
+				Fs:          acpsdk.FileSystemCapabilities{ReadTextFile: s.cfg.FS.Read, WriteTextFile: s.cfg.FS.Write},
+				Terminal:    false,
+				Elicitation: s.elicitationCapabilities(),
 			},
 			ClientInfo: &acpsdk.Implementation{Name: "acpgate", Version: s.cfg.ClientVersion},
 		}

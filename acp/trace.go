@@ -45,6 +45,7 @@ const (
 	AttrCancelCause  = attribute.Key("acpgate.cancel.cause")
 	AttrGraceExpired = attribute.Key("acpgate.cancel.grace_expired")
 	AttrPermission   = attribute.Key("acpgate.permission.decided_by")
+	AttrElicitation  = attribute.Key("acpgate.elicitation.action")
 	AttrPermOption   = attribute.Key("acpgate.permission.option_id")
 	AttrPermCancel   = attribute.Key("acpgate.permission.cancelled")
 	AttrContainment  = attribute.Key("acpgate.agent.containment")

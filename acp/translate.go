@@ -42,10 +42,12 @@ type chunkInfo struct {
 type updateHead struct {
 	SessionID string          `json:"sessionId"`
 	Update    json.RawMessage `json:"update"`
+	Meta      json.RawMessage `json:"_meta"`
 }
 
 type kindHead struct {
-	SessionUpdate string `json:"sessionUpdate"`
+	SessionUpdate string          `json:"sessionUpdate"`
+	Meta          json.RawMessage `json:"_meta"`
 }
 
 // chunkParams decodes a session/update whose update is a text chunk in one
@@ -55,9 +57,14 @@ type kindHead struct {
 // reads a chunk's text about ten times, this one twice.
 type chunkParams struct {
 	SessionID string `json:"sessionId"`
-	Update    struct {
-		SessionUpdate string  `json:"sessionUpdate"`
-		MessageID     *string `json:"messageId"`
+	// Meta is the notification's _meta: the scanner refuses any, so only
+	// the encoding/json path sets it, and a chunk without _meta costs
+	// nothing more.
+	Meta   json.RawMessage `json:"_meta"`
+	Update struct {
+		SessionUpdate string          `json:"sessionUpdate"`
+		MessageID     *string         `json:"messageId"`
+		Meta          json.RawMessage `json:"_meta"`
 		Content       *struct {
 			Type string  `json:"type"`
 			Text *string `json:"text"`
@@ -86,13 +93,18 @@ func decodeTextChunk(params json.RawMessage) (sessionID string, u update, ok boo
 	switch p.Update.SessionUpdate {
 	case "agent_message_chunk":
 		info := chunkInfo{messageID: chunk.MessageId, text: chunk.Text, isText: true}
-		return p.SessionID, update{chunk: info, hasChunk: true, event: &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_AgentMessageChunk{AgentMessageChunk: chunk}}}, true
+		u = update{chunk: info, hasChunk: true, event: &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_AgentMessageChunk{AgentMessageChunk: chunk}}}
 	case "agent_thought_chunk":
-		return p.SessionID, update{event: &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_AgentThoughtChunk{AgentThoughtChunk: chunk}}}, true
+		u = update{event: &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_AgentThoughtChunk{AgentThoughtChunk: chunk}}}
 	case "user_message_chunk":
-		return p.SessionID, update{event: &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_UserMessageChunk{UserMessageChunk: chunk}}}, true
+		u = update{event: &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_UserMessageChunk{UserMessageChunk: chunk}}}
+	default:
+		return "", update{}, false
 	}
-	return "", update{}, false
+	if !scanned {
+		u.event.Meta = objectStruct(p.Meta, p.Update.Meta)
+	}
+	return p.SessionID, u, true
 }
 
 // decodeUpdate decodes the params of a session/update notification. An
@@ -113,9 +125,11 @@ func decodeUpdate(params json.RawMessage) (sessionID string, u update, err error
 	}
 	u, err = translateUpdate(kind.SessionUpdate, head.Update)
 	if err != nil {
-		return head.SessionID, rawUpdate(kind.SessionUpdate, head.Update), err
+		u = rawUpdate(kind.SessionUpdate, head.Update)
 	}
-	return head.SessionID, u, nil
+	// The update's own _meta wins over the notification's.
+	u.event.Meta = objectStruct(head.Meta, kind.Meta)
+	return head.SessionID, u, err
 }
 
 func rawUpdate(kind string, raw json.RawMessage) update {
@@ -273,8 +287,12 @@ func ContentToProto(c acpsdk.ContentBlock) *acpgatev1.ContentBlock {
 }
 
 // ContentFromProto converts a prompt content block to ACP's. A block with no
-// arm set is an error: sending it would be sending nothing.
+// arm set is an error: sending it would be sending nothing; so is one whose
+// data is over its type's size limit (see MaxImageBlockBytes).
 func ContentFromProto(b *acpgatev1.ContentBlock) (acpsdk.ContentBlock, error) {
+	if err := checkBlockSize(b); err != nil {
+		return acpsdk.ContentBlock{}, err
+	}
 	switch v := b.GetBlock().(type) {
 	case *acpgatev1.ContentBlock_Text:
 		return acpsdk.TextBlock(v.Text), nil

@@ -41,6 +41,10 @@ type PromptOptions struct {
 	// of the text that a failure's partial output needs. Without it, the
 	// turn keeps the text within Config.AnswerBudget.
 	OmitText bool
+	// Meta are the caller's entries for the session/prompt request's
+	// _meta, already checked with CheckCallerMeta; the gateway's trace
+	// context keys win over them.
+	Meta map[string]string
 }
 
 // turn is the state of one running prompt turn.
@@ -124,6 +128,12 @@ func (t *turn) apply(u update) {
 // permission emits a permission event; a new request also ends an id-less
 // message, since the agent has turned to tools.
 func (t *turn) permission(p *acpgatev1.PermissionRequest, splits bool) {
+	t.emitRequest(&acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_PermissionRequested{PermissionRequested: p}}, splits)
+}
+
+// emitRequest emits an event about a request of the agent's own; splits
+// ends an id-less message first, since the agent has turned away from it.
+func (t *turn) emitRequest(e *acpgatev1.PromptEvent, splits bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.finished {
@@ -132,7 +142,7 @@ func (t *turn) permission(p *acpgatev1.PermissionRequest, splits bool) {
 	if splits {
 		t.acc.split()
 	}
-	t.emit(&acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_PermissionRequested{PermissionRequested: p}})
+	t.emit(e)
 }
 
 // finish stops the turn's events and returns its text.
@@ -287,9 +297,18 @@ func (s *Session) Prompt(ctx context.Context, prompt []acpsdk.ContentBlock, opts
 	id := s.id
 	s.mu.Unlock()
 	defer close(t.ended)
+	if i, blockType, primitive, found := unsupportedContent(s.info.Capabilities.PromptCapabilities, prompt); found {
+		// Refused before anything is sent: the turn ends as it began, with
+		// the agent none the wiser.
+		t.finish()
+		s.endTurn(t)
+		e := s.interp.PromptContentNotSupported(blockType, i, primitive)
+		span.SetStatus(otelcodes.Error, e.GetMessage())
+		return outcome.Result{Error: e}, nil
+	}
 
 	span.SetAttributes(AttrACPSession.String(id))
-	replies, _, err := s.conn.Start(outcome.MethodPrompt, acpsdk.PromptRequest{Meta: s.meta(ctx), SessionId: acpsdk.SessionId(id), Prompt: prompt})
+	replies, _, err := s.conn.Start(outcome.MethodPrompt, acpsdk.PromptRequest{Meta: withCallerMeta(s.meta(ctx), opts.Meta), SessionId: acpsdk.SessionId(id), Prompt: prompt})
 	if err != nil {
 		failSpan(span, err)
 		t.finish()
@@ -366,7 +385,11 @@ func (s *Session) conclude(t *turn, sessionID string, reply jsonrpc.Reply) outco
 		CancelCause:  cause,
 	})
 	if result.Outcome != nil {
+		s.mu.Lock()
+		s.usage.addTurn(result.Outcome.GetUsage())
+		s.mu.Unlock()
 		t.withContextUsage(result.Outcome)
+		result.Outcome.Meta = responseMeta(reply.Response.Result)
 	}
 	return result
 }
@@ -444,6 +467,9 @@ func (s *Session) notify(method string, params json.RawMessage) bool {
 	if u.commands != nil {
 		s.commands = u.commands
 	}
+	if reported := u.event.GetUsage(); reported != nil {
+		s.usage.update(reported)
+	}
 	t, replay := s.turn, s.replay
 	s.mu.Unlock()
 	switch {
@@ -473,6 +499,8 @@ func (s *Session) request(ctx context.Context, method string, params json.RawMes
 		return s.readTextFile(params)
 	case "fs/write_text_file":
 		return s.writeTextFile(params)
+	case "elicitation/create":
+		return s.createElicitation(ctx, params)
 	default:
 		return nil, &jsonrpc.ErrorObject{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("acpgate does not serve %s", method)}
 	}

@@ -533,6 +533,16 @@ func (in Interpreter) ReopenNotSupported() *acpgatev1.HarnessError {
 	}).Error
 }
 
+// PromptContentNotSupported is the gateway's rejection of a prompt whose
+// block number index is of a type (image, audio, resource) the agent did
+// not opt in to with primitive (promptCapabilities.image, ...): ACP forbids
+// sending it, and an agent that got it anyway might drop it silently.
+func (in Interpreter) PromptContentNotSupported(blockType string, index int, primitive string) *acpgatev1.HarnessError {
+	return in.fail(Text{}, promptContentMessage(blockType, index, primitive), &acpgatev1.HarnessError{
+		Kind: &acpgatev1.HarnessError_CapabilityNotSupported{CapabilityNotSupported: &acpgatev1.CapabilityNotSupported{Primitive: primitive}},
+	}).Error
+}
+
 // StaleTarget is the gateway's rejection of a request whose target no
 // longer applies.
 func (in Interpreter) StaleTarget(detail string) *acpgatev1.HarnessError {

@@ -218,6 +218,7 @@ func acpConfig(a config.Agent, opts Options, lookup func(string) (string, bool),
 		AuthMethod:       a.AuthMethod,
 		FS:               acp.FSAccess{Read: a.FS.Read, Write: a.FS.Write},
 		Permission:       acp.PermissionPolicy{Mode: a.PermissionPolicy, Timeout: a.PermissionTimeout},
+		Elicitation:      acp.ElicitationPolicy{Mode: a.Elicitation, Timeout: a.ElicitationTimeout},
 		MCPServers:       mcp,
 		StrictFraming:    a.StrictFraming,
 		MaxFrameBytes:    opts.Config.Limits.MaxFrameBytes,
@@ -241,13 +242,14 @@ func (g *Gateway) ListAgents(ctx context.Context, _ *acpgatev1.ListAgentsRequest
 		caps := a.caps
 		a.mu.Unlock()
 		info := &acpgatev1.Agent{
-			Name:             a.cfg.Name,
-			Description:      a.cfg.Description,
-			Capabilities:     caps,
-			PermissionPolicy: string(a.cfg.PermissionPolicy),
-			FsRead:           a.cfg.FS.Read,
-			FsWrite:          a.cfg.FS.Write,
-			WarmTarget:       uint32(a.cfg.Warm),
+			Name:              a.cfg.Name,
+			Description:       a.cfg.Description,
+			Capabilities:      caps,
+			PermissionPolicy:  string(a.cfg.PermissionPolicy),
+			ElicitationPolicy: string(a.cfg.Elicitation),
+			FsRead:            a.cfg.FS.Read,
+			FsWrite:           a.cfg.FS.Write,
+			WarmTarget:        uint32(a.cfg.Warm),
 		}
 		if a.pool != nil {
 			ready, starting := a.pool.counts()
@@ -346,6 +348,23 @@ func (g *Gateway) ResolvePermission(ctx context.Context, req *acpgatev1.ResolveP
 		return nil, status.Error(codes.Internal, err.Error())
 	}
 	return &acpgatev1.ResolvePermissionResponse{}, nil
+}
+
+// ResolveElicitation answers a pending elicitation request.
+func (g *Gateway) ResolveElicitation(ctx context.Context, req *acpgatev1.ResolveElicitationRequest) (*acpgatev1.ResolveElicitationResponse, error) {
+	live, err := g.session(ctx, req.GetSessionId())
+	if err != nil {
+		return nil, err
+	}
+	switch err := live.sess.ResolveElicitation(req.GetRequestId(), req.GetAction(), req.GetContent()); {
+	case errors.Is(err, acp.ErrNoSuchElicitation):
+		return nil, withDetail(codes.FailedPrecondition, g.interp.StaleTarget(err.Error()))
+	case errors.Is(err, acp.ErrInvalidContent):
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	case err != nil:
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	return &acpgatev1.ResolveElicitationResponse{}, nil
 }
 
 // opening is a session admitted under the limits, with its directory,

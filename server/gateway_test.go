@@ -89,7 +89,20 @@ agents:
     args: [--unique-sessions, --commands, "review,test"]
   - name: counter
     command: "${TESTAGENT}"
-`, workspace)
+  - name: elicit
+    command: "${TESTAGENT}"
+    args: [--unique-sessions]
+    elicitation: ask
+    elicitation_timeout: 30s
+  - name: elicit-brief
+    command: "${TESTAGENT}"
+    args: [--unique-sessions]
+    elicitation: ask
+    elicitation_timeout: 200ms
+  - name: textonly
+    command: "${TESTAGENT}"
+    args: [--unique-sessions, --prompt-capabilities, none, --count-prompts, %s/textonly-prompts]
+`, workspace, workspace)
 }
 
 type harness struct {
@@ -756,7 +769,7 @@ func TestListAgentsReportsCapabilitiesOnceKnown(t *testing.T) {
 	h := start(t)
 	ctx := context.Background()
 	before, _ := h.client.ListAgents(ctx, &acpgatev1.ListAgentsRequest{})
-	if len(before.GetAgents()) != 8 || before.GetAgents()[0].GetCapabilities() != nil || before.GetAgents()[0].GetPermissionPolicy() != "ask" {
+	if len(before.GetAgents()) != 11 || before.GetAgents()[0].GetCapabilities() != nil || before.GetAgents()[0].GetPermissionPolicy() != "ask" {
 		t.Fatalf("%v", before)
 	}
 	oneShot(t, h, "test", "stop end_turn")

@@ -166,12 +166,26 @@ func validate(req any) error {
 	case *acpgatev1.CancelRequest:
 		return requireSession(r.GetSessionId())
 	case *acpgatev1.ResolvePermissionRequest:
-		if err := requireSession(r.GetSessionId()); err != nil {
+		return requireSessionAndRequest(r.GetSessionId(), r.GetRequestId())
+	case *acpgatev1.ResolveElicitationRequest:
+		if err := requireSessionAndRequest(r.GetSessionId(), r.GetRequestId()); err != nil {
 			return err
 		}
-		if r.GetRequestId() == "" {
-			return fmt.Errorf("request_id is required")
+		if r.GetAction() == acpgatev1.ElicitationAction_ELICITATION_ACTION_UNSPECIFIED {
+			return fmt.Errorf("action is required: accept, decline or cancel")
 		}
+	}
+	return nil
+}
+
+// requireSessionAndRequest checks the two ids that name an agent's pending
+// request.
+func requireSessionAndRequest(session, request string) error {
+	if err := requireSession(session); err != nil {
+		return err
+	}
+	if request == "" {
+		return fmt.Errorf("request_id is required")
 	}
 	return nil
 }

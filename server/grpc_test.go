@@ -82,6 +82,8 @@ func TestUnaryRequestsMissingRequiredFieldsAreInvalid(t *testing.T) {
 	_, calls["CloseSession"] = h.client.CloseSession(ctx, &acpgatev1.CloseSessionRequest{})
 	_, calls["Cancel"] = h.client.Cancel(ctx, &acpgatev1.CancelRequest{})
 	_, calls["ResolvePermission"] = h.client.ResolvePermission(ctx, &acpgatev1.ResolvePermissionRequest{SessionId: "s"})
+	_, calls["ResolveElicitation"] = h.client.ResolveElicitation(ctx, &acpgatev1.ResolveElicitationRequest{SessionId: "s"})
+	_, calls["ResolveElicitation without action"] = h.client.ResolveElicitation(ctx, &acpgatev1.ResolveElicitationRequest{SessionId: "s", RequestId: "r"})
 	for name, err := range calls {
 		if status.Code(err) != codes.InvalidArgument {
 			t.Errorf("%s: %v", name, err)

@@ -78,6 +78,9 @@ func (g *Gateway) promptBlocks(req *acpgatev1.PromptRequest) ([]acpsdk.ContentBl
 	if err := checkRequestID(req.GetRequestId()); err != nil {
 		return nil, err
 	}
+	if err := acp.CheckCallerMeta(req.GetMeta()); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
 	if n := proto.Size(req); n > g.cfg.Limits.MaxPromptBytes {
 		return nil, promptTooLarge(n, g.cfg.Limits.MaxPromptBytes)
 	}

@@ -321,6 +321,7 @@ func (l *liveSession) proto() *acpgatev1.Session {
 		Turns:             l.turns,
 		CurrentTurnId:     l.running,
 		AvailableCommands: l.sess.AvailableCommands(),
+		Usage:             l.sess.Usage(),
 	}
 }
 

@@ -239,7 +239,11 @@ func TestATurnsSpansContinueTheCallersTraceFromSpawnThroughTheHandshakeToTheProm
 	}
 }
 
-func TestACancelledTurnsCancelAndGraceAreASpanThatTheAgentsCancelContinues(t *testing.T) {
+// startTraced starts a gateway that traces into the exporter returned,
+// with the recording agent "traced" (see withRecordingAgent) whose file it
+// returns.
+func startTraced(t *testing.T) (*harness, *tracetest.InMemoryExporter, string) {
+	t.Helper()
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
@@ -248,6 +252,11 @@ func TestACancelledTurnsCancelAndGraceAreASpanThatTheAgentsCancelContinues(t *te
 		o.TracerProvider = tp
 		metaFile = withRecordingAgent(t, o)
 	})
+	return h, exp, metaFile
+}
+
+func TestACancelledTurnsCancelAndGraceAreASpanThatTheAgentsCancelContinues(t *testing.T) {
+	h, exp, metaFile := startTraced(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	sess, err := h.client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: "traced"})

@@ -263,6 +263,7 @@ func (g *Gateway) runTurn(ctx context.Context, r *runningTurn, plan *turnPlan) {
 		Emit:     q.push,
 		OnCancel: q.abandon,
 		OmitText: plan.req.GetOmitOutcomeText(),
+		Meta:     plan.req.GetMeta(),
 	})
 	if err != nil {
 		// Not a turn's ending (busy or closed underneath us), but the

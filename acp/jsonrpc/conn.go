@@ -180,6 +180,7 @@ type Conn struct {
 	nextID  int64
 	pending map[int64]chan Reply
 	end     *End
+	inbound map[string]context.CancelCauseFunc // the agent's requests being served, by id
 
 	done     chan struct{} // closed when the reader has ended
 	ctx      context.Context
@@ -382,6 +383,15 @@ func (c *Conn) read(r io.Reader) {
 	close(c.done)
 }
 
+// notify handles a notification: $/cancel_request here, the others by the
+// handler. It reports false for params that are not JSON.
+func (c *Conn) notify(method string, params json.RawMessage) bool {
+	if method == CancelRequestMethod {
+		return c.cancelInbound(params)
+	}
+	return c.handler.Notify(method, params)
+}
+
 // dispatch routes one line. It returns a description of a framing violation
 // that must end the connection, or "".
 func (c *Conn) dispatch(line []byte) string {
@@ -389,7 +399,7 @@ func (c *Conn) dispatch(line []byte) string {
 	if len(line) == 0 {
 		return ""
 	}
-	if method, params, ok := splitNotification(line); ok && c.handler.Notify(method, params) {
+	if method, params, ok := splitNotification(line); ok && c.notify(method, params) {
 		return ""
 	}
 	var env envelope
@@ -403,9 +413,12 @@ func (c *Conn) dispatch(line []byte) string {
 			return "" // closed: the reader stops after this line
 		}
 		c.handlers.Add(1)
-		go c.serve(env)
+		// Registered here, on the reader, so that a $/cancel_request
+		// read after the request always finds it.
+		ctx, done := c.serving(env.ID)
+		go c.serve(ctx, done, env)
 	case env.Method != "":
-		c.handler.Notify(env.Method, env.Params)
+		c.notify(env.Method, env.Params)
 	case hasID:
 		c.route(env)
 	default:
@@ -522,10 +535,14 @@ func (c *Conn) takeSlot() bool {
 // serve answers one request and then frees its slot: the slot covers the
 // answer until it is written, since an answer waiting for an agent that
 // does not read is what the bound is there to limit.
-func (c *Conn) serve(env envelope) {
+func (c *Conn) serve(ctx context.Context, done func(), env envelope) {
 	defer c.handlers.Done()
 	defer func() { <-c.slots }()
-	result, rpcErr := c.handler.Request(c.ctx, env.Method, env.Params)
+	result, rpcErr := c.handler.Request(ctx, env.Method, env.Params)
+	done()
+	if withdrawn(ctx) {
+		result, rpcErr = nil, &ErrorObject{Code: CodeRequestCancelled, Message: "request cancelled: " + ErrCancelledByPeer.Error()}
+	}
 	msg := struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`

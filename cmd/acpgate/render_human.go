@@ -163,6 +163,9 @@ func (s *humanSink) event(ev *acpgatev1.PromptEvent) {
 		s.note("permission: %s", s.describePermission(e.PermissionRequested))
 	case *acpgatev1.PromptEvent_CurrentMode:
 		s.note("mode: %s", e.CurrentMode.GetModeId())
+	case *acpgatev1.PromptEvent_ElicitationRequested:
+		s.split()
+		s.note("elicitation: %s", describeElicitation(e.ElicitationRequested))
 	}
 	// started, usage, available_commands, raw updates and heartbeats
 	// (which only say the stream is alive) are shown by --json only.
@@ -446,4 +449,12 @@ func printTable(stdout io.Writer, none string, header []string, rows [][]string)
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	_ = tw.Flush()
+}
+
+func describeElicitation(r *acpgatev1.ElicitationRequest) string {
+	d := r.GetDecision()
+	if d == nil {
+		return fmt.Sprintf("%q: waiting for a client (request %s)", r.GetMessage(), r.GetRequestId())
+	}
+	return fmt.Sprintf("%q: %s by %s (%s)", r.GetMessage(), d.GetAction(), d.GetDecidedBy(), d.GetReason())
 }

@@ -51,8 +51,15 @@ type scenario struct {
 	Session               bool     `json:"session"`
 	CancelAfterFirstChunk bool     `json:"cancel_after_first_chunk"`
 	OmitOutcomeText       bool     `json:"omit_outcome_text"`
+	PromptImage           *image   `json:"prompt_image"`
 	Script                []string `json:"script"`
 	Steps                 []step   `json:"steps"`
+}
+
+// image is a scenario's prompt_image: an image block sent before the script.
+type image struct {
+	Data     string `json:"data"`
+	MimeType string `json:"mime_type"`
 }
 
 func main() {
@@ -138,6 +145,9 @@ func runScenario(client acpgatev1.AgentGatewayClient, sc scenario) ([]byte, erro
 	req := &acpgatev1.PromptRequest{
 		Text:            strings.Join(sc.Script, "\n"),
 		OmitOutcomeText: sc.OmitOutcomeText,
+	}
+	if im := sc.PromptImage; im != nil {
+		req.Prompt = []*acpgatev1.ContentBlock{{Block: &acpgatev1.ContentBlock_Image{Image: &acpgatev1.ImageContent{Data: im.Data, MimeType: im.MimeType}}}}
 	}
 	if sc.Session {
 		sess, err := client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: sc.Agent})

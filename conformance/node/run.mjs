@@ -148,6 +148,9 @@ function deadline() {
 async function runScenario(gateway, sc) {
   const out = { name: sc.name, arms: [] };
   const req = { text: sc.script.join("\n"), omit_outcome_text: sc.omit_outcome_text ?? false };
+  if (sc.prompt_image) {
+    req.prompt = [{ image: { data: sc.prompt_image.data, mime_type: sc.prompt_image.mime_type } }];
+  }
   let sessionId = null;
   if (sc.session) {
     try {

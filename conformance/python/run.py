@@ -134,6 +134,9 @@ def run_scenario(gateway, sc):
     out = {"name": sc["name"], "arms": []}
     req = gateway_pb2.PromptRequest(text="\n".join(sc["script"]),
                                     omit_outcome_text=sc.get("omit_outcome_text", False))
+    if sc.get("prompt_image"):
+        im = sc["prompt_image"]
+        req.prompt.append(events_pb2.ContentBlock(image=events_pb2.ImageContent(data=im["data"], mime_type=im["mime_type"])))
     session_id = None
     if sc.get("session"):
         try:

@@ -197,6 +197,12 @@ type Agent struct {
 	// PermissionTimeout is how long the ask policy waits for the client
 	// before falling back to reject.
 	PermissionTimeout time.Duration
+	// Elicitation decides the agent's elicitation/create requests:
+	// decline (the default) or ask.
+	Elicitation ElicitationMode
+	// ElicitationTimeout is how long the ask policy waits for the client
+	// before declining.
+	ElicitationTimeout time.Duration
 	// FS is the file-system access offered to the agent.
 	FS FS
 	// Sandbox confines the agent's file-system access with the kernel's
@@ -286,6 +292,16 @@ const (
 	PolicyReject = acp.PolicyReject
 	PolicyAllow  = acp.PolicyAllow
 	PolicyAsk    = acp.PolicyAsk
+)
+
+// ElicitationMode is how the gateway answers an agent's elicitation/create:
+// the runtime's own type.
+type ElicitationMode = acp.ElicitationMode
+
+// The elicitation policies, as written in a configuration file.
+const (
+	ElicitDecline = acp.ElicitDecline
+	ElicitAsk     = acp.ElicitAsk
 )
 
 // Limits are the gateway-wide limits.
@@ -465,12 +481,14 @@ func defaults() *Config {
 // defaultAgent is an Agent with every per-agent default.
 func defaultAgent() Agent {
 	return Agent{
-		PermissionPolicy:  PolicyReject,
-		PermissionTimeout: DefaultPermissionTimeout,
-		TurnTimeout:       DefaultTurnTimeout,
-		IdleTimeout:       DefaultIdleTimeout,
-		CancelGrace:       DefaultCancelGrace,
-		WarmMaxAge:        DefaultWarmMaxAge,
+		PermissionPolicy:   PolicyReject,
+		PermissionTimeout:  DefaultPermissionTimeout,
+		Elicitation:        ElicitDecline,
+		ElicitationTimeout: DefaultPermissionTimeout,
+		TurnTimeout:        DefaultTurnTimeout,
+		IdleTimeout:        DefaultIdleTimeout,
+		CancelGrace:        DefaultCancelGrace,
+		WarmMaxAge:         DefaultWarmMaxAge,
 	}
 }
 

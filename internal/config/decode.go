@@ -231,6 +231,12 @@ func (d *decoder) agent(n *yaml.Node, i int) Agent {
 			}
 		},
 		"permission_timeout": d.durationInto(&a.PermissionTimeout, f("permission_timeout")),
+		"elicitation": func(v *yaml.Node) {
+			if s, ok := d.scalar(v, f("elicitation")); ok {
+				a.Elicitation = ElicitationMode(s)
+			}
+		},
+		"elicitation_timeout": d.durationInto(&a.ElicitationTimeout, f("elicitation_timeout")),
 		"fs": func(v *yaml.Node) {
 			fs := f("fs")
 			d.fields(v, fs, "in fs of "+label, map[string]func(*yaml.Node){

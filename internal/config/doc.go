@@ -15,6 +15,8 @@
 //	    workspace: /srv/acpgate/gemini
 //	    permission_policy: reject
 //	    permission_timeout: 5m
+//	    elicitation: decline
+//	    elicitation_timeout: 5m
 //	    fs: {read: true, write: false}
 //	    sandbox: {enabled: true, required: false, rw: [/srv/cache], ro: [/srv/models]}
 //	    strict_framing: false

@@ -180,6 +180,10 @@ func (v *checker) agent(a Agent, path, label string) {
 		v.add(p("permission_policy"), "%s: permission_policy %q must be one of %s, %s or %s", label, a.PermissionPolicy, PolicyReject, PolicyAllow, PolicyAsk)
 	}
 	v.timeout(p("permission_timeout"), label+": permission_timeout", a.PermissionTimeout)
+	if !a.Elicitation.Valid() {
+		v.add(p("elicitation"), "%s: elicitation %q must be one of %s or %s", label, a.Elicitation, ElicitDecline, ElicitAsk)
+	}
+	v.timeout(p("elicitation_timeout"), label+": elicitation_timeout", a.ElicitationTimeout)
 	v.timeout(p("turn_timeout"), label+": turn_timeout", a.TurnTimeout)
 	v.timeout(p("idle_timeout"), label+": idle_timeout", a.IdleTimeout)
 	v.timeout(p("cancel_grace"), label+": cancel_grace", a.CancelGrace)

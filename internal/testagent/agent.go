@@ -159,7 +159,11 @@ func (a *agent) sessionUpdate(sessionID string, update obj) {
 
 // call sends a request of the agent's own and waits for the client's answer.
 // The wait ends only with the answer (or with the process, at stdin EOF).
-func (a *agent) call(method string, params any) *message {
+//
+// When after is positive and no answer came within it, the request is
+// withdrawn with $/cancel_request, and the wait goes on for the answer ACP
+// still requires.
+func (a *agent) call(method string, params any, after time.Duration) *message {
 	ch := make(chan *message, 1)
 	a.mu.Lock()
 	id := a.nextID
@@ -167,7 +171,18 @@ func (a *agent) call(method string, params any) *message {
 	a.pending[id] = ch
 	a.mu.Unlock()
 	a.out.writeJSON(outRequest{JSONRPC: "2.0", ID: &id, Method: method, Params: params})
-	return <-ch
+	if after <= 0 {
+		return <-ch
+	}
+	timer := time.NewTimer(after)
+	defer timer.Stop()
+	select {
+	case m := <-ch:
+		return m
+	case <-timer.C:
+		a.notify("$/cancel_request", obj{"requestId": id})
+		return <-ch
+	}
 }
 
 // handleLine dispatches one line read from stdin. It runs on the reader
@@ -268,9 +283,9 @@ func (a *agent) initialize(m *message) {
 	caps := obj{
 		"loadSession": a.cfg.loadSession,
 		"promptCapabilities": obj{
-			"image":           true,
-			"audio":           false,
-			"embeddedContext": true,
+			"image":           a.cfg.promptCaps["image"],
+			"audio":           a.cfg.promptCaps["audio"],
+			"embeddedContext": a.cfg.promptCaps["embeddedContext"],
 		},
 	}
 	if a.cfg.resumeSession {

@@ -52,6 +52,10 @@
 //	                            check what the client propagates, e.g. traceparent).
 //	--hang-on METHOD            never answer requests of METHOD (say initialize or
 //	                            session/new): an agent that hangs at start-up.
+//	--prompt-capabilities LIST  the promptCapabilities advertised at initialize:
+//	                            a comma-separated subset of image, audio and
+//	                            embeddedContext, or "none" for a text-only agent
+//	                            (default "image,embeddedContext").
 //	--commands A,B              right after answering session/new or session/load,
 //	                            send an available_commands_update offering the
 //	                            commands A and B (description "the A command"), as
@@ -97,18 +101,28 @@
 //	chunk@ID TEXT         the same with "messageId":"ID"
 //	thought TEXT          agent_thought_chunk with text TEXT
 //	user TEXT             user_message_chunk with text TEXT
+//	chunk_meta K=V TEXT   agent_message_chunk with text TEXT and the update's
+//	                      "_meta":{"K":"V"}
 //	image                 agent_message_chunk {"type":"image","data":"aGk=","mimeType":"image/png"}
 //	tool ID TITLE         tool_call {"toolCallId":ID,"title":TITLE,"kind":"read","status":"pending"}
 //	tool_done ID          tool_call_update {"toolCallId":ID,"status":"completed",
 //	                      "content":[{"type":"content","content":{"type":"text","text":"done"}}]}
 //	plan A|B|C            plan, one entry per |-separated item (priority medium, status pending)
-//	usage SIZE USED       usage_update {"size":SIZE,"used":USED}
+//	usage SIZE USED [AMOUNT CURRENCY]  usage_update {"size":SIZE,"used":USED}, with
+//	                      "cost":{"amount":AMOUNT,"currency":CURRENCY} when given
 //	raw KIND              an update {"sessionUpdate":KIND,"x":1}
 //	permission ID         session/request_permission for tool call ID with options
 //	                      allow (allow_once) and reject (reject_once); waits for the
 //	                      answer, then chunk "permission:<optionId>",
 //	                      "permission:cancelled", "permission-error:<code>:<message>"
 //	                      or "permission-invalid:<result>"
+//	elicit SCHEMA         elicitation/create {"mode":"form","message":"please answer",
+//	                      "requestedSchema":SCHEMA} (SCHEMA is JSON, the rest of
+//	                      the line); waits for the answer, then chunk
+//	                      "elicitation:<action>[:<content JSON>]" or
+//	                      "elicitation-error:<code>:<message>"
+//	elicit_url            the same in url mode ("elicitationId":"e-1",
+//	                      "url":"https://example.com/connect")
 //	read PATH [LINE [LIMIT]]  fs/read_text_file; chunk "read:<content>" or
 //	                      "read-error:<code>:<message>"
 //	write PATH TEXT       fs/write_text_file with content TEXT; chunk "write:ok" or
@@ -122,6 +136,12 @@
 //	                      chunk "terminal:ok" or "terminal-error:<code>"
 //	sleep MS              pause MS milliseconds (interrupted by cancel)
 //	hang                  wait forever (interrupted by cancel)
+//	withdraw_after MS     from now on every request of the turn's own (permission,
+//	                      elicit, read, write, terminal) that is unanswered after
+//	                      MS milliseconds is withdrawn with $/cancel_request
+//	                      {"requestId":ID}; the script still waits for the
+//	                      answer, which ACP requires (an error -32800 shows as
+//	                      e.g. "permission-error:-32800:...")
 //	ignore_cancel         from now on session/cancel is ignored for this turn: sleep
 //	                      and hang run to their end, and the script goes on to its
 //	                      normal ending (so "ignore_cancel" + "hang" never answers)
@@ -166,6 +186,7 @@
 // Endings: the first one reached ends the script; later lines are not run.
 //
 //	stop REASON               {"stopReason":REASON}, any string
+//	stop_meta REASON K=V      {"stopReason":REASON,"_meta":{"K":"V"}}
 //	stop_usage REASON IN OUT  {"stopReason":REASON,"usage":{"inputTokens":IN,
 //	                          "outputTokens":OUT,"totalTokens":IN+OUT}}
 //	error CODE MESSAGE...     JSON-RPC error response {"code":CODE,"message":MESSAGE}
@@ -200,16 +221,17 @@ type config struct {
 	countStarts     string // a file that gets a line per process start
 	strayStartup    bool
 	uniqueSessions  bool
-	commands        []string // advertised right after session/new and session/load
-	hangOn          string   // a method never answered
-	countPrompts    string   // a file that gets a line per session/prompt
-	recordMeta      string   // a file that gets each client message's method and _meta
+	commands        []string        // advertised right after session/new and session/load
+	hangOn          string          // a method never answered
+	countPrompts    string          // a file that gets a line per session/prompt
+	recordMeta      string          // a file that gets each client message's method and _meta
+	promptCaps      map[string]bool // promptCapabilities advertised, by name
 }
 
 func parseFlags(args []string) (config, error) {
 	fs := flag.NewFlagSet("testagent", flag.ContinueOnError)
 	var cfg config
-	var auth, newErr, commands string
+	var auth, newErr, commands, promptCaps string
 	fs.IntVar(&cfg.protocolVersion, "protocol-version", 1, "protocolVersion reported at initialize")
 	fs.StringVar(&auth, "auth-methods", "", "comma-separated authMethods ids to advertise")
 	fs.BoolVar(&cfg.loadSession, "load-session", false, "advertise and implement session/load")
@@ -224,6 +246,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&commands, "commands", "", "comma-separated command names to advertise (available_commands_update) right after session/new and session/load")
 	fs.StringVar(&cfg.countPrompts, "count-prompts", "", "append a line to this file for every session/prompt received")
 	fs.StringVar(&cfg.recordMeta, "record-meta", "", `append {"method":M,"meta":_meta} as a JSON line to this file for every request and notification received`)
+	fs.StringVar(&promptCaps, "prompt-capabilities", "image,embeddedContext", `promptCapabilities to advertise: image, audio, embeddedContext, or "none"`)
 	fs.StringVar(&cfg.hangOn, "hang-on", "", "never answer requests of this method (initialize, session/new, ...)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -239,6 +262,16 @@ func parseFlags(args []string) (config, error) {
 	for _, name := range strings.Split(commands, ",") {
 		if name = strings.TrimSpace(name); name != "" {
 			cfg.commands = append(cfg.commands, name)
+		}
+	}
+	cfg.promptCaps = map[string]bool{}
+	for _, name := range strings.Split(promptCaps, ",") {
+		switch name = strings.TrimSpace(name); name {
+		case "image", "audio", "embeddedContext":
+			cfg.promptCaps[name] = true
+		case "none", "":
+		default:
+			return cfg, fmt.Errorf("--prompt-capabilities: unknown capability %q", name)
 		}
 	}
 	if newErr != "" {

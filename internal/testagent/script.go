@@ -26,8 +26,18 @@ type turn struct {
 
 	mu           sync.Mutex
 	ignoreCancel bool
+	withdraw     time.Duration // withdraw_after: unanswered requests are withdrawn after this
 	cancelOnce   sync.Once
 	cancelled    chan struct{} // closed by an effective session/cancel
+}
+
+// call makes a request of the agent's own, withdrawing it as the turn's
+// withdraw_after says.
+func (t *turn) call(method string, params any) *message {
+	t.mu.Lock()
+	after := t.withdraw
+	t.mu.Unlock()
+	return t.a.call(method, params, after)
 }
 
 // cancel handles session/cancel for this turn.
@@ -207,6 +217,20 @@ func parseDirective(name, rest string) (step, error) {
 			return false
 		}, nil
 
+	case "chunk_meta":
+		kv, text, _ := strings.Cut(strings.TrimLeft(rest, " "), " ")
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("wants KEY=VALUE TEXT")
+		}
+		text = unescape(text)
+		return func(t *turn) bool {
+			u := textChunk("agent_message_chunk", text, "")
+			u["_meta"] = obj{k: v}
+			t.update(u)
+			return false
+		}, nil
+
 	case "image":
 		return noArgs(rest, func(t *turn) bool {
 			t.update(obj{"sessionUpdate": "agent_message_chunk",
@@ -249,12 +273,24 @@ func parseDirective(name, rest string) (step, error) {
 		}, nil
 
 	case "usage":
-		v, err := intArgs(rest, 2)
+		f, err := fields(rest, 2, 4)
+		if err != nil || len(f) == 3 {
+			return nil, fmt.Errorf("wants SIZE USED [AMOUNT CURRENCY]")
+		}
+		v, err := intArgs(strings.Join(f[:2], " "), 2)
 		if err != nil {
 			return nil, err
 		}
+		u := obj{"sessionUpdate": "usage_update", "size": v[0], "used": v[1]}
+		if len(f) == 4 {
+			amount, err := strconv.ParseFloat(f[2], 64)
+			if err != nil {
+				return nil, fmt.Errorf("AMOUNT: %v", err)
+			}
+			u["cost"] = obj{"amount": amount, "currency": f[3]}
+		}
 		return func(t *turn) bool {
-			t.update(obj{"sessionUpdate": "usage_update", "size": v[0], "used": v[1]})
+			t.update(u)
 			return false
 		}, nil
 
@@ -278,6 +314,23 @@ func parseDirective(name, rest string) (step, error) {
 			return false
 		}, nil
 
+	case "elicit", "elicit_url":
+		params := obj{"mode": "url", "message": "please open", "elicitationId": "e-1", "url": "https://example.com/connect"}
+		if name == "elicit" {
+			schema := json.RawMessage(strings.TrimSpace(rest))
+			if !json.Valid(schema) {
+				return nil, fmt.Errorf("wants a JSON schema")
+			}
+			params = obj{"mode": "form", "message": "please answer", "requestedSchema": schema}
+		} else if strings.TrimSpace(rest) != "" {
+			return nil, fmt.Errorf("takes no arguments")
+		}
+		return func(t *turn) bool {
+			params["sessionId"] = t.sessionID
+			t.say(elicit(t, params))
+			return false
+		}, nil
+
 	case "read":
 		f, err := fields(rest, 1, 3)
 		if err != nil {
@@ -295,7 +348,7 @@ func parseDirective(name, rest string) (step, error) {
 			if len(nums) > 1 {
 				params["limit"] = nums[1]
 			}
-			ans := t.a.call("fs/read_text_file", params)
+			ans := t.call("fs/read_text_file", params)
 			if ans.Error != nil {
 				t.say(fmt.Sprintf("read-error:%d:%s", ans.Error.Code, ans.Error.Message))
 				return false
@@ -315,7 +368,7 @@ func parseDirective(name, rest string) (step, error) {
 		}
 		text = unescape(text)
 		return func(t *turn) bool {
-			ans := t.a.call("fs/write_text_file", obj{"sessionId": t.sessionID, "path": path, "content": text})
+			ans := t.call("fs/write_text_file", obj{"sessionId": t.sessionID, "path": path, "content": text})
 			if ans.Error != nil {
 				t.say(fmt.Sprintf("write-error:%d:%s", ans.Error.Code, ans.Error.Message))
 			} else {
@@ -356,7 +409,7 @@ func parseDirective(name, rest string) (step, error) {
 
 	case "terminal":
 		return noArgs(rest, func(t *turn) bool {
-			ans := t.a.call("terminal/create", obj{"sessionId": t.sessionID, "command": "echo",
+			ans := t.call("terminal/create", obj{"sessionId": t.sessionID, "command": "echo",
 				"args": []string{"testagent"}})
 			if ans.Error != nil {
 				t.say(fmt.Sprintf("terminal-error:%d", ans.Error.Code))
@@ -381,6 +434,18 @@ func parseDirective(name, rest string) (step, error) {
 			t.wait(-1)
 			return false
 		})
+
+	case "withdraw_after":
+		v, err := intArgs(rest, 1)
+		if err != nil {
+			return nil, err
+		}
+		return func(t *turn) bool {
+			t.mu.Lock()
+			t.withdraw = time.Duration(v[0]) * time.Millisecond
+			t.mu.Unlock()
+			return false
+		}, nil
 
 	case "ignore_cancel":
 		return noArgs(rest, func(t *turn) bool {
@@ -475,6 +540,20 @@ func parseDirective(name, rest string) (step, error) {
 		}
 		return func(t *turn) bool {
 			t.a.reply(t.id, obj{"stopReason": f[0]})
+			return true
+		}, nil
+
+	case "stop_meta":
+		f, err := fields(rest, 2, 2)
+		if err != nil {
+			return nil, err
+		}
+		k, v, ok := strings.Cut(f[1], "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("wants REASON KEY=VALUE")
+		}
+		return func(t *turn) bool {
+			t.a.reply(t.id, obj{"stopReason": f[0], "_meta": obj{k: v}})
 			return true
 		}, nil
 
@@ -586,7 +665,7 @@ func parseDirective(name, rest string) (step, error) {
 
 // askPermission runs session/request_permission and words its outcome.
 func askPermission(t *turn, toolCallID string) string {
-	ans := t.a.call("session/request_permission", obj{
+	ans := t.call("session/request_permission", obj{
 		"sessionId": t.sessionID,
 		"toolCall":  obj{"toolCallId": toolCallID},
 		"options": []obj{
@@ -641,4 +720,23 @@ func startGrandchild() string {
 	}
 	go func() { _ = cmd.Wait() }() // reap it if it dies while we live
 	return fmt.Sprintf("grandchild:%d", hostPid(cmd.Process.Pid))
+}
+
+// elicit sends elicitation/create and describes the answer:
+// "elicitation:<action>", with ":<content as JSON>" when content came, or
+// "elicitation-error:<code>:<message>".
+func elicit(t *turn, params obj) string {
+	ans := t.call("elicitation/create", params)
+	if ans.Error != nil {
+		return fmt.Sprintf("elicitation-error:%d:%s", ans.Error.Code, ans.Error.Message)
+	}
+	var r struct {
+		Action  string          `json:"action"`
+		Content json.RawMessage `json:"content"`
+	}
+	_ = json.Unmarshal(ans.Result, &r)
+	if len(r.Content) > 0 && string(r.Content) != "null" {
+		return "elicitation:" + r.Action + ":" + string(r.Content)
+	}
+	return "elicitation:" + r.Action
 }

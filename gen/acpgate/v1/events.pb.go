@@ -9,6 +9,7 @@ package acpgatev1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -37,6 +38,10 @@ const (
 	// The turn was cancelled, which answers every pending request
 	// `cancelled`.
 	PermissionDecider_PERMISSION_DECIDER_CANCELLATION PermissionDecider = 4
+	// The agent withdrew the request (ACP `$/cancel_request`) before it was
+	// decided: the ask is void, and the agent was answered with error -32800
+	// (request cancelled). `cancelled` is true.
+	PermissionDecider_PERMISSION_DECIDER_AGENT_WITHDREW PermissionDecider = 5
 )
 
 // Enum value maps for PermissionDecider.
@@ -47,13 +52,15 @@ var (
 		2: "PERMISSION_DECIDER_CLIENT",
 		3: "PERMISSION_DECIDER_TIMEOUT",
 		4: "PERMISSION_DECIDER_CANCELLATION",
+		5: "PERMISSION_DECIDER_AGENT_WITHDREW",
 	}
 	PermissionDecider_value = map[string]int32{
-		"PERMISSION_DECIDER_UNSPECIFIED":  0,
-		"PERMISSION_DECIDER_POLICY":       1,
-		"PERMISSION_DECIDER_CLIENT":       2,
-		"PERMISSION_DECIDER_TIMEOUT":      3,
-		"PERMISSION_DECIDER_CANCELLATION": 4,
+		"PERMISSION_DECIDER_UNSPECIFIED":    0,
+		"PERMISSION_DECIDER_POLICY":         1,
+		"PERMISSION_DECIDER_CLIENT":         2,
+		"PERMISSION_DECIDER_TIMEOUT":        3,
+		"PERMISSION_DECIDER_CANCELLATION":   4,
+		"PERMISSION_DECIDER_AGENT_WITHDREW": 5,
 	}
 )
 
@@ -84,6 +91,131 @@ func (PermissionDecider) EnumDescriptor() ([]byte, []int) {
 	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{0}
 }
 
+// ElicitationAction is the answer to an elicitation request, as ACP names
+// them.
+type ElicitationAction int32
+
+const (
+	// Not set; never sent by the gateway, refused by ResolveElicitation.
+	ElicitationAction_ELICITATION_ACTION_UNSPECIFIED ElicitationAction = 0
+	// The user submitted the form: `content` holds the answer.
+	ElicitationAction_ELICITATION_ACTION_ACCEPT ElicitationAction = 1
+	// The user explicitly declined.
+	ElicitationAction_ELICITATION_ACTION_DECLINE ElicitationAction = 2
+	// The user dismissed the request without choosing.
+	ElicitationAction_ELICITATION_ACTION_CANCEL ElicitationAction = 3
+)
+
+// Enum value maps for ElicitationAction.
+var (
+	ElicitationAction_name = map[int32]string{
+		0: "ELICITATION_ACTION_UNSPECIFIED",
+		1: "ELICITATION_ACTION_ACCEPT",
+		2: "ELICITATION_ACTION_DECLINE",
+		3: "ELICITATION_ACTION_CANCEL",
+	}
+	ElicitationAction_value = map[string]int32{
+		"ELICITATION_ACTION_UNSPECIFIED": 0,
+		"ELICITATION_ACTION_ACCEPT":      1,
+		"ELICITATION_ACTION_DECLINE":     2,
+		"ELICITATION_ACTION_CANCEL":      3,
+	}
+)
+
+func (x ElicitationAction) Enum() *ElicitationAction {
+	p := new(ElicitationAction)
+	*p = x
+	return p
+}
+
+func (x ElicitationAction) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ElicitationAction) Descriptor() protoreflect.EnumDescriptor {
+	return file_acpgate_v1_events_proto_enumTypes[1].Descriptor()
+}
+
+func (ElicitationAction) Type() protoreflect.EnumType {
+	return &file_acpgate_v1_events_proto_enumTypes[1]
+}
+
+func (x ElicitationAction) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ElicitationAction.Descriptor instead.
+func (ElicitationAction) EnumDescriptor() ([]byte, []int) {
+	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{1}
+}
+
+// ElicitationDecider names who answered an elicitation request.
+type ElicitationDecider int32
+
+const (
+	// Not set; never sent by the gateway.
+	ElicitationDecider_ELICITATION_DECIDER_UNSPECIFIED ElicitationDecider = 0
+	// The agent's configured policy (`decline`), or no turn to ask in.
+	ElicitationDecider_ELICITATION_DECIDER_POLICY ElicitationDecider = 1
+	// A client, through ResolveElicitation.
+	ElicitationDecider_ELICITATION_DECIDER_CLIENT ElicitationDecider = 2
+	// Nobody answered within `elicitation_timeout`: declined.
+	ElicitationDecider_ELICITATION_DECIDER_TIMEOUT ElicitationDecider = 3
+	// The turn was cancelled, which cancels every pending request.
+	ElicitationDecider_ELICITATION_DECIDER_CANCELLATION ElicitationDecider = 4
+	// The agent withdrew the request (ACP `$/cancel_request`) before it was
+	// answered: the question is void, and the agent was answered with error
+	// -32800 (request cancelled). `action` is ELICITATION_ACTION_CANCEL.
+	ElicitationDecider_ELICITATION_DECIDER_AGENT_WITHDREW ElicitationDecider = 5
+)
+
+// Enum value maps for ElicitationDecider.
+var (
+	ElicitationDecider_name = map[int32]string{
+		0: "ELICITATION_DECIDER_UNSPECIFIED",
+		1: "ELICITATION_DECIDER_POLICY",
+		2: "ELICITATION_DECIDER_CLIENT",
+		3: "ELICITATION_DECIDER_TIMEOUT",
+		4: "ELICITATION_DECIDER_CANCELLATION",
+		5: "ELICITATION_DECIDER_AGENT_WITHDREW",
+	}
+	ElicitationDecider_value = map[string]int32{
+		"ELICITATION_DECIDER_UNSPECIFIED":    0,
+		"ELICITATION_DECIDER_POLICY":         1,
+		"ELICITATION_DECIDER_CLIENT":         2,
+		"ELICITATION_DECIDER_TIMEOUT":        3,
+		"ELICITATION_DECIDER_CANCELLATION":   4,
+		"ELICITATION_DECIDER_AGENT_WITHDREW": 5,
+	}
+)
+
+func (x ElicitationDecider) Enum() *ElicitationDecider {
+	p := new(ElicitationDecider)
+	*p = x
+	return p
+}
+
+func (x ElicitationDecider) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ElicitationDecider) Descriptor() protoreflect.EnumDescriptor {
+	return file_acpgate_v1_events_proto_enumTypes[2].Descriptor()
+}
+
+func (ElicitationDecider) Type() protoreflect.EnumType {
+	return &file_acpgate_v1_events_proto_enumTypes[2]
+}
+
+func (x ElicitationDecider) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ElicitationDecider.Descriptor instead.
+func (ElicitationDecider) EnumDescriptor() ([]byte, []int) {
+	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{2}
+}
+
 // PromptEvent is one message of a Prompt or WatchTurn stream.
 //
 // Stream invariants: `seq` starts at 1 and increases by one per event
@@ -98,6 +230,13 @@ type PromptEvent struct {
 	Seq uint64 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
 	// When the gateway observed the event.
 	Time *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=time,proto3" json:"time,omitempty"`
+	// The `_meta` the agent attached to the `session/update` this event
+	// carries: the update object's `_meta` merged over the notification's
+	// (the update's keys win), exactly as the agent sent it. Absent when the
+	// agent sent none, and on events that are not agent updates (`started`,
+	// permission events, terminals, heartbeats). ACP leaves its meaning to
+	// the agent: the gateway neither reads nor changes it.
+	Meta *structpb.Struct `protobuf:"bytes,3,opt,name=meta,proto3" json:"meta,omitempty"`
 	// The event itself. Arms are named after ACP's `session/update` kinds.
 	//
 	// Types that are valid to be assigned to Event:
@@ -114,6 +253,7 @@ type PromptEvent struct {
 	//	*PromptEvent_AvailableCommands
 	//	*PromptEvent_CurrentMode
 	//	*PromptEvent_Raw
+	//	*PromptEvent_ElicitationRequested
 	//	*PromptEvent_Outcome
 	//	*PromptEvent_Error
 	//	*PromptEvent_Heartbeat
@@ -162,6 +302,13 @@ func (x *PromptEvent) GetSeq() uint64 {
 func (x *PromptEvent) GetTime() *timestamppb.Timestamp {
 	if x != nil {
 		return x.Time
+	}
+	return nil
+}
+
+func (x *PromptEvent) GetMeta() *structpb.Struct {
+	if x != nil {
+		return x.Meta
 	}
 	return nil
 }
@@ -281,6 +428,15 @@ func (x *PromptEvent) GetRaw() *RawUpdate {
 	return nil
 }
 
+func (x *PromptEvent) GetElicitationRequested() *ElicitationRequest {
+	if x != nil {
+		if x, ok := x.Event.(*PromptEvent_ElicitationRequested); ok {
+			return x.ElicitationRequested
+		}
+	}
+	return nil
+}
+
 func (x *PromptEvent) GetOutcome() *PromptOutcome {
 	if x != nil {
 		if x, ok := x.Event.(*PromptEvent_Outcome); ok {
@@ -374,6 +530,13 @@ type PromptEvent_Raw struct {
 	Raw *RawUpdate `protobuf:"bytes,21,opt,name=raw,proto3,oneof"`
 }
 
+type PromptEvent_ElicitationRequested struct {
+	// The agent asked the user a structured question
+	// (`elicitation/create`); sent again with `decision` set once it was
+	// answered.
+	ElicitationRequested *ElicitationRequest `protobuf:"bytes,22,opt,name=elicitation_requested,json=elicitationRequested,proto3,oneof"`
+}
+
 type PromptEvent_Outcome struct {
 	// Terminal: the turn completed (`end_turn`).
 	Outcome *PromptOutcome `protobuf:"bytes,30,opt,name=outcome,proto3,oneof"`
@@ -415,6 +578,8 @@ func (*PromptEvent_AvailableCommands) isPromptEvent_Event() {}
 func (*PromptEvent_CurrentMode) isPromptEvent_Event() {}
 
 func (*PromptEvent_Raw) isPromptEvent_Event() {}
+
+func (*PromptEvent_ElicitationRequested) isPromptEvent_Event() {}
 
 func (*PromptEvent_Outcome) isPromptEvent_Event() {}
 
@@ -2043,15 +2208,185 @@ func (x *RawUpdate) GetJson() string {
 	return ""
 }
 
+// ElicitationRequest is the agent asking the user for structured input
+// (ACP `elicitation/create`, form mode; stable in ACP schema v1 since
+// 1.7.0, still marked unstable in some SDKs).
+//
+// Under the agent's `elicitation: ask` policy the gateway advertises form
+// elicitation at initialize, emits the request without `decision`, and
+// waits for ResolveElicitation, declining after `elicitation_timeout`.
+// Under `decline` (the default) it advertises nothing and answers every
+// request decline at once; the event then arrives once, decided. URL mode,
+// never advertised, is refused with JSON-RPC -32602 as ACP prescribes, and
+// a request outside a running turn of its session is declined.
+type ElicitationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The gateway's identifier of this request, unique within the session.
+	// Pass it to ResolveElicitation.
+	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// What the agent asks, in its words.
+	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// The JSON Schema of the answer, as the agent sent it: a flat object
+	// whose properties are strings (optionally with `enum`), numbers,
+	// integers, booleans or arrays of strings, and its `required` list.
+	RequestedSchema *structpb.Struct `protobuf:"bytes,3,opt,name=requested_schema,json=requestedSchema,proto3" json:"requested_schema,omitempty"`
+	// The tool call the request belongs to, when the agent named one.
+	ToolCallId string `protobuf:"bytes,4,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
+	// The answer, once given; absent in the first event of a request that
+	// waits for a client (`ask` policy).
+	Decision      *ElicitationDecision `protobuf:"bytes,5,opt,name=decision,proto3" json:"decision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ElicitationRequest) Reset() {
+	*x = ElicitationRequest{}
+	mi := &file_acpgate_v1_events_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ElicitationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ElicitationRequest) ProtoMessage() {}
+
+func (x *ElicitationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_acpgate_v1_events_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ElicitationRequest.ProtoReflect.Descriptor instead.
+func (*ElicitationRequest) Descriptor() ([]byte, []int) {
+	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *ElicitationRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *ElicitationRequest) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *ElicitationRequest) GetRequestedSchema() *structpb.Struct {
+	if x != nil {
+		return x.RequestedSchema
+	}
+	return nil
+}
+
+func (x *ElicitationRequest) GetToolCallId() string {
+	if x != nil {
+		return x.ToolCallId
+	}
+	return ""
+}
+
+func (x *ElicitationRequest) GetDecision() *ElicitationDecision {
+	if x != nil {
+		return x.Decision
+	}
+	return nil
+}
+
+// ElicitationDecision is how an elicitation request was answered.
+type ElicitationDecision struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The answer sent to the agent.
+	Action ElicitationAction `protobuf:"varint,1,opt,name=action,proto3,enum=acpgate.v1.ElicitationAction" json:"action,omitempty"`
+	// The submitted content, for ELICITATION_ACTION_ACCEPT.
+	Content *structpb.Struct `protobuf:"bytes,2,opt,name=content,proto3" json:"content,omitempty"`
+	// Who decided.
+	DecidedBy ElicitationDecider `protobuf:"varint,3,opt,name=decided_by,json=decidedBy,proto3,enum=acpgate.v1.ElicitationDecider" json:"decided_by,omitempty"`
+	// Why, in words.
+	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ElicitationDecision) Reset() {
+	*x = ElicitationDecision{}
+	mi := &file_acpgate_v1_events_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ElicitationDecision) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ElicitationDecision) ProtoMessage() {}
+
+func (x *ElicitationDecision) ProtoReflect() protoreflect.Message {
+	mi := &file_acpgate_v1_events_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ElicitationDecision.ProtoReflect.Descriptor instead.
+func (*ElicitationDecision) Descriptor() ([]byte, []int) {
+	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ElicitationDecision) GetAction() ElicitationAction {
+	if x != nil {
+		return x.Action
+	}
+	return ElicitationAction_ELICITATION_ACTION_UNSPECIFIED
+}
+
+func (x *ElicitationDecision) GetContent() *structpb.Struct {
+	if x != nil {
+		return x.Content
+	}
+	return nil
+}
+
+func (x *ElicitationDecision) GetDecidedBy() ElicitationDecider {
+	if x != nil {
+		return x.DecidedBy
+	}
+	return ElicitationDecider_ELICITATION_DECIDER_UNSPECIFIED
+}
+
+func (x *ElicitationDecision) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 var File_acpgate_v1_events_proto protoreflect.FileDescriptor
 
 const file_acpgate_v1_events_proto_rawDesc = "" +
 	"\n" +
 	"\x17acpgate/v1/events.proto\x12\n" +
-	"acpgate.v1\x1a\x18acpgate/v1/outcome.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xec\a\n" +
+	"acpgate.v1\x1a\x18acpgate/v1/outcome.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf0\b\n" +
 	"\vPromptEvent\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12.\n" +
-	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x123\n" +
+	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12+\n" +
+	"\x04meta\x18\x03 \x01(\v2\x17.google.protobuf.StructR\x04meta\x123\n" +
 	"\astarted\x18\n" +
 	" \x01(\v2\x17.acpgate.v1.TurnStartedH\x00R\astarted\x12J\n" +
 	"\x13agent_message_chunk\x18\v \x01(\v2\x18.acpgate.v1.MessageChunkH\x00R\x11agentMessageChunk\x12J\n" +
@@ -2064,7 +2399,8 @@ const file_acpgate_v1_events_proto_rawDesc = "" +
 	"\x05usage\x18\x12 \x01(\v2\x11.acpgate.v1.UsageH\x00R\x05usage\x12N\n" +
 	"\x12available_commands\x18\x13 \x01(\v2\x1d.acpgate.v1.AvailableCommandsH\x00R\x11availableCommands\x12<\n" +
 	"\fcurrent_mode\x18\x14 \x01(\v2\x17.acpgate.v1.CurrentModeH\x00R\vcurrentMode\x12)\n" +
-	"\x03raw\x18\x15 \x01(\v2\x15.acpgate.v1.RawUpdateH\x00R\x03raw\x125\n" +
+	"\x03raw\x18\x15 \x01(\v2\x15.acpgate.v1.RawUpdateH\x00R\x03raw\x12U\n" +
+	"\x15elicitation_requested\x18\x16 \x01(\v2\x1e.acpgate.v1.ElicitationRequestH\x00R\x14elicitationRequested\x125\n" +
 	"\aoutcome\x18\x1e \x01(\v2\x19.acpgate.v1.PromptOutcomeH\x00R\aoutcome\x120\n" +
 	"\x05error\x18\x1f \x01(\v2\x18.acpgate.v1.HarnessErrorH\x00R\x05error\x125\n" +
 	"\theartbeat\x18( \x01(\v2\x15.acpgate.v1.HeartbeatH\x00R\theartbeatB\a\n" +
@@ -2182,13 +2518,40 @@ const file_acpgate_v1_events_proto_rawDesc = "" +
 	"\amode_id\x18\x01 \x01(\tR\x06modeId\"3\n" +
 	"\tRawUpdate\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
-	"\x04json\x18\x02 \x01(\tR\x04json*\xba\x01\n" +
+	"\x04json\x18\x02 \x01(\tR\x04json\"\xf0\x01\n" +
+	"\x12ElicitationRequest\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12B\n" +
+	"\x10requested_schema\x18\x03 \x01(\v2\x17.google.protobuf.StructR\x0frequestedSchema\x12 \n" +
+	"\ftool_call_id\x18\x04 \x01(\tR\n" +
+	"toolCallId\x12;\n" +
+	"\bdecision\x18\x05 \x01(\v2\x1f.acpgate.v1.ElicitationDecisionR\bdecision\"\xd6\x01\n" +
+	"\x13ElicitationDecision\x125\n" +
+	"\x06action\x18\x01 \x01(\x0e2\x1d.acpgate.v1.ElicitationActionR\x06action\x121\n" +
+	"\acontent\x18\x02 \x01(\v2\x17.google.protobuf.StructR\acontent\x12=\n" +
+	"\n" +
+	"decided_by\x18\x03 \x01(\x0e2\x1e.acpgate.v1.ElicitationDeciderR\tdecidedBy\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason*\xe1\x01\n" +
 	"\x11PermissionDecider\x12\"\n" +
 	"\x1ePERMISSION_DECIDER_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19PERMISSION_DECIDER_POLICY\x10\x01\x12\x1d\n" +
 	"\x19PERMISSION_DECIDER_CLIENT\x10\x02\x12\x1e\n" +
 	"\x1aPERMISSION_DECIDER_TIMEOUT\x10\x03\x12#\n" +
-	"\x1fPERMISSION_DECIDER_CANCELLATION\x10\x04B5Z3github.com/acpgate/acpgate/gen/acpgate/v1;acpgatev1b\x06proto3"
+	"\x1fPERMISSION_DECIDER_CANCELLATION\x10\x04\x12%\n" +
+	"!PERMISSION_DECIDER_AGENT_WITHDREW\x10\x05*\x95\x01\n" +
+	"\x11ElicitationAction\x12\"\n" +
+	"\x1eELICITATION_ACTION_UNSPECIFIED\x10\x00\x12\x1d\n" +
+	"\x19ELICITATION_ACTION_ACCEPT\x10\x01\x12\x1e\n" +
+	"\x1aELICITATION_ACTION_DECLINE\x10\x02\x12\x1d\n" +
+	"\x19ELICITATION_ACTION_CANCEL\x10\x03*\xe8\x01\n" +
+	"\x12ElicitationDecider\x12#\n" +
+	"\x1fELICITATION_DECIDER_UNSPECIFIED\x10\x00\x12\x1e\n" +
+	"\x1aELICITATION_DECIDER_POLICY\x10\x01\x12\x1e\n" +
+	"\x1aELICITATION_DECIDER_CLIENT\x10\x02\x12\x1f\n" +
+	"\x1bELICITATION_DECIDER_TIMEOUT\x10\x03\x12$\n" +
+	" ELICITATION_DECIDER_CANCELLATION\x10\x04\x12&\n" +
+	"\"ELICITATION_DECIDER_AGENT_WITHDREW\x10\x05B5Z3github.com/acpgate/acpgate/gen/acpgate/v1;acpgatev1b\x06proto3"
 
 var (
 	file_acpgate_v1_events_proto_rawDescOnce sync.Once
@@ -2202,77 +2565,89 @@ func file_acpgate_v1_events_proto_rawDescGZIP() []byte {
 	return file_acpgate_v1_events_proto_rawDescData
 }
 
-var file_acpgate_v1_events_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_acpgate_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_acpgate_v1_events_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_acpgate_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_acpgate_v1_events_proto_goTypes = []any{
 	(PermissionDecider)(0),        // 0: acpgate.v1.PermissionDecider
-	(*PromptEvent)(nil),           // 1: acpgate.v1.PromptEvent
-	(*Heartbeat)(nil),             // 2: acpgate.v1.Heartbeat
-	(*TurnStarted)(nil),           // 3: acpgate.v1.TurnStarted
-	(*ContentBlock)(nil),          // 4: acpgate.v1.ContentBlock
-	(*ImageContent)(nil),          // 5: acpgate.v1.ImageContent
-	(*AudioContent)(nil),          // 6: acpgate.v1.AudioContent
-	(*ResourceLink)(nil),          // 7: acpgate.v1.ResourceLink
-	(*EmbeddedResource)(nil),      // 8: acpgate.v1.EmbeddedResource
-	(*MessageChunk)(nil),          // 9: acpgate.v1.MessageChunk
-	(*ToolCall)(nil),              // 10: acpgate.v1.ToolCall
-	(*ToolCallUpdate)(nil),        // 11: acpgate.v1.ToolCallUpdate
-	(*ToolCallContent)(nil),       // 12: acpgate.v1.ToolCallContent
-	(*Diff)(nil),                  // 13: acpgate.v1.Diff
-	(*ToolCallLocation)(nil),      // 14: acpgate.v1.ToolCallLocation
-	(*Plan)(nil),                  // 15: acpgate.v1.Plan
-	(*PlanEntry)(nil),             // 16: acpgate.v1.PlanEntry
-	(*PermissionRequest)(nil),     // 17: acpgate.v1.PermissionRequest
-	(*PermissionOption)(nil),      // 18: acpgate.v1.PermissionOption
-	(*PermissionDecision)(nil),    // 19: acpgate.v1.PermissionDecision
-	(*AvailableCommands)(nil),     // 20: acpgate.v1.AvailableCommands
-	(*AvailableCommand)(nil),      // 21: acpgate.v1.AvailableCommand
-	(*CurrentMode)(nil),           // 22: acpgate.v1.CurrentMode
-	(*RawUpdate)(nil),             // 23: acpgate.v1.RawUpdate
-	(*timestamppb.Timestamp)(nil), // 24: google.protobuf.Timestamp
-	(*Usage)(nil),                 // 25: acpgate.v1.Usage
-	(*PromptOutcome)(nil),         // 26: acpgate.v1.PromptOutcome
-	(*HarnessError)(nil),          // 27: acpgate.v1.HarnessError
+	(ElicitationAction)(0),        // 1: acpgate.v1.ElicitationAction
+	(ElicitationDecider)(0),       // 2: acpgate.v1.ElicitationDecider
+	(*PromptEvent)(nil),           // 3: acpgate.v1.PromptEvent
+	(*Heartbeat)(nil),             // 4: acpgate.v1.Heartbeat
+	(*TurnStarted)(nil),           // 5: acpgate.v1.TurnStarted
+	(*ContentBlock)(nil),          // 6: acpgate.v1.ContentBlock
+	(*ImageContent)(nil),          // 7: acpgate.v1.ImageContent
+	(*AudioContent)(nil),          // 8: acpgate.v1.AudioContent
+	(*ResourceLink)(nil),          // 9: acpgate.v1.ResourceLink
+	(*EmbeddedResource)(nil),      // 10: acpgate.v1.EmbeddedResource
+	(*MessageChunk)(nil),          // 11: acpgate.v1.MessageChunk
+	(*ToolCall)(nil),              // 12: acpgate.v1.ToolCall
+	(*ToolCallUpdate)(nil),        // 13: acpgate.v1.ToolCallUpdate
+	(*ToolCallContent)(nil),       // 14: acpgate.v1.ToolCallContent
+	(*Diff)(nil),                  // 15: acpgate.v1.Diff
+	(*ToolCallLocation)(nil),      // 16: acpgate.v1.ToolCallLocation
+	(*Plan)(nil),                  // 17: acpgate.v1.Plan
+	(*PlanEntry)(nil),             // 18: acpgate.v1.PlanEntry
+	(*PermissionRequest)(nil),     // 19: acpgate.v1.PermissionRequest
+	(*PermissionOption)(nil),      // 20: acpgate.v1.PermissionOption
+	(*PermissionDecision)(nil),    // 21: acpgate.v1.PermissionDecision
+	(*AvailableCommands)(nil),     // 22: acpgate.v1.AvailableCommands
+	(*AvailableCommand)(nil),      // 23: acpgate.v1.AvailableCommand
+	(*CurrentMode)(nil),           // 24: acpgate.v1.CurrentMode
+	(*RawUpdate)(nil),             // 25: acpgate.v1.RawUpdate
+	(*ElicitationRequest)(nil),    // 26: acpgate.v1.ElicitationRequest
+	(*ElicitationDecision)(nil),   // 27: acpgate.v1.ElicitationDecision
+	(*timestamppb.Timestamp)(nil), // 28: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),       // 29: google.protobuf.Struct
+	(*Usage)(nil),                 // 30: acpgate.v1.Usage
+	(*PromptOutcome)(nil),         // 31: acpgate.v1.PromptOutcome
+	(*HarnessError)(nil),          // 32: acpgate.v1.HarnessError
 }
 var file_acpgate_v1_events_proto_depIdxs = []int32{
-	24, // 0: acpgate.v1.PromptEvent.time:type_name -> google.protobuf.Timestamp
-	3,  // 1: acpgate.v1.PromptEvent.started:type_name -> acpgate.v1.TurnStarted
-	9,  // 2: acpgate.v1.PromptEvent.agent_message_chunk:type_name -> acpgate.v1.MessageChunk
-	9,  // 3: acpgate.v1.PromptEvent.agent_thought_chunk:type_name -> acpgate.v1.MessageChunk
-	9,  // 4: acpgate.v1.PromptEvent.user_message_chunk:type_name -> acpgate.v1.MessageChunk
-	10, // 5: acpgate.v1.PromptEvent.tool_call:type_name -> acpgate.v1.ToolCall
-	11, // 6: acpgate.v1.PromptEvent.tool_call_update:type_name -> acpgate.v1.ToolCallUpdate
-	15, // 7: acpgate.v1.PromptEvent.plan:type_name -> acpgate.v1.Plan
-	17, // 8: acpgate.v1.PromptEvent.permission_requested:type_name -> acpgate.v1.PermissionRequest
-	25, // 9: acpgate.v1.PromptEvent.usage:type_name -> acpgate.v1.Usage
-	20, // 10: acpgate.v1.PromptEvent.available_commands:type_name -> acpgate.v1.AvailableCommands
-	22, // 11: acpgate.v1.PromptEvent.current_mode:type_name -> acpgate.v1.CurrentMode
-	23, // 12: acpgate.v1.PromptEvent.raw:type_name -> acpgate.v1.RawUpdate
-	26, // 13: acpgate.v1.PromptEvent.outcome:type_name -> acpgate.v1.PromptOutcome
-	27, // 14: acpgate.v1.PromptEvent.error:type_name -> acpgate.v1.HarnessError
-	2,  // 15: acpgate.v1.PromptEvent.heartbeat:type_name -> acpgate.v1.Heartbeat
-	5,  // 16: acpgate.v1.ContentBlock.image:type_name -> acpgate.v1.ImageContent
-	6,  // 17: acpgate.v1.ContentBlock.audio:type_name -> acpgate.v1.AudioContent
-	7,  // 18: acpgate.v1.ContentBlock.resource_link:type_name -> acpgate.v1.ResourceLink
-	8,  // 19: acpgate.v1.ContentBlock.resource:type_name -> acpgate.v1.EmbeddedResource
-	4,  // 20: acpgate.v1.MessageChunk.content:type_name -> acpgate.v1.ContentBlock
-	12, // 21: acpgate.v1.ToolCall.content:type_name -> acpgate.v1.ToolCallContent
-	14, // 22: acpgate.v1.ToolCall.locations:type_name -> acpgate.v1.ToolCallLocation
-	12, // 23: acpgate.v1.ToolCallUpdate.content:type_name -> acpgate.v1.ToolCallContent
-	14, // 24: acpgate.v1.ToolCallUpdate.locations:type_name -> acpgate.v1.ToolCallLocation
-	4,  // 25: acpgate.v1.ToolCallContent.content:type_name -> acpgate.v1.ContentBlock
-	13, // 26: acpgate.v1.ToolCallContent.diff:type_name -> acpgate.v1.Diff
-	16, // 27: acpgate.v1.Plan.entries:type_name -> acpgate.v1.PlanEntry
-	11, // 28: acpgate.v1.PermissionRequest.tool_call:type_name -> acpgate.v1.ToolCallUpdate
-	18, // 29: acpgate.v1.PermissionRequest.options:type_name -> acpgate.v1.PermissionOption
-	19, // 30: acpgate.v1.PermissionRequest.decision:type_name -> acpgate.v1.PermissionDecision
-	0,  // 31: acpgate.v1.PermissionDecision.decided_by:type_name -> acpgate.v1.PermissionDecider
-	21, // 32: acpgate.v1.AvailableCommands.commands:type_name -> acpgate.v1.AvailableCommand
-	33, // [33:33] is the sub-list for method output_type
-	33, // [33:33] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	28, // 0: acpgate.v1.PromptEvent.time:type_name -> google.protobuf.Timestamp
+	29, // 1: acpgate.v1.PromptEvent.meta:type_name -> google.protobuf.Struct
+	5,  // 2: acpgate.v1.PromptEvent.started:type_name -> acpgate.v1.TurnStarted
+	11, // 3: acpgate.v1.PromptEvent.agent_message_chunk:type_name -> acpgate.v1.MessageChunk
+	11, // 4: acpgate.v1.PromptEvent.agent_thought_chunk:type_name -> acpgate.v1.MessageChunk
+	11, // 5: acpgate.v1.PromptEvent.user_message_chunk:type_name -> acpgate.v1.MessageChunk
+	12, // 6: acpgate.v1.PromptEvent.tool_call:type_name -> acpgate.v1.ToolCall
+	13, // 7: acpgate.v1.PromptEvent.tool_call_update:type_name -> acpgate.v1.ToolCallUpdate
+	17, // 8: acpgate.v1.PromptEvent.plan:type_name -> acpgate.v1.Plan
+	19, // 9: acpgate.v1.PromptEvent.permission_requested:type_name -> acpgate.v1.PermissionRequest
+	30, // 10: acpgate.v1.PromptEvent.usage:type_name -> acpgate.v1.Usage
+	22, // 11: acpgate.v1.PromptEvent.available_commands:type_name -> acpgate.v1.AvailableCommands
+	24, // 12: acpgate.v1.PromptEvent.current_mode:type_name -> acpgate.v1.CurrentMode
+	25, // 13: acpgate.v1.PromptEvent.raw:type_name -> acpgate.v1.RawUpdate
+	26, // 14: acpgate.v1.PromptEvent.elicitation_requested:type_name -> acpgate.v1.ElicitationRequest
+	31, // 15: acpgate.v1.PromptEvent.outcome:type_name -> acpgate.v1.PromptOutcome
+	32, // 16: acpgate.v1.PromptEvent.error:type_name -> acpgate.v1.HarnessError
+	4,  // 17: acpgate.v1.PromptEvent.heartbeat:type_name -> acpgate.v1.Heartbeat
+	7,  // 18: acpgate.v1.ContentBlock.image:type_name -> acpgate.v1.ImageContent
+	8,  // 19: acpgate.v1.ContentBlock.audio:type_name -> acpgate.v1.AudioContent
+	9,  // 20: acpgate.v1.ContentBlock.resource_link:type_name -> acpgate.v1.ResourceLink
+	10, // 21: acpgate.v1.ContentBlock.resource:type_name -> acpgate.v1.EmbeddedResource
+	6,  // 22: acpgate.v1.MessageChunk.content:type_name -> acpgate.v1.ContentBlock
+	14, // 23: acpgate.v1.ToolCall.content:type_name -> acpgate.v1.ToolCallContent
+	16, // 24: acpgate.v1.ToolCall.locations:type_name -> acpgate.v1.ToolCallLocation
+	14, // 25: acpgate.v1.ToolCallUpdate.content:type_name -> acpgate.v1.ToolCallContent
+	16, // 26: acpgate.v1.ToolCallUpdate.locations:type_name -> acpgate.v1.ToolCallLocation
+	6,  // 27: acpgate.v1.ToolCallContent.content:type_name -> acpgate.v1.ContentBlock
+	15, // 28: acpgate.v1.ToolCallContent.diff:type_name -> acpgate.v1.Diff
+	18, // 29: acpgate.v1.Plan.entries:type_name -> acpgate.v1.PlanEntry
+	13, // 30: acpgate.v1.PermissionRequest.tool_call:type_name -> acpgate.v1.ToolCallUpdate
+	20, // 31: acpgate.v1.PermissionRequest.options:type_name -> acpgate.v1.PermissionOption
+	21, // 32: acpgate.v1.PermissionRequest.decision:type_name -> acpgate.v1.PermissionDecision
+	0,  // 33: acpgate.v1.PermissionDecision.decided_by:type_name -> acpgate.v1.PermissionDecider
+	23, // 34: acpgate.v1.AvailableCommands.commands:type_name -> acpgate.v1.AvailableCommand
+	29, // 35: acpgate.v1.ElicitationRequest.requested_schema:type_name -> google.protobuf.Struct
+	27, // 36: acpgate.v1.ElicitationRequest.decision:type_name -> acpgate.v1.ElicitationDecision
+	1,  // 37: acpgate.v1.ElicitationDecision.action:type_name -> acpgate.v1.ElicitationAction
+	29, // 38: acpgate.v1.ElicitationDecision.content:type_name -> google.protobuf.Struct
+	2,  // 39: acpgate.v1.ElicitationDecision.decided_by:type_name -> acpgate.v1.ElicitationDecider
+	40, // [40:40] is the sub-list for method output_type
+	40, // [40:40] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_acpgate_v1_events_proto_init() }
@@ -2294,6 +2669,7 @@ func file_acpgate_v1_events_proto_init() {
 		(*PromptEvent_AvailableCommands)(nil),
 		(*PromptEvent_CurrentMode)(nil),
 		(*PromptEvent_Raw)(nil),
+		(*PromptEvent_ElicitationRequested)(nil),
 		(*PromptEvent_Outcome)(nil),
 		(*PromptEvent_Error)(nil),
 		(*PromptEvent_Heartbeat)(nil),
@@ -2323,8 +2699,8 @@ func file_acpgate_v1_events_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_acpgate_v1_events_proto_rawDesc), len(file_acpgate_v1_events_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   23,
+			NumEnums:      3,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

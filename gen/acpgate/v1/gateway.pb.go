@@ -10,6 +10,7 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -318,8 +319,10 @@ type Agent struct {
 	// failed since the last success. While it is set the warm pool backs
 	// off (exponentially, up to a minute) instead of retrying at once.
 	LastStartupFailure *StartupFailure `protobuf:"bytes,11,opt,name=last_startup_failure,json=lastStartupFailure,proto3" json:"last_startup_failure,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The elicitation policy: "decline" or "ask".
+	ElicitationPolicy string `protobuf:"bytes,12,opt,name=elicitation_policy,json=elicitationPolicy,proto3" json:"elicitation_policy,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Agent) Reset() {
@@ -427,6 +430,13 @@ func (x *Agent) GetLastStartupFailure() *StartupFailure {
 		return x.LastStartupFailure
 	}
 	return nil
+}
+
+func (x *Agent) GetElicitationPolicy() string {
+	if x != nil {
+		return x.ElicitationPolicy
+	}
+	return ""
 }
 
 // StartupFailure is an agent start-up that failed.
@@ -717,7 +727,18 @@ type Session struct {
 	// The ACP session id as the agent minted (or reloaded) it: the handle for
 	// CreateSession's `load_session_id`. Equal to `id` unless `id` had to be
 	// made unique.
-	AcpSessionId  string `protobuf:"bytes,10,opt,name=acp_session_id,json=acpSessionId,proto3" json:"acp_session_id,omitempty"`
+	AcpSessionId string `protobuf:"bytes,10,opt,name=acp_session_id,json=acpSessionId,proto3" json:"acp_session_id,omitempty"`
+	// A SUSPENDED session has no agent: `turns` counts only the turns since it
+	// was last opened, and `available_commands` is absent until it is
+	// re-opened.
+	// What the agent reported about the whole session so far, absent until it
+	// reports anything: the token counts of its completed turns'
+	// `session/prompt` answers, summed (a count no turn reported stays
+	// absent), and the context window and cost of its last `usage_update`, in
+	// or outside a turn (ACP's cost is the session's cumulative cost already).
+	// Each turn's own figures are on its PromptOutcome.usage and its `usage`
+	// events.
+	Usage         *Usage `protobuf:"bytes,11,opt,name=usage,proto3" json:"usage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -820,6 +841,13 @@ func (x *Session) GetAcpSessionId() string {
 		return x.AcpSessionId
 	}
 	return ""
+}
+
+func (x *Session) GetUsage() *Usage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
 }
 
 // GetSessionRequest names a session.
@@ -1042,7 +1070,17 @@ type PromptRequest struct {
 	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// Run the turn one-shot on this configured agent.
 	Agent string `protobuf:"bytes,2,opt,name=agent,proto3" json:"agent,omitempty"`
-	// The prompt's content blocks.
+	// The prompt's content blocks. Text and resource links go to every
+	// agent; image, audio and embedded-resource blocks only to an agent that
+	// advertised promptCapabilities.image, .audio or .embeddedContext at
+	// initialize. Otherwise the turn ends, before anything is sent to the
+	// agent, with a `capability_not_supported` error whose `primitive` names
+	// the capability (for example "promptCapabilities.image") and whose
+	// message names the block type and its index. One block's data (base64
+	// for images, audio and blobs; text for an embedded text resource) may be
+	// at most 8 MiB for an image, 16 MiB for audio and 8 MiB for an embedded
+	// resource, within the prompt's `max_prompt_bytes`; a larger block is
+	// INVALID_ARGUMENT.
 	Prompt []*ContentBlock `protobuf:"bytes,3,rep,name=prompt,proto3" json:"prompt,omitempty"`
 	// Plain-text shortcut: when set, sent as a text block after `prompt`.
 	Text string `protobuf:"bytes,4,opt,name=text,proto3" json:"text,omitempty"`
@@ -1081,7 +1119,19 @@ type PromptRequest struct {
 	// What happens to the turn when this stream ends before its terminal.
 	// Unspecified means CONTINUE when `request_id` is set and CANCEL
 	// otherwise.
-	OnDisconnect  DisconnectPolicy `protobuf:"varint,9,opt,name=on_disconnect,json=onDisconnect,proto3,enum=acpgate.v1.DisconnectPolicy" json:"on_disconnect,omitempty"`
+	OnDisconnect DisconnectPolicy `protobuf:"varint,9,opt,name=on_disconnect,json=onDisconnect,proto3,enum=acpgate.v1.DisconnectPolicy" json:"on_disconnect,omitempty"`
+	// Entries added to the `_meta` of the `session/prompt` request the agent
+	// receives, keys and values unchanged, for agents that read extension
+	// data there (ACP's extensibility mechanism). A key must be namespaced,
+	// "<namespace>/<name>" (for example "example.com/ticket"), because ACP
+	// reserves root names for the protocol; at most 128 bytes of printable
+	// ASCII; the namespace "acpgate" is the gateway's own. The trace context
+	// keys ACP reserves (`traceparent`, `tracestate`, `baggage`), which the
+	// gateway sets itself when tracing, can never be set by a caller. At most
+	// 32 entries, each value at most 4096 bytes. Any other key is
+	// INVALID_ARGUMENT naming it. Not part of a `request_id`'s identity: a
+	// resubmission with other `meta` attaches to the recorded turn.
+	Meta          map[string]string `protobuf:"bytes,10,rep,name=meta,proto3" json:"meta,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1177,6 +1227,13 @@ func (x *PromptRequest) GetOnDisconnect() DisconnectPolicy {
 		return x.OnDisconnect
 	}
 	return DisconnectPolicy_DISCONNECT_POLICY_UNSPECIFIED
+}
+
+func (x *PromptRequest) GetMeta() map[string]string {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
 }
 
 // WatchTurnRequest names the turn to follow and where to start.
@@ -1737,15 +1794,126 @@ func (*ResolvePermissionResponse) Descriptor() ([]byte, []int) {
 	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{21}
 }
 
+// ResolveElicitationRequest answers a pending elicitation request.
+type ResolveElicitationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session id. Required.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// ElicitationRequest.request_id. Required.
+	RequestId string `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// accept, decline or cancel. Required.
+	Action ElicitationAction `protobuf:"varint,3,opt,name=action,proto3,enum=acpgate.v1.ElicitationAction" json:"action,omitempty"`
+	// For accept: the answer, an object matching the requested schema's
+	// top-level properties. Ignored for decline and cancel.
+	Content       *structpb.Struct `protobuf:"bytes,4,opt,name=content,proto3" json:"content,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResolveElicitationRequest) Reset() {
+	*x = ResolveElicitationRequest{}
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResolveElicitationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResolveElicitationRequest) ProtoMessage() {}
+
+func (x *ResolveElicitationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResolveElicitationRequest.ProtoReflect.Descriptor instead.
+func (*ResolveElicitationRequest) Descriptor() ([]byte, []int) {
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ResolveElicitationRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ResolveElicitationRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *ResolveElicitationRequest) GetAction() ElicitationAction {
+	if x != nil {
+		return x.Action
+	}
+	return ElicitationAction_ELICITATION_ACTION_UNSPECIFIED
+}
+
+func (x *ResolveElicitationRequest) GetContent() *structpb.Struct {
+	if x != nil {
+		return x.Content
+	}
+	return nil
+}
+
+// ResolveElicitationResponse confirms the answer was delivered.
+type ResolveElicitationResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResolveElicitationResponse) Reset() {
+	*x = ResolveElicitationResponse{}
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResolveElicitationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResolveElicitationResponse) ProtoMessage() {}
+
+func (x *ResolveElicitationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResolveElicitationResponse.ProtoReflect.Descriptor instead.
+func (*ResolveElicitationResponse) Descriptor() ([]byte, []int) {
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{23}
+}
+
 var File_acpgate_v1_gateway_proto protoreflect.FileDescriptor
 
 const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\n" +
 	"\x18acpgate/v1/gateway.proto\x12\n" +
-	"acpgate.v1\x1a\x17acpgate/v1/events.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x13\n" +
+	"acpgate.v1\x1a\x17acpgate/v1/events.proto\x1a\x18acpgate/v1/outcome.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x13\n" +
 	"\x11ListAgentsRequest\"?\n" +
 	"\x12ListAgentsResponse\x12)\n" +
-	"\x06agents\x18\x01 \x03(\v2\x11.acpgate.v1.AgentR\x06agents\"\xe3\x03\n" +
+	"\x06agents\x18\x01 \x03(\v2\x11.acpgate.v1.AgentR\x06agents\"\x92\x04\n" +
 	"\x05Agent\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12A\n" +
@@ -1760,7 +1928,8 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\rwarm_starting\x18\t \x01(\rR\fwarmStarting\x12M\n" +
 	"\x15last_startup_duration\x18\n" +
 	" \x01(\v2\x19.google.protobuf.DurationR\x13lastStartupDuration\x12L\n" +
-	"\x14last_startup_failure\x18\v \x01(\v2\x1a.acpgate.v1.StartupFailureR\x12lastStartupFailure\"\x8d\x01\n" +
+	"\x14last_startup_failure\x18\v \x01(\v2\x1a.acpgate.v1.StartupFailureR\x12lastStartupFailure\x12-\n" +
+	"\x12elicitation_policy\x18\f \x01(\tR\x11elicitationPolicy\"\x8d\x01\n" +
 	"\x0eStartupFailure\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\tR\amessage\x12*\n" +
 	"\x02at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x125\n" +
@@ -1780,7 +1949,7 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\x14CreateSessionRequest\x12\x14\n" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x10\n" +
 	"\x03cwd\x18\x02 \x01(\tR\x03cwd\x12&\n" +
-	"\x0fload_session_id\x18\x03 \x01(\tR\rloadSessionId\"\xa0\x03\n" +
+	"\x0fload_session_id\x18\x03 \x01(\tR\rloadSessionId\"\xc9\x03\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05agent\x18\x02 \x01(\tR\x05agent\x12\x10\n" +
@@ -1793,7 +1962,8 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\x0fcurrent_turn_id\x18\b \x01(\tR\rcurrentTurnId\x12L\n" +
 	"\x12available_commands\x18\t \x01(\v2\x1d.acpgate.v1.AvailableCommandsR\x11availableCommands\x12$\n" +
 	"\x0eacp_session_id\x18\n" +
-	" \x01(\tR\facpSessionId\"2\n" +
+	" \x01(\tR\facpSessionId\x12'\n" +
+	"\x05usage\x18\v \x01(\v2\x11.acpgate.v1.UsageR\x05usage\"2\n" +
 	"\x11GetSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x15\n" +
@@ -1803,7 +1973,7 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\x13CloseSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x16\n" +
-	"\x14CloseSessionResponse\"\xd3\x02\n" +
+	"\x14CloseSessionResponse\"\xc5\x03\n" +
 	"\rPromptRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
@@ -1815,7 +1985,12 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\x0fcoalesce_chunks\x18\a \x01(\bR\x0ecoalesceChunks\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\b \x01(\tR\trequestId\x12A\n" +
-	"\ron_disconnect\x18\t \x01(\x0e2\x1c.acpgate.v1.DisconnectPolicyR\fonDisconnect\"H\n" +
+	"\ron_disconnect\x18\t \x01(\x0e2\x1c.acpgate.v1.DisconnectPolicyR\fonDisconnect\x127\n" +
+	"\x04meta\x18\n" +
+	" \x03(\v2#.acpgate.v1.PromptRequest.MetaEntryR\x04meta\x1a7\n" +
+	"\tMetaEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"H\n" +
 	"\x10WatchTurnRequest\x12\x17\n" +
 	"\aturn_id\x18\x01 \x01(\tR\x06turnId\x12\x1b\n" +
 	"\tafter_seq\x18\x02 \x01(\x04R\bafterSeq\")\n" +
@@ -1857,7 +2032,15 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\x02 \x01(\tR\trequestId\x12\x1b\n" +
 	"\toption_id\x18\x03 \x01(\tR\boptionId\"\x1b\n" +
-	"\x19ResolvePermissionResponse*\x97\x01\n" +
+	"\x19ResolvePermissionResponse\"\xc3\x01\n" +
+	"\x19ResolveElicitationRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x02 \x01(\tR\trequestId\x125\n" +
+	"\x06action\x18\x03 \x01(\x0e2\x1d.acpgate.v1.ElicitationActionR\x06action\x121\n" +
+	"\acontent\x18\x04 \x01(\v2\x17.google.protobuf.StructR\acontent\"\x1c\n" +
+	"\x1aResolveElicitationResponse*\x97\x01\n" +
 	"\fSessionState\x12\x1d\n" +
 	"\x19SESSION_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12SESSION_STATE_IDLE\x10\x01\x12\x19\n" +
@@ -1871,7 +2054,7 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\tTurnState\x12\x1a\n" +
 	"\x16TURN_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12TURN_STATE_RUNNING\x10\x01\x12\x14\n" +
-	"\x10TURN_STATE_ENDED\x10\x022\xb7\x06\n" +
+	"\x10TURN_STATE_ENDED\x10\x022\x9c\a\n" +
 	"\fAgentGateway\x12K\n" +
 	"\n" +
 	"ListAgents\x12\x1d.acpgate.v1.ListAgentsRequest\x1a\x1e.acpgate.v1.ListAgentsResponse\x12F\n" +
@@ -1882,7 +2065,8 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\fCloseSession\x12\x1f.acpgate.v1.CloseSessionRequest\x1a .acpgate.v1.CloseSessionResponse\x12>\n" +
 	"\x06Prompt\x12\x19.acpgate.v1.PromptRequest\x1a\x17.acpgate.v1.PromptEvent0\x01\x12?\n" +
 	"\x06Cancel\x12\x19.acpgate.v1.CancelRequest\x1a\x1a.acpgate.v1.CancelResponse\x12`\n" +
-	"\x11ResolvePermission\x12$.acpgate.v1.ResolvePermissionRequest\x1a%.acpgate.v1.ResolvePermissionResponse\x12D\n" +
+	"\x11ResolvePermission\x12$.acpgate.v1.ResolvePermissionRequest\x1a%.acpgate.v1.ResolvePermissionResponse\x12c\n" +
+	"\x12ResolveElicitation\x12%.acpgate.v1.ResolveElicitationRequest\x1a&.acpgate.v1.ResolveElicitationResponse\x12D\n" +
 	"\tWatchTurn\x12\x1c.acpgate.v1.WatchTurnRequest\x1a\x17.acpgate.v1.PromptEvent0\x01\x127\n" +
 	"\aGetTurn\x12\x1a.acpgate.v1.GetTurnRequest\x1a\x10.acpgate.v1.Turn\x12H\n" +
 	"\tListTurns\x12\x1c.acpgate.v1.ListTurnsRequest\x1a\x1d.acpgate.v1.ListTurnsResponseB5Z3github.com/acpgate/acpgate/gen/acpgate/v1;acpgatev1b\x06proto3"
@@ -1900,86 +2084,98 @@ func file_acpgate_v1_gateway_proto_rawDescGZIP() []byte {
 }
 
 var file_acpgate_v1_gateway_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_acpgate_v1_gateway_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_acpgate_v1_gateway_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_acpgate_v1_gateway_proto_goTypes = []any{
-	(SessionState)(0),                 // 0: acpgate.v1.SessionState
-	(DisconnectPolicy)(0),             // 1: acpgate.v1.DisconnectPolicy
-	(TurnState)(0),                    // 2: acpgate.v1.TurnState
-	(*ListAgentsRequest)(nil),         // 3: acpgate.v1.ListAgentsRequest
-	(*ListAgentsResponse)(nil),        // 4: acpgate.v1.ListAgentsResponse
-	(*Agent)(nil),                     // 5: acpgate.v1.Agent
-	(*StartupFailure)(nil),            // 6: acpgate.v1.StartupFailure
-	(*AgentCapabilities)(nil),         // 7: acpgate.v1.AgentCapabilities
-	(*CreateSessionRequest)(nil),      // 8: acpgate.v1.CreateSessionRequest
-	(*Session)(nil),                   // 9: acpgate.v1.Session
-	(*GetSessionRequest)(nil),         // 10: acpgate.v1.GetSessionRequest
-	(*ListSessionsRequest)(nil),       // 11: acpgate.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),      // 12: acpgate.v1.ListSessionsResponse
-	(*CloseSessionRequest)(nil),       // 13: acpgate.v1.CloseSessionRequest
-	(*CloseSessionResponse)(nil),      // 14: acpgate.v1.CloseSessionResponse
-	(*PromptRequest)(nil),             // 15: acpgate.v1.PromptRequest
-	(*WatchTurnRequest)(nil),          // 16: acpgate.v1.WatchTurnRequest
-	(*GetTurnRequest)(nil),            // 17: acpgate.v1.GetTurnRequest
-	(*ListTurnsRequest)(nil),          // 18: acpgate.v1.ListTurnsRequest
-	(*ListTurnsResponse)(nil),         // 19: acpgate.v1.ListTurnsResponse
-	(*Turn)(nil),                      // 20: acpgate.v1.Turn
-	(*CancelRequest)(nil),             // 21: acpgate.v1.CancelRequest
-	(*CancelResponse)(nil),            // 22: acpgate.v1.CancelResponse
-	(*ResolvePermissionRequest)(nil),  // 23: acpgate.v1.ResolvePermissionRequest
-	(*ResolvePermissionResponse)(nil), // 24: acpgate.v1.ResolvePermissionResponse
-	(*durationpb.Duration)(nil),       // 25: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),     // 26: google.protobuf.Timestamp
-	(*AvailableCommands)(nil),         // 27: acpgate.v1.AvailableCommands
-	(*ContentBlock)(nil),              // 28: acpgate.v1.ContentBlock
-	(*PromptEvent)(nil),               // 29: acpgate.v1.PromptEvent
+	(SessionState)(0),                  // 0: acpgate.v1.SessionState
+	(DisconnectPolicy)(0),              // 1: acpgate.v1.DisconnectPolicy
+	(TurnState)(0),                     // 2: acpgate.v1.TurnState
+	(*ListAgentsRequest)(nil),          // 3: acpgate.v1.ListAgentsRequest
+	(*ListAgentsResponse)(nil),         // 4: acpgate.v1.ListAgentsResponse
+	(*Agent)(nil),                      // 5: acpgate.v1.Agent
+	(*StartupFailure)(nil),             // 6: acpgate.v1.StartupFailure
+	(*AgentCapabilities)(nil),          // 7: acpgate.v1.AgentCapabilities
+	(*CreateSessionRequest)(nil),       // 8: acpgate.v1.CreateSessionRequest
+	(*Session)(nil),                    // 9: acpgate.v1.Session
+	(*GetSessionRequest)(nil),          // 10: acpgate.v1.GetSessionRequest
+	(*ListSessionsRequest)(nil),        // 11: acpgate.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),       // 12: acpgate.v1.ListSessionsResponse
+	(*CloseSessionRequest)(nil),        // 13: acpgate.v1.CloseSessionRequest
+	(*CloseSessionResponse)(nil),       // 14: acpgate.v1.CloseSessionResponse
+	(*PromptRequest)(nil),              // 15: acpgate.v1.PromptRequest
+	(*WatchTurnRequest)(nil),           // 16: acpgate.v1.WatchTurnRequest
+	(*GetTurnRequest)(nil),             // 17: acpgate.v1.GetTurnRequest
+	(*ListTurnsRequest)(nil),           // 18: acpgate.v1.ListTurnsRequest
+	(*ListTurnsResponse)(nil),          // 19: acpgate.v1.ListTurnsResponse
+	(*Turn)(nil),                       // 20: acpgate.v1.Turn
+	(*CancelRequest)(nil),              // 21: acpgate.v1.CancelRequest
+	(*CancelResponse)(nil),             // 22: acpgate.v1.CancelResponse
+	(*ResolvePermissionRequest)(nil),   // 23: acpgate.v1.ResolvePermissionRequest
+	(*ResolvePermissionResponse)(nil),  // 24: acpgate.v1.ResolvePermissionResponse
+	(*ResolveElicitationRequest)(nil),  // 25: acpgate.v1.ResolveElicitationRequest
+	(*ResolveElicitationResponse)(nil), // 26: acpgate.v1.ResolveElicitationResponse
+	nil,                                // 27: acpgate.v1.PromptRequest.MetaEntry
+	(*durationpb.Duration)(nil),        // 28: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),      // 29: google.protobuf.Timestamp
+	(*AvailableCommands)(nil),          // 30: acpgate.v1.AvailableCommands
+	(*Usage)(nil),                      // 31: acpgate.v1.Usage
+	(*ContentBlock)(nil),               // 32: acpgate.v1.ContentBlock
+	(*PromptEvent)(nil),                // 33: acpgate.v1.PromptEvent
+	(ElicitationAction)(0),             // 34: acpgate.v1.ElicitationAction
+	(*structpb.Struct)(nil),            // 35: google.protobuf.Struct
 }
 var file_acpgate_v1_gateway_proto_depIdxs = []int32{
 	5,  // 0: acpgate.v1.ListAgentsResponse.agents:type_name -> acpgate.v1.Agent
 	7,  // 1: acpgate.v1.Agent.capabilities:type_name -> acpgate.v1.AgentCapabilities
-	25, // 2: acpgate.v1.Agent.last_startup_duration:type_name -> google.protobuf.Duration
+	28, // 2: acpgate.v1.Agent.last_startup_duration:type_name -> google.protobuf.Duration
 	6,  // 3: acpgate.v1.Agent.last_startup_failure:type_name -> acpgate.v1.StartupFailure
-	26, // 4: acpgate.v1.StartupFailure.at:type_name -> google.protobuf.Timestamp
-	26, // 5: acpgate.v1.StartupFailure.retry_at:type_name -> google.protobuf.Timestamp
-	26, // 6: acpgate.v1.AgentCapabilities.observed_at:type_name -> google.protobuf.Timestamp
+	29, // 4: acpgate.v1.StartupFailure.at:type_name -> google.protobuf.Timestamp
+	29, // 5: acpgate.v1.StartupFailure.retry_at:type_name -> google.protobuf.Timestamp
+	29, // 6: acpgate.v1.AgentCapabilities.observed_at:type_name -> google.protobuf.Timestamp
 	0,  // 7: acpgate.v1.Session.state:type_name -> acpgate.v1.SessionState
-	26, // 8: acpgate.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	26, // 9: acpgate.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
-	27, // 10: acpgate.v1.Session.available_commands:type_name -> acpgate.v1.AvailableCommands
-	9,  // 11: acpgate.v1.ListSessionsResponse.sessions:type_name -> acpgate.v1.Session
-	28, // 12: acpgate.v1.PromptRequest.prompt:type_name -> acpgate.v1.ContentBlock
-	1,  // 13: acpgate.v1.PromptRequest.on_disconnect:type_name -> acpgate.v1.DisconnectPolicy
-	20, // 14: acpgate.v1.ListTurnsResponse.turns:type_name -> acpgate.v1.Turn
-	2,  // 15: acpgate.v1.Turn.state:type_name -> acpgate.v1.TurnState
-	26, // 16: acpgate.v1.Turn.started_at:type_name -> google.protobuf.Timestamp
-	26, // 17: acpgate.v1.Turn.ended_at:type_name -> google.protobuf.Timestamp
-	29, // 18: acpgate.v1.Turn.terminal:type_name -> acpgate.v1.PromptEvent
-	3,  // 19: acpgate.v1.AgentGateway.ListAgents:input_type -> acpgate.v1.ListAgentsRequest
-	8,  // 20: acpgate.v1.AgentGateway.CreateSession:input_type -> acpgate.v1.CreateSessionRequest
-	10, // 21: acpgate.v1.AgentGateway.GetSession:input_type -> acpgate.v1.GetSessionRequest
-	11, // 22: acpgate.v1.AgentGateway.ListSessions:input_type -> acpgate.v1.ListSessionsRequest
-	13, // 23: acpgate.v1.AgentGateway.CloseSession:input_type -> acpgate.v1.CloseSessionRequest
-	15, // 24: acpgate.v1.AgentGateway.Prompt:input_type -> acpgate.v1.PromptRequest
-	21, // 25: acpgate.v1.AgentGateway.Cancel:input_type -> acpgate.v1.CancelRequest
-	23, // 26: acpgate.v1.AgentGateway.ResolvePermission:input_type -> acpgate.v1.ResolvePermissionRequest
-	16, // 27: acpgate.v1.AgentGateway.WatchTurn:input_type -> acpgate.v1.WatchTurnRequest
-	17, // 28: acpgate.v1.AgentGateway.GetTurn:input_type -> acpgate.v1.GetTurnRequest
-	18, // 29: acpgate.v1.AgentGateway.ListTurns:input_type -> acpgate.v1.ListTurnsRequest
-	4,  // 30: acpgate.v1.AgentGateway.ListAgents:output_type -> acpgate.v1.ListAgentsResponse
-	9,  // 31: acpgate.v1.AgentGateway.CreateSession:output_type -> acpgate.v1.Session
-	9,  // 32: acpgate.v1.AgentGateway.GetSession:output_type -> acpgate.v1.Session
-	12, // 33: acpgate.v1.AgentGateway.ListSessions:output_type -> acpgate.v1.ListSessionsResponse
-	14, // 34: acpgate.v1.AgentGateway.CloseSession:output_type -> acpgate.v1.CloseSessionResponse
-	29, // 35: acpgate.v1.AgentGateway.Prompt:output_type -> acpgate.v1.PromptEvent
-	22, // 36: acpgate.v1.AgentGateway.Cancel:output_type -> acpgate.v1.CancelResponse
-	24, // 37: acpgate.v1.AgentGateway.ResolvePermission:output_type -> acpgate.v1.ResolvePermissionResponse
-	29, // 38: acpgate.v1.AgentGateway.WatchTurn:output_type -> acpgate.v1.PromptEvent
-	20, // 39: acpgate.v1.AgentGateway.GetTurn:output_type -> acpgate.v1.Turn
-	19, // 40: acpgate.v1.AgentGateway.ListTurns:output_type -> acpgate.v1.ListTurnsResponse
-	30, // [30:41] is the sub-list for method output_type
-	19, // [19:30] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	29, // 8: acpgate.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	29, // 9: acpgate.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
+	30, // 10: acpgate.v1.Session.available_commands:type_name -> acpgate.v1.AvailableCommands
+	31, // 11: acpgate.v1.Session.usage:type_name -> acpgate.v1.Usage
+	9,  // 12: acpgate.v1.ListSessionsResponse.sessions:type_name -> acpgate.v1.Session
+	32, // 13: acpgate.v1.PromptRequest.prompt:type_name -> acpgate.v1.ContentBlock
+	1,  // 14: acpgate.v1.PromptRequest.on_disconnect:type_name -> acpgate.v1.DisconnectPolicy
+	27, // 15: acpgate.v1.PromptRequest.meta:type_name -> acpgate.v1.PromptRequest.MetaEntry
+	20, // 16: acpgate.v1.ListTurnsResponse.turns:type_name -> acpgate.v1.Turn
+	2,  // 17: acpgate.v1.Turn.state:type_name -> acpgate.v1.TurnState
+	29, // 18: acpgate.v1.Turn.started_at:type_name -> google.protobuf.Timestamp
+	29, // 19: acpgate.v1.Turn.ended_at:type_name -> google.protobuf.Timestamp
+	33, // 20: acpgate.v1.Turn.terminal:type_name -> acpgate.v1.PromptEvent
+	34, // 21: acpgate.v1.ResolveElicitationRequest.action:type_name -> acpgate.v1.ElicitationAction
+	35, // 22: acpgate.v1.ResolveElicitationRequest.content:type_name -> google.protobuf.Struct
+	3,  // 23: acpgate.v1.AgentGateway.ListAgents:input_type -> acpgate.v1.ListAgentsRequest
+	8,  // 24: acpgate.v1.AgentGateway.CreateSession:input_type -> acpgate.v1.CreateSessionRequest
+	10, // 25: acpgate.v1.AgentGateway.GetSession:input_type -> acpgate.v1.GetSessionRequest
+	11, // 26: acpgate.v1.AgentGateway.ListSessions:input_type -> acpgate.v1.ListSessionsRequest
+	13, // 27: acpgate.v1.AgentGateway.CloseSession:input_type -> acpgate.v1.CloseSessionRequest
+	15, // 28: acpgate.v1.AgentGateway.Prompt:input_type -> acpgate.v1.PromptRequest
+	21, // 29: acpgate.v1.AgentGateway.Cancel:input_type -> acpgate.v1.CancelRequest
+	23, // 30: acpgate.v1.AgentGateway.ResolvePermission:input_type -> acpgate.v1.ResolvePermissionRequest
+	25, // 31: acpgate.v1.AgentGateway.ResolveElicitation:input_type -> acpgate.v1.ResolveElicitationRequest
+	16, // 32: acpgate.v1.AgentGateway.WatchTurn:input_type -> acpgate.v1.WatchTurnRequest
+	17, // 33: acpgate.v1.AgentGateway.GetTurn:input_type -> acpgate.v1.GetTurnRequest
+	18, // 34: acpgate.v1.AgentGateway.ListTurns:input_type -> acpgate.v1.ListTurnsRequest
+	4,  // 35: acpgate.v1.AgentGateway.ListAgents:output_type -> acpgate.v1.ListAgentsResponse
+	9,  // 36: acpgate.v1.AgentGateway.CreateSession:output_type -> acpgate.v1.Session
+	9,  // 37: acpgate.v1.AgentGateway.GetSession:output_type -> acpgate.v1.Session
+	12, // 38: acpgate.v1.AgentGateway.ListSessions:output_type -> acpgate.v1.ListSessionsResponse
+	14, // 39: acpgate.v1.AgentGateway.CloseSession:output_type -> acpgate.v1.CloseSessionResponse
+	33, // 40: acpgate.v1.AgentGateway.Prompt:output_type -> acpgate.v1.PromptEvent
+	22, // 41: acpgate.v1.AgentGateway.Cancel:output_type -> acpgate.v1.CancelResponse
+	24, // 42: acpgate.v1.AgentGateway.ResolvePermission:output_type -> acpgate.v1.ResolvePermissionResponse
+	26, // 43: acpgate.v1.AgentGateway.ResolveElicitation:output_type -> acpgate.v1.ResolveElicitationResponse
+	33, // 44: acpgate.v1.AgentGateway.WatchTurn:output_type -> acpgate.v1.PromptEvent
+	20, // 45: acpgate.v1.AgentGateway.GetTurn:output_type -> acpgate.v1.Turn
+	19, // 46: acpgate.v1.AgentGateway.ListTurns:output_type -> acpgate.v1.ListTurnsResponse
+	35, // [35:47] is the sub-list for method output_type
+	23, // [23:35] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_acpgate_v1_gateway_proto_init() }
@@ -1988,13 +2184,14 @@ func file_acpgate_v1_gateway_proto_init() {
 		return
 	}
 	file_acpgate_v1_events_proto_init()
+	file_acpgate_v1_outcome_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_acpgate_v1_gateway_proto_rawDesc), len(file_acpgate_v1_gateway_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   22,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

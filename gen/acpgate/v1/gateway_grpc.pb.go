@@ -19,17 +19,18 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AgentGateway_ListAgents_FullMethodName        = "/acpgate.v1.AgentGateway/ListAgents"
-	AgentGateway_CreateSession_FullMethodName     = "/acpgate.v1.AgentGateway/CreateSession"
-	AgentGateway_GetSession_FullMethodName        = "/acpgate.v1.AgentGateway/GetSession"
-	AgentGateway_ListSessions_FullMethodName      = "/acpgate.v1.AgentGateway/ListSessions"
-	AgentGateway_CloseSession_FullMethodName      = "/acpgate.v1.AgentGateway/CloseSession"
-	AgentGateway_Prompt_FullMethodName            = "/acpgate.v1.AgentGateway/Prompt"
-	AgentGateway_Cancel_FullMethodName            = "/acpgate.v1.AgentGateway/Cancel"
-	AgentGateway_ResolvePermission_FullMethodName = "/acpgate.v1.AgentGateway/ResolvePermission"
-	AgentGateway_WatchTurn_FullMethodName         = "/acpgate.v1.AgentGateway/WatchTurn"
-	AgentGateway_GetTurn_FullMethodName           = "/acpgate.v1.AgentGateway/GetTurn"
-	AgentGateway_ListTurns_FullMethodName         = "/acpgate.v1.AgentGateway/ListTurns"
+	AgentGateway_ListAgents_FullMethodName         = "/acpgate.v1.AgentGateway/ListAgents"
+	AgentGateway_CreateSession_FullMethodName      = "/acpgate.v1.AgentGateway/CreateSession"
+	AgentGateway_GetSession_FullMethodName         = "/acpgate.v1.AgentGateway/GetSession"
+	AgentGateway_ListSessions_FullMethodName       = "/acpgate.v1.AgentGateway/ListSessions"
+	AgentGateway_CloseSession_FullMethodName       = "/acpgate.v1.AgentGateway/CloseSession"
+	AgentGateway_Prompt_FullMethodName             = "/acpgate.v1.AgentGateway/Prompt"
+	AgentGateway_Cancel_FullMethodName             = "/acpgate.v1.AgentGateway/Cancel"
+	AgentGateway_ResolvePermission_FullMethodName  = "/acpgate.v1.AgentGateway/ResolvePermission"
+	AgentGateway_ResolveElicitation_FullMethodName = "/acpgate.v1.AgentGateway/ResolveElicitation"
+	AgentGateway_WatchTurn_FullMethodName          = "/acpgate.v1.AgentGateway/WatchTurn"
+	AgentGateway_GetTurn_FullMethodName            = "/acpgate.v1.AgentGateway/GetTurn"
+	AgentGateway_ListTurns_FullMethodName          = "/acpgate.v1.AgentGateway/ListTurns"
 )
 
 // AgentGatewayClient is the client API for AgentGateway service.
@@ -83,6 +84,14 @@ type AgentGatewayClient interface {
 	// ResolvePermission answers a permission request that waits for a client
 	// (agents configured with the `ask` policy).
 	ResolvePermission(ctx context.Context, in *ResolvePermissionRequest, opts ...grpc.CallOption) (*ResolvePermissionResponse, error)
+	// ResolveElicitation answers an elicitation request that waits for a
+	// client (agents configured with `elicitation: ask`). INVALID_ARGUMENT
+	// when accepted content does not match the requested schema (a missing
+	// required property, a property the schema does not name, or one of
+	// another type or outside its enum; the message names it);
+	// FAILED_PRECONDITION (with a `stale_target` HarnessError) when the
+	// request is no longer waiting.
+	ResolveElicitation(ctx context.Context, in *ResolveElicitationRequest, opts ...grpc.CallOption) (*ResolveElicitationResponse, error)
 	// WatchTurn streams a turn's events with `seq` greater than `after_seq`:
 	// replayed from the turn's journal, then live as they happen, ending with
 	// the terminal event and status OK. Watching an ended turn replays it and
@@ -195,6 +204,16 @@ func (c *agentGatewayClient) ResolvePermission(ctx context.Context, in *ResolveP
 	return out, nil
 }
 
+func (c *agentGatewayClient) ResolveElicitation(ctx context.Context, in *ResolveElicitationRequest, opts ...grpc.CallOption) (*ResolveElicitationResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ResolveElicitationResponse)
+	err := c.cc.Invoke(ctx, AgentGateway_ResolveElicitation_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *agentGatewayClient) WatchTurn(ctx context.Context, in *WatchTurnRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[PromptEvent], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &AgentGateway_ServiceDesc.Streams[1], AgentGateway_WatchTurn_FullMethodName, cOpts...)
@@ -285,6 +304,14 @@ type AgentGatewayServer interface {
 	// ResolvePermission answers a permission request that waits for a client
 	// (agents configured with the `ask` policy).
 	ResolvePermission(context.Context, *ResolvePermissionRequest) (*ResolvePermissionResponse, error)
+	// ResolveElicitation answers an elicitation request that waits for a
+	// client (agents configured with `elicitation: ask`). INVALID_ARGUMENT
+	// when accepted content does not match the requested schema (a missing
+	// required property, a property the schema does not name, or one of
+	// another type or outside its enum; the message names it);
+	// FAILED_PRECONDITION (with a `stale_target` HarnessError) when the
+	// request is no longer waiting.
+	ResolveElicitation(context.Context, *ResolveElicitationRequest) (*ResolveElicitationResponse, error)
 	// WatchTurn streams a turn's events with `seq` greater than `after_seq`:
 	// replayed from the turn's journal, then live as they happen, ending with
 	// the terminal event and status OK. Watching an ended turn replays it and
@@ -331,6 +358,9 @@ func (UnimplementedAgentGatewayServer) Cancel(context.Context, *CancelRequest) (
 }
 func (UnimplementedAgentGatewayServer) ResolvePermission(context.Context, *ResolvePermissionRequest) (*ResolvePermissionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ResolvePermission not implemented")
+}
+func (UnimplementedAgentGatewayServer) ResolveElicitation(context.Context, *ResolveElicitationRequest) (*ResolveElicitationResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ResolveElicitation not implemented")
 }
 func (UnimplementedAgentGatewayServer) WatchTurn(*WatchTurnRequest, grpc.ServerStreamingServer[PromptEvent]) error {
 	return status.Error(codes.Unimplemented, "method WatchTurn not implemented")
@@ -499,6 +529,24 @@ func _AgentGateway_ResolvePermission_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AgentGateway_ResolveElicitation_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResolveElicitationRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentGatewayServer).ResolveElicitation(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentGateway_ResolveElicitation_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentGatewayServer).ResolveElicitation(ctx, req.(*ResolveElicitationRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _AgentGateway_WatchTurn_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(WatchTurnRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -580,6 +628,10 @@ var AgentGateway_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ResolvePermission",
 			Handler:    _AgentGateway_ResolvePermission_Handler,
+		},
+		{
+			MethodName: "ResolveElicitation",
+			Handler:    _AgentGateway_ResolveElicitation_Handler,
 		},
 		{
 			MethodName: "GetTurn",

@@ -9,6 +9,7 @@ package acpgatev1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -462,7 +463,11 @@ type PromptOutcome struct {
 	FinalMessageBytes uint64 `protobuf:"varint,10,opt,name=final_message_bytes,json=finalMessageBytes,proto3" json:"final_message_bytes,omitempty"`
 	// Why the text was omitted; TEXT_OMISSION_UNSPECIFIED exactly when
 	// `text_omitted` is false.
-	TextOmission  TextOmission `protobuf:"varint,11,opt,name=text_omission,json=textOmission,proto3,enum=acpgate.v1.TextOmission" json:"text_omission,omitempty"`
+	TextOmission TextOmission `protobuf:"varint,11,opt,name=text_omission,json=textOmission,proto3,enum=acpgate.v1.TextOmission" json:"text_omission,omitempty"`
+	// The `_meta` of the agent's `session/prompt` response, exactly as the
+	// agent sent it; absent when it sent none (or sent something other than
+	// a JSON object, which the gateway drops, since `_meta` is advisory).
+	Meta          *structpb.Struct `protobuf:"bytes,12,opt,name=meta,proto3" json:"meta,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -572,6 +577,13 @@ func (x *PromptOutcome) GetTextOmission() TextOmission {
 		return x.TextOmission
 	}
 	return TextOmission_TEXT_OMISSION_UNSPECIFIED
+}
+
+func (x *PromptOutcome) GetMeta() *structpb.Struct {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
 }
 
 // HarnessError is every ending of a turn other than a completed one: the
@@ -1196,7 +1208,9 @@ func (x *PolicyRefusal) GetDetection() RefusalDetection {
 // needs an ACP capability the agent did not advertise at `initialize`.
 type CapabilityNotSupported struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The ACP primitive that is missing, for example "session/load".
+	// The ACP primitive that is missing, for example "session/load", or the
+	// prompt capability a prompt's content needs, for example
+	// "promptCapabilities.image" (or .audio, .embeddedContext).
 	Primitive     string `protobuf:"bytes,1,opt,name=primitive,proto3" json:"primitive,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1291,7 +1305,7 @@ var File_acpgate_v1_outcome_proto protoreflect.FileDescriptor
 const file_acpgate_v1_outcome_proto_rawDesc = "" +
 	"\n" +
 	"\x18acpgate/v1/outcome.proto\x12\n" +
-	"acpgate.v1\"\xd8\x04\n" +
+	"acpgate.v1\x1a\x1cgoogle/protobuf/struct.proto\"\xd8\x04\n" +
 	"\x05Usage\x12&\n" +
 	"\finput_tokens\x18\x01 \x01(\x03H\x00R\vinputTokens\x88\x01\x01\x12(\n" +
 	"\routput_tokens\x18\x02 \x01(\x03H\x01R\foutputTokens\x88\x01\x01\x12&\n" +
@@ -1313,7 +1327,7 @@ const file_acpgate_v1_outcome_proto_rawDesc = "" +
 	"\x14_cached_write_tokensB\x0f\n" +
 	"\r_context_sizeB\x0f\n" +
 	"\r_context_usedB\x0e\n" +
-	"\f_cost_amount\"\xae\x03\n" +
+	"\f_cost_amount\"\xdb\x03\n" +
 	"\rPromptOutcome\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12#\n" +
 	"\rfinal_message\x18\x02 \x01(\tR\ffinalMessage\x121\n" +
@@ -1329,7 +1343,8 @@ const file_acpgate_v1_outcome_proto_rawDesc = "" +
 	"text_bytes\x18\t \x01(\x04R\ttextBytes\x12.\n" +
 	"\x13final_message_bytes\x18\n" +
 	" \x01(\x04R\x11finalMessageBytes\x12=\n" +
-	"\rtext_omission\x18\v \x01(\x0e2\x18.acpgate.v1.TextOmissionR\ftextOmission\"\xd0\x04\n" +
+	"\rtext_omission\x18\v \x01(\x0e2\x18.acpgate.v1.TextOmissionR\ftextOmission\x12+\n" +
+	"\x04meta\x18\f \x01(\v2\x17.google.protobuf.StructR\x04meta\"\xd0\x04\n" +
 	"\fHarnessError\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\tR\amessage\x123\n" +
 	"\apartial\x18\x02 \x01(\v2\x19.acpgate.v1.PartialOutputR\apartial\x12<\n" +
@@ -1428,27 +1443,29 @@ var file_acpgate_v1_outcome_proto_goTypes = []any{
 	(*PolicyRefusal)(nil),          // 12: acpgate.v1.PolicyRefusal
 	(*CapabilityNotSupported)(nil), // 13: acpgate.v1.CapabilityNotSupported
 	(*StaleTarget)(nil),            // 14: acpgate.v1.StaleTarget
+	(*structpb.Struct)(nil),        // 15: google.protobuf.Struct
 }
 var file_acpgate_v1_outcome_proto_depIdxs = []int32{
 	0,  // 0: acpgate.v1.PromptOutcome.stop_kind:type_name -> acpgate.v1.StopKind
 	4,  // 1: acpgate.v1.PromptOutcome.usage:type_name -> acpgate.v1.Usage
 	1,  // 2: acpgate.v1.PromptOutcome.text_omission:type_name -> acpgate.v1.TextOmission
-	8,  // 3: acpgate.v1.HarnessError.partial:type_name -> acpgate.v1.PartialOutput
-	9,  // 4: acpgate.v1.HarnessError.transport:type_name -> acpgate.v1.TransportFailure
-	10, // 5: acpgate.v1.HarnessError.protocol:type_name -> acpgate.v1.ProtocolViolation
-	11, // 6: acpgate.v1.HarnessError.harness:type_name -> acpgate.v1.HarnessFailure
-	12, // 7: acpgate.v1.HarnessError.policy_refused:type_name -> acpgate.v1.PolicyRefusal
-	13, // 8: acpgate.v1.HarnessError.capability_not_supported:type_name -> acpgate.v1.CapabilityNotSupported
-	14, // 9: acpgate.v1.HarnessError.stale_target:type_name -> acpgate.v1.StaleTarget
-	7,  // 10: acpgate.v1.HarnessError.gateway:type_name -> acpgate.v1.GatewayFailure
-	2,  // 11: acpgate.v1.TransportFailure.reason:type_name -> acpgate.v1.TransportReason
-	0,  // 12: acpgate.v1.HarnessFailure.stop_kind:type_name -> acpgate.v1.StopKind
-	3,  // 13: acpgate.v1.PolicyRefusal.detection:type_name -> acpgate.v1.RefusalDetection
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	15, // 3: acpgate.v1.PromptOutcome.meta:type_name -> google.protobuf.Struct
+	8,  // 4: acpgate.v1.HarnessError.partial:type_name -> acpgate.v1.PartialOutput
+	9,  // 5: acpgate.v1.HarnessError.transport:type_name -> acpgate.v1.TransportFailure
+	10, // 6: acpgate.v1.HarnessError.protocol:type_name -> acpgate.v1.ProtocolViolation
+	11, // 7: acpgate.v1.HarnessError.harness:type_name -> acpgate.v1.HarnessFailure
+	12, // 8: acpgate.v1.HarnessError.policy_refused:type_name -> acpgate.v1.PolicyRefusal
+	13, // 9: acpgate.v1.HarnessError.capability_not_supported:type_name -> acpgate.v1.CapabilityNotSupported
+	14, // 10: acpgate.v1.HarnessError.stale_target:type_name -> acpgate.v1.StaleTarget
+	7,  // 11: acpgate.v1.HarnessError.gateway:type_name -> acpgate.v1.GatewayFailure
+	2,  // 12: acpgate.v1.TransportFailure.reason:type_name -> acpgate.v1.TransportReason
+	0,  // 13: acpgate.v1.HarnessFailure.stop_kind:type_name -> acpgate.v1.StopKind
+	3,  // 14: acpgate.v1.PolicyRefusal.detection:type_name -> acpgate.v1.RefusalDetection
+	15, // [15:15] is the sub-list for method output_type
+	15, // [15:15] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_acpgate_v1_outcome_proto_init() }

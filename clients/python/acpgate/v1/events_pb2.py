@@ -12,10 +12,11 @@ _sym_db = _symbol_database.Default()
 
 
 from acpgate.v1 import outcome_pb2 as acpgate_dot_v1_dot_outcome__pb2
+from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17\x61\x63pgate/v1/events.proto\x12\nacpgate.v1\x1a\x18\x61\x63pgate/v1/outcome.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa4\x06\n\x0bPromptEvent\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12(\n\x04time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12*\n\x07started\x18\n \x01(\x0b\x32\x17.acpgate.v1.TurnStartedH\x00\x12\x37\n\x13\x61gent_message_chunk\x18\x0b \x01(\x0b\x32\x18.acpgate.v1.MessageChunkH\x00\x12\x37\n\x13\x61gent_thought_chunk\x18\x0c \x01(\x0b\x32\x18.acpgate.v1.MessageChunkH\x00\x12\x36\n\x12user_message_chunk\x18\r \x01(\x0b\x32\x18.acpgate.v1.MessageChunkH\x00\x12)\n\ttool_call\x18\x0e \x01(\x0b\x32\x14.acpgate.v1.ToolCallH\x00\x12\x36\n\x10tool_call_update\x18\x0f \x01(\x0b\x32\x1a.acpgate.v1.ToolCallUpdateH\x00\x12 \n\x04plan\x18\x10 \x01(\x0b\x32\x10.acpgate.v1.PlanH\x00\x12=\n\x14permission_requested\x18\x11 \x01(\x0b\x32\x1d.acpgate.v1.PermissionRequestH\x00\x12\"\n\x05usage\x18\x12 \x01(\x0b\x32\x11.acpgate.v1.UsageH\x00\x12;\n\x12\x61vailable_commands\x18\x13 \x01(\x0b\x32\x1d.acpgate.v1.AvailableCommandsH\x00\x12/\n\x0c\x63urrent_mode\x18\x14 \x01(\x0b\x32\x17.acpgate.v1.CurrentModeH\x00\x12$\n\x03raw\x18\x15 \x01(\x0b\x32\x15.acpgate.v1.RawUpdateH\x00\x12,\n\x07outcome\x18\x1e \x01(\x0b\x32\x19.acpgate.v1.PromptOutcomeH\x00\x12)\n\x05\x65rror\x18\x1f \x01(\x0b\x32\x18.acpgate.v1.HarnessErrorH\x00\x12*\n\theartbeat\x18( \x01(\x0b\x32\x15.acpgate.v1.HeartbeatH\x00\x42\x07\n\x05\x65vent\"\x1d\n\tHeartbeat\x12\x10\n\x08last_seq\x18\x01 \x01(\x04\"R\n\x0bTurnStarted\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\r\n\x05\x61gent\x18\x03 \x01(\t\x12\x0f\n\x07resumed\x18\x04 \x01(\x08\"\xe2\x01\n\x0c\x43ontentBlock\x12\x0e\n\x04text\x18\x01 \x01(\tH\x00\x12)\n\x05image\x18\x02 \x01(\x0b\x32\x18.acpgate.v1.ImageContentH\x00\x12)\n\x05\x61udio\x18\x03 \x01(\x0b\x32\x18.acpgate.v1.AudioContentH\x00\x12\x31\n\rresource_link\x18\x04 \x01(\x0b\x32\x18.acpgate.v1.ResourceLinkH\x00\x12\x30\n\x08resource\x18\x05 \x01(\x0b\x32\x1c.acpgate.v1.EmbeddedResourceH\x00\x42\x07\n\x05\x62lock\"<\n\x0cImageContent\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\t\x12\x11\n\tmime_type\x18\x02 \x01(\t\x12\x0b\n\x03uri\x18\x03 \x01(\t\"/\n\x0c\x41udioContent\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\t\x12\x11\n\tmime_type\x18\x02 \x01(\t\"|\n\x0cResourceLink\x12\x0b\n\x03uri\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\tmime_type\x18\x03 \x01(\t\x12\r\n\x05title\x18\x04 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x05 \x01(\t\x12\x11\n\x04size\x18\x06 \x01(\x03H\x00\x88\x01\x01\x42\x07\n\x05_size\"^\n\x10\x45mbeddedResource\x12\x0b\n\x03uri\x18\x01 \x01(\t\x12\x11\n\tmime_type\x18\x02 \x01(\t\x12\x0e\n\x04text\x18\x03 \x01(\tH\x00\x12\x0e\n\x04\x62lob\x18\x04 \x01(\tH\x00\x42\n\n\x08\x63ontents\"[\n\x0cMessageChunk\x12\x12\n\nmessage_id\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\x12)\n\x07\x63ontent\x18\x03 \x01(\x0b\x32\x18.acpgate.v1.ContentBlock\"\xdd\x01\n\x08ToolCall\x12\x14\n\x0ctool_call_id\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x0c\n\x04kind\x18\x03 \x01(\t\x12\x0e\n\x06status\x18\x04 \x01(\t\x12,\n\x07\x63ontent\x18\x05 \x03(\x0b\x32\x1b.acpgate.v1.ToolCallContent\x12/\n\tlocations\x18\x06 \x03(\x0b\x32\x1c.acpgate.v1.ToolCallLocation\x12\x16\n\x0eraw_input_json\x18\x07 \x01(\t\x12\x17\n\x0fraw_output_json\x18\x08 \x01(\t\"\x90\x02\n\x0eToolCallUpdate\x12\x14\n\x0ctool_call_id\x18\x01 \x01(\t\x12\x12\n\x05title\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x11\n\x04kind\x18\x03 \x01(\tH\x01\x88\x01\x01\x12\x13\n\x06status\x18\x04 \x01(\tH\x02\x88\x01\x01\x12,\n\x07\x63ontent\x18\x05 \x03(\x0b\x32\x1b.acpgate.v1.ToolCallContent\x12/\n\tlocations\x18\x06 \x03(\x0b\x32\x1c.acpgate.v1.ToolCallLocation\x12\x16\n\x0eraw_input_json\x18\x07 \x01(\t\x12\x17\n\x0fraw_output_json\x18\x08 \x01(\tB\x08\n\x06_titleB\x07\n\x05_kindB\t\n\x07_status\"\x7f\n\x0fToolCallContent\x12+\n\x07\x63ontent\x18\x01 \x01(\x0b\x32\x18.acpgate.v1.ContentBlockH\x00\x12 \n\x04\x64iff\x18\x02 \x01(\x0b\x32\x10.acpgate.v1.DiffH\x00\x12\x15\n\x0bterminal_id\x18\x03 \x01(\tH\x00\x42\x06\n\x04item\"J\n\x04\x44iff\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x15\n\x08old_text\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x10\n\x08new_text\x18\x03 \x01(\tB\x0b\n\t_old_text\"<\n\x10ToolCallLocation\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x11\n\x04line\x18\x02 \x01(\x03H\x00\x88\x01\x01\x42\x07\n\x05_line\".\n\x04Plan\x12&\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x15.acpgate.v1.PlanEntry\">\n\tPlanEntry\x12\x0f\n\x07\x63ontent\x18\x01 \x01(\t\x12\x10\n\x08priority\x18\x02 \x01(\t\x12\x0e\n\x06status\x18\x03 \x01(\t\"\xb7\x01\n\x11PermissionRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12-\n\ttool_call\x18\x02 \x01(\x0b\x32\x1a.acpgate.v1.ToolCallUpdate\x12-\n\x07options\x18\x03 \x03(\x0b\x32\x1c.acpgate.v1.PermissionOption\x12\x30\n\x08\x64\x65\x63ision\x18\x04 \x01(\x0b\x32\x1e.acpgate.v1.PermissionDecision\"A\n\x10PermissionOption\x12\x11\n\toption_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0c\n\x04kind\x18\x03 \x01(\t\"}\n\x12PermissionDecision\x12\x11\n\toption_id\x18\x01 \x01(\t\x12\x11\n\tcancelled\x18\x02 \x01(\x08\x12\x31\n\ndecided_by\x18\x03 \x01(\x0e\x32\x1d.acpgate.v1.PermissionDecider\x12\x0e\n\x06reason\x18\x04 \x01(\t\"C\n\x11\x41vailableCommands\x12.\n\x08\x63ommands\x18\x01 \x03(\x0b\x32\x1c.acpgate.v1.AvailableCommand\"I\n\x10\x41vailableCommand\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x12\n\ninput_hint\x18\x03 \x01(\t\"\x1e\n\x0b\x43urrentMode\x12\x0f\n\x07mode_id\x18\x01 \x01(\t\"\'\n\tRawUpdate\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0c\n\x04json\x18\x02 \x01(\t*\xba\x01\n\x11PermissionDecider\x12\"\n\x1ePERMISSION_DECIDER_UNSPECIFIED\x10\x00\x12\x1d\n\x19PERMISSION_DECIDER_POLICY\x10\x01\x12\x1d\n\x19PERMISSION_DECIDER_CLIENT\x10\x02\x12\x1e\n\x1aPERMISSION_DECIDER_TIMEOUT\x10\x03\x12#\n\x1fPERMISSION_DECIDER_CANCELLATION\x10\x04\x42\x35Z3github.com/acpgate/acpgate/gen/acpgate/v1;acpgatev1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17\x61\x63pgate/v1/events.proto\x12\nacpgate.v1\x1a\x18\x61\x63pgate/v1/outcome.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8c\x07\n\x0bPromptEvent\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12(\n\x04time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12%\n\x04meta\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12*\n\x07started\x18\n \x01(\x0b\x32\x17.acpgate.v1.TurnStartedH\x00\x12\x37\n\x13\x61gent_message_chunk\x18\x0b \x01(\x0b\x32\x18.acpgate.v1.MessageChunkH\x00\x12\x37\n\x13\x61gent_thought_chunk\x18\x0c \x01(\x0b\x32\x18.acpgate.v1.MessageChunkH\x00\x12\x36\n\x12user_message_chunk\x18\r \x01(\x0b\x32\x18.acpgate.v1.MessageChunkH\x00\x12)\n\ttool_call\x18\x0e \x01(\x0b\x32\x14.acpgate.v1.ToolCallH\x00\x12\x36\n\x10tool_call_update\x18\x0f \x01(\x0b\x32\x1a.acpgate.v1.ToolCallUpdateH\x00\x12 \n\x04plan\x18\x10 \x01(\x0b\x32\x10.acpgate.v1.PlanH\x00\x12=\n\x14permission_requested\x18\x11 \x01(\x0b\x32\x1d.acpgate.v1.PermissionRequestH\x00\x12\"\n\x05usage\x18\x12 \x01(\x0b\x32\x11.acpgate.v1.UsageH\x00\x12;\n\x12\x61vailable_commands\x18\x13 \x01(\x0b\x32\x1d.acpgate.v1.AvailableCommandsH\x00\x12/\n\x0c\x63urrent_mode\x18\x14 \x01(\x0b\x32\x17.acpgate.v1.CurrentModeH\x00\x12$\n\x03raw\x18\x15 \x01(\x0b\x32\x15.acpgate.v1.RawUpdateH\x00\x12?\n\x15\x65licitation_requested\x18\x16 \x01(\x0b\x32\x1e.acpgate.v1.ElicitationRequestH\x00\x12,\n\x07outcome\x18\x1e \x01(\x0b\x32\x19.acpgate.v1.PromptOutcomeH\x00\x12)\n\x05\x65rror\x18\x1f \x01(\x0b\x32\x18.acpgate.v1.HarnessErrorH\x00\x12*\n\theartbeat\x18( \x01(\x0b\x32\x15.acpgate.v1.HeartbeatH\x00\x42\x07\n\x05\x65vent\"\x1d\n\tHeartbeat\x12\x10\n\x08last_seq\x18\x01 \x01(\x04\"R\n\x0bTurnStarted\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\r\n\x05\x61gent\x18\x03 \x01(\t\x12\x0f\n\x07resumed\x18\x04 \x01(\x08\"\xe2\x01\n\x0c\x43ontentBlock\x12\x0e\n\x04text\x18\x01 \x01(\tH\x00\x12)\n\x05image\x18\x02 \x01(\x0b\x32\x18.acpgate.v1.ImageContentH\x00\x12)\n\x05\x61udio\x18\x03 \x01(\x0b\x32\x18.acpgate.v1.AudioContentH\x00\x12\x31\n\rresource_link\x18\x04 \x01(\x0b\x32\x18.acpgate.v1.ResourceLinkH\x00\x12\x30\n\x08resource\x18\x05 \x01(\x0b\x32\x1c.acpgate.v1.EmbeddedResourceH\x00\x42\x07\n\x05\x62lock\"<\n\x0cImageContent\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\t\x12\x11\n\tmime_type\x18\x02 \x01(\t\x12\x0b\n\x03uri\x18\x03 \x01(\t\"/\n\x0c\x41udioContent\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\t\x12\x11\n\tmime_type\x18\x02 \x01(\t\"|\n\x0cResourceLink\x12\x0b\n\x03uri\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\tmime_type\x18\x03 \x01(\t\x12\r\n\x05title\x18\x04 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x05 \x01(\t\x12\x11\n\x04size\x18\x06 \x01(\x03H\x00\x88\x01\x01\x42\x07\n\x05_size\"^\n\x10\x45mbeddedResource\x12\x0b\n\x03uri\x18\x01 \x01(\t\x12\x11\n\tmime_type\x18\x02 \x01(\t\x12\x0e\n\x04text\x18\x03 \x01(\tH\x00\x12\x0e\n\x04\x62lob\x18\x04 \x01(\tH\x00\x42\n\n\x08\x63ontents\"[\n\x0cMessageChunk\x12\x12\n\nmessage_id\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\x12)\n\x07\x63ontent\x18\x03 \x01(\x0b\x32\x18.acpgate.v1.ContentBlock\"\xdd\x01\n\x08ToolCall\x12\x14\n\x0ctool_call_id\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x0c\n\x04kind\x18\x03 \x01(\t\x12\x0e\n\x06status\x18\x04 \x01(\t\x12,\n\x07\x63ontent\x18\x05 \x03(\x0b\x32\x1b.acpgate.v1.ToolCallContent\x12/\n\tlocations\x18\x06 \x03(\x0b\x32\x1c.acpgate.v1.ToolCallLocation\x12\x16\n\x0eraw_input_json\x18\x07 \x01(\t\x12\x17\n\x0fraw_output_json\x18\x08 \x01(\t\"\x90\x02\n\x0eToolCallUpdate\x12\x14\n\x0ctool_call_id\x18\x01 \x01(\t\x12\x12\n\x05title\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x11\n\x04kind\x18\x03 \x01(\tH\x01\x88\x01\x01\x12\x13\n\x06status\x18\x04 \x01(\tH\x02\x88\x01\x01\x12,\n\x07\x63ontent\x18\x05 \x03(\x0b\x32\x1b.acpgate.v1.ToolCallContent\x12/\n\tlocations\x18\x06 \x03(\x0b\x32\x1c.acpgate.v1.ToolCallLocation\x12\x16\n\x0eraw_input_json\x18\x07 \x01(\t\x12\x17\n\x0fraw_output_json\x18\x08 \x01(\tB\x08\n\x06_titleB\x07\n\x05_kindB\t\n\x07_status\"\x7f\n\x0fToolCallContent\x12+\n\x07\x63ontent\x18\x01 \x01(\x0b\x32\x18.acpgate.v1.ContentBlockH\x00\x12 \n\x04\x64iff\x18\x02 \x01(\x0b\x32\x10.acpgate.v1.DiffH\x00\x12\x15\n\x0bterminal_id\x18\x03 \x01(\tH\x00\x42\x06\n\x04item\"J\n\x04\x44iff\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x15\n\x08old_text\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x10\n\x08new_text\x18\x03 \x01(\tB\x0b\n\t_old_text\"<\n\x10ToolCallLocation\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x11\n\x04line\x18\x02 \x01(\x03H\x00\x88\x01\x01\x42\x07\n\x05_line\".\n\x04Plan\x12&\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x15.acpgate.v1.PlanEntry\">\n\tPlanEntry\x12\x0f\n\x07\x63ontent\x18\x01 \x01(\t\x12\x10\n\x08priority\x18\x02 \x01(\t\x12\x0e\n\x06status\x18\x03 \x01(\t\"\xb7\x01\n\x11PermissionRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12-\n\ttool_call\x18\x02 \x01(\x0b\x32\x1a.acpgate.v1.ToolCallUpdate\x12-\n\x07options\x18\x03 \x03(\x0b\x32\x1c.acpgate.v1.PermissionOption\x12\x30\n\x08\x64\x65\x63ision\x18\x04 \x01(\x0b\x32\x1e.acpgate.v1.PermissionDecision\"A\n\x10PermissionOption\x12\x11\n\toption_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0c\n\x04kind\x18\x03 \x01(\t\"}\n\x12PermissionDecision\x12\x11\n\toption_id\x18\x01 \x01(\t\x12\x11\n\tcancelled\x18\x02 \x01(\x08\x12\x31\n\ndecided_by\x18\x03 \x01(\x0e\x32\x1d.acpgate.v1.PermissionDecider\x12\x0e\n\x06reason\x18\x04 \x01(\t\"C\n\x11\x41vailableCommands\x12.\n\x08\x63ommands\x18\x01 \x03(\x0b\x32\x1c.acpgate.v1.AvailableCommand\"I\n\x10\x41vailableCommand\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x12\n\ninput_hint\x18\x03 \x01(\t\"\x1e\n\x0b\x43urrentMode\x12\x0f\n\x07mode_id\x18\x01 \x01(\t\"\'\n\tRawUpdate\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0c\n\x04json\x18\x02 \x01(\t\"\xb5\x01\n\x12\x45licitationRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x31\n\x10requested_schema\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x14\n\x0ctool_call_id\x18\x04 \x01(\t\x12\x31\n\x08\x64\x65\x63ision\x18\x05 \x01(\x0b\x32\x1f.acpgate.v1.ElicitationDecision\"\xb2\x01\n\x13\x45licitationDecision\x12-\n\x06\x61\x63tion\x18\x01 \x01(\x0e\x32\x1d.acpgate.v1.ElicitationAction\x12(\n\x07\x63ontent\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x32\n\ndecided_by\x18\x03 \x01(\x0e\x32\x1e.acpgate.v1.ElicitationDecider\x12\x0e\n\x06reason\x18\x04 \x01(\t*\xe1\x01\n\x11PermissionDecider\x12\"\n\x1ePERMISSION_DECIDER_UNSPECIFIED\x10\x00\x12\x1d\n\x19PERMISSION_DECIDER_POLICY\x10\x01\x12\x1d\n\x19PERMISSION_DECIDER_CLIENT\x10\x02\x12\x1e\n\x1aPERMISSION_DECIDER_TIMEOUT\x10\x03\x12#\n\x1fPERMISSION_DECIDER_CANCELLATION\x10\x04\x12%\n!PERMISSION_DECIDER_AGENT_WITHDREW\x10\x05*\x95\x01\n\x11\x45licitationAction\x12\"\n\x1e\x45LICITATION_ACTION_UNSPECIFIED\x10\x00\x12\x1d\n\x19\x45LICITATION_ACTION_ACCEPT\x10\x01\x12\x1e\n\x1a\x45LICITATION_ACTION_DECLINE\x10\x02\x12\x1d\n\x19\x45LICITATION_ACTION_CANCEL\x10\x03*\xe8\x01\n\x12\x45licitationDecider\x12#\n\x1f\x45LICITATION_DECIDER_UNSPECIFIED\x10\x00\x12\x1e\n\x1a\x45LICITATION_DECIDER_POLICY\x10\x01\x12\x1e\n\x1a\x45LICITATION_DECIDER_CLIENT\x10\x02\x12\x1f\n\x1b\x45LICITATION_DECIDER_TIMEOUT\x10\x03\x12$\n ELICITATION_DECIDER_CANCELLATION\x10\x04\x12&\n\"ELICITATION_DECIDER_AGENT_WITHDREW\x10\x05\x42\x35Z3github.com/acpgate/acpgate/gen/acpgate/v1;acpgatev1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'acpgate.v1.events_pb2', globals())
@@ -23,52 +24,60 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'Z3github.com/acpgate/acpgate/gen/acpgate/v1;acpgatev1'
-  _PERMISSIONDECIDER._serialized_start=3151
-  _PERMISSIONDECIDER._serialized_end=3337
-  _PROMPTEVENT._serialized_start=99
-  _PROMPTEVENT._serialized_end=903
-  _HEARTBEAT._serialized_start=905
-  _HEARTBEAT._serialized_end=934
-  _TURNSTARTED._serialized_start=936
-  _TURNSTARTED._serialized_end=1018
-  _CONTENTBLOCK._serialized_start=1021
-  _CONTENTBLOCK._serialized_end=1247
-  _IMAGECONTENT._serialized_start=1249
-  _IMAGECONTENT._serialized_end=1309
-  _AUDIOCONTENT._serialized_start=1311
-  _AUDIOCONTENT._serialized_end=1358
-  _RESOURCELINK._serialized_start=1360
-  _RESOURCELINK._serialized_end=1484
-  _EMBEDDEDRESOURCE._serialized_start=1486
-  _EMBEDDEDRESOURCE._serialized_end=1580
-  _MESSAGECHUNK._serialized_start=1582
-  _MESSAGECHUNK._serialized_end=1673
-  _TOOLCALL._serialized_start=1676
-  _TOOLCALL._serialized_end=1897
-  _TOOLCALLUPDATE._serialized_start=1900
-  _TOOLCALLUPDATE._serialized_end=2172
-  _TOOLCALLCONTENT._serialized_start=2174
-  _TOOLCALLCONTENT._serialized_end=2301
-  _DIFF._serialized_start=2303
-  _DIFF._serialized_end=2377
-  _TOOLCALLLOCATION._serialized_start=2379
-  _TOOLCALLLOCATION._serialized_end=2439
-  _PLAN._serialized_start=2441
-  _PLAN._serialized_end=2487
-  _PLANENTRY._serialized_start=2489
-  _PLANENTRY._serialized_end=2551
-  _PERMISSIONREQUEST._serialized_start=2554
-  _PERMISSIONREQUEST._serialized_end=2737
-  _PERMISSIONOPTION._serialized_start=2739
-  _PERMISSIONOPTION._serialized_end=2804
-  _PERMISSIONDECISION._serialized_start=2806
-  _PERMISSIONDECISION._serialized_end=2931
-  _AVAILABLECOMMANDS._serialized_start=2933
-  _AVAILABLECOMMANDS._serialized_end=3000
-  _AVAILABLECOMMAND._serialized_start=3002
-  _AVAILABLECOMMAND._serialized_end=3075
-  _CURRENTMODE._serialized_start=3077
-  _CURRENTMODE._serialized_end=3107
-  _RAWUPDATE._serialized_start=3109
-  _RAWUPDATE._serialized_end=3148
+  _PERMISSIONDECIDER._serialized_start=3650
+  _PERMISSIONDECIDER._serialized_end=3875
+  _ELICITATIONACTION._serialized_start=3878
+  _ELICITATIONACTION._serialized_end=4027
+  _ELICITATIONDECIDER._serialized_start=4030
+  _ELICITATIONDECIDER._serialized_end=4262
+  _PROMPTEVENT._serialized_start=129
+  _PROMPTEVENT._serialized_end=1037
+  _HEARTBEAT._serialized_start=1039
+  _HEARTBEAT._serialized_end=1068
+  _TURNSTARTED._serialized_start=1070
+  _TURNSTARTED._serialized_end=1152
+  _CONTENTBLOCK._serialized_start=1155
+  _CONTENTBLOCK._serialized_end=1381
+  _IMAGECONTENT._serialized_start=1383
+  _IMAGECONTENT._serialized_end=1443
+  _AUDIOCONTENT._serialized_start=1445
+  _AUDIOCONTENT._serialized_end=1492
+  _RESOURCELINK._serialized_start=1494
+  _RESOURCELINK._serialized_end=1618
+  _EMBEDDEDRESOURCE._serialized_start=1620
+  _EMBEDDEDRESOURCE._serialized_end=1714
+  _MESSAGECHUNK._serialized_start=1716
+  _MESSAGECHUNK._serialized_end=1807
+  _TOOLCALL._serialized_start=1810
+  _TOOLCALL._serialized_end=2031
+  _TOOLCALLUPDATE._serialized_start=2034
+  _TOOLCALLUPDATE._serialized_end=2306
+  _TOOLCALLCONTENT._serialized_start=2308
+  _TOOLCALLCONTENT._serialized_end=2435
+  _DIFF._serialized_start=2437
+  _DIFF._serialized_end=2511
+  _TOOLCALLLOCATION._serialized_start=2513
+  _TOOLCALLLOCATION._serialized_end=2573
+  _PLAN._serialized_start=2575
+  _PLAN._serialized_end=2621
+  _PLANENTRY._serialized_start=2623
+  _PLANENTRY._serialized_end=2685
+  _PERMISSIONREQUEST._serialized_start=2688
+  _PERMISSIONREQUEST._serialized_end=2871
+  _PERMISSIONOPTION._serialized_start=2873
+  _PERMISSIONOPTION._serialized_end=2938
+  _PERMISSIONDECISION._serialized_start=2940
+  _PERMISSIONDECISION._serialized_end=3065
+  _AVAILABLECOMMANDS._serialized_start=3067
+  _AVAILABLECOMMANDS._serialized_end=3134
+  _AVAILABLECOMMAND._serialized_start=3136
+  _AVAILABLECOMMAND._serialized_end=3209
+  _CURRENTMODE._serialized_start=3211
+  _CURRENTMODE._serialized_end=3241
+  _RAWUPDATE._serialized_start=3243
+  _RAWUPDATE._serialized_end=3282
+  _ELICITATIONREQUEST._serialized_start=3285
+  _ELICITATIONREQUEST._serialized_end=3466
+  _ELICITATIONDECISION._serialized_start=3469
+  _ELICITATIONDECISION._serialized_end=3647
 # @@protoc_insertion_point(module_scope)

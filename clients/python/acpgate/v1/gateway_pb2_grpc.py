@@ -67,6 +67,11 @@ class AgentGatewayStub(object):
                 request_serializer=acpgate_dot_v1_dot_gateway__pb2.ResolvePermissionRequest.SerializeToString,
                 response_deserializer=acpgate_dot_v1_dot_gateway__pb2.ResolvePermissionResponse.FromString,
                 )
+        self.ResolveElicitation = channel.unary_unary(
+                '/acpgate.v1.AgentGateway/ResolveElicitation',
+                request_serializer=acpgate_dot_v1_dot_gateway__pb2.ResolveElicitationRequest.SerializeToString,
+                response_deserializer=acpgate_dot_v1_dot_gateway__pb2.ResolveElicitationResponse.FromString,
+                )
         self.WatchTurn = channel.unary_stream(
                 '/acpgate.v1.AgentGateway/WatchTurn',
                 request_serializer=acpgate_dot_v1_dot_gateway__pb2.WatchTurnRequest.SerializeToString,
@@ -173,6 +178,19 @@ class AgentGatewayServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ResolveElicitation(self, request, context):
+        """ResolveElicitation answers an elicitation request that waits for a
+        client (agents configured with `elicitation: ask`). INVALID_ARGUMENT
+        when accepted content does not match the requested schema (a missing
+        required property, a property the schema does not name, or one of
+        another type or outside its enum; the message names it);
+        FAILED_PRECONDITION (with a `stale_target` HarnessError) when the
+        request is no longer waiting.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def WatchTurn(self, request, context):
         """WatchTurn streams a turn's events with `seq` greater than `after_seq`:
         replayed from the turn's journal, then live as they happen, ending with
@@ -243,6 +261,11 @@ def add_AgentGatewayServicer_to_server(servicer, server):
                     servicer.ResolvePermission,
                     request_deserializer=acpgate_dot_v1_dot_gateway__pb2.ResolvePermissionRequest.FromString,
                     response_serializer=acpgate_dot_v1_dot_gateway__pb2.ResolvePermissionResponse.SerializeToString,
+            ),
+            'ResolveElicitation': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResolveElicitation,
+                    request_deserializer=acpgate_dot_v1_dot_gateway__pb2.ResolveElicitationRequest.FromString,
+                    response_serializer=acpgate_dot_v1_dot_gateway__pb2.ResolveElicitationResponse.SerializeToString,
             ),
             'WatchTurn': grpc.unary_stream_rpc_method_handler(
                     servicer.WatchTurn,
@@ -414,6 +437,23 @@ class AgentGateway(object):
         return grpc.experimental.unary_unary(request, target, '/acpgate.v1.AgentGateway/ResolvePermission',
             acpgate_dot_v1_dot_gateway__pb2.ResolvePermissionRequest.SerializeToString,
             acpgate_dot_v1_dot_gateway__pb2.ResolvePermissionResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ResolveElicitation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/acpgate.v1.AgentGateway/ResolveElicitation',
+            acpgate_dot_v1_dot_gateway__pb2.ResolveElicitationRequest.SerializeToString,
+            acpgate_dot_v1_dot_gateway__pb2.ResolveElicitationResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

@@ -11,9 +11,10 @@ from google.protobuf import symbol_database as _symbol_database
 _sym_db = _symbol_database.Default()
 
 
+from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x61\x63pgate/v1/outcome.proto\x12\nacpgate.v1\"\xc8\x03\n\x05Usage\x12\x19\n\x0cinput_tokens\x18\x01 \x01(\x03H\x00\x88\x01\x01\x12\x1a\n\routput_tokens\x18\x02 \x01(\x03H\x01\x88\x01\x01\x12\x19\n\x0ctotal_tokens\x18\x03 \x01(\x03H\x02\x88\x01\x01\x12\x1b\n\x0ethought_tokens\x18\x04 \x01(\x03H\x03\x88\x01\x01\x12\x1f\n\x12\x63\x61\x63hed_read_tokens\x18\x05 \x01(\x03H\x04\x88\x01\x01\x12 \n\x13\x63\x61\x63hed_write_tokens\x18\x06 \x01(\x03H\x05\x88\x01\x01\x12\x19\n\x0c\x63ontext_size\x18\x07 \x01(\x03H\x06\x88\x01\x01\x12\x19\n\x0c\x63ontext_used\x18\x08 \x01(\x03H\x07\x88\x01\x01\x12\x18\n\x0b\x63ost_amount\x18\t \x01(\x01H\x08\x88\x01\x01\x12\x15\n\rcost_currency\x18\n \x01(\tB\x0f\n\r_input_tokensB\x10\n\x0e_output_tokensB\x0f\n\r_total_tokensB\x11\n\x0f_thought_tokensB\x15\n\x13_cached_read_tokensB\x16\n\x14_cached_write_tokensB\x0f\n\r_context_sizeB\x0f\n\r_context_usedB\x0e\n\x0c_cost_amount\"\xb1\x02\n\rPromptOutcome\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x15\n\rfinal_message\x18\x02 \x01(\t\x12\'\n\tstop_kind\x18\x03 \x01(\x0e\x32\x14.acpgate.v1.StopKind\x12\x13\n\x0bstop_reason\x18\x04 \x01(\t\x12\x12\n\nsession_id\x18\x05 \x01(\t\x12\x0f\n\x07turn_id\x18\x06 \x01(\t\x12 \n\x05usage\x18\x07 \x01(\x0b\x32\x11.acpgate.v1.Usage\x12\x14\n\x0ctext_omitted\x18\x08 \x01(\x08\x12\x12\n\ntext_bytes\x18\t \x01(\x04\x12\x1b\n\x13\x66inal_message_bytes\x18\n \x01(\x04\x12/\n\rtext_omission\x18\x0b \x01(\x0e\x32\x18.acpgate.v1.TextOmission\"\xd8\x03\n\x0cHarnessError\x12\x0f\n\x07message\x18\x01 \x01(\t\x12*\n\x07partial\x18\x02 \x01(\x0b\x32\x19.acpgate.v1.PartialOutput\x12\x31\n\ttransport\x18\n \x01(\x0b\x32\x1c.acpgate.v1.TransportFailureH\x00\x12\x31\n\x08protocol\x18\x0b \x01(\x0b\x32\x1d.acpgate.v1.ProtocolViolationH\x00\x12-\n\x07harness\x18\x0c \x01(\x0b\x32\x1a.acpgate.v1.HarnessFailureH\x00\x12\x33\n\x0epolicy_refused\x18\r \x01(\x0b\x32\x19.acpgate.v1.PolicyRefusalH\x00\x12\x46\n\x18\x63\x61pability_not_supported\x18\x0e \x01(\x0b\x32\".acpgate.v1.CapabilityNotSupportedH\x00\x12/\n\x0cstale_target\x18\x0f \x01(\x0b\x32\x17.acpgate.v1.StaleTargetH\x00\x12-\n\x07gateway\x18\x10 \x01(\x0b\x32\x1a.acpgate.v1.GatewayFailureH\x00\x12\x11\n\tretryable\x18\x03 \x01(\x08\x42\x06\n\x04kind\" \n\x0eGatewayFailure\x12\x0e\n\x06\x64\x65tail\x18\x01 \x01(\t\"E\n\rPartialOutput\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x11\n\ttruncated\x18\x02 \x01(\x08\x12\x13\n\x0btotal_bytes\x18\x03 \x01(\x04\"\x9a\x01\n\x10TransportFailure\x12+\n\x06reason\x18\x01 \x01(\x0e\x32\x1b.acpgate.v1.TransportReason\x12\x0e\n\x06\x64\x65tail\x18\x02 \x01(\t\x12\x16\n\texit_code\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x0e\n\x06signal\x18\x04 \x01(\t\x12\x13\n\x0bstderr_tail\x18\x05 \x01(\tB\x0c\n\n_exit_code\"#\n\x11ProtocolViolation\x12\x0e\n\x06\x64\x65tail\x18\x01 \x01(\t\"\x9c\x01\n\x0eHarnessFailure\x12\'\n\tstop_kind\x18\x01 \x01(\x0e\x32\x14.acpgate.v1.StopKind\x12\x15\n\x08rpc_code\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\x13\n\x0brpc_message\x18\x03 \x01(\t\x12\x11\n\tcancelled\x18\x04 \x01(\x08\x12\x15\n\rauth_required\x18\x05 \x01(\x08\x42\x0b\n\t_rpc_code\"@\n\rPolicyRefusal\x12/\n\tdetection\x18\x01 \x01(\x0e\x32\x1c.acpgate.v1.RefusalDetection\"+\n\x16\x43\x61pabilityNotSupported\x12\x11\n\tprimitive\x18\x01 \x01(\t\"\x1d\n\x0bStaleTarget\x12\x0e\n\x06\x64\x65tail\x18\x01 \x01(\t*\xa8\x01\n\x08StopKind\x12\x19\n\x15STOP_KIND_UNSPECIFIED\x10\x00\x12\x16\n\x12STOP_KIND_END_TURN\x10\x01\x12\x18\n\x14STOP_KIND_MAX_TOKENS\x10\x02\x12\x1f\n\x1bSTOP_KIND_MAX_TURN_REQUESTS\x10\x03\x12\x15\n\x11STOP_KIND_REFUSAL\x10\x04\x12\x17\n\x13STOP_KIND_CANCELLED\x10\x05*\x89\x01\n\x0cTextOmission\x12\x1d\n\x19TEXT_OMISSION_UNSPECIFIED\x10\x00\x12\x1b\n\x17TEXT_OMISSION_REQUESTED\x10\x01\x12\x1e\n\x1aTEXT_OMISSION_ANSWER_LIMIT\x10\x02\x12\x1d\n\x19TEXT_OMISSION_CLIENT_GONE\x10\x03*\xee\x01\n\x0fTransportReason\x12 \n\x1cTRANSPORT_REASON_UNSPECIFIED\x10\x00\x12!\n\x1dTRANSPORT_REASON_SPAWN_FAILED\x10\x01\x12!\n\x1dTRANSPORT_REASON_STREAM_ENDED\x10\x02\x12%\n!TRANSPORT_REASON_TRANSPORT_FAILED\x10\x03\x12&\n\"TRANSPORT_REASON_HANDSHAKE_TIMEOUT\x10\x04\x12$\n TRANSPORT_REASON_GATEWAY_STOPPED\x10\x05*W\n\x10RefusalDetection\x12!\n\x1dREFUSAL_DETECTION_UNSPECIFIED\x10\x00\x12 \n\x1cREFUSAL_DETECTION_STRUCTURED\x10\x01\x42\x35Z3github.com/acpgate/acpgate/gen/acpgate/v1;acpgatev1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x61\x63pgate/v1/outcome.proto\x12\nacpgate.v1\x1a\x1cgoogle/protobuf/struct.proto\"\xc8\x03\n\x05Usage\x12\x19\n\x0cinput_tokens\x18\x01 \x01(\x03H\x00\x88\x01\x01\x12\x1a\n\routput_tokens\x18\x02 \x01(\x03H\x01\x88\x01\x01\x12\x19\n\x0ctotal_tokens\x18\x03 \x01(\x03H\x02\x88\x01\x01\x12\x1b\n\x0ethought_tokens\x18\x04 \x01(\x03H\x03\x88\x01\x01\x12\x1f\n\x12\x63\x61\x63hed_read_tokens\x18\x05 \x01(\x03H\x04\x88\x01\x01\x12 \n\x13\x63\x61\x63hed_write_tokens\x18\x06 \x01(\x03H\x05\x88\x01\x01\x12\x19\n\x0c\x63ontext_size\x18\x07 \x01(\x03H\x06\x88\x01\x01\x12\x19\n\x0c\x63ontext_used\x18\x08 \x01(\x03H\x07\x88\x01\x01\x12\x18\n\x0b\x63ost_amount\x18\t \x01(\x01H\x08\x88\x01\x01\x12\x15\n\rcost_currency\x18\n \x01(\tB\x0f\n\r_input_tokensB\x10\n\x0e_output_tokensB\x0f\n\r_total_tokensB\x11\n\x0f_thought_tokensB\x15\n\x13_cached_read_tokensB\x16\n\x14_cached_write_tokensB\x0f\n\r_context_sizeB\x0f\n\r_context_usedB\x0e\n\x0c_cost_amount\"\xd8\x02\n\rPromptOutcome\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x15\n\rfinal_message\x18\x02 \x01(\t\x12\'\n\tstop_kind\x18\x03 \x01(\x0e\x32\x14.acpgate.v1.StopKind\x12\x13\n\x0bstop_reason\x18\x04 \x01(\t\x12\x12\n\nsession_id\x18\x05 \x01(\t\x12\x0f\n\x07turn_id\x18\x06 \x01(\t\x12 \n\x05usage\x18\x07 \x01(\x0b\x32\x11.acpgate.v1.Usage\x12\x14\n\x0ctext_omitted\x18\x08 \x01(\x08\x12\x12\n\ntext_bytes\x18\t \x01(\x04\x12\x1b\n\x13\x66inal_message_bytes\x18\n \x01(\x04\x12/\n\rtext_omission\x18\x0b \x01(\x0e\x32\x18.acpgate.v1.TextOmission\x12%\n\x04meta\x18\x0c \x01(\x0b\x32\x17.google.protobuf.Struct\"\xd8\x03\n\x0cHarnessError\x12\x0f\n\x07message\x18\x01 \x01(\t\x12*\n\x07partial\x18\x02 \x01(\x0b\x32\x19.acpgate.v1.PartialOutput\x12\x31\n\ttransport\x18\n \x01(\x0b\x32\x1c.acpgate.v1.TransportFailureH\x00\x12\x31\n\x08protocol\x18\x0b \x01(\x0b\x32\x1d.acpgate.v1.ProtocolViolationH\x00\x12-\n\x07harness\x18\x0c \x01(\x0b\x32\x1a.acpgate.v1.HarnessFailureH\x00\x12\x33\n\x0epolicy_refused\x18\r \x01(\x0b\x32\x19.acpgate.v1.PolicyRefusalH\x00\x12\x46\n\x18\x63\x61pability_not_supported\x18\x0e \x01(\x0b\x32\".acpgate.v1.CapabilityNotSupportedH\x00\x12/\n\x0cstale_target\x18\x0f \x01(\x0b\x32\x17.acpgate.v1.StaleTargetH\x00\x12-\n\x07gateway\x18\x10 \x01(\x0b\x32\x1a.acpgate.v1.GatewayFailureH\x00\x12\x11\n\tretryable\x18\x03 \x01(\x08\x42\x06\n\x04kind\" \n\x0eGatewayFailure\x12\x0e\n\x06\x64\x65tail\x18\x01 \x01(\t\"E\n\rPartialOutput\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x11\n\ttruncated\x18\x02 \x01(\x08\x12\x13\n\x0btotal_bytes\x18\x03 \x01(\x04\"\x9a\x01\n\x10TransportFailure\x12+\n\x06reason\x18\x01 \x01(\x0e\x32\x1b.acpgate.v1.TransportReason\x12\x0e\n\x06\x64\x65tail\x18\x02 \x01(\t\x12\x16\n\texit_code\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x0e\n\x06signal\x18\x04 \x01(\t\x12\x13\n\x0bstderr_tail\x18\x05 \x01(\tB\x0c\n\n_exit_code\"#\n\x11ProtocolViolation\x12\x0e\n\x06\x64\x65tail\x18\x01 \x01(\t\"\x9c\x01\n\x0eHarnessFailure\x12\'\n\tstop_kind\x18\x01 \x01(\x0e\x32\x14.acpgate.v1.StopKind\x12\x15\n\x08rpc_code\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\x13\n\x0brpc_message\x18\x03 \x01(\t\x12\x11\n\tcancelled\x18\x04 \x01(\x08\x12\x15\n\rauth_required\x18\x05 \x01(\x08\x42\x0b\n\t_rpc_code\"@\n\rPolicyRefusal\x12/\n\tdetection\x18\x01 \x01(\x0e\x32\x1c.acpgate.v1.RefusalDetection\"+\n\x16\x43\x61pabilityNotSupported\x12\x11\n\tprimitive\x18\x01 \x01(\t\"\x1d\n\x0bStaleTarget\x12\x0e\n\x06\x64\x65tail\x18\x01 \x01(\t*\xa8\x01\n\x08StopKind\x12\x19\n\x15STOP_KIND_UNSPECIFIED\x10\x00\x12\x16\n\x12STOP_KIND_END_TURN\x10\x01\x12\x18\n\x14STOP_KIND_MAX_TOKENS\x10\x02\x12\x1f\n\x1bSTOP_KIND_MAX_TURN_REQUESTS\x10\x03\x12\x15\n\x11STOP_KIND_REFUSAL\x10\x04\x12\x17\n\x13STOP_KIND_CANCELLED\x10\x05*\x89\x01\n\x0cTextOmission\x12\x1d\n\x19TEXT_OMISSION_UNSPECIFIED\x10\x00\x12\x1b\n\x17TEXT_OMISSION_REQUESTED\x10\x01\x12\x1e\n\x1aTEXT_OMISSION_ANSWER_LIMIT\x10\x02\x12\x1d\n\x19TEXT_OMISSION_CLIENT_GONE\x10\x03*\xee\x01\n\x0fTransportReason\x12 \n\x1cTRANSPORT_REASON_UNSPECIFIED\x10\x00\x12!\n\x1dTRANSPORT_REASON_SPAWN_FAILED\x10\x01\x12!\n\x1dTRANSPORT_REASON_STREAM_ENDED\x10\x02\x12%\n!TRANSPORT_REASON_TRANSPORT_FAILED\x10\x03\x12&\n\"TRANSPORT_REASON_HANDSHAKE_TIMEOUT\x10\x04\x12$\n TRANSPORT_REASON_GATEWAY_STOPPED\x10\x05*W\n\x10RefusalDetection\x12!\n\x1dREFUSAL_DETECTION_UNSPECIFIED\x10\x00\x12 \n\x1cREFUSAL_DETECTION_STRUCTURED\x10\x01\x42\x35Z3github.com/acpgate/acpgate/gen/acpgate/v1;acpgatev1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'acpgate.v1.outcome_pb2', globals())
@@ -21,34 +22,34 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'Z3github.com/acpgate/acpgate/gen/acpgate/v1;acpgatev1'
-  _STOPKIND._serialized_start=1883
-  _STOPKIND._serialized_end=2051
-  _TEXTOMISSION._serialized_start=2054
-  _TEXTOMISSION._serialized_end=2191
-  _TRANSPORTREASON._serialized_start=2194
-  _TRANSPORTREASON._serialized_end=2432
-  _REFUSALDETECTION._serialized_start=2434
-  _REFUSALDETECTION._serialized_end=2521
-  _USAGE._serialized_start=41
-  _USAGE._serialized_end=497
-  _PROMPTOUTCOME._serialized_start=500
-  _PROMPTOUTCOME._serialized_end=805
-  _HARNESSERROR._serialized_start=808
-  _HARNESSERROR._serialized_end=1280
-  _GATEWAYFAILURE._serialized_start=1282
-  _GATEWAYFAILURE._serialized_end=1314
-  _PARTIALOUTPUT._serialized_start=1316
-  _PARTIALOUTPUT._serialized_end=1385
-  _TRANSPORTFAILURE._serialized_start=1388
-  _TRANSPORTFAILURE._serialized_end=1542
-  _PROTOCOLVIOLATION._serialized_start=1544
-  _PROTOCOLVIOLATION._serialized_end=1579
-  _HARNESSFAILURE._serialized_start=1582
-  _HARNESSFAILURE._serialized_end=1738
-  _POLICYREFUSAL._serialized_start=1740
-  _POLICYREFUSAL._serialized_end=1804
-  _CAPABILITYNOTSUPPORTED._serialized_start=1806
-  _CAPABILITYNOTSUPPORTED._serialized_end=1849
-  _STALETARGET._serialized_start=1851
-  _STALETARGET._serialized_end=1880
+  _STOPKIND._serialized_start=1952
+  _STOPKIND._serialized_end=2120
+  _TEXTOMISSION._serialized_start=2123
+  _TEXTOMISSION._serialized_end=2260
+  _TRANSPORTREASON._serialized_start=2263
+  _TRANSPORTREASON._serialized_end=2501
+  _REFUSALDETECTION._serialized_start=2503
+  _REFUSALDETECTION._serialized_end=2590
+  _USAGE._serialized_start=71
+  _USAGE._serialized_end=527
+  _PROMPTOUTCOME._serialized_start=530
+  _PROMPTOUTCOME._serialized_end=874
+  _HARNESSERROR._serialized_start=877
+  _HARNESSERROR._serialized_end=1349
+  _GATEWAYFAILURE._serialized_start=1351
+  _GATEWAYFAILURE._serialized_end=1383
+  _PARTIALOUTPUT._serialized_start=1385
+  _PARTIALOUTPUT._serialized_end=1454
+  _TRANSPORTFAILURE._serialized_start=1457
+  _TRANSPORTFAILURE._serialized_end=1611
+  _PROTOCOLVIOLATION._serialized_start=1613
+  _PROTOCOLVIOLATION._serialized_end=1648
+  _HARNESSFAILURE._serialized_start=1651
+  _HARNESSFAILURE._serialized_end=1807
+  _POLICYREFUSAL._serialized_start=1809
+  _POLICYREFUSAL._serialized_end=1873
+  _CAPABILITYNOTSUPPORTED._serialized_start=1875
+  _CAPABILITYNOTSUPPORTED._serialized_end=1918
+  _STALETARGET._serialized_start=1920
+  _STALETARGET._serialized_end=1949
 # @@protoc_insertion_point(module_scope)
