@@ -717,7 +717,21 @@ type Session struct {
 	// The ACP session id as the agent minted (or reloaded) it: the handle for
 	// CreateSession's `load_session_id`. Equal to `id` unless `id` had to be
 	// made unique.
-	AcpSessionId  string `protobuf:"bytes,10,opt,name=acp_session_id,json=acpSessionId,proto3" json:"acp_session_id,omitempty"`
+	AcpSessionId string `protobuf:"bytes,10,opt,name=acp_session_id,json=acpSessionId,proto3" json:"acp_session_id,omitempty"`
+	// The modes the agent advertised for the session (`modes` in the answer
+	// to `session/new`, `session/load` or `session/resume`), in its order;
+	// empty when it advertised none. A SUSPENDED session lists none.
+	Modes []*SessionMode `protobuf:"bytes,11,rep,name=modes,proto3" json:"modes,omitempty"`
+	// The session's current mode: as the agent last reported it (at opening,
+	// in a `current_mode_update`) or as SetSessionMode set it. For a
+	// SUSPENDED session, the mode that re-opening sets again.
+	CurrentModeId string `protobuf:"bytes,12,opt,name=current_mode_id,json=currentModeId,proto3" json:"current_mode_id,omitempty"`
+	// The configuration options the agent advertised for the session
+	// (`configOptions`), with their current values, kept up to date by
+	// SetSessionConfigOption and the agent's `config_option_update`. For a
+	// SUSPENDED session, the option values that re-opening sets again (with
+	// only `id` and `current_value` known).
+	ConfigOptions []*ConfigOption `protobuf:"bytes,13,rep,name=config_options,json=configOptions,proto3" json:"config_options,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -822,6 +836,212 @@ func (x *Session) GetAcpSessionId() string {
 	return ""
 }
 
+func (x *Session) GetModes() []*SessionMode {
+	if x != nil {
+		return x.Modes
+	}
+	return nil
+}
+
+func (x *Session) GetCurrentModeId() string {
+	if x != nil {
+		return x.CurrentModeId
+	}
+	return ""
+}
+
+func (x *Session) GetConfigOptions() []*ConfigOption {
+	if x != nil {
+		return x.ConfigOptions
+	}
+	return nil
+}
+
+// SessionMode is a mode an agent can run a session in (ACP SessionMode):
+// "ask", "architect" or "code", say, each changing the agent's behaviour.
+type SessionMode struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The mode's id, which SetSessionMode takes.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// A human-readable name.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// What the mode does; empty when the agent gave no description.
+	Description   string `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionMode) Reset() {
+	*x = SessionMode{}
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionMode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionMode) ProtoMessage() {}
+
+func (x *SessionMode) ProtoReflect() protoreflect.Message {
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionMode.ProtoReflect.Descriptor instead.
+func (*SessionMode) Descriptor() ([]byte, []int) {
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *SessionMode) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *SessionMode) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SessionMode) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+// SetSessionModeRequest switches a session's mode.
+type SetSessionModeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session id. Required.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// One of the session's `modes`, by id. Required.
+	ModeId        string `protobuf:"bytes,2,opt,name=mode_id,json=modeId,proto3" json:"mode_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetSessionModeRequest) Reset() {
+	*x = SetSessionModeRequest{}
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetSessionModeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetSessionModeRequest) ProtoMessage() {}
+
+func (x *SetSessionModeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetSessionModeRequest.ProtoReflect.Descriptor instead.
+func (*SetSessionModeRequest) Descriptor() ([]byte, []int) {
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *SetSessionModeRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *SetSessionModeRequest) GetModeId() string {
+	if x != nil {
+		return x.ModeId
+	}
+	return ""
+}
+
+// SetSessionConfigOptionRequest sets one configuration option of a session.
+type SetSessionConfigOptionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session id. Required.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// One of the session's `config_options`, by id. Required.
+	OptionId string `protobuf:"bytes,2,opt,name=option_id,json=optionId,proto3" json:"option_id,omitempty"`
+	// One of the option's `values`: a select option's value id, or "true" /
+	// "false" for a boolean option. Required.
+	Value         string `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetSessionConfigOptionRequest) Reset() {
+	*x = SetSessionConfigOptionRequest{}
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetSessionConfigOptionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetSessionConfigOptionRequest) ProtoMessage() {}
+
+func (x *SetSessionConfigOptionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetSessionConfigOptionRequest.ProtoReflect.Descriptor instead.
+func (*SetSessionConfigOptionRequest) Descriptor() ([]byte, []int) {
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *SetSessionConfigOptionRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *SetSessionConfigOptionRequest) GetOptionId() string {
+	if x != nil {
+		return x.OptionId
+	}
+	return ""
+}
+
+func (x *SetSessionConfigOptionRequest) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
 // GetSessionRequest names a session.
 type GetSessionRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -833,7 +1053,7 @@ type GetSessionRequest struct {
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[7]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -845,7 +1065,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[7]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -858,7 +1078,7 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{7}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetSessionRequest) GetSessionId() string {
@@ -877,7 +1097,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[8]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -889,7 +1109,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[8]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -902,7 +1122,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{8}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{11}
 }
 
 // ListSessionsResponse lists the open and SUSPENDED sessions.
@@ -916,7 +1136,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[9]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -928,7 +1148,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[9]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -941,7 +1161,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{9}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*Session {
@@ -962,7 +1182,7 @@ type CloseSessionRequest struct {
 
 func (x *CloseSessionRequest) Reset() {
 	*x = CloseSessionRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[10]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -974,7 +1194,7 @@ func (x *CloseSessionRequest) String() string {
 func (*CloseSessionRequest) ProtoMessage() {}
 
 func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[10]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -987,7 +1207,7 @@ func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionRequest.ProtoReflect.Descriptor instead.
 func (*CloseSessionRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{10}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CloseSessionRequest) GetSessionId() string {
@@ -1006,7 +1226,7 @@ type CloseSessionResponse struct {
 
 func (x *CloseSessionResponse) Reset() {
 	*x = CloseSessionResponse{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[11]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1018,7 +1238,7 @@ func (x *CloseSessionResponse) String() string {
 func (*CloseSessionResponse) ProtoMessage() {}
 
 func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[11]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1031,7 +1251,7 @@ func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionResponse.ProtoReflect.Descriptor instead.
 func (*CloseSessionResponse) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{11}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{14}
 }
 
 // PromptRequest runs one prompt turn. Set exactly one of `session_id` and
@@ -1088,7 +1308,7 @@ type PromptRequest struct {
 
 func (x *PromptRequest) Reset() {
 	*x = PromptRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[12]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1100,7 +1320,7 @@ func (x *PromptRequest) String() string {
 func (*PromptRequest) ProtoMessage() {}
 
 func (x *PromptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[12]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1113,7 +1333,7 @@ func (x *PromptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptRequest.ProtoReflect.Descriptor instead.
 func (*PromptRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{12}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PromptRequest) GetSessionId() string {
@@ -1194,7 +1414,7 @@ type WatchTurnRequest struct {
 
 func (x *WatchTurnRequest) Reset() {
 	*x = WatchTurnRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[13]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1206,7 +1426,7 @@ func (x *WatchTurnRequest) String() string {
 func (*WatchTurnRequest) ProtoMessage() {}
 
 func (x *WatchTurnRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[13]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1219,7 +1439,7 @@ func (x *WatchTurnRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchTurnRequest.ProtoReflect.Descriptor instead.
 func (*WatchTurnRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{13}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *WatchTurnRequest) GetTurnId() string {
@@ -1247,7 +1467,7 @@ type GetTurnRequest struct {
 
 func (x *GetTurnRequest) Reset() {
 	*x = GetTurnRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[14]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1259,7 +1479,7 @@ func (x *GetTurnRequest) String() string {
 func (*GetTurnRequest) ProtoMessage() {}
 
 func (x *GetTurnRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[14]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1272,7 +1492,7 @@ func (x *GetTurnRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTurnRequest.ProtoReflect.Descriptor instead.
 func (*GetTurnRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{14}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetTurnRequest) GetTurnId() string {
@@ -1302,7 +1522,7 @@ type ListTurnsRequest struct {
 
 func (x *ListTurnsRequest) Reset() {
 	*x = ListTurnsRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[15]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1314,7 +1534,7 @@ func (x *ListTurnsRequest) String() string {
 func (*ListTurnsRequest) ProtoMessage() {}
 
 func (x *ListTurnsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[15]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1327,7 +1547,7 @@ func (x *ListTurnsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTurnsRequest.ProtoReflect.Descriptor instead.
 func (*ListTurnsRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{15}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListTurnsRequest) GetSessionId() string {
@@ -1371,7 +1591,7 @@ type ListTurnsResponse struct {
 
 func (x *ListTurnsResponse) Reset() {
 	*x = ListTurnsResponse{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[16]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1383,7 +1603,7 @@ func (x *ListTurnsResponse) String() string {
 func (*ListTurnsResponse) ProtoMessage() {}
 
 func (x *ListTurnsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[16]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1396,7 +1616,7 @@ func (x *ListTurnsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTurnsResponse.ProtoReflect.Descriptor instead.
 func (*ListTurnsResponse) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{16}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListTurnsResponse) GetTurns() []*Turn {
@@ -1446,7 +1666,7 @@ type Turn struct {
 
 func (x *Turn) Reset() {
 	*x = Turn{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[17]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1458,7 +1678,7 @@ func (x *Turn) String() string {
 func (*Turn) ProtoMessage() {}
 
 func (x *Turn) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[17]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1471,7 +1691,7 @@ func (x *Turn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Turn.ProtoReflect.Descriptor instead.
 func (*Turn) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{17}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Turn) GetTurnId() string {
@@ -1555,7 +1775,7 @@ type CancelRequest struct {
 
 func (x *CancelRequest) Reset() {
 	*x = CancelRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[18]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1567,7 +1787,7 @@ func (x *CancelRequest) String() string {
 func (*CancelRequest) ProtoMessage() {}
 
 func (x *CancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[18]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1580,7 +1800,7 @@ func (x *CancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{18}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CancelRequest) GetSessionId() string {
@@ -1601,7 +1821,7 @@ type CancelResponse struct {
 
 func (x *CancelResponse) Reset() {
 	*x = CancelResponse{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[19]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1613,7 +1833,7 @@ func (x *CancelResponse) String() string {
 func (*CancelResponse) ProtoMessage() {}
 
 func (x *CancelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[19]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1626,7 +1846,7 @@ func (x *CancelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResponse.ProtoReflect.Descriptor instead.
 func (*CancelResponse) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{19}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CancelResponse) GetCancelled() bool {
@@ -1651,7 +1871,7 @@ type ResolvePermissionRequest struct {
 
 func (x *ResolvePermissionRequest) Reset() {
 	*x = ResolvePermissionRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[20]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1663,7 +1883,7 @@ func (x *ResolvePermissionRequest) String() string {
 func (*ResolvePermissionRequest) ProtoMessage() {}
 
 func (x *ResolvePermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[20]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1676,7 +1896,7 @@ func (x *ResolvePermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolvePermissionRequest.ProtoReflect.Descriptor instead.
 func (*ResolvePermissionRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{20}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ResolvePermissionRequest) GetSessionId() string {
@@ -1709,7 +1929,7 @@ type ResolvePermissionResponse struct {
 
 func (x *ResolvePermissionResponse) Reset() {
 	*x = ResolvePermissionResponse{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[21]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1721,7 +1941,7 @@ func (x *ResolvePermissionResponse) String() string {
 func (*ResolvePermissionResponse) ProtoMessage() {}
 
 func (x *ResolvePermissionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[21]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1734,7 +1954,7 @@ func (x *ResolvePermissionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolvePermissionResponse.ProtoReflect.Descriptor instead.
 func (*ResolvePermissionResponse) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{21}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{24}
 }
 
 var File_acpgate_v1_gateway_proto protoreflect.FileDescriptor
@@ -1780,7 +2000,7 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\x14CreateSessionRequest\x12\x14\n" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x10\n" +
 	"\x03cwd\x18\x02 \x01(\tR\x03cwd\x12&\n" +
-	"\x0fload_session_id\x18\x03 \x01(\tR\rloadSessionId\"\xa0\x03\n" +
+	"\x0fload_session_id\x18\x03 \x01(\tR\rloadSessionId\"\xb8\x04\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05agent\x18\x02 \x01(\tR\x05agent\x12\x10\n" +
@@ -1793,7 +2013,23 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\x0fcurrent_turn_id\x18\b \x01(\tR\rcurrentTurnId\x12L\n" +
 	"\x12available_commands\x18\t \x01(\v2\x1d.acpgate.v1.AvailableCommandsR\x11availableCommands\x12$\n" +
 	"\x0eacp_session_id\x18\n" +
-	" \x01(\tR\facpSessionId\"2\n" +
+	" \x01(\tR\facpSessionId\x12-\n" +
+	"\x05modes\x18\v \x03(\v2\x17.acpgate.v1.SessionModeR\x05modes\x12&\n" +
+	"\x0fcurrent_mode_id\x18\f \x01(\tR\rcurrentModeId\x12?\n" +
+	"\x0econfig_options\x18\r \x03(\v2\x18.acpgate.v1.ConfigOptionR\rconfigOptions\"S\n" +
+	"\vSessionMode\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12 \n" +
+	"\vdescription\x18\x03 \x01(\tR\vdescription\"O\n" +
+	"\x15SetSessionModeRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x17\n" +
+	"\amode_id\x18\x02 \x01(\tR\x06modeId\"q\n" +
+	"\x1dSetSessionConfigOptionRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +
+	"\toption_id\x18\x02 \x01(\tR\boptionId\x12\x14\n" +
+	"\x05value\x18\x03 \x01(\tR\x05value\"2\n" +
 	"\x11GetSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x15\n" +
@@ -1871,7 +2107,7 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\tTurnState\x12\x1a\n" +
 	"\x16TURN_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12TURN_STATE_RUNNING\x10\x01\x12\x14\n" +
-	"\x10TURN_STATE_ENDED\x10\x022\xb7\x06\n" +
+	"\x10TURN_STATE_ENDED\x10\x022\xdb\a\n" +
 	"\fAgentGateway\x12K\n" +
 	"\n" +
 	"ListAgents\x12\x1d.acpgate.v1.ListAgentsRequest\x1a\x1e.acpgate.v1.ListAgentsResponse\x12F\n" +
@@ -1885,7 +2121,9 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\x11ResolvePermission\x12$.acpgate.v1.ResolvePermissionRequest\x1a%.acpgate.v1.ResolvePermissionResponse\x12D\n" +
 	"\tWatchTurn\x12\x1c.acpgate.v1.WatchTurnRequest\x1a\x17.acpgate.v1.PromptEvent0\x01\x127\n" +
 	"\aGetTurn\x12\x1a.acpgate.v1.GetTurnRequest\x1a\x10.acpgate.v1.Turn\x12H\n" +
-	"\tListTurns\x12\x1c.acpgate.v1.ListTurnsRequest\x1a\x1d.acpgate.v1.ListTurnsResponseB5Z3github.com/acpgate/acpgate/gen/acpgate/v1;acpgatev1b\x06proto3"
+	"\tListTurns\x12\x1c.acpgate.v1.ListTurnsRequest\x1a\x1d.acpgate.v1.ListTurnsResponse\x12H\n" +
+	"\x0eSetSessionMode\x12!.acpgate.v1.SetSessionModeRequest\x1a\x13.acpgate.v1.Session\x12X\n" +
+	"\x16SetSessionConfigOption\x12).acpgate.v1.SetSessionConfigOptionRequest\x1a\x13.acpgate.v1.SessionB5Z3github.com/acpgate/acpgate/gen/acpgate/v1;acpgatev1b\x06proto3"
 
 var (
 	file_acpgate_v1_gateway_proto_rawDescOnce sync.Once
@@ -1900,86 +2138,96 @@ func file_acpgate_v1_gateway_proto_rawDescGZIP() []byte {
 }
 
 var file_acpgate_v1_gateway_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_acpgate_v1_gateway_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_acpgate_v1_gateway_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_acpgate_v1_gateway_proto_goTypes = []any{
-	(SessionState)(0),                 // 0: acpgate.v1.SessionState
-	(DisconnectPolicy)(0),             // 1: acpgate.v1.DisconnectPolicy
-	(TurnState)(0),                    // 2: acpgate.v1.TurnState
-	(*ListAgentsRequest)(nil),         // 3: acpgate.v1.ListAgentsRequest
-	(*ListAgentsResponse)(nil),        // 4: acpgate.v1.ListAgentsResponse
-	(*Agent)(nil),                     // 5: acpgate.v1.Agent
-	(*StartupFailure)(nil),            // 6: acpgate.v1.StartupFailure
-	(*AgentCapabilities)(nil),         // 7: acpgate.v1.AgentCapabilities
-	(*CreateSessionRequest)(nil),      // 8: acpgate.v1.CreateSessionRequest
-	(*Session)(nil),                   // 9: acpgate.v1.Session
-	(*GetSessionRequest)(nil),         // 10: acpgate.v1.GetSessionRequest
-	(*ListSessionsRequest)(nil),       // 11: acpgate.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),      // 12: acpgate.v1.ListSessionsResponse
-	(*CloseSessionRequest)(nil),       // 13: acpgate.v1.CloseSessionRequest
-	(*CloseSessionResponse)(nil),      // 14: acpgate.v1.CloseSessionResponse
-	(*PromptRequest)(nil),             // 15: acpgate.v1.PromptRequest
-	(*WatchTurnRequest)(nil),          // 16: acpgate.v1.WatchTurnRequest
-	(*GetTurnRequest)(nil),            // 17: acpgate.v1.GetTurnRequest
-	(*ListTurnsRequest)(nil),          // 18: acpgate.v1.ListTurnsRequest
-	(*ListTurnsResponse)(nil),         // 19: acpgate.v1.ListTurnsResponse
-	(*Turn)(nil),                      // 20: acpgate.v1.Turn
-	(*CancelRequest)(nil),             // 21: acpgate.v1.CancelRequest
-	(*CancelResponse)(nil),            // 22: acpgate.v1.CancelResponse
-	(*ResolvePermissionRequest)(nil),  // 23: acpgate.v1.ResolvePermissionRequest
-	(*ResolvePermissionResponse)(nil), // 24: acpgate.v1.ResolvePermissionResponse
-	(*durationpb.Duration)(nil),       // 25: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),     // 26: google.protobuf.Timestamp
-	(*AvailableCommands)(nil),         // 27: acpgate.v1.AvailableCommands
-	(*ContentBlock)(nil),              // 28: acpgate.v1.ContentBlock
-	(*PromptEvent)(nil),               // 29: acpgate.v1.PromptEvent
+	(SessionState)(0),                     // 0: acpgate.v1.SessionState
+	(DisconnectPolicy)(0),                 // 1: acpgate.v1.DisconnectPolicy
+	(TurnState)(0),                        // 2: acpgate.v1.TurnState
+	(*ListAgentsRequest)(nil),             // 3: acpgate.v1.ListAgentsRequest
+	(*ListAgentsResponse)(nil),            // 4: acpgate.v1.ListAgentsResponse
+	(*Agent)(nil),                         // 5: acpgate.v1.Agent
+	(*StartupFailure)(nil),                // 6: acpgate.v1.StartupFailure
+	(*AgentCapabilities)(nil),             // 7: acpgate.v1.AgentCapabilities
+	(*CreateSessionRequest)(nil),          // 8: acpgate.v1.CreateSessionRequest
+	(*Session)(nil),                       // 9: acpgate.v1.Session
+	(*SessionMode)(nil),                   // 10: acpgate.v1.SessionMode
+	(*SetSessionModeRequest)(nil),         // 11: acpgate.v1.SetSessionModeRequest
+	(*SetSessionConfigOptionRequest)(nil), // 12: acpgate.v1.SetSessionConfigOptionRequest
+	(*GetSessionRequest)(nil),             // 13: acpgate.v1.GetSessionRequest
+	(*ListSessionsRequest)(nil),           // 14: acpgate.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),          // 15: acpgate.v1.ListSessionsResponse
+	(*CloseSessionRequest)(nil),           // 16: acpgate.v1.CloseSessionRequest
+	(*CloseSessionResponse)(nil),          // 17: acpgate.v1.CloseSessionResponse
+	(*PromptRequest)(nil),                 // 18: acpgate.v1.PromptRequest
+	(*WatchTurnRequest)(nil),              // 19: acpgate.v1.WatchTurnRequest
+	(*GetTurnRequest)(nil),                // 20: acpgate.v1.GetTurnRequest
+	(*ListTurnsRequest)(nil),              // 21: acpgate.v1.ListTurnsRequest
+	(*ListTurnsResponse)(nil),             // 22: acpgate.v1.ListTurnsResponse
+	(*Turn)(nil),                          // 23: acpgate.v1.Turn
+	(*CancelRequest)(nil),                 // 24: acpgate.v1.CancelRequest
+	(*CancelResponse)(nil),                // 25: acpgate.v1.CancelResponse
+	(*ResolvePermissionRequest)(nil),      // 26: acpgate.v1.ResolvePermissionRequest
+	(*ResolvePermissionResponse)(nil),     // 27: acpgate.v1.ResolvePermissionResponse
+	(*durationpb.Duration)(nil),           // 28: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),         // 29: google.protobuf.Timestamp
+	(*AvailableCommands)(nil),             // 30: acpgate.v1.AvailableCommands
+	(*ConfigOption)(nil),                  // 31: acpgate.v1.ConfigOption
+	(*ContentBlock)(nil),                  // 32: acpgate.v1.ContentBlock
+	(*PromptEvent)(nil),                   // 33: acpgate.v1.PromptEvent
 }
 var file_acpgate_v1_gateway_proto_depIdxs = []int32{
 	5,  // 0: acpgate.v1.ListAgentsResponse.agents:type_name -> acpgate.v1.Agent
 	7,  // 1: acpgate.v1.Agent.capabilities:type_name -> acpgate.v1.AgentCapabilities
-	25, // 2: acpgate.v1.Agent.last_startup_duration:type_name -> google.protobuf.Duration
+	28, // 2: acpgate.v1.Agent.last_startup_duration:type_name -> google.protobuf.Duration
 	6,  // 3: acpgate.v1.Agent.last_startup_failure:type_name -> acpgate.v1.StartupFailure
-	26, // 4: acpgate.v1.StartupFailure.at:type_name -> google.protobuf.Timestamp
-	26, // 5: acpgate.v1.StartupFailure.retry_at:type_name -> google.protobuf.Timestamp
-	26, // 6: acpgate.v1.AgentCapabilities.observed_at:type_name -> google.protobuf.Timestamp
+	29, // 4: acpgate.v1.StartupFailure.at:type_name -> google.protobuf.Timestamp
+	29, // 5: acpgate.v1.StartupFailure.retry_at:type_name -> google.protobuf.Timestamp
+	29, // 6: acpgate.v1.AgentCapabilities.observed_at:type_name -> google.protobuf.Timestamp
 	0,  // 7: acpgate.v1.Session.state:type_name -> acpgate.v1.SessionState
-	26, // 8: acpgate.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	26, // 9: acpgate.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
-	27, // 10: acpgate.v1.Session.available_commands:type_name -> acpgate.v1.AvailableCommands
-	9,  // 11: acpgate.v1.ListSessionsResponse.sessions:type_name -> acpgate.v1.Session
-	28, // 12: acpgate.v1.PromptRequest.prompt:type_name -> acpgate.v1.ContentBlock
-	1,  // 13: acpgate.v1.PromptRequest.on_disconnect:type_name -> acpgate.v1.DisconnectPolicy
-	20, // 14: acpgate.v1.ListTurnsResponse.turns:type_name -> acpgate.v1.Turn
-	2,  // 15: acpgate.v1.Turn.state:type_name -> acpgate.v1.TurnState
-	26, // 16: acpgate.v1.Turn.started_at:type_name -> google.protobuf.Timestamp
-	26, // 17: acpgate.v1.Turn.ended_at:type_name -> google.protobuf.Timestamp
-	29, // 18: acpgate.v1.Turn.terminal:type_name -> acpgate.v1.PromptEvent
-	3,  // 19: acpgate.v1.AgentGateway.ListAgents:input_type -> acpgate.v1.ListAgentsRequest
-	8,  // 20: acpgate.v1.AgentGateway.CreateSession:input_type -> acpgate.v1.CreateSessionRequest
-	10, // 21: acpgate.v1.AgentGateway.GetSession:input_type -> acpgate.v1.GetSessionRequest
-	11, // 22: acpgate.v1.AgentGateway.ListSessions:input_type -> acpgate.v1.ListSessionsRequest
-	13, // 23: acpgate.v1.AgentGateway.CloseSession:input_type -> acpgate.v1.CloseSessionRequest
-	15, // 24: acpgate.v1.AgentGateway.Prompt:input_type -> acpgate.v1.PromptRequest
-	21, // 25: acpgate.v1.AgentGateway.Cancel:input_type -> acpgate.v1.CancelRequest
-	23, // 26: acpgate.v1.AgentGateway.ResolvePermission:input_type -> acpgate.v1.ResolvePermissionRequest
-	16, // 27: acpgate.v1.AgentGateway.WatchTurn:input_type -> acpgate.v1.WatchTurnRequest
-	17, // 28: acpgate.v1.AgentGateway.GetTurn:input_type -> acpgate.v1.GetTurnRequest
-	18, // 29: acpgate.v1.AgentGateway.ListTurns:input_type -> acpgate.v1.ListTurnsRequest
-	4,  // 30: acpgate.v1.AgentGateway.ListAgents:output_type -> acpgate.v1.ListAgentsResponse
-	9,  // 31: acpgate.v1.AgentGateway.CreateSession:output_type -> acpgate.v1.Session
-	9,  // 32: acpgate.v1.AgentGateway.GetSession:output_type -> acpgate.v1.Session
-	12, // 33: acpgate.v1.AgentGateway.ListSessions:output_type -> acpgate.v1.ListSessionsResponse
-	14, // 34: acpgate.v1.AgentGateway.CloseSession:output_type -> acpgate.v1.CloseSessionResponse
-	29, // 35: acpgate.v1.AgentGateway.Prompt:output_type -> acpgate.v1.PromptEvent
-	22, // 36: acpgate.v1.AgentGateway.Cancel:output_type -> acpgate.v1.CancelResponse
-	24, // 37: acpgate.v1.AgentGateway.ResolvePermission:output_type -> acpgate.v1.ResolvePermissionResponse
-	29, // 38: acpgate.v1.AgentGateway.WatchTurn:output_type -> acpgate.v1.PromptEvent
-	20, // 39: acpgate.v1.AgentGateway.GetTurn:output_type -> acpgate.v1.Turn
-	19, // 40: acpgate.v1.AgentGateway.ListTurns:output_type -> acpgate.v1.ListTurnsResponse
-	30, // [30:41] is the sub-list for method output_type
-	19, // [19:30] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	29, // 8: acpgate.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	29, // 9: acpgate.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
+	30, // 10: acpgate.v1.Session.available_commands:type_name -> acpgate.v1.AvailableCommands
+	10, // 11: acpgate.v1.Session.modes:type_name -> acpgate.v1.SessionMode
+	31, // 12: acpgate.v1.Session.config_options:type_name -> acpgate.v1.ConfigOption
+	9,  // 13: acpgate.v1.ListSessionsResponse.sessions:type_name -> acpgate.v1.Session
+	32, // 14: acpgate.v1.PromptRequest.prompt:type_name -> acpgate.v1.ContentBlock
+	1,  // 15: acpgate.v1.PromptRequest.on_disconnect:type_name -> acpgate.v1.DisconnectPolicy
+	23, // 16: acpgate.v1.ListTurnsResponse.turns:type_name -> acpgate.v1.Turn
+	2,  // 17: acpgate.v1.Turn.state:type_name -> acpgate.v1.TurnState
+	29, // 18: acpgate.v1.Turn.started_at:type_name -> google.protobuf.Timestamp
+	29, // 19: acpgate.v1.Turn.ended_at:type_name -> google.protobuf.Timestamp
+	33, // 20: acpgate.v1.Turn.terminal:type_name -> acpgate.v1.PromptEvent
+	3,  // 21: acpgate.v1.AgentGateway.ListAgents:input_type -> acpgate.v1.ListAgentsRequest
+	8,  // 22: acpgate.v1.AgentGateway.CreateSession:input_type -> acpgate.v1.CreateSessionRequest
+	13, // 23: acpgate.v1.AgentGateway.GetSession:input_type -> acpgate.v1.GetSessionRequest
+	14, // 24: acpgate.v1.AgentGateway.ListSessions:input_type -> acpgate.v1.ListSessionsRequest
+	16, // 25: acpgate.v1.AgentGateway.CloseSession:input_type -> acpgate.v1.CloseSessionRequest
+	18, // 26: acpgate.v1.AgentGateway.Prompt:input_type -> acpgate.v1.PromptRequest
+	24, // 27: acpgate.v1.AgentGateway.Cancel:input_type -> acpgate.v1.CancelRequest
+	26, // 28: acpgate.v1.AgentGateway.ResolvePermission:input_type -> acpgate.v1.ResolvePermissionRequest
+	19, // 29: acpgate.v1.AgentGateway.WatchTurn:input_type -> acpgate.v1.WatchTurnRequest
+	20, // 30: acpgate.v1.AgentGateway.GetTurn:input_type -> acpgate.v1.GetTurnRequest
+	21, // 31: acpgate.v1.AgentGateway.ListTurns:input_type -> acpgate.v1.ListTurnsRequest
+	11, // 32: acpgate.v1.AgentGateway.SetSessionMode:input_type -> acpgate.v1.SetSessionModeRequest
+	12, // 33: acpgate.v1.AgentGateway.SetSessionConfigOption:input_type -> acpgate.v1.SetSessionConfigOptionRequest
+	4,  // 34: acpgate.v1.AgentGateway.ListAgents:output_type -> acpgate.v1.ListAgentsResponse
+	9,  // 35: acpgate.v1.AgentGateway.CreateSession:output_type -> acpgate.v1.Session
+	9,  // 36: acpgate.v1.AgentGateway.GetSession:output_type -> acpgate.v1.Session
+	15, // 37: acpgate.v1.AgentGateway.ListSessions:output_type -> acpgate.v1.ListSessionsResponse
+	17, // 38: acpgate.v1.AgentGateway.CloseSession:output_type -> acpgate.v1.CloseSessionResponse
+	33, // 39: acpgate.v1.AgentGateway.Prompt:output_type -> acpgate.v1.PromptEvent
+	25, // 40: acpgate.v1.AgentGateway.Cancel:output_type -> acpgate.v1.CancelResponse
+	27, // 41: acpgate.v1.AgentGateway.ResolvePermission:output_type -> acpgate.v1.ResolvePermissionResponse
+	33, // 42: acpgate.v1.AgentGateway.WatchTurn:output_type -> acpgate.v1.PromptEvent
+	23, // 43: acpgate.v1.AgentGateway.GetTurn:output_type -> acpgate.v1.Turn
+	22, // 44: acpgate.v1.AgentGateway.ListTurns:output_type -> acpgate.v1.ListTurnsResponse
+	9,  // 45: acpgate.v1.AgentGateway.SetSessionMode:output_type -> acpgate.v1.Session
+	9,  // 46: acpgate.v1.AgentGateway.SetSessionConfigOption:output_type -> acpgate.v1.Session
+	34, // [34:47] is the sub-list for method output_type
+	21, // [21:34] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_acpgate_v1_gateway_proto_init() }
@@ -1994,7 +2242,7 @@ func file_acpgate_v1_gateway_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_acpgate_v1_gateway_proto_rawDesc), len(file_acpgate_v1_gateway_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   22,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

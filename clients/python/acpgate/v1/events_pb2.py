@@ -15,7 +15,7 @@ from acpgate.v1 import outcome_pb2 as acpgate_dot_v1_dot_outcome__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17\x61\x63pgate/v1/events.proto\x12\nacpgate.v1\x1a\x18\x61\x63pgate/v1/outcome.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa4\x06\n\x0bPromptEvent\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12(\n\x04time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12*\n\x07started\x18\n \x01(\x0b\x32\x17.acpgate.v1.TurnStartedH\x00\x12\x37\n\x13\x61gent_message_chunk\x18\x0b \x01(\x0b\x32\x18.acpgate.v1.MessageChunkH\x00\x12\x37\n\x13\x61gent_thought_chunk\x18\x0c \x01(\x0b\x32\x18.acpgate.v1.MessageChunkH\x00\x12\x36\n\x12user_message_chunk\x18\r \x01(\x0b\x32\x18.acpgate.v1.MessageChunkH\x00\x12)\n\ttool_call\x18\x0e \x01(\x0b\x32\x14.acpgate.v1.ToolCallH\x00\x12\x36\n\x10tool_call_update\x18\x0f \x01(\x0b\x32\x1a.acpgate.v1.ToolCallUpdateH\x00\x12 \n\x04plan\x18\x10 \x01(\x0b\x32\x10.acpgate.v1.PlanH\x00\x12=\n\x14permission_requested\x18\x11 \x01(\x0b\x32\x1d.acpgate.v1.PermissionRequestH\x00\x12\"\n\x05usage\x18\x12 \x01(\x0b\x32\x11.acpgate.v1.UsageH\x00\x12;\n\x12\x61vailable_commands\x18\x13 \x01(\x0b\x32\x1d.acpgate.v1.AvailableCommandsH\x00\x12/\n\x0c\x63urrent_mode\x18\x14 \x01(\x0b\x32\x17.acpgate.v1.CurrentModeH\x00\x12$\n\x03raw\x18\x15 \x01(\x0b\x32\x15.acpgate.v1.RawUpdateH\x00\x12,\n\x07outcome\x18\x1e \x01(\x0b\x32\x19.acpgate.v1.PromptOutcomeH\x00\x12)\n\x05\x65rror\x18\x1f \x01(\x0b\x32\x18.acpgate.v1.HarnessErrorH\x00\x12*\n\theartbeat\x18( \x01(\x0b\x32\x15.acpgate.v1.HeartbeatH\x00\x42\x07\n\x05\x65vent\"\x1d\n\tHeartbeat\x12\x10\n\x08last_seq\x18\x01 \x01(\x04\"R\n\x0bTurnStarted\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\r\n\x05\x61gent\x18\x03 \x01(\t\x12\x0f\n\x07resumed\x18\x04 \x01(\x08\"\xe2\x01\n\x0c\x43ontentBlock\x12\x0e\n\x04text\x18\x01 \x01(\tH\x00\x12)\n\x05image\x18\x02 \x01(\x0b\x32\x18.acpgate.v1.ImageContentH\x00\x12)\n\x05\x61udio\x18\x03 \x01(\x0b\x32\x18.acpgate.v1.AudioContentH\x00\x12\x31\n\rresource_link\x18\x04 \x01(\x0b\x32\x18.acpgate.v1.ResourceLinkH\x00\x12\x30\n\x08resource\x18\x05 \x01(\x0b\x32\x1c.acpgate.v1.EmbeddedResourceH\x00\x42\x07\n\x05\x62lock\"<\n\x0cImageContent\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\t\x12\x11\n\tmime_type\x18\x02 \x01(\t\x12\x0b\n\x03uri\x18\x03 \x01(\t\"/\n\x0c\x41udioContent\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\t\x12\x11\n\tmime_type\x18\x02 \x01(\t\"|\n\x0cResourceLink\x12\x0b\n\x03uri\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\tmime_type\x18\x03 \x01(\t\x12\r\n\x05title\x18\x04 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x05 \x01(\t\x12\x11\n\x04size\x18\x06 \x01(\x03H\x00\x88\x01\x01\x42\x07\n\x05_size\"^\n\x10\x45mbeddedResource\x12\x0b\n\x03uri\x18\x01 \x01(\t\x12\x11\n\tmime_type\x18\x02 \x01(\t\x12\x0e\n\x04text\x18\x03 \x01(\tH\x00\x12\x0e\n\x04\x62lob\x18\x04 \x01(\tH\x00\x42\n\n\x08\x63ontents\"[\n\x0cMessageChunk\x12\x12\n\nmessage_id\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\x12)\n\x07\x63ontent\x18\x03 \x01(\x0b\x32\x18.acpgate.v1.ContentBlock\"\xdd\x01\n\x08ToolCall\x12\x14\n\x0ctool_call_id\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x0c\n\x04kind\x18\x03 \x01(\t\x12\x0e\n\x06status\x18\x04 \x01(\t\x12,\n\x07\x63ontent\x18\x05 \x03(\x0b\x32\x1b.acpgate.v1.ToolCallContent\x12/\n\tlocations\x18\x06 \x03(\x0b\x32\x1c.acpgate.v1.ToolCallLocation\x12\x16\n\x0eraw_input_json\x18\x07 \x01(\t\x12\x17\n\x0fraw_output_json\x18\x08 \x01(\t\"\x90\x02\n\x0eToolCallUpdate\x12\x14\n\x0ctool_call_id\x18\x01 \x01(\t\x12\x12\n\x05title\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x11\n\x04kind\x18\x03 \x01(\tH\x01\x88\x01\x01\x12\x13\n\x06status\x18\x04 \x01(\tH\x02\x88\x01\x01\x12,\n\x07\x63ontent\x18\x05 \x03(\x0b\x32\x1b.acpgate.v1.ToolCallContent\x12/\n\tlocations\x18\x06 \x03(\x0b\x32\x1c.acpgate.v1.ToolCallLocation\x12\x16\n\x0eraw_input_json\x18\x07 \x01(\t\x12\x17\n\x0fraw_output_json\x18\x08 \x01(\tB\x08\n\x06_titleB\x07\n\x05_kindB\t\n\x07_status\"\x7f\n\x0fToolCallContent\x12+\n\x07\x63ontent\x18\x01 \x01(\x0b\x32\x18.acpgate.v1.ContentBlockH\x00\x12 \n\x04\x64iff\x18\x02 \x01(\x0b\x32\x10.acpgate.v1.DiffH\x00\x12\x15\n\x0bterminal_id\x18\x03 \x01(\tH\x00\x42\x06\n\x04item\"J\n\x04\x44iff\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x15\n\x08old_text\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x10\n\x08new_text\x18\x03 \x01(\tB\x0b\n\t_old_text\"<\n\x10ToolCallLocation\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x11\n\x04line\x18\x02 \x01(\x03H\x00\x88\x01\x01\x42\x07\n\x05_line\".\n\x04Plan\x12&\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x15.acpgate.v1.PlanEntry\">\n\tPlanEntry\x12\x0f\n\x07\x63ontent\x18\x01 \x01(\t\x12\x10\n\x08priority\x18\x02 \x01(\t\x12\x0e\n\x06status\x18\x03 \x01(\t\"\xb7\x01\n\x11PermissionRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12-\n\ttool_call\x18\x02 \x01(\x0b\x32\x1a.acpgate.v1.ToolCallUpdate\x12-\n\x07options\x18\x03 \x03(\x0b\x32\x1c.acpgate.v1.PermissionOption\x12\x30\n\x08\x64\x65\x63ision\x18\x04 \x01(\x0b\x32\x1e.acpgate.v1.PermissionDecision\"A\n\x10PermissionOption\x12\x11\n\toption_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0c\n\x04kind\x18\x03 \x01(\t\"}\n\x12PermissionDecision\x12\x11\n\toption_id\x18\x01 \x01(\t\x12\x11\n\tcancelled\x18\x02 \x01(\x08\x12\x31\n\ndecided_by\x18\x03 \x01(\x0e\x32\x1d.acpgate.v1.PermissionDecider\x12\x0e\n\x06reason\x18\x04 \x01(\t\"C\n\x11\x41vailableCommands\x12.\n\x08\x63ommands\x18\x01 \x03(\x0b\x32\x1c.acpgate.v1.AvailableCommand\"I\n\x10\x41vailableCommand\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x12\n\ninput_hint\x18\x03 \x01(\t\"\x1e\n\x0b\x43urrentMode\x12\x0f\n\x07mode_id\x18\x01 \x01(\t\"\'\n\tRawUpdate\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0c\n\x04json\x18\x02 \x01(\t*\xba\x01\n\x11PermissionDecider\x12\"\n\x1ePERMISSION_DECIDER_UNSPECIFIED\x10\x00\x12\x1d\n\x19PERMISSION_DECIDER_POLICY\x10\x01\x12\x1d\n\x19PERMISSION_DECIDER_CLIENT\x10\x02\x12\x1e\n\x1aPERMISSION_DECIDER_TIMEOUT\x10\x03\x12#\n\x1fPERMISSION_DECIDER_CANCELLATION\x10\x04\x42\x35Z3github.com/acpgate/acpgate/gen/acpgate/v1;acpgatev1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17\x61\x63pgate/v1/events.proto\x12\nacpgate.v1\x1a\x18\x61\x63pgate/v1/outcome.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd9\x06\n\x0bPromptEvent\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12(\n\x04time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12*\n\x07started\x18\n \x01(\x0b\x32\x17.acpgate.v1.TurnStartedH\x00\x12\x37\n\x13\x61gent_message_chunk\x18\x0b \x01(\x0b\x32\x18.acpgate.v1.MessageChunkH\x00\x12\x37\n\x13\x61gent_thought_chunk\x18\x0c \x01(\x0b\x32\x18.acpgate.v1.MessageChunkH\x00\x12\x36\n\x12user_message_chunk\x18\r \x01(\x0b\x32\x18.acpgate.v1.MessageChunkH\x00\x12)\n\ttool_call\x18\x0e \x01(\x0b\x32\x14.acpgate.v1.ToolCallH\x00\x12\x36\n\x10tool_call_update\x18\x0f \x01(\x0b\x32\x1a.acpgate.v1.ToolCallUpdateH\x00\x12 \n\x04plan\x18\x10 \x01(\x0b\x32\x10.acpgate.v1.PlanH\x00\x12=\n\x14permission_requested\x18\x11 \x01(\x0b\x32\x1d.acpgate.v1.PermissionRequestH\x00\x12\"\n\x05usage\x18\x12 \x01(\x0b\x32\x11.acpgate.v1.UsageH\x00\x12;\n\x12\x61vailable_commands\x18\x13 \x01(\x0b\x32\x1d.acpgate.v1.AvailableCommandsH\x00\x12/\n\x0c\x63urrent_mode\x18\x14 \x01(\x0b\x32\x17.acpgate.v1.CurrentModeH\x00\x12\x33\n\x0e\x63onfig_options\x18\x16 \x01(\x0b\x32\x19.acpgate.v1.ConfigOptionsH\x00\x12$\n\x03raw\x18\x15 \x01(\x0b\x32\x15.acpgate.v1.RawUpdateH\x00\x12,\n\x07outcome\x18\x1e \x01(\x0b\x32\x19.acpgate.v1.PromptOutcomeH\x00\x12)\n\x05\x65rror\x18\x1f \x01(\x0b\x32\x18.acpgate.v1.HarnessErrorH\x00\x12*\n\theartbeat\x18( \x01(\x0b\x32\x15.acpgate.v1.HeartbeatH\x00\x42\x07\n\x05\x65vent\"\x1d\n\tHeartbeat\x12\x10\n\x08last_seq\x18\x01 \x01(\x04\"R\n\x0bTurnStarted\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\r\n\x05\x61gent\x18\x03 \x01(\t\x12\x0f\n\x07resumed\x18\x04 \x01(\x08\"\xe2\x01\n\x0c\x43ontentBlock\x12\x0e\n\x04text\x18\x01 \x01(\tH\x00\x12)\n\x05image\x18\x02 \x01(\x0b\x32\x18.acpgate.v1.ImageContentH\x00\x12)\n\x05\x61udio\x18\x03 \x01(\x0b\x32\x18.acpgate.v1.AudioContentH\x00\x12\x31\n\rresource_link\x18\x04 \x01(\x0b\x32\x18.acpgate.v1.ResourceLinkH\x00\x12\x30\n\x08resource\x18\x05 \x01(\x0b\x32\x1c.acpgate.v1.EmbeddedResourceH\x00\x42\x07\n\x05\x62lock\"<\n\x0cImageContent\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\t\x12\x11\n\tmime_type\x18\x02 \x01(\t\x12\x0b\n\x03uri\x18\x03 \x01(\t\"/\n\x0c\x41udioContent\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\t\x12\x11\n\tmime_type\x18\x02 \x01(\t\"|\n\x0cResourceLink\x12\x0b\n\x03uri\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\tmime_type\x18\x03 \x01(\t\x12\r\n\x05title\x18\x04 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x05 \x01(\t\x12\x11\n\x04size\x18\x06 \x01(\x03H\x00\x88\x01\x01\x42\x07\n\x05_size\"^\n\x10\x45mbeddedResource\x12\x0b\n\x03uri\x18\x01 \x01(\t\x12\x11\n\tmime_type\x18\x02 \x01(\t\x12\x0e\n\x04text\x18\x03 \x01(\tH\x00\x12\x0e\n\x04\x62lob\x18\x04 \x01(\tH\x00\x42\n\n\x08\x63ontents\"[\n\x0cMessageChunk\x12\x12\n\nmessage_id\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\x12)\n\x07\x63ontent\x18\x03 \x01(\x0b\x32\x18.acpgate.v1.ContentBlock\"\xdd\x01\n\x08ToolCall\x12\x14\n\x0ctool_call_id\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x0c\n\x04kind\x18\x03 \x01(\t\x12\x0e\n\x06status\x18\x04 \x01(\t\x12,\n\x07\x63ontent\x18\x05 \x03(\x0b\x32\x1b.acpgate.v1.ToolCallContent\x12/\n\tlocations\x18\x06 \x03(\x0b\x32\x1c.acpgate.v1.ToolCallLocation\x12\x16\n\x0eraw_input_json\x18\x07 \x01(\t\x12\x17\n\x0fraw_output_json\x18\x08 \x01(\t\"\x90\x02\n\x0eToolCallUpdate\x12\x14\n\x0ctool_call_id\x18\x01 \x01(\t\x12\x12\n\x05title\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x11\n\x04kind\x18\x03 \x01(\tH\x01\x88\x01\x01\x12\x13\n\x06status\x18\x04 \x01(\tH\x02\x88\x01\x01\x12,\n\x07\x63ontent\x18\x05 \x03(\x0b\x32\x1b.acpgate.v1.ToolCallContent\x12/\n\tlocations\x18\x06 \x03(\x0b\x32\x1c.acpgate.v1.ToolCallLocation\x12\x16\n\x0eraw_input_json\x18\x07 \x01(\t\x12\x17\n\x0fraw_output_json\x18\x08 \x01(\tB\x08\n\x06_titleB\x07\n\x05_kindB\t\n\x07_status\"\x7f\n\x0fToolCallContent\x12+\n\x07\x63ontent\x18\x01 \x01(\x0b\x32\x18.acpgate.v1.ContentBlockH\x00\x12 \n\x04\x64iff\x18\x02 \x01(\x0b\x32\x10.acpgate.v1.DiffH\x00\x12\x15\n\x0bterminal_id\x18\x03 \x01(\tH\x00\x42\x06\n\x04item\"J\n\x04\x44iff\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x15\n\x08old_text\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x10\n\x08new_text\x18\x03 \x01(\tB\x0b\n\t_old_text\"<\n\x10ToolCallLocation\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x11\n\x04line\x18\x02 \x01(\x03H\x00\x88\x01\x01\x42\x07\n\x05_line\".\n\x04Plan\x12&\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x15.acpgate.v1.PlanEntry\">\n\tPlanEntry\x12\x0f\n\x07\x63ontent\x18\x01 \x01(\t\x12\x10\n\x08priority\x18\x02 \x01(\t\x12\x0e\n\x06status\x18\x03 \x01(\t\"\xb7\x01\n\x11PermissionRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12-\n\ttool_call\x18\x02 \x01(\x0b\x32\x1a.acpgate.v1.ToolCallUpdate\x12-\n\x07options\x18\x03 \x03(\x0b\x32\x1c.acpgate.v1.PermissionOption\x12\x30\n\x08\x64\x65\x63ision\x18\x04 \x01(\x0b\x32\x1e.acpgate.v1.PermissionDecision\"A\n\x10PermissionOption\x12\x11\n\toption_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0c\n\x04kind\x18\x03 \x01(\t\"}\n\x12PermissionDecision\x12\x11\n\toption_id\x18\x01 \x01(\t\x12\x11\n\tcancelled\x18\x02 \x01(\x08\x12\x31\n\ndecided_by\x18\x03 \x01(\x0e\x32\x1d.acpgate.v1.PermissionDecider\x12\x0e\n\x06reason\x18\x04 \x01(\t\"C\n\x11\x41vailableCommands\x12.\n\x08\x63ommands\x18\x01 \x03(\x0b\x32\x1c.acpgate.v1.AvailableCommand\"I\n\x10\x41vailableCommand\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x12\n\ninput_hint\x18\x03 \x01(\t\"\x1e\n\x0b\x43urrentMode\x12\x0f\n\x07mode_id\x18\x01 \x01(\t\":\n\rConfigOptions\x12)\n\x07options\x18\x01 \x03(\x0b\x32\x18.acpgate.v1.ConfigOption\"\xa3\x01\n\x0c\x43onfigOption\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\x12\x0c\n\x04type\x18\x04 \x01(\t\x12\x10\n\x08\x63\x61tegory\x18\x05 \x01(\t\x12\x15\n\rcurrent_value\x18\x06 \x01(\t\x12-\n\x06values\x18\x07 \x03(\x0b\x32\x1d.acpgate.v1.ConfigOptionValue\"T\n\x11\x43onfigOptionValue\x12\r\n\x05value\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\x12\r\n\x05group\x18\x04 \x01(\t\"\'\n\tRawUpdate\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0c\n\x04json\x18\x02 \x01(\t*\xba\x01\n\x11PermissionDecider\x12\"\n\x1ePERMISSION_DECIDER_UNSPECIFIED\x10\x00\x12\x1d\n\x19PERMISSION_DECIDER_POLICY\x10\x01\x12\x1d\n\x19PERMISSION_DECIDER_CLIENT\x10\x02\x12\x1e\n\x1aPERMISSION_DECIDER_TIMEOUT\x10\x03\x12#\n\x1fPERMISSION_DECIDER_CANCELLATION\x10\x04\x42\x35Z3github.com/acpgate/acpgate/gen/acpgate/v1;acpgatev1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'acpgate.v1.events_pb2', globals())
@@ -23,52 +23,58 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'Z3github.com/acpgate/acpgate/gen/acpgate/v1;acpgatev1'
-  _PERMISSIONDECIDER._serialized_start=3151
-  _PERMISSIONDECIDER._serialized_end=3337
+  _PERMISSIONDECIDER._serialized_start=3516
+  _PERMISSIONDECIDER._serialized_end=3702
   _PROMPTEVENT._serialized_start=99
-  _PROMPTEVENT._serialized_end=903
-  _HEARTBEAT._serialized_start=905
-  _HEARTBEAT._serialized_end=934
-  _TURNSTARTED._serialized_start=936
-  _TURNSTARTED._serialized_end=1018
-  _CONTENTBLOCK._serialized_start=1021
-  _CONTENTBLOCK._serialized_end=1247
-  _IMAGECONTENT._serialized_start=1249
-  _IMAGECONTENT._serialized_end=1309
-  _AUDIOCONTENT._serialized_start=1311
-  _AUDIOCONTENT._serialized_end=1358
-  _RESOURCELINK._serialized_start=1360
-  _RESOURCELINK._serialized_end=1484
-  _EMBEDDEDRESOURCE._serialized_start=1486
-  _EMBEDDEDRESOURCE._serialized_end=1580
-  _MESSAGECHUNK._serialized_start=1582
-  _MESSAGECHUNK._serialized_end=1673
-  _TOOLCALL._serialized_start=1676
-  _TOOLCALL._serialized_end=1897
-  _TOOLCALLUPDATE._serialized_start=1900
-  _TOOLCALLUPDATE._serialized_end=2172
-  _TOOLCALLCONTENT._serialized_start=2174
-  _TOOLCALLCONTENT._serialized_end=2301
-  _DIFF._serialized_start=2303
-  _DIFF._serialized_end=2377
-  _TOOLCALLLOCATION._serialized_start=2379
-  _TOOLCALLLOCATION._serialized_end=2439
-  _PLAN._serialized_start=2441
-  _PLAN._serialized_end=2487
-  _PLANENTRY._serialized_start=2489
-  _PLANENTRY._serialized_end=2551
-  _PERMISSIONREQUEST._serialized_start=2554
-  _PERMISSIONREQUEST._serialized_end=2737
-  _PERMISSIONOPTION._serialized_start=2739
-  _PERMISSIONOPTION._serialized_end=2804
-  _PERMISSIONDECISION._serialized_start=2806
-  _PERMISSIONDECISION._serialized_end=2931
-  _AVAILABLECOMMANDS._serialized_start=2933
-  _AVAILABLECOMMANDS._serialized_end=3000
-  _AVAILABLECOMMAND._serialized_start=3002
-  _AVAILABLECOMMAND._serialized_end=3075
-  _CURRENTMODE._serialized_start=3077
-  _CURRENTMODE._serialized_end=3107
-  _RAWUPDATE._serialized_start=3109
-  _RAWUPDATE._serialized_end=3148
+  _PROMPTEVENT._serialized_end=956
+  _HEARTBEAT._serialized_start=958
+  _HEARTBEAT._serialized_end=987
+  _TURNSTARTED._serialized_start=989
+  _TURNSTARTED._serialized_end=1071
+  _CONTENTBLOCK._serialized_start=1074
+  _CONTENTBLOCK._serialized_end=1300
+  _IMAGECONTENT._serialized_start=1302
+  _IMAGECONTENT._serialized_end=1362
+  _AUDIOCONTENT._serialized_start=1364
+  _AUDIOCONTENT._serialized_end=1411
+  _RESOURCELINK._serialized_start=1413
+  _RESOURCELINK._serialized_end=1537
+  _EMBEDDEDRESOURCE._serialized_start=1539
+  _EMBEDDEDRESOURCE._serialized_end=1633
+  _MESSAGECHUNK._serialized_start=1635
+  _MESSAGECHUNK._serialized_end=1726
+  _TOOLCALL._serialized_start=1729
+  _TOOLCALL._serialized_end=1950
+  _TOOLCALLUPDATE._serialized_start=1953
+  _TOOLCALLUPDATE._serialized_end=2225
+  _TOOLCALLCONTENT._serialized_start=2227
+  _TOOLCALLCONTENT._serialized_end=2354
+  _DIFF._serialized_start=2356
+  _DIFF._serialized_end=2430
+  _TOOLCALLLOCATION._serialized_start=2432
+  _TOOLCALLLOCATION._serialized_end=2492
+  _PLAN._serialized_start=2494
+  _PLAN._serialized_end=2540
+  _PLANENTRY._serialized_start=2542
+  _PLANENTRY._serialized_end=2604
+  _PERMISSIONREQUEST._serialized_start=2607
+  _PERMISSIONREQUEST._serialized_end=2790
+  _PERMISSIONOPTION._serialized_start=2792
+  _PERMISSIONOPTION._serialized_end=2857
+  _PERMISSIONDECISION._serialized_start=2859
+  _PERMISSIONDECISION._serialized_end=2984
+  _AVAILABLECOMMANDS._serialized_start=2986
+  _AVAILABLECOMMANDS._serialized_end=3053
+  _AVAILABLECOMMAND._serialized_start=3055
+  _AVAILABLECOMMAND._serialized_end=3128
+  _CURRENTMODE._serialized_start=3130
+  _CURRENTMODE._serialized_end=3160
+  _CONFIGOPTIONS._serialized_start=3162
+  _CONFIGOPTIONS._serialized_end=3220
+  _CONFIGOPTION._serialized_start=3223
+  _CONFIGOPTION._serialized_end=3386
+  _CONFIGOPTIONVALUE._serialized_start=3388
+  _CONFIGOPTIONVALUE._serialized_end=3472
+  _RAWUPDATE._serialized_start=3474
+  _RAWUPDATE._serialized_end=3513
 # @@protoc_insertion_point(module_scope)
