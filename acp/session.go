@@ -174,6 +174,9 @@ type Session struct {
 	early    earlyCommands
 	permSeq  int
 	pending  map[string]*pendingPermission
+	// settings are the session's modes and config options (settings.go).
+	settings        Settings
+	settingsChanged func()
 
 	closeOnce sync.Once
 	cancels   sync.WaitGroup // session/cancel notifications being written
@@ -425,16 +428,23 @@ func (s *Session) begin(ctx context.Context, opts OpenOptions) error {
 		mcp = []acpsdk.McpServer{}
 	}
 	if opts.LoadSessionID == "" {
-		var created acpsdk.NewSessionResponse
+		var result json.RawMessage
 		if err := s.call(ctx, "session/new", func(meta map[string]any) any {
 			return acpsdk.NewSessionRequest{Meta: meta, Cwd: s.cwd, McpServers: mcp}
-		}, &created); err != nil {
+		}, &result); err != nil {
 			return err
 		}
-		if created.SessionId == "" {
+		var created struct {
+			SessionID string `json:"sessionId"`
+		}
+		if err := json.Unmarshal(result, &created); err != nil {
+			return &Error{Proto: s.interp.MalformedResult("session/new", err.Error(), result)}
+		}
+		if created.SessionID == "" {
 			return &Error{Proto: s.interp.MalformedResult("session/new", "sessionId is empty", nil)}
 		}
-		s.setID(string(created.SessionId))
+		s.adoptSettings(result)
+		s.setID(created.SessionID)
 		return nil
 	}
 	method := s.info.ReopenMethod()
@@ -446,17 +456,20 @@ func (s *Session) begin(ctx context.Context, opts OpenOptions) error {
 	s.mu.Lock()
 	s.id, s.replay = opts.LoadSessionID, opts.Replay
 	s.mu.Unlock()
-	var ignored json.RawMessage
+	var result json.RawMessage
 	id := acpsdk.SessionId(opts.LoadSessionID)
 	err := s.call(ctx, method, func(meta map[string]any) any {
 		if method == MethodResume {
 			return acpsdk.ResumeSessionRequest{Meta: meta, SessionId: id, Cwd: s.cwd, McpServers: mcp}
 		}
 		return acpsdk.LoadSessionRequest{Meta: meta, SessionId: id, Cwd: s.cwd, McpServers: mcp}
-	}, &ignored)
+	}, &result)
 	s.mu.Lock()
 	s.replay = nil
 	s.mu.Unlock()
+	if err == nil {
+		s.adoptSettings(result)
+	}
 	return err
 }
 
@@ -481,7 +494,8 @@ type earlyCommands struct {
 // Config.HandshakeTimeout, telling it apart from the caller's own deadline.
 var errHandshakeTimeout = errors.New("handshake timeout")
 
-// call makes one handshake request and decodes its result. params builds
+// call makes one request of the handshake or of a session's settings and
+// decodes its result. params builds
 // the request given its _meta, which carries the request's own span.
 func (s *Session) call(ctx context.Context, method string, params func(meta map[string]any) any, result any) error {
 	ctx, span := s.startCall(ctx, method)

@@ -444,8 +444,23 @@ func (s *Session) notify(method string, params json.RawMessage) bool {
 	if u.commands != nil {
 		s.commands = u.commands
 	}
+	var settingsChanged func()
+	if u.mode != "" || u.hasOptions {
+		if u.mode != "" {
+			s.settings.CurrentMode = u.mode
+		}
+		if u.hasOptions {
+			// The event keeps its own copy: a client's later
+			// SetConfigOption changes the session's.
+			s.settings.Options = Settings{Options: u.options}.clone().Options
+		}
+		settingsChanged = s.settingsChanged
+	}
 	t, replay := s.turn, s.replay
 	s.mu.Unlock()
+	if settingsChanged != nil {
+		settingsChanged()
+	}
 	switch {
 	case t != nil:
 		t.apply(u)

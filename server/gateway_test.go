@@ -89,6 +89,9 @@ agents:
     args: [--unique-sessions, --commands, "review,test"]
   - name: counter
     command: "${TESTAGENT}"
+  - name: modes
+    command: "${TESTAGENT}"
+    args: [--unique-sessions, --modes, "ask,code"]
 `, workspace)
 }
 

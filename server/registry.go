@@ -5,6 +5,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -225,6 +226,11 @@ type liveSession struct {
 	rec *store.Session
 
 	costReported float64 // the cumulative cost last reported; see costAdded
+
+	// recordMu orders the writes of the session's settings to its record;
+	// recordPending coalesces the requests for one (see watchSettings).
+	recordMu      sync.Mutex
+	recordPending atomic.Bool
 }
 
 // claim reserves the session for a turn; ACP allows one at a time.
@@ -310,7 +316,7 @@ func (l *liveSession) proto() *acpgatev1.Session {
 	case l.running != "":
 		state = acpgatev1.SessionState_SESSION_STATE_RUNNING
 	}
-	return &acpgatev1.Session{
+	out := &acpgatev1.Session{
 		Id:                l.id,
 		AcpSessionId:      l.sess.ID(),
 		Agent:             l.agent.cfg.Name,
@@ -322,6 +328,8 @@ func (l *liveSession) proto() *acpgatev1.Session {
 		CurrentTurnId:     l.running,
 		AvailableCommands: l.sess.AvailableCommands(),
 	}
+	settingsProto(l.sess.Settings(), out)
+	return out
 }
 
 // close stops the agent, removes a temporary workspace and gives the

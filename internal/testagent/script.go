@@ -456,6 +456,20 @@ func parseDirective(name, rest string) (step, error) {
 			return false
 		}, nil
 
+	case "mode":
+		f, err := fields(rest, 1, 1)
+		if err != nil {
+			return nil, err
+		}
+		return func(t *turn) bool {
+			t.switchMode(f[0])
+			return false
+		}, nil
+	case "settings":
+		return noArgs(rest, func(t *turn) bool {
+			t.say(t.reportSettings())
+			return false
+		})
 	case "history":
 		return noArgs(rest, func(t *turn) bool {
 			t.say(historyReport(t.openedBy, t.history))

@@ -630,6 +630,20 @@ type CreateSessionRequest struct {
 	// and its next turn's TurnStarted says `resumed`. Any other value is
 	// passed to the agent as an ACP session id.
 	LoadSessionId string `protobuf:"bytes,3,opt,name=load_session_id,json=loadSessionId,proto3" json:"load_session_id,omitempty"`
+	// The session mode to switch to right after the session is opened or
+	// re-opened (`session/set_mode`); empty keeps the agent's (or, for a
+	// re-opened session, the recorded) mode. It must be one of the modes the
+	// agent advertises for the session, which is known only once the session
+	// is open: otherwise the session is closed again and the call fails with
+	// INVALID_ARGUMENT naming the advertised modes (FAILED_PRECONDITION with
+	// `capability_not_supported` when the agent advertises none).
+	ModeId string `protobuf:"bytes,4,opt,name=mode_id,json=modeId,proto3" json:"mode_id,omitempty"`
+	// Configuration option values, by option id, to set right after the
+	// session is opened (`session/set_config_option`, after `mode_id`, in
+	// order of option id); validated like `mode_id`, against the agent's
+	// advertised options and their allowed values. A boolean option takes
+	// "true" or "false".
+	ConfigOptions map[string]string `protobuf:"bytes,5,rep,name=config_options,json=configOptions,proto3" json:"config_options,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -683,6 +697,20 @@ func (x *CreateSessionRequest) GetLoadSessionId() string {
 		return x.LoadSessionId
 	}
 	return ""
+}
+
+func (x *CreateSessionRequest) GetModeId() string {
+	if x != nil {
+		return x.ModeId
+	}
+	return ""
+}
+
+func (x *CreateSessionRequest) GetConfigOptions() map[string]string {
+	if x != nil {
+		return x.ConfigOptions
+	}
+	return nil
 }
 
 // Session is an open ACP session on an agent.
@@ -1996,11 +2024,16 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\x17prompt_embedded_context\x18\a \x01(\bR\x15promptEmbeddedContext\x12!\n" +
 	"\fauth_methods\x18\b \x03(\tR\vauthMethods\x12;\n" +
 	"\vobserved_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"observedAt\"f\n" +
+	"observedAt\"\x9d\x02\n" +
 	"\x14CreateSessionRequest\x12\x14\n" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x10\n" +
 	"\x03cwd\x18\x02 \x01(\tR\x03cwd\x12&\n" +
-	"\x0fload_session_id\x18\x03 \x01(\tR\rloadSessionId\"\xb8\x04\n" +
+	"\x0fload_session_id\x18\x03 \x01(\tR\rloadSessionId\x12\x17\n" +
+	"\amode_id\x18\x04 \x01(\tR\x06modeId\x12Z\n" +
+	"\x0econfig_options\x18\x05 \x03(\v23.acpgate.v1.CreateSessionRequest.ConfigOptionsEntryR\rconfigOptions\x1a@\n" +
+	"\x12ConfigOptionsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb8\x04\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05agent\x18\x02 \x01(\tR\x05agent\x12\x10\n" +
@@ -2138,7 +2171,7 @@ func file_acpgate_v1_gateway_proto_rawDescGZIP() []byte {
 }
 
 var file_acpgate_v1_gateway_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_acpgate_v1_gateway_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_acpgate_v1_gateway_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_acpgate_v1_gateway_proto_goTypes = []any{
 	(SessionState)(0),                     // 0: acpgate.v1.SessionState
 	(DisconnectPolicy)(0),                 // 1: acpgate.v1.DisconnectPolicy
@@ -2168,66 +2201,68 @@ var file_acpgate_v1_gateway_proto_goTypes = []any{
 	(*CancelResponse)(nil),                // 25: acpgate.v1.CancelResponse
 	(*ResolvePermissionRequest)(nil),      // 26: acpgate.v1.ResolvePermissionRequest
 	(*ResolvePermissionResponse)(nil),     // 27: acpgate.v1.ResolvePermissionResponse
-	(*durationpb.Duration)(nil),           // 28: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),         // 29: google.protobuf.Timestamp
-	(*AvailableCommands)(nil),             // 30: acpgate.v1.AvailableCommands
-	(*ConfigOption)(nil),                  // 31: acpgate.v1.ConfigOption
-	(*ContentBlock)(nil),                  // 32: acpgate.v1.ContentBlock
-	(*PromptEvent)(nil),                   // 33: acpgate.v1.PromptEvent
+	nil,                                   // 28: acpgate.v1.CreateSessionRequest.ConfigOptionsEntry
+	(*durationpb.Duration)(nil),           // 29: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),         // 30: google.protobuf.Timestamp
+	(*AvailableCommands)(nil),             // 31: acpgate.v1.AvailableCommands
+	(*ConfigOption)(nil),                  // 32: acpgate.v1.ConfigOption
+	(*ContentBlock)(nil),                  // 33: acpgate.v1.ContentBlock
+	(*PromptEvent)(nil),                   // 34: acpgate.v1.PromptEvent
 }
 var file_acpgate_v1_gateway_proto_depIdxs = []int32{
 	5,  // 0: acpgate.v1.ListAgentsResponse.agents:type_name -> acpgate.v1.Agent
 	7,  // 1: acpgate.v1.Agent.capabilities:type_name -> acpgate.v1.AgentCapabilities
-	28, // 2: acpgate.v1.Agent.last_startup_duration:type_name -> google.protobuf.Duration
+	29, // 2: acpgate.v1.Agent.last_startup_duration:type_name -> google.protobuf.Duration
 	6,  // 3: acpgate.v1.Agent.last_startup_failure:type_name -> acpgate.v1.StartupFailure
-	29, // 4: acpgate.v1.StartupFailure.at:type_name -> google.protobuf.Timestamp
-	29, // 5: acpgate.v1.StartupFailure.retry_at:type_name -> google.protobuf.Timestamp
-	29, // 6: acpgate.v1.AgentCapabilities.observed_at:type_name -> google.protobuf.Timestamp
-	0,  // 7: acpgate.v1.Session.state:type_name -> acpgate.v1.SessionState
-	29, // 8: acpgate.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	29, // 9: acpgate.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
-	30, // 10: acpgate.v1.Session.available_commands:type_name -> acpgate.v1.AvailableCommands
-	10, // 11: acpgate.v1.Session.modes:type_name -> acpgate.v1.SessionMode
-	31, // 12: acpgate.v1.Session.config_options:type_name -> acpgate.v1.ConfigOption
-	9,  // 13: acpgate.v1.ListSessionsResponse.sessions:type_name -> acpgate.v1.Session
-	32, // 14: acpgate.v1.PromptRequest.prompt:type_name -> acpgate.v1.ContentBlock
-	1,  // 15: acpgate.v1.PromptRequest.on_disconnect:type_name -> acpgate.v1.DisconnectPolicy
-	23, // 16: acpgate.v1.ListTurnsResponse.turns:type_name -> acpgate.v1.Turn
-	2,  // 17: acpgate.v1.Turn.state:type_name -> acpgate.v1.TurnState
-	29, // 18: acpgate.v1.Turn.started_at:type_name -> google.protobuf.Timestamp
-	29, // 19: acpgate.v1.Turn.ended_at:type_name -> google.protobuf.Timestamp
-	33, // 20: acpgate.v1.Turn.terminal:type_name -> acpgate.v1.PromptEvent
-	3,  // 21: acpgate.v1.AgentGateway.ListAgents:input_type -> acpgate.v1.ListAgentsRequest
-	8,  // 22: acpgate.v1.AgentGateway.CreateSession:input_type -> acpgate.v1.CreateSessionRequest
-	13, // 23: acpgate.v1.AgentGateway.GetSession:input_type -> acpgate.v1.GetSessionRequest
-	14, // 24: acpgate.v1.AgentGateway.ListSessions:input_type -> acpgate.v1.ListSessionsRequest
-	16, // 25: acpgate.v1.AgentGateway.CloseSession:input_type -> acpgate.v1.CloseSessionRequest
-	18, // 26: acpgate.v1.AgentGateway.Prompt:input_type -> acpgate.v1.PromptRequest
-	24, // 27: acpgate.v1.AgentGateway.Cancel:input_type -> acpgate.v1.CancelRequest
-	26, // 28: acpgate.v1.AgentGateway.ResolvePermission:input_type -> acpgate.v1.ResolvePermissionRequest
-	19, // 29: acpgate.v1.AgentGateway.WatchTurn:input_type -> acpgate.v1.WatchTurnRequest
-	20, // 30: acpgate.v1.AgentGateway.GetTurn:input_type -> acpgate.v1.GetTurnRequest
-	21, // 31: acpgate.v1.AgentGateway.ListTurns:input_type -> acpgate.v1.ListTurnsRequest
-	11, // 32: acpgate.v1.AgentGateway.SetSessionMode:input_type -> acpgate.v1.SetSessionModeRequest
-	12, // 33: acpgate.v1.AgentGateway.SetSessionConfigOption:input_type -> acpgate.v1.SetSessionConfigOptionRequest
-	4,  // 34: acpgate.v1.AgentGateway.ListAgents:output_type -> acpgate.v1.ListAgentsResponse
-	9,  // 35: acpgate.v1.AgentGateway.CreateSession:output_type -> acpgate.v1.Session
-	9,  // 36: acpgate.v1.AgentGateway.GetSession:output_type -> acpgate.v1.Session
-	15, // 37: acpgate.v1.AgentGateway.ListSessions:output_type -> acpgate.v1.ListSessionsResponse
-	17, // 38: acpgate.v1.AgentGateway.CloseSession:output_type -> acpgate.v1.CloseSessionResponse
-	33, // 39: acpgate.v1.AgentGateway.Prompt:output_type -> acpgate.v1.PromptEvent
-	25, // 40: acpgate.v1.AgentGateway.Cancel:output_type -> acpgate.v1.CancelResponse
-	27, // 41: acpgate.v1.AgentGateway.ResolvePermission:output_type -> acpgate.v1.ResolvePermissionResponse
-	33, // 42: acpgate.v1.AgentGateway.WatchTurn:output_type -> acpgate.v1.PromptEvent
-	23, // 43: acpgate.v1.AgentGateway.GetTurn:output_type -> acpgate.v1.Turn
-	22, // 44: acpgate.v1.AgentGateway.ListTurns:output_type -> acpgate.v1.ListTurnsResponse
-	9,  // 45: acpgate.v1.AgentGateway.SetSessionMode:output_type -> acpgate.v1.Session
-	9,  // 46: acpgate.v1.AgentGateway.SetSessionConfigOption:output_type -> acpgate.v1.Session
-	34, // [34:47] is the sub-list for method output_type
-	21, // [21:34] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	30, // 4: acpgate.v1.StartupFailure.at:type_name -> google.protobuf.Timestamp
+	30, // 5: acpgate.v1.StartupFailure.retry_at:type_name -> google.protobuf.Timestamp
+	30, // 6: acpgate.v1.AgentCapabilities.observed_at:type_name -> google.protobuf.Timestamp
+	28, // 7: acpgate.v1.CreateSessionRequest.config_options:type_name -> acpgate.v1.CreateSessionRequest.ConfigOptionsEntry
+	0,  // 8: acpgate.v1.Session.state:type_name -> acpgate.v1.SessionState
+	30, // 9: acpgate.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	30, // 10: acpgate.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
+	31, // 11: acpgate.v1.Session.available_commands:type_name -> acpgate.v1.AvailableCommands
+	10, // 12: acpgate.v1.Session.modes:type_name -> acpgate.v1.SessionMode
+	32, // 13: acpgate.v1.Session.config_options:type_name -> acpgate.v1.ConfigOption
+	9,  // 14: acpgate.v1.ListSessionsResponse.sessions:type_name -> acpgate.v1.Session
+	33, // 15: acpgate.v1.PromptRequest.prompt:type_name -> acpgate.v1.ContentBlock
+	1,  // 16: acpgate.v1.PromptRequest.on_disconnect:type_name -> acpgate.v1.DisconnectPolicy
+	23, // 17: acpgate.v1.ListTurnsResponse.turns:type_name -> acpgate.v1.Turn
+	2,  // 18: acpgate.v1.Turn.state:type_name -> acpgate.v1.TurnState
+	30, // 19: acpgate.v1.Turn.started_at:type_name -> google.protobuf.Timestamp
+	30, // 20: acpgate.v1.Turn.ended_at:type_name -> google.protobuf.Timestamp
+	34, // 21: acpgate.v1.Turn.terminal:type_name -> acpgate.v1.PromptEvent
+	3,  // 22: acpgate.v1.AgentGateway.ListAgents:input_type -> acpgate.v1.ListAgentsRequest
+	8,  // 23: acpgate.v1.AgentGateway.CreateSession:input_type -> acpgate.v1.CreateSessionRequest
+	13, // 24: acpgate.v1.AgentGateway.GetSession:input_type -> acpgate.v1.GetSessionRequest
+	14, // 25: acpgate.v1.AgentGateway.ListSessions:input_type -> acpgate.v1.ListSessionsRequest
+	16, // 26: acpgate.v1.AgentGateway.CloseSession:input_type -> acpgate.v1.CloseSessionRequest
+	18, // 27: acpgate.v1.AgentGateway.Prompt:input_type -> acpgate.v1.PromptRequest
+	24, // 28: acpgate.v1.AgentGateway.Cancel:input_type -> acpgate.v1.CancelRequest
+	26, // 29: acpgate.v1.AgentGateway.ResolvePermission:input_type -> acpgate.v1.ResolvePermissionRequest
+	19, // 30: acpgate.v1.AgentGateway.WatchTurn:input_type -> acpgate.v1.WatchTurnRequest
+	20, // 31: acpgate.v1.AgentGateway.GetTurn:input_type -> acpgate.v1.GetTurnRequest
+	21, // 32: acpgate.v1.AgentGateway.ListTurns:input_type -> acpgate.v1.ListTurnsRequest
+	11, // 33: acpgate.v1.AgentGateway.SetSessionMode:input_type -> acpgate.v1.SetSessionModeRequest
+	12, // 34: acpgate.v1.AgentGateway.SetSessionConfigOption:input_type -> acpgate.v1.SetSessionConfigOptionRequest
+	4,  // 35: acpgate.v1.AgentGateway.ListAgents:output_type -> acpgate.v1.ListAgentsResponse
+	9,  // 36: acpgate.v1.AgentGateway.CreateSession:output_type -> acpgate.v1.Session
+	9,  // 37: acpgate.v1.AgentGateway.GetSession:output_type -> acpgate.v1.Session
+	15, // 38: acpgate.v1.AgentGateway.ListSessions:output_type -> acpgate.v1.ListSessionsResponse
+	17, // 39: acpgate.v1.AgentGateway.CloseSession:output_type -> acpgate.v1.CloseSessionResponse
+	34, // 40: acpgate.v1.AgentGateway.Prompt:output_type -> acpgate.v1.PromptEvent
+	25, // 41: acpgate.v1.AgentGateway.Cancel:output_type -> acpgate.v1.CancelResponse
+	27, // 42: acpgate.v1.AgentGateway.ResolvePermission:output_type -> acpgate.v1.ResolvePermissionResponse
+	34, // 43: acpgate.v1.AgentGateway.WatchTurn:output_type -> acpgate.v1.PromptEvent
+	23, // 44: acpgate.v1.AgentGateway.GetTurn:output_type -> acpgate.v1.Turn
+	22, // 45: acpgate.v1.AgentGateway.ListTurns:output_type -> acpgate.v1.ListTurnsResponse
+	9,  // 46: acpgate.v1.AgentGateway.SetSessionMode:output_type -> acpgate.v1.Session
+	9,  // 47: acpgate.v1.AgentGateway.SetSessionConfigOption:output_type -> acpgate.v1.Session
+	35, // [35:48] is the sub-list for method output_type
+	22, // [22:35] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_acpgate_v1_gateway_proto_init() }
@@ -2242,7 +2277,7 @@ func file_acpgate_v1_gateway_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_acpgate_v1_gateway_proto_rawDesc), len(file_acpgate_v1_gateway_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   25,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -16,7 +16,7 @@ from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x61\x63pgate/v1/gateway.proto\x12\nacpgate.v1\x1a\x17\x61\x63pgate/v1/events.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x13\n\x11ListAgentsRequest\"7\n\x12ListAgentsResponse\x12!\n\x06\x61gents\x18\x01 \x03(\x0b\x32\x11.acpgate.v1.Agent\"\xd1\x02\n\x05\x41gent\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x33\n\x0c\x63\x61pabilities\x18\x03 \x01(\x0b\x32\x1d.acpgate.v1.AgentCapabilities\x12\x19\n\x11permission_policy\x18\x04 \x01(\t\x12\x0f\n\x07\x66s_read\x18\x05 \x01(\x08\x12\x10\n\x08\x66s_write\x18\x06 \x01(\x08\x12\x13\n\x0bwarm_target\x18\x07 \x01(\r\x12\x12\n\nwarm_ready\x18\x08 \x01(\r\x12\x15\n\rwarm_starting\x18\t \x01(\r\x12\x38\n\x15last_startup_duration\x18\n \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x38\n\x14last_startup_failure\x18\x0b \x01(\x0b\x32\x1a.acpgate.v1.StartupFailure\"w\n\x0eStartupFailure\x12\x0f\n\x07message\x18\x01 \x01(\t\x12&\n\x02\x61t\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08retry_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x82\x02\n\x11\x41gentCapabilities\x12\x18\n\x10protocol_version\x18\x01 \x01(\x05\x12\x12\n\nagent_name\x18\x02 \x01(\t\x12\x15\n\ragent_version\x18\x03 \x01(\t\x12\x14\n\x0cload_session\x18\x04 \x01(\x08\x12\x14\n\x0cprompt_image\x18\x05 \x01(\x08\x12\x14\n\x0cprompt_audio\x18\x06 \x01(\x08\x12\x1f\n\x17prompt_embedded_context\x18\x07 \x01(\x08\x12\x14\n\x0c\x61uth_methods\x18\x08 \x03(\t\x12/\n\x0bobserved_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"K\n\x14\x43reateSessionRequest\x12\r\n\x05\x61gent\x18\x01 \x01(\t\x12\x0b\n\x03\x63wd\x18\x02 \x01(\t\x12\x17\n\x0fload_session_id\x18\x03 \x01(\t\"\xac\x03\n\x07Session\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05\x61gent\x18\x02 \x01(\t\x12\x0b\n\x03\x63wd\x18\x03 \x01(\t\x12\'\n\x05state\x18\x04 \x01(\x0e\x32\x18.acpgate.v1.SessionState\x12.\n\ncreated_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0elast_active_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05turns\x18\x07 \x01(\x04\x12\x17\n\x0f\x63urrent_turn_id\x18\x08 \x01(\t\x12\x39\n\x12\x61vailable_commands\x18\t \x01(\x0b\x32\x1d.acpgate.v1.AvailableCommands\x12\x16\n\x0e\x61\x63p_session_id\x18\n \x01(\t\x12&\n\x05modes\x18\x0b \x03(\x0b\x32\x17.acpgate.v1.SessionMode\x12\x17\n\x0f\x63urrent_mode_id\x18\x0c \x01(\t\x12\x30\n\x0e\x63onfig_options\x18\r \x03(\x0b\x32\x18.acpgate.v1.ConfigOption\"<\n\x0bSessionMode\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\"<\n\x15SetSessionModeRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0f\n\x07mode_id\x18\x02 \x01(\t\"U\n\x1dSetSessionConfigOptionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x11\n\toption_id\x18\x02 \x01(\t\x12\r\n\x05value\x18\x03 \x01(\t\"\'\n\x11GetSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"\x15\n\x13ListSessionsRequest\"=\n\x14ListSessionsResponse\x12%\n\x08sessions\x18\x01 \x03(\x0b\x32\x13.acpgate.v1.Session\")\n\x13\x43loseSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"\x16\n\x14\x43loseSessionResponse\"\xf4\x01\n\rPromptRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05\x61gent\x18\x02 \x01(\t\x12(\n\x06prompt\x18\x03 \x03(\x0b\x32\x18.acpgate.v1.ContentBlock\x12\x0c\n\x04text\x18\x04 \x01(\t\x12\x0b\n\x03\x63wd\x18\x05 \x01(\t\x12\x19\n\x11omit_outcome_text\x18\x06 \x01(\x08\x12\x17\n\x0f\x63oalesce_chunks\x18\x07 \x01(\x08\x12\x12\n\nrequest_id\x18\x08 \x01(\t\x12\x33\n\ron_disconnect\x18\t \x01(\x0e\x32\x1c.acpgate.v1.DisconnectPolicy\"6\n\x10WatchTurnRequest\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\x12\x11\n\tafter_seq\x18\x02 \x01(\x04\"!\n\x0eGetTurnRequest\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\"\\\n\x10ListTurnsRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05\x61gent\x18\x02 \x01(\t\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"M\n\x11ListTurnsResponse\x12\x1f\n\x05turns\x18\x01 \x03(\x0b\x32\x10.acpgate.v1.Turn\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\xa0\x02\n\x04Turn\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x03 \x01(\r\x12\r\n\x05\x61gent\x18\x04 \x01(\t\x12\x12\n\nsession_id\x18\x05 \x01(\t\x12$\n\x05state\x18\x06 \x01(\x0e\x32\x15.acpgate.v1.TurnState\x12.\n\nstarted_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08\x65nded_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08last_seq\x18\t \x01(\x04\x12)\n\x08terminal\x18\n \x01(\x0b\x32\x17.acpgate.v1.PromptEvent\"#\n\rCancelRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"#\n\x0e\x43\x61ncelResponse\x12\x11\n\tcancelled\x18\x01 \x01(\x08\"U\n\x18ResolvePermissionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12\x11\n\toption_id\x18\x03 \x01(\t\"\x1b\n\x19ResolvePermissionResponse*\x97\x01\n\x0cSessionState\x12\x1d\n\x19SESSION_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12SESSION_STATE_IDLE\x10\x01\x12\x19\n\x15SESSION_STATE_RUNNING\x10\x02\x12\x18\n\x14SESSION_STATE_CLOSED\x10\x03\x12\x1b\n\x17SESSION_STATE_SUSPENDED\x10\x04*s\n\x10\x44isconnectPolicy\x12!\n\x1d\x44ISCONNECT_POLICY_UNSPECIFIED\x10\x00\x12\x1c\n\x18\x44ISCONNECT_POLICY_CANCEL\x10\x01\x12\x1e\n\x1a\x44ISCONNECT_POLICY_CONTINUE\x10\x02*U\n\tTurnState\x12\x1a\n\x16TURN_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12TURN_STATE_RUNNING\x10\x01\x12\x14\n\x10TURN_STATE_ENDED\x10\x02\x32\xdb\x07\n\x0c\x41gentGateway\x12K\n\nListAgents\x12\x1d.acpgate.v1.ListAgentsRequest\x1a\x1e.acpgate.v1.ListAgentsResponse\x12\x46\n\rCreateSession\x12 .acpgate.v1.CreateSessionRequest\x1a\x13.acpgate.v1.Session\x12@\n\nGetSession\x12\x1d.acpgate.v1.GetSessionRequest\x1a\x13.acpgate.v1.Session\x12Q\n\x0cListSessions\x12\x1f.acpgate.v1.ListSessionsRequest\x1a .acpgate.v1.ListSessionsResponse\x12Q\n\x0c\x43loseSession\x12\x1f.acpgate.v1.CloseSessionRequest\x1a .acpgate.v1.CloseSessionResponse\x12>\n\x06Prompt\x12\x19.acpgate.v1.PromptRequest\x1a\x17.acpgate.v1.PromptEvent0\x01\x12?\n\x06\x43\x61ncel\x12\x19.acpgate.v1.CancelRequest\x1a\x1a.acpgate.v1.CancelResponse\x12`\n\x11ResolvePermission\x12$.acpgate.v1.ResolvePermissionRequest\x1a%.acpgate.v1.ResolvePermissionResponse\x12\x44\n\tWatchTurn\x12\x1c.acpgate.v1.WatchTurnRequest\x1a\x17.acpgate.v1.PromptEvent0\x01\x12\x37\n\x07GetTurn\x12\x1a.acpgate.v1.GetTurnRequest\x1a\x10.acpgate.v1.Turn\x12H\n\tListTurns\x12\x1c.acpgate.v1.ListTurnsRequest\x1a\x1d.acpgate.v1.ListTurnsResponse\x12H\n\x0eSetSessionMode\x12!.acpgate.v1.SetSessionModeRequest\x1a\x13.acpgate.v1.Session\x12X\n\x16SetSessionConfigOption\x12).acpgate.v1.SetSessionConfigOptionRequest\x1a\x13.acpgate.v1.SessionB5Z3github.com/acpgate/acpgate/gen/acpgate/v1;acpgatev1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x61\x63pgate/v1/gateway.proto\x12\nacpgate.v1\x1a\x17\x61\x63pgate/v1/events.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x13\n\x11ListAgentsRequest\"7\n\x12ListAgentsResponse\x12!\n\x06\x61gents\x18\x01 \x03(\x0b\x32\x11.acpgate.v1.Agent\"\xd1\x02\n\x05\x41gent\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x33\n\x0c\x63\x61pabilities\x18\x03 \x01(\x0b\x32\x1d.acpgate.v1.AgentCapabilities\x12\x19\n\x11permission_policy\x18\x04 \x01(\t\x12\x0f\n\x07\x66s_read\x18\x05 \x01(\x08\x12\x10\n\x08\x66s_write\x18\x06 \x01(\x08\x12\x13\n\x0bwarm_target\x18\x07 \x01(\r\x12\x12\n\nwarm_ready\x18\x08 \x01(\r\x12\x15\n\rwarm_starting\x18\t \x01(\r\x12\x38\n\x15last_startup_duration\x18\n \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x38\n\x14last_startup_failure\x18\x0b \x01(\x0b\x32\x1a.acpgate.v1.StartupFailure\"w\n\x0eStartupFailure\x12\x0f\n\x07message\x18\x01 \x01(\t\x12&\n\x02\x61t\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08retry_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x82\x02\n\x11\x41gentCapabilities\x12\x18\n\x10protocol_version\x18\x01 \x01(\x05\x12\x12\n\nagent_name\x18\x02 \x01(\t\x12\x15\n\ragent_version\x18\x03 \x01(\t\x12\x14\n\x0cload_session\x18\x04 \x01(\x08\x12\x14\n\x0cprompt_image\x18\x05 \x01(\x08\x12\x14\n\x0cprompt_audio\x18\x06 \x01(\x08\x12\x1f\n\x17prompt_embedded_context\x18\x07 \x01(\x08\x12\x14\n\x0c\x61uth_methods\x18\x08 \x03(\t\x12/\n\x0bobserved_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xdf\x01\n\x14\x43reateSessionRequest\x12\r\n\x05\x61gent\x18\x01 \x01(\t\x12\x0b\n\x03\x63wd\x18\x02 \x01(\t\x12\x17\n\x0fload_session_id\x18\x03 \x01(\t\x12\x0f\n\x07mode_id\x18\x04 \x01(\t\x12K\n\x0e\x63onfig_options\x18\x05 \x03(\x0b\x32\x33.acpgate.v1.CreateSessionRequest.ConfigOptionsEntry\x1a\x34\n\x12\x43onfigOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xac\x03\n\x07Session\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05\x61gent\x18\x02 \x01(\t\x12\x0b\n\x03\x63wd\x18\x03 \x01(\t\x12\'\n\x05state\x18\x04 \x01(\x0e\x32\x18.acpgate.v1.SessionState\x12.\n\ncreated_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0elast_active_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05turns\x18\x07 \x01(\x04\x12\x17\n\x0f\x63urrent_turn_id\x18\x08 \x01(\t\x12\x39\n\x12\x61vailable_commands\x18\t \x01(\x0b\x32\x1d.acpgate.v1.AvailableCommands\x12\x16\n\x0e\x61\x63p_session_id\x18\n \x01(\t\x12&\n\x05modes\x18\x0b \x03(\x0b\x32\x17.acpgate.v1.SessionMode\x12\x17\n\x0f\x63urrent_mode_id\x18\x0c \x01(\t\x12\x30\n\x0e\x63onfig_options\x18\r \x03(\x0b\x32\x18.acpgate.v1.ConfigOption\"<\n\x0bSessionMode\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\"<\n\x15SetSessionModeRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0f\n\x07mode_id\x18\x02 \x01(\t\"U\n\x1dSetSessionConfigOptionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x11\n\toption_id\x18\x02 \x01(\t\x12\r\n\x05value\x18\x03 \x01(\t\"\'\n\x11GetSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"\x15\n\x13ListSessionsRequest\"=\n\x14ListSessionsResponse\x12%\n\x08sessions\x18\x01 \x03(\x0b\x32\x13.acpgate.v1.Session\")\n\x13\x43loseSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"\x16\n\x14\x43loseSessionResponse\"\xf4\x01\n\rPromptRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05\x61gent\x18\x02 \x01(\t\x12(\n\x06prompt\x18\x03 \x03(\x0b\x32\x18.acpgate.v1.ContentBlock\x12\x0c\n\x04text\x18\x04 \x01(\t\x12\x0b\n\x03\x63wd\x18\x05 \x01(\t\x12\x19\n\x11omit_outcome_text\x18\x06 \x01(\x08\x12\x17\n\x0f\x63oalesce_chunks\x18\x07 \x01(\x08\x12\x12\n\nrequest_id\x18\x08 \x01(\t\x12\x33\n\ron_disconnect\x18\t \x01(\x0e\x32\x1c.acpgate.v1.DisconnectPolicy\"6\n\x10WatchTurnRequest\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\x12\x11\n\tafter_seq\x18\x02 \x01(\x04\"!\n\x0eGetTurnRequest\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\"\\\n\x10ListTurnsRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05\x61gent\x18\x02 \x01(\t\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"M\n\x11ListTurnsResponse\x12\x1f\n\x05turns\x18\x01 \x03(\x0b\x32\x10.acpgate.v1.Turn\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\xa0\x02\n\x04Turn\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x03 \x01(\r\x12\r\n\x05\x61gent\x18\x04 \x01(\t\x12\x12\n\nsession_id\x18\x05 \x01(\t\x12$\n\x05state\x18\x06 \x01(\x0e\x32\x15.acpgate.v1.TurnState\x12.\n\nstarted_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08\x65nded_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08last_seq\x18\t \x01(\x04\x12)\n\x08terminal\x18\n \x01(\x0b\x32\x17.acpgate.v1.PromptEvent\"#\n\rCancelRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"#\n\x0e\x43\x61ncelResponse\x12\x11\n\tcancelled\x18\x01 \x01(\x08\"U\n\x18ResolvePermissionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12\x11\n\toption_id\x18\x03 \x01(\t\"\x1b\n\x19ResolvePermissionResponse*\x97\x01\n\x0cSessionState\x12\x1d\n\x19SESSION_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12SESSION_STATE_IDLE\x10\x01\x12\x19\n\x15SESSION_STATE_RUNNING\x10\x02\x12\x18\n\x14SESSION_STATE_CLOSED\x10\x03\x12\x1b\n\x17SESSION_STATE_SUSPENDED\x10\x04*s\n\x10\x44isconnectPolicy\x12!\n\x1d\x44ISCONNECT_POLICY_UNSPECIFIED\x10\x00\x12\x1c\n\x18\x44ISCONNECT_POLICY_CANCEL\x10\x01\x12\x1e\n\x1a\x44ISCONNECT_POLICY_CONTINUE\x10\x02*U\n\tTurnState\x12\x1a\n\x16TURN_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12TURN_STATE_RUNNING\x10\x01\x12\x14\n\x10TURN_STATE_ENDED\x10\x02\x32\xdb\x07\n\x0c\x41gentGateway\x12K\n\nListAgents\x12\x1d.acpgate.v1.ListAgentsRequest\x1a\x1e.acpgate.v1.ListAgentsResponse\x12\x46\n\rCreateSession\x12 .acpgate.v1.CreateSessionRequest\x1a\x13.acpgate.v1.Session\x12@\n\nGetSession\x12\x1d.acpgate.v1.GetSessionRequest\x1a\x13.acpgate.v1.Session\x12Q\n\x0cListSessions\x12\x1f.acpgate.v1.ListSessionsRequest\x1a .acpgate.v1.ListSessionsResponse\x12Q\n\x0c\x43loseSession\x12\x1f.acpgate.v1.CloseSessionRequest\x1a .acpgate.v1.CloseSessionResponse\x12>\n\x06Prompt\x12\x19.acpgate.v1.PromptRequest\x1a\x17.acpgate.v1.PromptEvent0\x01\x12?\n\x06\x43\x61ncel\x12\x19.acpgate.v1.CancelRequest\x1a\x1a.acpgate.v1.CancelResponse\x12`\n\x11ResolvePermission\x12$.acpgate.v1.ResolvePermissionRequest\x1a%.acpgate.v1.ResolvePermissionResponse\x12\x44\n\tWatchTurn\x12\x1c.acpgate.v1.WatchTurnRequest\x1a\x17.acpgate.v1.PromptEvent0\x01\x12\x37\n\x07GetTurn\x12\x1a.acpgate.v1.GetTurnRequest\x1a\x10.acpgate.v1.Turn\x12H\n\tListTurns\x12\x1c.acpgate.v1.ListTurnsRequest\x1a\x1d.acpgate.v1.ListTurnsResponse\x12H\n\x0eSetSessionMode\x12!.acpgate.v1.SetSessionModeRequest\x1a\x13.acpgate.v1.Session\x12X\n\x16SetSessionConfigOption\x12).acpgate.v1.SetSessionConfigOptionRequest\x1a\x13.acpgate.v1.SessionB5Z3github.com/acpgate/acpgate/gen/acpgate/v1;acpgatev1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'acpgate.v1.gateway_pb2', globals())
@@ -24,12 +24,14 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'Z3github.com/acpgate/acpgate/gen/acpgate/v1;acpgatev1'
-  _SESSIONSTATE._serialized_start=2836
-  _SESSIONSTATE._serialized_end=2987
-  _DISCONNECTPOLICY._serialized_start=2989
-  _DISCONNECTPOLICY._serialized_end=3104
-  _TURNSTATE._serialized_start=3106
-  _TURNSTATE._serialized_end=3191
+  _CREATESESSIONREQUEST_CONFIGOPTIONSENTRY._options = None
+  _CREATESESSIONREQUEST_CONFIGOPTIONSENTRY._serialized_options = b'8\001'
+  _SESSIONSTATE._serialized_start=2985
+  _SESSIONSTATE._serialized_end=3136
+  _DISCONNECTPOLICY._serialized_start=3138
+  _DISCONNECTPOLICY._serialized_end=3253
+  _TURNSTATE._serialized_start=3255
+  _TURNSTATE._serialized_end=3340
   _LISTAGENTSREQUEST._serialized_start=130
   _LISTAGENTSREQUEST._serialized_end=149
   _LISTAGENTSRESPONSE._serialized_start=151
@@ -40,46 +42,48 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _STARTUPFAILURE._serialized_end=667
   _AGENTCAPABILITIES._serialized_start=670
   _AGENTCAPABILITIES._serialized_end=928
-  _CREATESESSIONREQUEST._serialized_start=930
-  _CREATESESSIONREQUEST._serialized_end=1005
-  _SESSION._serialized_start=1008
-  _SESSION._serialized_end=1436
-  _SESSIONMODE._serialized_start=1438
-  _SESSIONMODE._serialized_end=1498
-  _SETSESSIONMODEREQUEST._serialized_start=1500
-  _SETSESSIONMODEREQUEST._serialized_end=1560
-  _SETSESSIONCONFIGOPTIONREQUEST._serialized_start=1562
-  _SETSESSIONCONFIGOPTIONREQUEST._serialized_end=1647
-  _GETSESSIONREQUEST._serialized_start=1649
-  _GETSESSIONREQUEST._serialized_end=1688
-  _LISTSESSIONSREQUEST._serialized_start=1690
-  _LISTSESSIONSREQUEST._serialized_end=1711
-  _LISTSESSIONSRESPONSE._serialized_start=1713
-  _LISTSESSIONSRESPONSE._serialized_end=1774
-  _CLOSESESSIONREQUEST._serialized_start=1776
-  _CLOSESESSIONREQUEST._serialized_end=1817
-  _CLOSESESSIONRESPONSE._serialized_start=1819
-  _CLOSESESSIONRESPONSE._serialized_end=1841
-  _PROMPTREQUEST._serialized_start=1844
-  _PROMPTREQUEST._serialized_end=2088
-  _WATCHTURNREQUEST._serialized_start=2090
-  _WATCHTURNREQUEST._serialized_end=2144
-  _GETTURNREQUEST._serialized_start=2146
-  _GETTURNREQUEST._serialized_end=2179
-  _LISTTURNSREQUEST._serialized_start=2181
-  _LISTTURNSREQUEST._serialized_end=2273
-  _LISTTURNSRESPONSE._serialized_start=2275
-  _LISTTURNSRESPONSE._serialized_end=2352
-  _TURN._serialized_start=2355
-  _TURN._serialized_end=2643
-  _CANCELREQUEST._serialized_start=2645
-  _CANCELREQUEST._serialized_end=2680
-  _CANCELRESPONSE._serialized_start=2682
-  _CANCELRESPONSE._serialized_end=2717
-  _RESOLVEPERMISSIONREQUEST._serialized_start=2719
-  _RESOLVEPERMISSIONREQUEST._serialized_end=2804
-  _RESOLVEPERMISSIONRESPONSE._serialized_start=2806
-  _RESOLVEPERMISSIONRESPONSE._serialized_end=2833
-  _AGENTGATEWAY._serialized_start=3194
-  _AGENTGATEWAY._serialized_end=4181
+  _CREATESESSIONREQUEST._serialized_start=931
+  _CREATESESSIONREQUEST._serialized_end=1154
+  _CREATESESSIONREQUEST_CONFIGOPTIONSENTRY._serialized_start=1102
+  _CREATESESSIONREQUEST_CONFIGOPTIONSENTRY._serialized_end=1154
+  _SESSION._serialized_start=1157
+  _SESSION._serialized_end=1585
+  _SESSIONMODE._serialized_start=1587
+  _SESSIONMODE._serialized_end=1647
+  _SETSESSIONMODEREQUEST._serialized_start=1649
+  _SETSESSIONMODEREQUEST._serialized_end=1709
+  _SETSESSIONCONFIGOPTIONREQUEST._serialized_start=1711
+  _SETSESSIONCONFIGOPTIONREQUEST._serialized_end=1796
+  _GETSESSIONREQUEST._serialized_start=1798
+  _GETSESSIONREQUEST._serialized_end=1837
+  _LISTSESSIONSREQUEST._serialized_start=1839
+  _LISTSESSIONSREQUEST._serialized_end=1860
+  _LISTSESSIONSRESPONSE._serialized_start=1862
+  _LISTSESSIONSRESPONSE._serialized_end=1923
+  _CLOSESESSIONREQUEST._serialized_start=1925
+  _CLOSESESSIONREQUEST._serialized_end=1966
+  _CLOSESESSIONRESPONSE._serialized_start=1968
+  _CLOSESESSIONRESPONSE._serialized_end=1990
+  _PROMPTREQUEST._serialized_start=1993
+  _PROMPTREQUEST._serialized_end=2237
+  _WATCHTURNREQUEST._serialized_start=2239
+  _WATCHTURNREQUEST._serialized_end=2293
+  _GETTURNREQUEST._serialized_start=2295
+  _GETTURNREQUEST._serialized_end=2328
+  _LISTTURNSREQUEST._serialized_start=2330
+  _LISTTURNSREQUEST._serialized_end=2422
+  _LISTTURNSRESPONSE._serialized_start=2424
+  _LISTTURNSRESPONSE._serialized_end=2501
+  _TURN._serialized_start=2504
+  _TURN._serialized_end=2792
+  _CANCELREQUEST._serialized_start=2794
+  _CANCELREQUEST._serialized_end=2829
+  _CANCELRESPONSE._serialized_start=2831
+  _CANCELRESPONSE._serialized_end=2866
+  _RESOLVEPERMISSIONREQUEST._serialized_start=2868
+  _RESOLVEPERMISSIONREQUEST._serialized_end=2953
+  _RESOLVEPERMISSIONRESPONSE._serialized_start=2955
+  _RESOLVEPERMISSIONRESPONSE._serialized_end=2982
+  _AGENTGATEWAY._serialized_start=3343
+  _AGENTGATEWAY._serialized_end=4330
 # @@protoc_insertion_point(module_scope)
