@@ -89,7 +89,8 @@ func (s *Session) Settings() Settings {
 
 // OnSettingsChanged makes fn be called after each change of the session's
 // settings, by the agent or by SetMode and SetConfigOption, outside the
-// session's lock and possibly on the connection's reader: fn must be quick.
+// session's lock and possibly on the connection's reader, which waits for
+// it: fn must not wait for the agent.
 // It replaces an earlier fn.
 func (s *Session) OnSettingsChanged(fn func()) {
 	s.mu.Lock()

@@ -5,7 +5,6 @@ import (
 	"os"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -227,10 +226,9 @@ type liveSession struct {
 
 	costReported float64 // the cumulative cost last reported; see costAdded
 
-	// recordMu orders the writes of the session's settings to its record;
-	// recordPending coalesces the requests for one (see watchSettings).
-	recordMu      sync.Mutex
-	recordPending atomic.Bool
+	// recordMu orders the writes of the session's settings to its record
+	// (see watchSettings).
+	recordMu sync.Mutex
 }
 
 // claim reserves the session for a turn; ACP allows one at a time.

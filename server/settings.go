@@ -116,19 +116,12 @@ func (w wantedSettings) apply(ctx context.Context, g *Gateway, sess *acp.Session
 }
 
 // watchSettings keeps live's record equal to its settings from now on.
+// The record is written on the goroutine that made the change, which for
+// the agent's own updates is its reader: a settings change is rare, and
+// written before the reader goes on, it is in the store before the turn
+// that carried it ends, so a shutdown right after cannot lose it.
 func (g *Gateway) watchSettings(live *liveSession) {
-	live.sess.OnSettingsChanged(func() {
-		// Coalesced and off the caller's goroutine, which may be the
-		// agent's reader: a write to the store must not hold up the
-		// agent's stream. The write reads the settings then current, so a
-		// change made while one is pending is not lost.
-		if live.recordPending.CompareAndSwap(false, true) {
-			go func() {
-				live.recordPending.Store(false)
-				g.recordSettings(live)
-			}()
-		}
-	})
+	live.sess.OnSettingsChanged(func() { g.recordSettings(live) })
 	g.recordSettings(live)
 }
 
