@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -159,30 +158,29 @@ func TestCreateSessionWithAnUnadvertisedModeFailsAndLeavesNoSession(t *testing.T
 	}
 }
 
-func TestAModeTheAgentSwitchesToReachesTheStreamAndTheSession(t *testing.T) {
+func TestSettingsTheAgentChangesItselfReachTheStreamAndTheSession(t *testing.T) {
 	h, sess := startModes(t)
 	ctx := context.Background()
-	events := collectOK(t, h, sess.GetId(), "mode code")
-	var streamed string
+	events := collectOK(t, h, sess.GetId(), "mode code\nmodel large")
+	var mode, model string
 	for _, e := range events {
 		if m := e.GetCurrentMode(); m != nil {
-			streamed = m.GetModeId()
+			mode = m.GetModeId()
+		}
+		if o := e.GetConfigOptions(); o != nil && len(o.GetOptions()) == 1 {
+			model = o.GetOptions()[0].GetCurrentValue()
 		}
 	}
-	if streamed != "code" {
-		t.Errorf("the stream carried mode %q", streamed)
+	if mode != "code" || model != "large" {
+		t.Errorf("the stream carried mode %q and model %q", mode, model)
 	}
-	// The update is read before the prompt's answer, so the session shows
-	// it once the turn has ended; the bound is for a slow machine.
-	var mode string
-	for deadline := time.Now().Add(5 * time.Second); mode != "code" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		got, err := h.client.GetSession(ctx, &acpgatev1.GetSessionRequest{SessionId: sess.GetId()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		mode = got.GetCurrentModeId()
+	// The updates are read before the prompt's answer, so the session shows
+	// them once the turn has ended.
+	got, err := h.client.GetSession(ctx, &acpgatev1.GetSessionRequest{SessionId: sess.GetId()})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if mode != "code" {
-		t.Errorf("GetSession shows mode %q after the agent switched to code", mode)
+	if got.GetCurrentModeId() != "code" || got.GetConfigOptions()[0].GetCurrentValue() != "large" {
+		t.Errorf("GetSession shows mode %q and options %v after the agent changed them", got.GetCurrentModeId(), got.GetConfigOptions())
 	}
 }

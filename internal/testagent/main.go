@@ -153,6 +153,8 @@
 //	                      bytes, so the whole line is longer than BYTES
 //	mode ID               the agent switches the session to mode ID itself and
 //	                      sends current_mode_update {"currentModeId":ID}
+//	model VALUE           the agent sets the session's option model to VALUE itself
+//	                      and sends config_option_update with the full configOptions
 //	settings              chunk "mode:<id> model:<value>" with the session's current
 //	                      settings (--modes), or "settings:none"
 //	history               chunk `history via METHOD: "P1","P2"`: METHOD is how this

@@ -122,6 +122,20 @@ func (t *turn) switchMode(id string) {
 	t.update(obj{"sessionUpdate": "current_mode_update", "currentModeId": id})
 }
 
+// switchModel is the model directive: the agent changes its own model and
+// sends the full set of options, as config_option_update carries.
+func (t *turn) switchModel(value string) {
+	t.a.mu.Lock()
+	st := t.a.settings[t.sessionID]
+	if st == nil {
+		st = &settings{}
+	}
+	st.model = value
+	now := *st
+	t.a.mu.Unlock()
+	t.update(obj{"sessionUpdate": "config_option_update", "configOptions": configOptions(now)})
+}
+
 // reportSettings is the settings directive's chunk.
 func (t *turn) reportSettings() string {
 	t.a.mu.Lock()

@@ -456,13 +456,17 @@ func parseDirective(name, rest string) (step, error) {
 			return false
 		}, nil
 
-	case "mode":
+	case "mode", "model":
 		f, err := fields(rest, 1, 1)
 		if err != nil {
 			return nil, err
 		}
+		switchTo := (*turn).switchMode
+		if name == "model" {
+			switchTo = (*turn).switchModel
+		}
 		return func(t *turn) bool {
-			t.switchMode(f[0])
+			switchTo(t, f[0])
 			return false
 		}, nil
 	case "settings":
