@@ -284,16 +284,16 @@ func optionsProto(in []wireOption) []*acpgatev1.ConfigOption {
 			_ = json.Unmarshal(w.CurrentValue, &b)
 			o.CurrentValue = strconv.FormatBool(b)
 			o.Values = []*acpgatev1.ConfigOptionValue{{Value: "true", Name: "true"}, {Value: "false", Name: "false"}}
-		default:
-			// "select", and types of later revisions, which can be shown
-			// but not set: they have no values.
-			if o.Type == "" {
-				o.Type = optionSelect
-			}
+		case optionSelect, "":
+			o.Type = optionSelect
 			if err := json.Unmarshal(w.CurrentValue, &o.CurrentValue); err != nil {
 				o.CurrentValue = string(w.CurrentValue)
 			}
 			o.Values = selectValues(w.Options, "")
+		default:
+			// A type of a later revision: ACP says a client ignores it, and
+			// the agent goes on with its default value.
+			continue
 		}
 		out = append(out, o)
 	}

@@ -756,7 +756,9 @@ type Session struct {
 	CurrentModeId string `protobuf:"bytes,12,opt,name=current_mode_id,json=currentModeId,proto3" json:"current_mode_id,omitempty"`
 	// The configuration options the agent advertised for the session
 	// (`configOptions`), with their current values, kept up to date by
-	// SetSessionConfigOption and the agent's `config_option_update`. For a
+	// SetSessionConfigOption and the agent's `config_option_update`. Options
+	// of a type this gateway does not know are left out, as ACP asks of
+	// clients (the agent keeps their default values). For a
 	// SUSPENDED session, the option values that re-opening sets again (with
 	// only `id` and `current_value` known).
 	ConfigOptions []*ConfigOption `protobuf:"bytes,13,rep,name=config_options,json=configOptions,proto3" json:"config_options,omitempty"`
