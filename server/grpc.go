@@ -172,6 +172,20 @@ func validate(req any) error {
 		if r.GetRequestId() == "" {
 			return fmt.Errorf("request_id is required")
 		}
+	case *acpgatev1.SetSessionModeRequest:
+		if err := requireSession(r.GetSessionId()); err != nil {
+			return err
+		}
+		if r.GetModeId() == "" {
+			return fmt.Errorf("mode_id is required")
+		}
+	case *acpgatev1.SetSessionConfigOptionRequest:
+		if err := requireSession(r.GetSessionId()); err != nil {
+			return err
+		}
+		if r.GetOptionId() == "" || r.GetValue() == "" {
+			return fmt.Errorf("option_id and value are required")
+		}
 	}
 	return nil
 }

@@ -82,6 +82,8 @@ func TestUnaryRequestsMissingRequiredFieldsAreInvalid(t *testing.T) {
 	_, calls["CloseSession"] = h.client.CloseSession(ctx, &acpgatev1.CloseSessionRequest{})
 	_, calls["Cancel"] = h.client.Cancel(ctx, &acpgatev1.CancelRequest{})
 	_, calls["ResolvePermission"] = h.client.ResolvePermission(ctx, &acpgatev1.ResolvePermissionRequest{SessionId: "s"})
+	_, calls["SetSessionMode"] = h.client.SetSessionMode(ctx, &acpgatev1.SetSessionModeRequest{SessionId: "s"})
+	_, calls["SetSessionConfigOption"] = h.client.SetSessionConfigOption(ctx, &acpgatev1.SetSessionConfigOptionRequest{SessionId: "s", OptionId: "model"})
 	for name, err := range calls {
 		if status.Code(err) != codes.InvalidArgument {
 			t.Errorf("%s: %v", name, err)

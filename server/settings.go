@@ -23,9 +23,6 @@ import (
 
 // SetSessionMode switches an open session's mode.
 func (g *Gateway) SetSessionMode(ctx context.Context, req *acpgatev1.SetSessionModeRequest) (*acpgatev1.Session, error) {
-	if req.GetModeId() == "" {
-		return nil, status.Error(codes.InvalidArgument, "mode_id is required")
-	}
 	live, err := g.settable(ctx, req.GetSessionId())
 	if err != nil {
 		return nil, err
@@ -38,9 +35,6 @@ func (g *Gateway) SetSessionMode(ctx context.Context, req *acpgatev1.SetSessionM
 
 // SetSessionConfigOption sets one configuration option of an open session.
 func (g *Gateway) SetSessionConfigOption(ctx context.Context, req *acpgatev1.SetSessionConfigOptionRequest) (*acpgatev1.Session, error) {
-	if req.GetOptionId() == "" || req.GetValue() == "" {
-		return nil, status.Error(codes.InvalidArgument, "option_id and value are required")
-	}
 	live, err := g.settable(ctx, req.GetSessionId())
 	if err != nil {
 		return nil, err
