@@ -171,7 +171,7 @@ type Session struct {
 	replay   func(*acpgatev1.PromptEvent)
 	closed   bool
 	commands *acpgatev1.AvailableCommands
-	early    earlyCommands
+	early    earlyUpdates
 	permSeq  int
 	pending  map[string]*pendingPermission
 	// settings are the session's modes and config options (settings.go).
@@ -477,17 +477,35 @@ func (s *Session) setID(id string) {
 	s.mu.Lock()
 	s.id = id
 	if s.early.sessionID == id {
-		s.commands = s.early.commands
+		if s.early.commands != nil {
+			s.commands = s.early.commands
+		}
+		s.early.settings.applyTo(&s.settings)
 	}
-	s.early = earlyCommands{}
+	s.early = earlyUpdates{}
 	s.mu.Unlock()
 }
 
-// earlyCommands are commands advertised for a session before its id was
-// known to the gateway.
-type earlyCommands struct {
+// earlyUpdates are the session state an agent sent for a session before
+// its id was known to the gateway: sent right after answering session/new,
+// and read before Open recorded the id. Only the last of each kind counts,
+// as it would have later.
+type earlyUpdates struct {
 	sessionID string
 	commands  *acpgatev1.AvailableCommands
+	settings  settingsUpdate
+}
+
+// keep records u's state for the session it names, dropping what was kept
+// for another one.
+func (e *earlyUpdates) keep(sessionID string, u update) {
+	if e.sessionID != sessionID {
+		*e = earlyUpdates{sessionID: sessionID}
+	}
+	if u.commands != nil {
+		e.commands = u.commands
+	}
+	e.settings.merge(u.settings)
 }
 
 // errHandshakeTimeout is the cause of a handshake context that ran out of

@@ -69,6 +69,37 @@ func (st Settings) clone() Settings {
 	return out
 }
 
+// settingsUpdate is what an agent's update changes of a session's
+// settings: the mode (when not ""), the options (when hasOptions).
+type settingsUpdate struct {
+	mode       string
+	options    []*acpgatev1.ConfigOption
+	hasOptions bool
+}
+
+func (u settingsUpdate) changes() bool { return u.mode != "" || u.hasOptions }
+
+// merge adds a later update to u.
+func (u *settingsUpdate) merge(later settingsUpdate) {
+	if later.mode != "" {
+		u.mode = later.mode
+	}
+	if later.hasOptions {
+		u.options, u.hasOptions = later.options, true
+	}
+}
+
+// applyTo applies u to st. The options are copied: the event that carried
+// them is the client's, and a later SetConfigOption changes the session's.
+func (u settingsUpdate) applyTo(st *Settings) {
+	if u.mode != "" {
+		st.CurrentMode = u.mode
+	}
+	if u.hasOptions {
+		st.Options = Settings{Options: u.options}.clone().Options
+	}
+}
+
 // ErrInvalidSetting is a mode or option value the agent did not advertise
 // for the session; the error wrapping it names the allowed ones.
 var ErrInvalidSetting = errors.New("not advertised by the agent")

@@ -2,6 +2,7 @@ package acp
 
 import (
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -74,14 +75,28 @@ func TestAConfigOptionUpdateChangesTheSettingsAndBecomesAnEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !u.hasOptions || describe(u.options) != "model:select=model-2[model-1,model-2]" {
-		t.Errorf("the update carries %v", u.options)
+	if !u.settings.hasOptions || describe(u.settings.options) != "model:select=model-2[model-1,model-2]" {
+		t.Errorf("the update carries %v", u.settings.options)
 	}
 	if got := describe(u.event.GetConfigOptions().GetOptions()); got != "model:select=model-2[model-1,model-2]" {
 		t.Errorf("the event carries %s", got)
 	}
 	_, u, err = decodeUpdate(json.RawMessage(`{"sessionId":"s","update":{"sessionUpdate":"current_mode_update","currentModeId":"code"}}`))
-	if err != nil || u.mode != "code" || u.event.GetCurrentMode().GetModeId() != "code" {
+	if err != nil || u.settings.mode != "code" || u.event.GetCurrentMode().GetModeId() != "code" {
 		t.Errorf("current_mode_update: %v, %v", u, err)
+	}
+}
+
+func TestAModeUpdateReadBeforeTheSessionsIDWasRecordedIsNotLost(t *testing.T) {
+	s := &Session{log: slog.New(slog.DiscardHandler)}
+	// The agent answers session/new, then at once switches mode; the
+	// reader handles the update before Open has recorded the id.
+	if !s.notify("session/update", json.RawMessage(`{"sessionId":"s1","update":{"sessionUpdate":"current_mode_update","currentModeId":"code"}}`)) {
+		t.Fatal("the update was refused")
+	}
+	s.adoptSettings(json.RawMessage(sessionNewExample))
+	s.setID("s1")
+	if got := s.Settings().CurrentMode; got != "code" {
+		t.Errorf("the session's mode is %q, want the update's code", got)
 	}
 }

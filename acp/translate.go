@@ -28,11 +28,8 @@ type update struct {
 	splits bool
 	// commands updates the session's state outside turns too.
 	commands *acpgatev1.AvailableCommands
-	// mode and options (when hasOptions) update the session's settings,
-	// outside turns too.
-	mode       string
-	options    []*acpgatev1.ConfigOption
-	hasOptions bool
+	// settings updates the session's settings, outside turns too.
+	settings settingsUpdate
 }
 
 type chunkInfo struct {
@@ -207,7 +204,7 @@ func translateUpdate(kind string, raw json.RawMessage) (update, error) {
 		if err := json.Unmarshal(raw, &v); err != nil {
 			return update{}, err
 		}
-		return update{mode: string(v.CurrentModeId), event: &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_CurrentMode{
+		return update{settings: settingsUpdate{mode: string(v.CurrentModeId)}, event: &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_CurrentMode{
 			CurrentMode: &acpgatev1.CurrentMode{ModeId: string(v.CurrentModeId)},
 		}}}, nil
 	case "config_option_update":
@@ -218,7 +215,7 @@ func translateUpdate(kind string, raw json.RawMessage) (update, error) {
 			return update{}, err
 		}
 		opts := optionsProto(v.ConfigOptions)
-		return update{options: opts, hasOptions: true, event: &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_ConfigOptions{
+		return update{settings: settingsUpdate{options: opts, hasOptions: true}, event: &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_ConfigOptions{
 			ConfigOptions: &acpgatev1.ConfigOptions{Options: opts},
 		}}}, nil
 	case "usage_update":

@@ -428,11 +428,11 @@ func (s *Session) notify(method string, params json.RawMessage) bool {
 		}
 	}
 	s.mu.Lock()
-	if s.id == "" && u.commands != nil {
-		// The agent advertised commands right after answering session/new,
-		// and the reader got to them before Open recorded the session's
-		// id: keep them for setID to claim.
-		s.early = earlyCommands{sessionID, u.commands}
+	if s.id == "" && (u.commands != nil || u.settings.changes()) {
+		// The agent sent session state right after answering
+		// session/new, and the reader got to it before Open recorded the
+		// session's id: keep it for setID to claim.
+		s.early.keep(sessionID, u)
 		s.mu.Unlock()
 		return true
 	}
@@ -445,15 +445,8 @@ func (s *Session) notify(method string, params json.RawMessage) bool {
 		s.commands = u.commands
 	}
 	var settingsChanged func()
-	if u.mode != "" || u.hasOptions {
-		if u.mode != "" {
-			s.settings.CurrentMode = u.mode
-		}
-		if u.hasOptions {
-			// The event keeps its own copy: a client's later
-			// SetConfigOption changes the session's.
-			s.settings.Options = Settings{Options: u.options}.clone().Options
-		}
+	if u.settings.changes() {
+		u.settings.applyTo(&s.settings)
 		settingsChanged = s.settingsChanged
 	}
 	t, replay := s.turn, s.replay

@@ -759,7 +759,7 @@ func TestListAgentsReportsCapabilitiesOnceKnown(t *testing.T) {
 	h := start(t)
 	ctx := context.Background()
 	before, _ := h.client.ListAgents(ctx, &acpgatev1.ListAgentsRequest{})
-	if len(before.GetAgents()) != 8 || before.GetAgents()[0].GetCapabilities() != nil || before.GetAgents()[0].GetPermissionPolicy() != "ask" {
+	if len(before.GetAgents()) != 9 || before.GetAgents()[0].GetCapabilities() != nil || before.GetAgents()[0].GetPermissionPolicy() != "ask" {
 		t.Fatalf("%v", before)
 	}
 	oneShot(t, h, "test", "stop end_turn")
