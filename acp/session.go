@@ -175,9 +175,12 @@ type Session struct {
 	closed   bool
 	commands *acpgatev1.AvailableCommands
 	usage    sessionUsage
-	early    earlyCommands
+	early    earlyUpdates
 	permSeq  int
 	pending  map[string]*pendingPermission
+	// settings are the session's modes and config options (settings.go).
+	settings        Settings
+	settingsChanged func()
 
 	elicitSeq    int
 	elicitations map[string]*pendingElicitation
@@ -438,16 +441,23 @@ func (s *Session) begin(ctx context.Context, opts OpenOptions) error {
 		mcp = []acpsdk.McpServer{}
 	}
 	if opts.LoadSessionID == "" {
-		var created acpsdk.NewSessionResponse
+		var result json.RawMessage
 		if err := s.call(ctx, "session/new", func(meta map[string]any) any {
 			return acpsdk.NewSessionRequest{Meta: meta, Cwd: s.cwd, McpServers: mcp}
-		}, &created); err != nil {
+		}, &result); err != nil {
 			return err
 		}
-		if created.SessionId == "" {
+		var created struct {
+			SessionID string `json:"sessionId"`
+		}
+		if err := json.Unmarshal(result, &created); err != nil {
+			return &Error{Proto: s.interp.MalformedResult("session/new", err.Error(), result)}
+		}
+		if created.SessionID == "" {
 			return &Error{Proto: s.interp.MalformedResult("session/new", "sessionId is empty", nil)}
 		}
-		s.setID(string(created.SessionId))
+		s.adoptSettings(result)
+		s.setID(created.SessionID)
 		return nil
 	}
 	method := s.info.ReopenMethod()
@@ -459,17 +469,20 @@ func (s *Session) begin(ctx context.Context, opts OpenOptions) error {
 	s.mu.Lock()
 	s.id, s.replay = opts.LoadSessionID, opts.Replay
 	s.mu.Unlock()
-	var ignored json.RawMessage
+	var result json.RawMessage
 	id := acpsdk.SessionId(opts.LoadSessionID)
 	err := s.call(ctx, method, func(meta map[string]any) any {
 		if method == MethodResume {
 			return acpsdk.ResumeSessionRequest{Meta: meta, SessionId: id, Cwd: s.cwd, McpServers: mcp}
 		}
 		return acpsdk.LoadSessionRequest{Meta: meta, SessionId: id, Cwd: s.cwd, McpServers: mcp}
-	}, &ignored)
+	}, &result)
 	s.mu.Lock()
 	s.replay = nil
 	s.mu.Unlock()
+	if err == nil {
+		s.adoptSettings(result)
+	}
 	return err
 }
 
@@ -477,24 +490,43 @@ func (s *Session) setID(id string) {
 	s.mu.Lock()
 	s.id = id
 	if s.early.sessionID == id {
-		s.commands = s.early.commands
+		if s.early.commands != nil {
+			s.commands = s.early.commands
+		}
+		s.early.settings.applyTo(&s.settings)
 	}
-	s.early = earlyCommands{}
+	s.early = earlyUpdates{}
 	s.mu.Unlock()
 }
 
-// earlyCommands are commands advertised for a session before its id was
-// known to the gateway.
-type earlyCommands struct {
+// earlyUpdates are the session state an agent sent for a session before
+// its id was known to the gateway: sent right after answering session/new,
+// and read before Open recorded the id. Only the last of each kind counts,
+// as it would have later.
+type earlyUpdates struct {
 	sessionID string
 	commands  *acpgatev1.AvailableCommands
+	settings  settingsUpdate
+}
+
+// keep records u's state for the session it names, dropping what was kept
+// for another one.
+func (e *earlyUpdates) keep(sessionID string, u update) {
+	if e.sessionID != sessionID {
+		*e = earlyUpdates{sessionID: sessionID}
+	}
+	if u.commands != nil {
+		e.commands = u.commands
+	}
+	e.settings.merge(u.settings)
 }
 
 // errHandshakeTimeout is the cause of a handshake context that ran out of
 // Config.HandshakeTimeout, telling it apart from the caller's own deadline.
 var errHandshakeTimeout = errors.New("handshake timeout")
 
-// call makes one handshake request and decodes its result. params builds
+// call makes one request of the handshake or of a session's settings and
+// decodes its result. params builds
 // the request given its _meta, which carries the request's own span.
 func (s *Session) call(ctx context.Context, method string, params func(meta map[string]any) any, result any) error {
 	ctx, span := s.startCall(ctx, method)

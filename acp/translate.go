@@ -28,6 +28,8 @@ type update struct {
 	splits bool
 	// commands updates the session's state outside turns too.
 	commands *acpgatev1.AvailableCommands
+	// settings updates the session's settings, outside turns too.
+	settings settingsUpdate
 }
 
 type chunkInfo struct {
@@ -216,8 +218,19 @@ func translateUpdate(kind string, raw json.RawMessage) (update, error) {
 		if err := json.Unmarshal(raw, &v); err != nil {
 			return update{}, err
 		}
-		return update{event: &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_CurrentMode{
+		return update{settings: settingsUpdate{mode: string(v.CurrentModeId)}, event: &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_CurrentMode{
 			CurrentMode: &acpgatev1.CurrentMode{ModeId: string(v.CurrentModeId)},
+		}}}, nil
+	case "config_option_update":
+		var v struct {
+			ConfigOptions []wireOption `json:"configOptions"`
+		}
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return update{}, err
+		}
+		opts := optionsProto(v.ConfigOptions)
+		return update{settings: settingsUpdate{options: opts, hasOptions: true}, event: &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_ConfigOptions{
+			ConfigOptions: &acpgatev1.ConfigOptions{Options: opts},
 		}}}, nil
 	case "usage_update":
 		var v acpsdk.SessionUsageUpdate

@@ -451,11 +451,11 @@ func (s *Session) notify(method string, params json.RawMessage) bool {
 		}
 	}
 	s.mu.Lock()
-	if s.id == "" && u.commands != nil {
-		// The agent advertised commands right after answering session/new,
-		// and the reader got to them before Open recorded the session's
-		// id: keep them for setID to claim.
-		s.early = earlyCommands{sessionID, u.commands}
+	if s.id == "" && (u.commands != nil || u.settings.changes()) {
+		// The agent sent session state right after answering
+		// session/new, and the reader got to it before Open recorded the
+		// session's id: keep it for setID to claim.
+		s.early.keep(sessionID, u)
 		s.mu.Unlock()
 		return true
 	}
@@ -470,8 +470,16 @@ func (s *Session) notify(method string, params json.RawMessage) bool {
 	if reported := u.event.GetUsage(); reported != nil {
 		s.usage.update(reported)
 	}
+	var settingsChanged func()
+	if u.settings.changes() {
+		u.settings.applyTo(&s.settings)
+		settingsChanged = s.settingsChanged
+	}
 	t, replay := s.turn, s.replay
 	s.mu.Unlock()
+	if settingsChanged != nil {
+		settingsChanged()
+	}
 	switch {
 	case t != nil:
 		t.apply(u)

@@ -265,11 +265,12 @@ func (g *Gateway) ListAgents(ctx context.Context, _ *acpgatev1.ListAgentsRequest
 // suspended one (load_session_id).
 func (g *Gateway) CreateSession(ctx context.Context, req *acpgatev1.CreateSessionRequest) (*acpgatev1.Session, error) {
 	var live *liveSession
+	want := wantedSettings{mode: req.GetModeId(), options: req.GetConfigOptions(), strict: true}
 	susp, err := g.suspendedToLoad(ctx, req.GetAgent(), req.GetLoadSessionId())
 	if err == nil && susp != nil {
-		live, err = g.reopenNow(ctx, susp)
+		live, err = g.reopenNow(ctx, susp, want)
 	} else if err == nil {
-		live, err = g.open(ctx, req.GetAgent(), req.GetCwd(), req.GetLoadSessionId(), false)
+		live, err = g.open(ctx, req.GetAgent(), req.GetCwd(), req.GetLoadSessionId(), want)
 	}
 	if err != nil {
 		return nil, statusOf(err)
@@ -382,6 +383,9 @@ type opening struct {
 	// (claimed), whose id and record the session takes.
 	loadID string
 	reopen *suspendedSession
+	// want are the settings to apply once the session is open, in order:
+	// a re-opened session's recorded ones, then those the caller asked for.
+	want []wantedSettings
 }
 
 // abandon gives back what prepare took, when the session is not started.
@@ -449,6 +453,13 @@ func (g *Gateway) start(ctx context.Context, o *opening, oneShot bool) (*liveSes
 		return nil, err
 	}
 	entry.noteCapabilities(sess.Info())
+	for _, w := range o.want {
+		if err := w.apply(ctx, g, sess); err != nil {
+			sess.Close()
+			o.abandon()
+			return nil, err
+		}
+	}
 	now := time.Now()
 	live := &liveSession{sess: sess, agent: entry, slot: o.slot, owner: o.owner, oneShot: oneShot, tempDir: o.tempDir, created: now, lastActive: now, resumed: o.loadID != ""}
 	entry.m.SessionOpened()
@@ -464,6 +475,7 @@ func (g *Gateway) start(ctx context.Context, o *opening, oneShot bool) (*liveSes
 		attrs = append(attrs, "reopened_with", sess.Info().ReopenMethod(), "replayed_events", replayed.Load())
 	}
 	g.log.InfoContext(ctx, "session opened", attrs...)
+	g.watchSettings(live)
 	return live, nil
 }
 
@@ -480,15 +492,15 @@ func (g *Gateway) session(ctx context.Context, id string) (*liveSession, error) 
 	return live, nil
 }
 
-// open prepares and starts a session. Errors are gRPC status errors, or
-// *acp.Error when the agent caused the failure.
-func (g *Gateway) open(ctx context.Context, agent, cwd, loadID string, oneShot bool) (*liveSession, error) {
+// open prepares and starts a session for CreateSession. Errors are gRPC
+// status errors, or *acp.Error when the agent caused the failure.
+func (g *Gateway) open(ctx context.Context, agent, cwd, loadID string, want wantedSettings) (*liveSession, error) {
 	o, err := g.prepare(ctx, agent, cwd)
 	if err != nil {
 		return nil, err
 	}
-	o.loadID = loadID
-	return g.start(ctx, o, oneShot)
+	o.loadID, o.want = loadID, append(o.want, want)
+	return g.start(ctx, o, false)
 }
 
 func (e *agentEntry) noteCapabilities(info acp.AgentInfo) {

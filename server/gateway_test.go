@@ -102,6 +102,9 @@ agents:
   - name: textonly
     command: "${TESTAGENT}"
     args: [--unique-sessions, --prompt-capabilities, none, --count-prompts, %s/textonly-prompts]
+  - name: modes
+    command: "${TESTAGENT}"
+    args: [--unique-sessions, --modes, "ask,code"]
 `, workspace, workspace)
 }
 
@@ -769,7 +772,7 @@ func TestListAgentsReportsCapabilitiesOnceKnown(t *testing.T) {
 	h := start(t)
 	ctx := context.Background()
 	before, _ := h.client.ListAgents(ctx, &acpgatev1.ListAgentsRequest{})
-	if len(before.GetAgents()) != 11 || before.GetAgents()[0].GetCapabilities() != nil || before.GetAgents()[0].GetPermissionPolicy() != "ask" {
+	if len(before.GetAgents()) != 12 || before.GetAgents()[0].GetCapabilities() != nil || before.GetAgents()[0].GetPermissionPolicy() != "ask" {
 		t.Fatalf("%v", before)
 	}
 	oneShot(t, h, "test", "stop end_turn")

@@ -174,6 +174,20 @@ func validate(req any) error {
 		if r.GetAction() == acpgatev1.ElicitationAction_ELICITATION_ACTION_UNSPECIFIED {
 			return fmt.Errorf("action is required: accept, decline or cancel")
 		}
+	case *acpgatev1.SetSessionModeRequest:
+		if err := requireSession(r.GetSessionId()); err != nil {
+			return err
+		}
+		if r.GetModeId() == "" {
+			return fmt.Errorf("mode_id is required")
+		}
+	case *acpgatev1.SetSessionConfigOptionRequest:
+		if err := requireSession(r.GetSessionId()); err != nil {
+			return err
+		}
+		if r.GetOptionId() == "" || r.GetValue() == "" {
+			return fmt.Errorf("option_id and value are required")
+		}
 	}
 	return nil
 }

@@ -84,6 +84,8 @@ func TestUnaryRequestsMissingRequiredFieldsAreInvalid(t *testing.T) {
 	_, calls["ResolvePermission"] = h.client.ResolvePermission(ctx, &acpgatev1.ResolvePermissionRequest{SessionId: "s"})
 	_, calls["ResolveElicitation"] = h.client.ResolveElicitation(ctx, &acpgatev1.ResolveElicitationRequest{SessionId: "s"})
 	_, calls["ResolveElicitation without action"] = h.client.ResolveElicitation(ctx, &acpgatev1.ResolveElicitationRequest{SessionId: "s", RequestId: "r"})
+	_, calls["SetSessionMode"] = h.client.SetSessionMode(ctx, &acpgatev1.SetSessionModeRequest{SessionId: "s"})
+	_, calls["SetSessionConfigOption"] = h.client.SetSessionConfigOption(ctx, &acpgatev1.SetSessionConfigOptionRequest{SessionId: "s", OptionId: "model"})
 	for name, err := range calls {
 		if status.Code(err) != codes.InvalidArgument {
 			t.Errorf("%s: %v", name, err)

@@ -225,6 +225,10 @@ type liveSession struct {
 	rec *store.Session
 
 	costReported float64 // the cumulative cost last reported; see costAdded
+
+	// recordMu orders the writes of the session's settings to its record
+	// (see watchSettings).
+	recordMu sync.Mutex
 }
 
 // claim reserves the session for a turn; ACP allows one at a time.
@@ -310,7 +314,7 @@ func (l *liveSession) proto() *acpgatev1.Session {
 	case l.running != "":
 		state = acpgatev1.SessionState_SESSION_STATE_RUNNING
 	}
-	return &acpgatev1.Session{
+	out := &acpgatev1.Session{
 		Id:                l.id,
 		AcpSessionId:      l.sess.ID(),
 		Agent:             l.agent.cfg.Name,
@@ -323,6 +327,8 @@ func (l *liveSession) proto() *acpgatev1.Session {
 		AvailableCommands: l.sess.AvailableCommands(),
 		Usage:             l.sess.Usage(),
 	}
+	settingsProto(l.sess.Settings(), out)
+	return out
 }
 
 // close stops the agent, removes a temporary workspace and gives the

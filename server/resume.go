@@ -67,7 +67,9 @@ func (g *Gateway) register(ctx context.Context, live *liveSession, o *opening) b
 	if live.oneShot || o.tempDir != "" {
 		return true
 	}
-	rec := store.Session{ID: live.id, Agent: live.agent.cfg.Name, ACPSessionID: live.sess.ID(), Cwd: o.rel, Owner: live.owner, CreatedAt: live.created}
+	st := live.sess.Settings()
+	rec := store.Session{ID: live.id, Agent: live.agent.cfg.Name, ACPSessionID: live.sess.ID(), Cwd: o.rel, Owner: live.owner, CreatedAt: live.created,
+		Mode: st.CurrentMode, ConfigOptions: st.Values()}
 	if err := g.store.PutSession(ctx, rec); err != nil {
 		g.log.ErrorContext(ctx, "the session could not be recorded; it will not survive its agent or a restart", "session", live.id, "err", err)
 		return true
@@ -138,6 +140,7 @@ func (g *Gateway) prepareReopen(ctx context.Context, susp *suspendedSession) (*o
 		return nil, status.Errorf(codes.FailedPrecondition, "session %q cannot be re-opened: agent %q has no workspace", susp.rec.ID, susp.rec.Agent)
 	}
 	o.loadID, o.reopen, o.owner = susp.rec.ACPSessionID, susp, susp.rec.Owner
+	o.want = []wantedSettings{{mode: susp.rec.Mode, options: susp.rec.ConfigOptions}}
 	return o, nil
 }
 
@@ -155,12 +158,14 @@ func (g *Gateway) reopen(ctx context.Context, o *opening) (*liveSession, error) 
 	return live, err
 }
 
-// reopenNow re-opens a claimed suspended session for CreateSession.
-func (g *Gateway) reopenNow(ctx context.Context, susp *suspendedSession) (*liveSession, error) {
+// reopenNow re-opens a claimed suspended session for CreateSession, then
+// applies the settings the caller asked for.
+func (g *Gateway) reopenNow(ctx context.Context, susp *suspendedSession, want wantedSettings) (*liveSession, error) {
 	o, err := g.prepareReopen(ctx, susp)
 	if err != nil {
 		return nil, err
 	}
+	o.want = append(o.want, want)
 	return g.reopen(ctx, o)
 }
 

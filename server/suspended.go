@@ -49,7 +49,7 @@ func (s *suspendedSession) unclaim() {
 func (s *suspendedSession) ownedBy() string { return s.rec.Owner }
 
 func (s *suspendedSession) proto() *acpgatev1.Session {
-	return &acpgatev1.Session{
+	out := &acpgatev1.Session{
 		Id:           s.rec.ID,
 		AcpSessionId: s.rec.ACPSessionID,
 		Agent:        s.rec.Agent,
@@ -57,4 +57,6 @@ func (s *suspendedSession) proto() *acpgatev1.Session {
 		State:        acpgatev1.SessionState_SESSION_STATE_SUSPENDED,
 		CreatedAt:    timestamppb.New(s.rec.CreatedAt),
 	}
+	recordedSettingsProto(s.rec.Mode, s.rec.ConfigOptions, out)
+	return out
 }

@@ -86,6 +86,10 @@ func TestAnotherPrincipalCannotSeeOrTouchASessionOrTurnItDidNotCreate(t *testing
 	wantCode(t, "ResolvePermission", err, codes.NotFound)
 	_, err = client.CloseSession(bob, &acpgatev1.CloseSessionRequest{SessionId: id})
 	wantCode(t, "CloseSession", err, codes.NotFound)
+	_, err = client.SetSessionMode(bob, &acpgatev1.SetSessionModeRequest{SessionId: id, ModeId: "code"})
+	wantCode(t, "SetSessionMode", err, codes.NotFound)
+	_, err = client.SetSessionConfigOption(bob, &acpgatev1.SetSessionConfigOptionRequest{SessionId: id, OptionId: "model", Value: "large"})
+	wantCode(t, "SetSessionConfigOption", err, codes.NotFound)
 	other, err := client.Prompt(bob, &acpgatev1.PromptRequest{SessionId: id, Text: "chunk hi"})
 	if err == nil {
 		_, err = other.Recv()

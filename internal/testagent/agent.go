@@ -123,6 +123,7 @@ type agent struct {
 	turns       map[*turn]struct{}        // running prompt turns
 	nextID      int64                     // id of the agent's next own request
 	pending     map[int64]chan<- *message // agent requests awaiting an answer
+	settings    map[string]*settings      // session id → its mode and model (--modes)
 
 	stallOnce sync.Once
 	stalled   chan struct{} // closed by the stall directive: stdin is no longer read
@@ -136,6 +137,7 @@ func newAgent(cfg config, stdout *os.File) *agent {
 		openedBy: map[string]string{},
 		turns:    map[*turn]struct{}{},
 		pending:  map[int64]chan<- *message{},
+		settings: map[string]*settings{},
 		stalled:  make(chan struct{}),
 	}
 }
@@ -266,6 +268,10 @@ func (a *agent) handleRequest(m *message) {
 		a.resumeSession(m)
 	case "session/prompt":
 		a.prompt(m)
+	case "session/set_mode":
+		a.setMode(m)
+	case "session/set_config_option":
+		a.setConfigOption(m)
 	default:
 		a.replyError(m.ID, codeMethodNotFound, "method not found: "+m.Method)
 	}
@@ -331,7 +337,7 @@ func (a *agent) newSession(m *message) {
 		a.writeHistory(id, nil)
 	}
 	a.mu.Unlock()
-	a.reply(m.ID, obj{"sessionId": id})
+	a.reply(m.ID, a.advertised(id, obj{"sessionId": id}))
 	a.advertiseCommands(id)
 }
 
@@ -371,7 +377,7 @@ func (a *agent) loadSession(m *message) {
 			a.sessionUpdate(p.SessionID, textChunk("user_message_chunk", prompt, ""))
 			a.sessionUpdate(p.SessionID, textChunk("agent_message_chunk", fmt.Sprintf("replayed answer %d", i+1), ""))
 		}
-		a.reply(m.ID, obj{})
+		a.reply(m.ID, a.advertised(p.SessionID, obj{}))
 		a.advertiseCommands(p.SessionID)
 		return
 	}
@@ -380,7 +386,7 @@ func (a *agent) loadSession(m *message) {
 	a.mu.Unlock()
 	a.sessionUpdate(p.SessionID, textChunk("user_message_chunk", "earlier question", ""))
 	a.sessionUpdate(p.SessionID, textChunk("agent_message_chunk", "earlier answer", ""))
-	a.reply(m.ID, obj{})
+	a.reply(m.ID, a.advertised(p.SessionID, obj{}))
 	a.advertiseCommands(p.SessionID)
 }
 
@@ -418,7 +424,7 @@ func (a *agent) resumeSession(m *message) {
 		a.replyError(m.ID, codeInvalidParams, err.Error())
 		return
 	}
-	a.reply(m.ID, obj{})
+	a.reply(m.ID, a.advertised(p.SessionID, obj{}))
 	a.advertiseCommands(p.SessionID)
 }
 

@@ -50,6 +50,15 @@
 //	                            as a JSON line to FILE for every request and
 //	                            notification received, before handling it (tests
 //	                            check what the client propagates, e.g. traceparent).
+//	--modes A,B                 advertise the session modes A and B (the first is a
+//	                            session's initial mode; name "Mode A", description
+//	                            "the A mode") and the select config option "model"
+//	                            (values small, initially, and large) in the answers to
+//	                            session/new, session/load and session/resume; serve
+//	                            session/set_mode and session/set_config_option (which
+//	                            answers the full configOptions). Settings are kept per
+//	                            process: a session re-opened by another process starts
+//	                            again in mode A with model small.
 //	--hang-on METHOD            never answer requests of METHOD (say initialize or
 //	                            session/new): an agent that hangs at start-up.
 //	--prompt-capabilities LIST  the promptCapabilities advertised at initialize:
@@ -71,6 +80,8 @@
 //	session/new    -> {"sessionId":"sess-<n>"}, n counting from 1 per process
 //	session/load   -> replay (see --load-session, --sessions-dir), then {}
 //	session/resume -> {} (see --resume-session)
+//	session/set_mode, session/set_config_option -> see --modes; -32602 for an
+//	                  unknown session, mode, option or value
 //	session/prompt -> runs the script; default answer {"stopReason":"end_turn"}.
 //	                  The sessionId must come from session/new or session/load
 //	                  (otherwise -32602).
@@ -160,6 +171,12 @@
 //	stray TEXT            write TEXT verbatim (not JSON, not unescaped) as a stdout line
 //	oversized BYTES       one agent_message_chunk line whose text alone is BYTES
 //	                      bytes, so the whole line is longer than BYTES
+//	mode ID               the agent switches the session to mode ID itself and
+//	                      sends current_mode_update {"currentModeId":ID}
+//	model VALUE           the agent sets the session's option model to VALUE itself
+//	                      and sends config_option_update with the full configOptions
+//	settings              chunk "mode:<id> model:<value>" with the session's current
+//	                      settings (--modes), or "settings:none"
 //	history               chunk `history via METHOD: "P1","P2"`: METHOD is how this
 //	                      process opened the session (session/new, session/load or
 //	                      session/resume) and P1, P2... the texts of the session's
@@ -226,12 +243,13 @@ type config struct {
 	countPrompts    string          // a file that gets a line per session/prompt
 	recordMeta      string          // a file that gets each client message's method and _meta
 	promptCaps      map[string]bool // promptCapabilities advertised, by name
+	modes           []string        // advertised session modes, the first initial (modes.go)
 }
 
 func parseFlags(args []string) (config, error) {
 	fs := flag.NewFlagSet("testagent", flag.ContinueOnError)
 	var cfg config
-	var auth, newErr, commands, promptCaps string
+	var auth, newErr, commands, promptCaps, modes string
 	fs.IntVar(&cfg.protocolVersion, "protocol-version", 1, "protocolVersion reported at initialize")
 	fs.StringVar(&auth, "auth-methods", "", "comma-separated authMethods ids to advertise")
 	fs.BoolVar(&cfg.loadSession, "load-session", false, "advertise and implement session/load")
@@ -247,6 +265,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&cfg.countPrompts, "count-prompts", "", "append a line to this file for every session/prompt received")
 	fs.StringVar(&cfg.recordMeta, "record-meta", "", `append {"method":M,"meta":_meta} as a JSON line to this file for every request and notification received`)
 	fs.StringVar(&promptCaps, "prompt-capabilities", "image,embeddedContext", `promptCapabilities to advertise: image, audio, embeddedContext, or "none"`)
+	fs.StringVar(&modes, "modes", "", "comma-separated session mode ids to advertise (the first is initial), with the config option model (small|large)")
 	fs.StringVar(&cfg.hangOn, "hang-on", "", "never answer requests of this method (initialize, session/new, ...)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -254,16 +273,9 @@ func parseFlags(args []string) (config, error) {
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	for _, id := range strings.Split(auth, ",") {
-		if id = strings.TrimSpace(id); id != "" {
-			cfg.authMethods = append(cfg.authMethods, id)
-		}
-	}
-	for _, name := range strings.Split(commands, ",") {
-		if name = strings.TrimSpace(name); name != "" {
-			cfg.commands = append(cfg.commands, name)
-		}
-	}
+	cfg.authMethods = list(auth)
+	cfg.commands = list(commands)
+	cfg.modes = list(modes)
 	cfg.promptCaps = map[string]bool{}
 	for _, name := range strings.Split(promptCaps, ",") {
 		switch name = strings.TrimSpace(name); name {
@@ -283,6 +295,17 @@ func parseFlags(args []string) (config, error) {
 		cfg.sessionNewErr = &rpcError{Code: n, Message: msg}
 	}
 	return cfg, nil
+}
+
+// list splits a comma-separated flag value, dropping empty items.
+func list(value string) []string {
+	var out []string
+	for _, item := range strings.Split(value, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }
 
 func main() {

@@ -521,6 +521,24 @@ func parseDirective(name, rest string) (step, error) {
 			return false
 		}, nil
 
+	case "mode", "model":
+		f, err := fields(rest, 1, 1)
+		if err != nil {
+			return nil, err
+		}
+		switchTo := (*turn).switchMode
+		if name == "model" {
+			switchTo = (*turn).switchModel
+		}
+		return func(t *turn) bool {
+			switchTo(t, f[0])
+			return false
+		}, nil
+	case "settings":
+		return noArgs(rest, func(t *turn) bool {
+			t.say(t.reportSettings())
+			return false
+		})
 	case "history":
 		return noArgs(rest, func(t *turn) bool {
 			t.say(historyReport(t.openedBy, t.history))

@@ -252,6 +252,7 @@ type PromptEvent struct {
 	//	*PromptEvent_Usage
 	//	*PromptEvent_AvailableCommands
 	//	*PromptEvent_CurrentMode
+	//	*PromptEvent_ConfigOptions
 	//	*PromptEvent_Raw
 	//	*PromptEvent_ElicitationRequested
 	//	*PromptEvent_Outcome
@@ -419,6 +420,15 @@ func (x *PromptEvent) GetCurrentMode() *CurrentMode {
 	return nil
 }
 
+func (x *PromptEvent) GetConfigOptions() *ConfigOptions {
+	if x != nil {
+		if x, ok := x.Event.(*PromptEvent_ConfigOptions); ok {
+			return x.ConfigOptions
+		}
+	}
+	return nil
+}
+
 func (x *PromptEvent) GetRaw() *RawUpdate {
 	if x != nil {
 		if x, ok := x.Event.(*PromptEvent_Raw); ok {
@@ -524,6 +534,13 @@ type PromptEvent_CurrentMode struct {
 	CurrentMode *CurrentMode `protobuf:"bytes,20,opt,name=current_mode,json=currentMode,proto3,oneof"`
 }
 
+type PromptEvent_ConfigOptions struct {
+	// The session's configuration options changed
+	// (`config_option_update`): the full set with their current values, as
+	// Session.config_options then lists them.
+	ConfigOptions *ConfigOptions `protobuf:"bytes,23,opt,name=config_options,json=configOptions,proto3,oneof"`
+}
+
 type PromptEvent_Raw struct {
 	// A `session/update` kind this version of the gateway does not model,
 	// passed through so nothing is silently dropped.
@@ -576,6 +593,8 @@ func (*PromptEvent_Usage) isPromptEvent_Event() {}
 func (*PromptEvent_AvailableCommands) isPromptEvent_Event() {}
 
 func (*PromptEvent_CurrentMode) isPromptEvent_Event() {}
+
+func (*PromptEvent_ConfigOptions) isPromptEvent_Event() {}
 
 func (*PromptEvent_Raw) isPromptEvent_Event() {}
 
@@ -2153,6 +2172,231 @@ func (x *CurrentMode) GetModeId() string {
 	return ""
 }
 
+// ConfigOptions is the full set of a session's configuration options, as
+// the agent reported them in a `config_option_update`.
+type ConfigOptions struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The options with their current values, in the agent's order.
+	Options       []*ConfigOption `protobuf:"bytes,1,rep,name=options,proto3" json:"options,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConfigOptions) Reset() {
+	*x = ConfigOptions{}
+	mi := &file_acpgate_v1_events_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConfigOptions) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConfigOptions) ProtoMessage() {}
+
+func (x *ConfigOptions) ProtoReflect() protoreflect.Message {
+	mi := &file_acpgate_v1_events_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConfigOptions.ProtoReflect.Descriptor instead.
+func (*ConfigOptions) Descriptor() ([]byte, []int) {
+	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ConfigOptions) GetOptions() []*ConfigOption {
+	if x != nil {
+		return x.Options
+	}
+	return nil
+}
+
+// ConfigOption is a session configuration option an agent advertised (ACP
+// SessionConfigOption): a choice such as the model or the reasoning level.
+type ConfigOption struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The option's id, which SetSessionConfigOption takes.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// A human-readable name.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// What the option does; empty when the agent gave none.
+	Description string `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	// The option's type as ACP names it: "select" (one of `values`) or
+	// "boolean" (`values` are "true" and "false").
+	Type string `protobuf:"bytes,4,opt,name=type,proto3" json:"type,omitempty"`
+	// ACP's semantic category, a hint for clients: "mode", "model",
+	// "thought_level", or empty when the agent gave none.
+	Category string `protobuf:"bytes,5,opt,name=category,proto3" json:"category,omitempty"`
+	// The option's current value: a select option's value id, or "true" /
+	// "false" for a boolean option.
+	CurrentValue string `protobuf:"bytes,6,opt,name=current_value,json=currentValue,proto3" json:"current_value,omitempty"`
+	// The values the option can take, in the agent's order.
+	Values        []*ConfigOptionValue `protobuf:"bytes,7,rep,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConfigOption) Reset() {
+	*x = ConfigOption{}
+	mi := &file_acpgate_v1_events_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConfigOption) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConfigOption) ProtoMessage() {}
+
+func (x *ConfigOption) ProtoReflect() protoreflect.Message {
+	mi := &file_acpgate_v1_events_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConfigOption.ProtoReflect.Descriptor instead.
+func (*ConfigOption) Descriptor() ([]byte, []int) {
+	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *ConfigOption) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ConfigOption) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ConfigOption) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *ConfigOption) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *ConfigOption) GetCategory() string {
+	if x != nil {
+		return x.Category
+	}
+	return ""
+}
+
+func (x *ConfigOption) GetCurrentValue() string {
+	if x != nil {
+		return x.CurrentValue
+	}
+	return ""
+}
+
+func (x *ConfigOption) GetValues() []*ConfigOptionValue {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+// ConfigOptionValue is one value a configuration option can take.
+type ConfigOptionValue struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The value, as SetSessionConfigOption takes it.
+	Value string `protobuf:"bytes,1,opt,name=value,proto3" json:"value,omitempty"`
+	// A human-readable name.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// What choosing it means; empty when the agent gave none.
+	Description string `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	// The name of the group the agent put the value in, for agents that
+	// group their values (ACP's grouped select options); empty otherwise.
+	Group         string `protobuf:"bytes,4,opt,name=group,proto3" json:"group,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConfigOptionValue) Reset() {
+	*x = ConfigOptionValue{}
+	mi := &file_acpgate_v1_events_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConfigOptionValue) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConfigOptionValue) ProtoMessage() {}
+
+func (x *ConfigOptionValue) ProtoReflect() protoreflect.Message {
+	mi := &file_acpgate_v1_events_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConfigOptionValue.ProtoReflect.Descriptor instead.
+func (*ConfigOptionValue) Descriptor() ([]byte, []int) {
+	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ConfigOptionValue) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
+func (x *ConfigOptionValue) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ConfigOptionValue) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *ConfigOptionValue) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
 // RawUpdate is a `session/update` this gateway version does not model.
 type RawUpdate struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2166,7 +2410,7 @@ type RawUpdate struct {
 
 func (x *RawUpdate) Reset() {
 	*x = RawUpdate{}
-	mi := &file_acpgate_v1_events_proto_msgTypes[22]
+	mi := &file_acpgate_v1_events_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2178,7 +2422,7 @@ func (x *RawUpdate) String() string {
 func (*RawUpdate) ProtoMessage() {}
 
 func (x *RawUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_events_proto_msgTypes[22]
+	mi := &file_acpgate_v1_events_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2191,7 +2435,7 @@ func (x *RawUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RawUpdate.ProtoReflect.Descriptor instead.
 func (*RawUpdate) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{22}
+	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RawUpdate) GetKind() string {
@@ -2241,7 +2485,7 @@ type ElicitationRequest struct {
 
 func (x *ElicitationRequest) Reset() {
 	*x = ElicitationRequest{}
-	mi := &file_acpgate_v1_events_proto_msgTypes[23]
+	mi := &file_acpgate_v1_events_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2253,7 +2497,7 @@ func (x *ElicitationRequest) String() string {
 func (*ElicitationRequest) ProtoMessage() {}
 
 func (x *ElicitationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_events_proto_msgTypes[23]
+	mi := &file_acpgate_v1_events_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2266,7 +2510,7 @@ func (x *ElicitationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElicitationRequest.ProtoReflect.Descriptor instead.
 func (*ElicitationRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{23}
+	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ElicitationRequest) GetRequestId() string {
@@ -2321,7 +2565,7 @@ type ElicitationDecision struct {
 
 func (x *ElicitationDecision) Reset() {
 	*x = ElicitationDecision{}
-	mi := &file_acpgate_v1_events_proto_msgTypes[24]
+	mi := &file_acpgate_v1_events_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2333,7 +2577,7 @@ func (x *ElicitationDecision) String() string {
 func (*ElicitationDecision) ProtoMessage() {}
 
 func (x *ElicitationDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_events_proto_msgTypes[24]
+	mi := &file_acpgate_v1_events_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2346,7 +2590,7 @@ func (x *ElicitationDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElicitationDecision.ProtoReflect.Descriptor instead.
 func (*ElicitationDecision) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{24}
+	return file_acpgate_v1_events_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ElicitationDecision) GetAction() ElicitationAction {
@@ -2382,7 +2626,7 @@ var File_acpgate_v1_events_proto protoreflect.FileDescriptor
 const file_acpgate_v1_events_proto_rawDesc = "" +
 	"\n" +
 	"\x17acpgate/v1/events.proto\x12\n" +
-	"acpgate.v1\x1a\x18acpgate/v1/outcome.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf0\b\n" +
+	"acpgate.v1\x1a\x18acpgate/v1/outcome.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb4\t\n" +
 	"\vPromptEvent\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12.\n" +
 	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12+\n" +
@@ -2398,7 +2642,8 @@ const file_acpgate_v1_events_proto_rawDesc = "" +
 	"\x14permission_requested\x18\x11 \x01(\v2\x1d.acpgate.v1.PermissionRequestH\x00R\x13permissionRequested\x12)\n" +
 	"\x05usage\x18\x12 \x01(\v2\x11.acpgate.v1.UsageH\x00R\x05usage\x12N\n" +
 	"\x12available_commands\x18\x13 \x01(\v2\x1d.acpgate.v1.AvailableCommandsH\x00R\x11availableCommands\x12<\n" +
-	"\fcurrent_mode\x18\x14 \x01(\v2\x17.acpgate.v1.CurrentModeH\x00R\vcurrentMode\x12)\n" +
+	"\fcurrent_mode\x18\x14 \x01(\v2\x17.acpgate.v1.CurrentModeH\x00R\vcurrentMode\x12B\n" +
+	"\x0econfig_options\x18\x17 \x01(\v2\x19.acpgate.v1.ConfigOptionsH\x00R\rconfigOptions\x12)\n" +
 	"\x03raw\x18\x15 \x01(\v2\x15.acpgate.v1.RawUpdateH\x00R\x03raw\x12U\n" +
 	"\x15elicitation_requested\x18\x16 \x01(\v2\x1e.acpgate.v1.ElicitationRequestH\x00R\x14elicitationRequested\x125\n" +
 	"\aoutcome\x18\x1e \x01(\v2\x19.acpgate.v1.PromptOutcomeH\x00R\aoutcome\x120\n" +
@@ -2515,7 +2760,22 @@ const file_acpgate_v1_events_proto_rawDesc = "" +
 	"\n" +
 	"input_hint\x18\x03 \x01(\tR\tinputHint\"&\n" +
 	"\vCurrentMode\x12\x17\n" +
-	"\amode_id\x18\x01 \x01(\tR\x06modeId\"3\n" +
+	"\amode_id\x18\x01 \x01(\tR\x06modeId\"C\n" +
+	"\rConfigOptions\x122\n" +
+	"\aoptions\x18\x01 \x03(\v2\x18.acpgate.v1.ConfigOptionR\aoptions\"\xe0\x01\n" +
+	"\fConfigOption\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12 \n" +
+	"\vdescription\x18\x03 \x01(\tR\vdescription\x12\x12\n" +
+	"\x04type\x18\x04 \x01(\tR\x04type\x12\x1a\n" +
+	"\bcategory\x18\x05 \x01(\tR\bcategory\x12#\n" +
+	"\rcurrent_value\x18\x06 \x01(\tR\fcurrentValue\x125\n" +
+	"\x06values\x18\a \x03(\v2\x1d.acpgate.v1.ConfigOptionValueR\x06values\"u\n" +
+	"\x11ConfigOptionValue\x12\x14\n" +
+	"\x05value\x18\x01 \x01(\tR\x05value\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12 \n" +
+	"\vdescription\x18\x03 \x01(\tR\vdescription\x12\x14\n" +
+	"\x05group\x18\x04 \x01(\tR\x05group\"3\n" +
 	"\tRawUpdate\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04json\x18\x02 \x01(\tR\x04json\"\xf0\x01\n" +
@@ -2566,7 +2826,7 @@ func file_acpgate_v1_events_proto_rawDescGZIP() []byte {
 }
 
 var file_acpgate_v1_events_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_acpgate_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_acpgate_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_acpgate_v1_events_proto_goTypes = []any{
 	(PermissionDecider)(0),        // 0: acpgate.v1.PermissionDecider
 	(ElicitationAction)(0),        // 1: acpgate.v1.ElicitationAction
@@ -2593,18 +2853,21 @@ var file_acpgate_v1_events_proto_goTypes = []any{
 	(*AvailableCommands)(nil),     // 22: acpgate.v1.AvailableCommands
 	(*AvailableCommand)(nil),      // 23: acpgate.v1.AvailableCommand
 	(*CurrentMode)(nil),           // 24: acpgate.v1.CurrentMode
-	(*RawUpdate)(nil),             // 25: acpgate.v1.RawUpdate
-	(*ElicitationRequest)(nil),    // 26: acpgate.v1.ElicitationRequest
-	(*ElicitationDecision)(nil),   // 27: acpgate.v1.ElicitationDecision
-	(*timestamppb.Timestamp)(nil), // 28: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),       // 29: google.protobuf.Struct
-	(*Usage)(nil),                 // 30: acpgate.v1.Usage
-	(*PromptOutcome)(nil),         // 31: acpgate.v1.PromptOutcome
-	(*HarnessError)(nil),          // 32: acpgate.v1.HarnessError
+	(*ConfigOptions)(nil),         // 25: acpgate.v1.ConfigOptions
+	(*ConfigOption)(nil),          // 26: acpgate.v1.ConfigOption
+	(*ConfigOptionValue)(nil),     // 27: acpgate.v1.ConfigOptionValue
+	(*RawUpdate)(nil),             // 28: acpgate.v1.RawUpdate
+	(*ElicitationRequest)(nil),    // 29: acpgate.v1.ElicitationRequest
+	(*ElicitationDecision)(nil),   // 30: acpgate.v1.ElicitationDecision
+	(*timestamppb.Timestamp)(nil), // 31: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),       // 32: google.protobuf.Struct
+	(*Usage)(nil),                 // 33: acpgate.v1.Usage
+	(*PromptOutcome)(nil),         // 34: acpgate.v1.PromptOutcome
+	(*HarnessError)(nil),          // 35: acpgate.v1.HarnessError
 }
 var file_acpgate_v1_events_proto_depIdxs = []int32{
-	28, // 0: acpgate.v1.PromptEvent.time:type_name -> google.protobuf.Timestamp
-	29, // 1: acpgate.v1.PromptEvent.meta:type_name -> google.protobuf.Struct
+	31, // 0: acpgate.v1.PromptEvent.time:type_name -> google.protobuf.Timestamp
+	32, // 1: acpgate.v1.PromptEvent.meta:type_name -> google.protobuf.Struct
 	5,  // 2: acpgate.v1.PromptEvent.started:type_name -> acpgate.v1.TurnStarted
 	11, // 3: acpgate.v1.PromptEvent.agent_message_chunk:type_name -> acpgate.v1.MessageChunk
 	11, // 4: acpgate.v1.PromptEvent.agent_thought_chunk:type_name -> acpgate.v1.MessageChunk
@@ -2613,41 +2876,44 @@ var file_acpgate_v1_events_proto_depIdxs = []int32{
 	13, // 7: acpgate.v1.PromptEvent.tool_call_update:type_name -> acpgate.v1.ToolCallUpdate
 	17, // 8: acpgate.v1.PromptEvent.plan:type_name -> acpgate.v1.Plan
 	19, // 9: acpgate.v1.PromptEvent.permission_requested:type_name -> acpgate.v1.PermissionRequest
-	30, // 10: acpgate.v1.PromptEvent.usage:type_name -> acpgate.v1.Usage
+	33, // 10: acpgate.v1.PromptEvent.usage:type_name -> acpgate.v1.Usage
 	22, // 11: acpgate.v1.PromptEvent.available_commands:type_name -> acpgate.v1.AvailableCommands
 	24, // 12: acpgate.v1.PromptEvent.current_mode:type_name -> acpgate.v1.CurrentMode
-	25, // 13: acpgate.v1.PromptEvent.raw:type_name -> acpgate.v1.RawUpdate
-	26, // 14: acpgate.v1.PromptEvent.elicitation_requested:type_name -> acpgate.v1.ElicitationRequest
-	31, // 15: acpgate.v1.PromptEvent.outcome:type_name -> acpgate.v1.PromptOutcome
-	32, // 16: acpgate.v1.PromptEvent.error:type_name -> acpgate.v1.HarnessError
-	4,  // 17: acpgate.v1.PromptEvent.heartbeat:type_name -> acpgate.v1.Heartbeat
-	7,  // 18: acpgate.v1.ContentBlock.image:type_name -> acpgate.v1.ImageContent
-	8,  // 19: acpgate.v1.ContentBlock.audio:type_name -> acpgate.v1.AudioContent
-	9,  // 20: acpgate.v1.ContentBlock.resource_link:type_name -> acpgate.v1.ResourceLink
-	10, // 21: acpgate.v1.ContentBlock.resource:type_name -> acpgate.v1.EmbeddedResource
-	6,  // 22: acpgate.v1.MessageChunk.content:type_name -> acpgate.v1.ContentBlock
-	14, // 23: acpgate.v1.ToolCall.content:type_name -> acpgate.v1.ToolCallContent
-	16, // 24: acpgate.v1.ToolCall.locations:type_name -> acpgate.v1.ToolCallLocation
-	14, // 25: acpgate.v1.ToolCallUpdate.content:type_name -> acpgate.v1.ToolCallContent
-	16, // 26: acpgate.v1.ToolCallUpdate.locations:type_name -> acpgate.v1.ToolCallLocation
-	6,  // 27: acpgate.v1.ToolCallContent.content:type_name -> acpgate.v1.ContentBlock
-	15, // 28: acpgate.v1.ToolCallContent.diff:type_name -> acpgate.v1.Diff
-	18, // 29: acpgate.v1.Plan.entries:type_name -> acpgate.v1.PlanEntry
-	13, // 30: acpgate.v1.PermissionRequest.tool_call:type_name -> acpgate.v1.ToolCallUpdate
-	20, // 31: acpgate.v1.PermissionRequest.options:type_name -> acpgate.v1.PermissionOption
-	21, // 32: acpgate.v1.PermissionRequest.decision:type_name -> acpgate.v1.PermissionDecision
-	0,  // 33: acpgate.v1.PermissionDecision.decided_by:type_name -> acpgate.v1.PermissionDecider
-	23, // 34: acpgate.v1.AvailableCommands.commands:type_name -> acpgate.v1.AvailableCommand
-	29, // 35: acpgate.v1.ElicitationRequest.requested_schema:type_name -> google.protobuf.Struct
-	27, // 36: acpgate.v1.ElicitationRequest.decision:type_name -> acpgate.v1.ElicitationDecision
-	1,  // 37: acpgate.v1.ElicitationDecision.action:type_name -> acpgate.v1.ElicitationAction
-	29, // 38: acpgate.v1.ElicitationDecision.content:type_name -> google.protobuf.Struct
-	2,  // 39: acpgate.v1.ElicitationDecision.decided_by:type_name -> acpgate.v1.ElicitationDecider
-	40, // [40:40] is the sub-list for method output_type
-	40, // [40:40] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	25, // 13: acpgate.v1.PromptEvent.config_options:type_name -> acpgate.v1.ConfigOptions
+	28, // 14: acpgate.v1.PromptEvent.raw:type_name -> acpgate.v1.RawUpdate
+	29, // 15: acpgate.v1.PromptEvent.elicitation_requested:type_name -> acpgate.v1.ElicitationRequest
+	34, // 16: acpgate.v1.PromptEvent.outcome:type_name -> acpgate.v1.PromptOutcome
+	35, // 17: acpgate.v1.PromptEvent.error:type_name -> acpgate.v1.HarnessError
+	4,  // 18: acpgate.v1.PromptEvent.heartbeat:type_name -> acpgate.v1.Heartbeat
+	7,  // 19: acpgate.v1.ContentBlock.image:type_name -> acpgate.v1.ImageContent
+	8,  // 20: acpgate.v1.ContentBlock.audio:type_name -> acpgate.v1.AudioContent
+	9,  // 21: acpgate.v1.ContentBlock.resource_link:type_name -> acpgate.v1.ResourceLink
+	10, // 22: acpgate.v1.ContentBlock.resource:type_name -> acpgate.v1.EmbeddedResource
+	6,  // 23: acpgate.v1.MessageChunk.content:type_name -> acpgate.v1.ContentBlock
+	14, // 24: acpgate.v1.ToolCall.content:type_name -> acpgate.v1.ToolCallContent
+	16, // 25: acpgate.v1.ToolCall.locations:type_name -> acpgate.v1.ToolCallLocation
+	14, // 26: acpgate.v1.ToolCallUpdate.content:type_name -> acpgate.v1.ToolCallContent
+	16, // 27: acpgate.v1.ToolCallUpdate.locations:type_name -> acpgate.v1.ToolCallLocation
+	6,  // 28: acpgate.v1.ToolCallContent.content:type_name -> acpgate.v1.ContentBlock
+	15, // 29: acpgate.v1.ToolCallContent.diff:type_name -> acpgate.v1.Diff
+	18, // 30: acpgate.v1.Plan.entries:type_name -> acpgate.v1.PlanEntry
+	13, // 31: acpgate.v1.PermissionRequest.tool_call:type_name -> acpgate.v1.ToolCallUpdate
+	20, // 32: acpgate.v1.PermissionRequest.options:type_name -> acpgate.v1.PermissionOption
+	21, // 33: acpgate.v1.PermissionRequest.decision:type_name -> acpgate.v1.PermissionDecision
+	0,  // 34: acpgate.v1.PermissionDecision.decided_by:type_name -> acpgate.v1.PermissionDecider
+	23, // 35: acpgate.v1.AvailableCommands.commands:type_name -> acpgate.v1.AvailableCommand
+	26, // 36: acpgate.v1.ConfigOptions.options:type_name -> acpgate.v1.ConfigOption
+	27, // 37: acpgate.v1.ConfigOption.values:type_name -> acpgate.v1.ConfigOptionValue
+	32, // 38: acpgate.v1.ElicitationRequest.requested_schema:type_name -> google.protobuf.Struct
+	30, // 39: acpgate.v1.ElicitationRequest.decision:type_name -> acpgate.v1.ElicitationDecision
+	1,  // 40: acpgate.v1.ElicitationDecision.action:type_name -> acpgate.v1.ElicitationAction
+	32, // 41: acpgate.v1.ElicitationDecision.content:type_name -> google.protobuf.Struct
+	2,  // 42: acpgate.v1.ElicitationDecision.decided_by:type_name -> acpgate.v1.ElicitationDecider
+	43, // [43:43] is the sub-list for method output_type
+	43, // [43:43] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_acpgate_v1_events_proto_init() }
@@ -2668,6 +2934,7 @@ func file_acpgate_v1_events_proto_init() {
 		(*PromptEvent_Usage)(nil),
 		(*PromptEvent_AvailableCommands)(nil),
 		(*PromptEvent_CurrentMode)(nil),
+		(*PromptEvent_ConfigOptions)(nil),
 		(*PromptEvent_Raw)(nil),
 		(*PromptEvent_ElicitationRequested)(nil),
 		(*PromptEvent_Outcome)(nil),
@@ -2700,7 +2967,7 @@ func file_acpgate_v1_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_acpgate_v1_events_proto_rawDesc), len(file_acpgate_v1_events_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   25,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -640,6 +640,20 @@ type CreateSessionRequest struct {
 	// and its next turn's TurnStarted says `resumed`. Any other value is
 	// passed to the agent as an ACP session id.
 	LoadSessionId string `protobuf:"bytes,3,opt,name=load_session_id,json=loadSessionId,proto3" json:"load_session_id,omitempty"`
+	// The session mode to switch to right after the session is opened or
+	// re-opened (`session/set_mode`); empty keeps the agent's (or, for a
+	// re-opened session, the recorded) mode. It must be one of the modes the
+	// agent advertises for the session, which is known only once the session
+	// is open: otherwise the session is closed again and the call fails with
+	// INVALID_ARGUMENT naming the advertised modes (FAILED_PRECONDITION with
+	// `capability_not_supported` when the agent advertises none).
+	ModeId string `protobuf:"bytes,4,opt,name=mode_id,json=modeId,proto3" json:"mode_id,omitempty"`
+	// Configuration option values, by option id, to set right after the
+	// session is opened (`session/set_config_option`, after `mode_id`, in
+	// order of option id); validated like `mode_id`, against the agent's
+	// advertised options and their allowed values. A boolean option takes
+	// "true" or "false".
+	ConfigOptions map[string]string `protobuf:"bytes,5,rep,name=config_options,json=configOptions,proto3" json:"config_options,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -695,6 +709,20 @@ func (x *CreateSessionRequest) GetLoadSessionId() string {
 	return ""
 }
 
+func (x *CreateSessionRequest) GetModeId() string {
+	if x != nil {
+		return x.ModeId
+	}
+	return ""
+}
+
+func (x *CreateSessionRequest) GetConfigOptions() map[string]string {
+	if x != nil {
+		return x.ConfigOptions
+	}
+	return nil
+}
+
 // Session is an open ACP session on an agent.
 type Session struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -738,7 +766,23 @@ type Session struct {
 	// or outside a turn (ACP's cost is the session's cumulative cost already).
 	// Each turn's own figures are on its PromptOutcome.usage and its `usage`
 	// events.
-	Usage         *Usage `protobuf:"bytes,11,opt,name=usage,proto3" json:"usage,omitempty"`
+	Usage *Usage `protobuf:"bytes,11,opt,name=usage,proto3" json:"usage,omitempty"`
+	// The modes the agent advertised for the session (`modes` in the answer
+	// to `session/new`, `session/load` or `session/resume`), in its order;
+	// empty when it advertised none. A SUSPENDED session lists none.
+	Modes []*SessionMode `protobuf:"bytes,12,rep,name=modes,proto3" json:"modes,omitempty"`
+	// The session's current mode: as the agent last reported it (at opening,
+	// in a `current_mode_update`) or as SetSessionMode set it. For a
+	// SUSPENDED session, the mode that re-opening sets again.
+	CurrentModeId string `protobuf:"bytes,13,opt,name=current_mode_id,json=currentModeId,proto3" json:"current_mode_id,omitempty"`
+	// The configuration options the agent advertised for the session
+	// (`configOptions`), with their current values, kept up to date by
+	// SetSessionConfigOption and the agent's `config_option_update`. Options
+	// of a type this gateway does not know are left out, as ACP asks of
+	// clients (the agent keeps their default values). For a
+	// SUSPENDED session, the option values that re-opening sets again (with
+	// only `id` and `current_value` known).
+	ConfigOptions []*ConfigOption `protobuf:"bytes,14,rep,name=config_options,json=configOptions,proto3" json:"config_options,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -850,6 +894,212 @@ func (x *Session) GetUsage() *Usage {
 	return nil
 }
 
+func (x *Session) GetModes() []*SessionMode {
+	if x != nil {
+		return x.Modes
+	}
+	return nil
+}
+
+func (x *Session) GetCurrentModeId() string {
+	if x != nil {
+		return x.CurrentModeId
+	}
+	return ""
+}
+
+func (x *Session) GetConfigOptions() []*ConfigOption {
+	if x != nil {
+		return x.ConfigOptions
+	}
+	return nil
+}
+
+// SessionMode is a mode an agent can run a session in (ACP SessionMode):
+// "ask", "architect" or "code", say, each changing the agent's behaviour.
+type SessionMode struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The mode's id, which SetSessionMode takes.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// A human-readable name.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// What the mode does; empty when the agent gave no description.
+	Description   string `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionMode) Reset() {
+	*x = SessionMode{}
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionMode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionMode) ProtoMessage() {}
+
+func (x *SessionMode) ProtoReflect() protoreflect.Message {
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionMode.ProtoReflect.Descriptor instead.
+func (*SessionMode) Descriptor() ([]byte, []int) {
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *SessionMode) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *SessionMode) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SessionMode) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+// SetSessionModeRequest switches a session's mode.
+type SetSessionModeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session id. Required.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// One of the session's `modes`, by id. Required.
+	ModeId        string `protobuf:"bytes,2,opt,name=mode_id,json=modeId,proto3" json:"mode_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetSessionModeRequest) Reset() {
+	*x = SetSessionModeRequest{}
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetSessionModeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetSessionModeRequest) ProtoMessage() {}
+
+func (x *SetSessionModeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetSessionModeRequest.ProtoReflect.Descriptor instead.
+func (*SetSessionModeRequest) Descriptor() ([]byte, []int) {
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *SetSessionModeRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *SetSessionModeRequest) GetModeId() string {
+	if x != nil {
+		return x.ModeId
+	}
+	return ""
+}
+
+// SetSessionConfigOptionRequest sets one configuration option of a session.
+type SetSessionConfigOptionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session id. Required.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// One of the session's `config_options`, by id. Required.
+	OptionId string `protobuf:"bytes,2,opt,name=option_id,json=optionId,proto3" json:"option_id,omitempty"`
+	// One of the option's `values`: a select option's value id, or "true" /
+	// "false" for a boolean option. Required.
+	Value         string `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetSessionConfigOptionRequest) Reset() {
+	*x = SetSessionConfigOptionRequest{}
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetSessionConfigOptionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetSessionConfigOptionRequest) ProtoMessage() {}
+
+func (x *SetSessionConfigOptionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetSessionConfigOptionRequest.ProtoReflect.Descriptor instead.
+func (*SetSessionConfigOptionRequest) Descriptor() ([]byte, []int) {
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *SetSessionConfigOptionRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *SetSessionConfigOptionRequest) GetOptionId() string {
+	if x != nil {
+		return x.OptionId
+	}
+	return ""
+}
+
+func (x *SetSessionConfigOptionRequest) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
 // GetSessionRequest names a session.
 type GetSessionRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -861,7 +1111,7 @@ type GetSessionRequest struct {
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[7]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -873,7 +1123,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[7]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -886,7 +1136,7 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{7}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetSessionRequest) GetSessionId() string {
@@ -905,7 +1155,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[8]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -917,7 +1167,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[8]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -930,7 +1180,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{8}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{11}
 }
 
 // ListSessionsResponse lists the open and SUSPENDED sessions.
@@ -944,7 +1194,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[9]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -956,7 +1206,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[9]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -969,7 +1219,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{9}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*Session {
@@ -990,7 +1240,7 @@ type CloseSessionRequest struct {
 
 func (x *CloseSessionRequest) Reset() {
 	*x = CloseSessionRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[10]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1002,7 +1252,7 @@ func (x *CloseSessionRequest) String() string {
 func (*CloseSessionRequest) ProtoMessage() {}
 
 func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[10]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1015,7 +1265,7 @@ func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionRequest.ProtoReflect.Descriptor instead.
 func (*CloseSessionRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{10}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CloseSessionRequest) GetSessionId() string {
@@ -1034,7 +1284,7 @@ type CloseSessionResponse struct {
 
 func (x *CloseSessionResponse) Reset() {
 	*x = CloseSessionResponse{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[11]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1046,7 +1296,7 @@ func (x *CloseSessionResponse) String() string {
 func (*CloseSessionResponse) ProtoMessage() {}
 
 func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[11]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1059,7 +1309,7 @@ func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionResponse.ProtoReflect.Descriptor instead.
 func (*CloseSessionResponse) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{11}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{14}
 }
 
 // PromptRequest runs one prompt turn. Set exactly one of `session_id` and
@@ -1138,7 +1388,7 @@ type PromptRequest struct {
 
 func (x *PromptRequest) Reset() {
 	*x = PromptRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[12]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1150,7 +1400,7 @@ func (x *PromptRequest) String() string {
 func (*PromptRequest) ProtoMessage() {}
 
 func (x *PromptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[12]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1163,7 +1413,7 @@ func (x *PromptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptRequest.ProtoReflect.Descriptor instead.
 func (*PromptRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{12}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PromptRequest) GetSessionId() string {
@@ -1251,7 +1501,7 @@ type WatchTurnRequest struct {
 
 func (x *WatchTurnRequest) Reset() {
 	*x = WatchTurnRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[13]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1263,7 +1513,7 @@ func (x *WatchTurnRequest) String() string {
 func (*WatchTurnRequest) ProtoMessage() {}
 
 func (x *WatchTurnRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[13]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1276,7 +1526,7 @@ func (x *WatchTurnRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchTurnRequest.ProtoReflect.Descriptor instead.
 func (*WatchTurnRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{13}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *WatchTurnRequest) GetTurnId() string {
@@ -1304,7 +1554,7 @@ type GetTurnRequest struct {
 
 func (x *GetTurnRequest) Reset() {
 	*x = GetTurnRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[14]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1316,7 +1566,7 @@ func (x *GetTurnRequest) String() string {
 func (*GetTurnRequest) ProtoMessage() {}
 
 func (x *GetTurnRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[14]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1329,7 +1579,7 @@ func (x *GetTurnRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTurnRequest.ProtoReflect.Descriptor instead.
 func (*GetTurnRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{14}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetTurnRequest) GetTurnId() string {
@@ -1359,7 +1609,7 @@ type ListTurnsRequest struct {
 
 func (x *ListTurnsRequest) Reset() {
 	*x = ListTurnsRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[15]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1371,7 +1621,7 @@ func (x *ListTurnsRequest) String() string {
 func (*ListTurnsRequest) ProtoMessage() {}
 
 func (x *ListTurnsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[15]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1384,7 +1634,7 @@ func (x *ListTurnsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTurnsRequest.ProtoReflect.Descriptor instead.
 func (*ListTurnsRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{15}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListTurnsRequest) GetSessionId() string {
@@ -1428,7 +1678,7 @@ type ListTurnsResponse struct {
 
 func (x *ListTurnsResponse) Reset() {
 	*x = ListTurnsResponse{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[16]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1440,7 +1690,7 @@ func (x *ListTurnsResponse) String() string {
 func (*ListTurnsResponse) ProtoMessage() {}
 
 func (x *ListTurnsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[16]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1453,7 +1703,7 @@ func (x *ListTurnsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTurnsResponse.ProtoReflect.Descriptor instead.
 func (*ListTurnsResponse) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{16}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListTurnsResponse) GetTurns() []*Turn {
@@ -1503,7 +1753,7 @@ type Turn struct {
 
 func (x *Turn) Reset() {
 	*x = Turn{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[17]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1515,7 +1765,7 @@ func (x *Turn) String() string {
 func (*Turn) ProtoMessage() {}
 
 func (x *Turn) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[17]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1528,7 +1778,7 @@ func (x *Turn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Turn.ProtoReflect.Descriptor instead.
 func (*Turn) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{17}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Turn) GetTurnId() string {
@@ -1612,7 +1862,7 @@ type CancelRequest struct {
 
 func (x *CancelRequest) Reset() {
 	*x = CancelRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[18]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1624,7 +1874,7 @@ func (x *CancelRequest) String() string {
 func (*CancelRequest) ProtoMessage() {}
 
 func (x *CancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[18]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1637,7 +1887,7 @@ func (x *CancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{18}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CancelRequest) GetSessionId() string {
@@ -1658,7 +1908,7 @@ type CancelResponse struct {
 
 func (x *CancelResponse) Reset() {
 	*x = CancelResponse{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[19]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1670,7 +1920,7 @@ func (x *CancelResponse) String() string {
 func (*CancelResponse) ProtoMessage() {}
 
 func (x *CancelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[19]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1683,7 +1933,7 @@ func (x *CancelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResponse.ProtoReflect.Descriptor instead.
 func (*CancelResponse) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{19}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CancelResponse) GetCancelled() bool {
@@ -1708,7 +1958,7 @@ type ResolvePermissionRequest struct {
 
 func (x *ResolvePermissionRequest) Reset() {
 	*x = ResolvePermissionRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[20]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1720,7 +1970,7 @@ func (x *ResolvePermissionRequest) String() string {
 func (*ResolvePermissionRequest) ProtoMessage() {}
 
 func (x *ResolvePermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[20]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1733,7 +1983,7 @@ func (x *ResolvePermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolvePermissionRequest.ProtoReflect.Descriptor instead.
 func (*ResolvePermissionRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{20}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ResolvePermissionRequest) GetSessionId() string {
@@ -1766,7 +2016,7 @@ type ResolvePermissionResponse struct {
 
 func (x *ResolvePermissionResponse) Reset() {
 	*x = ResolvePermissionResponse{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[21]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1778,7 +2028,7 @@ func (x *ResolvePermissionResponse) String() string {
 func (*ResolvePermissionResponse) ProtoMessage() {}
 
 func (x *ResolvePermissionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[21]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1791,7 +2041,7 @@ func (x *ResolvePermissionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolvePermissionResponse.ProtoReflect.Descriptor instead.
 func (*ResolvePermissionResponse) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{21}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{24}
 }
 
 // ResolveElicitationRequest answers a pending elicitation request.
@@ -1812,7 +2062,7 @@ type ResolveElicitationRequest struct {
 
 func (x *ResolveElicitationRequest) Reset() {
 	*x = ResolveElicitationRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[22]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1824,7 +2074,7 @@ func (x *ResolveElicitationRequest) String() string {
 func (*ResolveElicitationRequest) ProtoMessage() {}
 
 func (x *ResolveElicitationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[22]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1837,7 +2087,7 @@ func (x *ResolveElicitationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveElicitationRequest.ProtoReflect.Descriptor instead.
 func (*ResolveElicitationRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{22}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ResolveElicitationRequest) GetSessionId() string {
@@ -1877,7 +2127,7 @@ type ResolveElicitationResponse struct {
 
 func (x *ResolveElicitationResponse) Reset() {
 	*x = ResolveElicitationResponse{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[23]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1889,7 +2139,7 @@ func (x *ResolveElicitationResponse) String() string {
 func (*ResolveElicitationResponse) ProtoMessage() {}
 
 func (x *ResolveElicitationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[23]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1902,7 +2152,7 @@ func (x *ResolveElicitationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveElicitationResponse.ProtoReflect.Descriptor instead.
 func (*ResolveElicitationResponse) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{23}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{26}
 }
 
 var File_acpgate_v1_gateway_proto protoreflect.FileDescriptor
@@ -1945,11 +2195,16 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\x17prompt_embedded_context\x18\a \x01(\bR\x15promptEmbeddedContext\x12!\n" +
 	"\fauth_methods\x18\b \x03(\tR\vauthMethods\x12;\n" +
 	"\vobserved_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"observedAt\"f\n" +
+	"observedAt\"\x9d\x02\n" +
 	"\x14CreateSessionRequest\x12\x14\n" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x10\n" +
 	"\x03cwd\x18\x02 \x01(\tR\x03cwd\x12&\n" +
-	"\x0fload_session_id\x18\x03 \x01(\tR\rloadSessionId\"\xc9\x03\n" +
+	"\x0fload_session_id\x18\x03 \x01(\tR\rloadSessionId\x12\x17\n" +
+	"\amode_id\x18\x04 \x01(\tR\x06modeId\x12Z\n" +
+	"\x0econfig_options\x18\x05 \x03(\v23.acpgate.v1.CreateSessionRequest.ConfigOptionsEntryR\rconfigOptions\x1a@\n" +
+	"\x12ConfigOptionsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe1\x04\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05agent\x18\x02 \x01(\tR\x05agent\x12\x10\n" +
@@ -1963,7 +2218,23 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\x12available_commands\x18\t \x01(\v2\x1d.acpgate.v1.AvailableCommandsR\x11availableCommands\x12$\n" +
 	"\x0eacp_session_id\x18\n" +
 	" \x01(\tR\facpSessionId\x12'\n" +
-	"\x05usage\x18\v \x01(\v2\x11.acpgate.v1.UsageR\x05usage\"2\n" +
+	"\x05usage\x18\v \x01(\v2\x11.acpgate.v1.UsageR\x05usage\x12-\n" +
+	"\x05modes\x18\f \x03(\v2\x17.acpgate.v1.SessionModeR\x05modes\x12&\n" +
+	"\x0fcurrent_mode_id\x18\r \x01(\tR\rcurrentModeId\x12?\n" +
+	"\x0econfig_options\x18\x0e \x03(\v2\x18.acpgate.v1.ConfigOptionR\rconfigOptions\"S\n" +
+	"\vSessionMode\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12 \n" +
+	"\vdescription\x18\x03 \x01(\tR\vdescription\"O\n" +
+	"\x15SetSessionModeRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x17\n" +
+	"\amode_id\x18\x02 \x01(\tR\x06modeId\"q\n" +
+	"\x1dSetSessionConfigOptionRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +
+	"\toption_id\x18\x02 \x01(\tR\boptionId\x12\x14\n" +
+	"\x05value\x18\x03 \x01(\tR\x05value\"2\n" +
 	"\x11GetSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x15\n" +
@@ -2054,7 +2325,7 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\tTurnState\x12\x1a\n" +
 	"\x16TURN_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12TURN_STATE_RUNNING\x10\x01\x12\x14\n" +
-	"\x10TURN_STATE_ENDED\x10\x022\x9c\a\n" +
+	"\x10TURN_STATE_ENDED\x10\x022\xc0\b\n" +
 	"\fAgentGateway\x12K\n" +
 	"\n" +
 	"ListAgents\x12\x1d.acpgate.v1.ListAgentsRequest\x1a\x1e.acpgate.v1.ListAgentsResponse\x12F\n" +
@@ -2069,7 +2340,9 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\x12ResolveElicitation\x12%.acpgate.v1.ResolveElicitationRequest\x1a&.acpgate.v1.ResolveElicitationResponse\x12D\n" +
 	"\tWatchTurn\x12\x1c.acpgate.v1.WatchTurnRequest\x1a\x17.acpgate.v1.PromptEvent0\x01\x127\n" +
 	"\aGetTurn\x12\x1a.acpgate.v1.GetTurnRequest\x1a\x10.acpgate.v1.Turn\x12H\n" +
-	"\tListTurns\x12\x1c.acpgate.v1.ListTurnsRequest\x1a\x1d.acpgate.v1.ListTurnsResponseB5Z3github.com/acpgate/acpgate/gen/acpgate/v1;acpgatev1b\x06proto3"
+	"\tListTurns\x12\x1c.acpgate.v1.ListTurnsRequest\x1a\x1d.acpgate.v1.ListTurnsResponse\x12H\n" +
+	"\x0eSetSessionMode\x12!.acpgate.v1.SetSessionModeRequest\x1a\x13.acpgate.v1.Session\x12X\n" +
+	"\x16SetSessionConfigOption\x12).acpgate.v1.SetSessionConfigOptionRequest\x1a\x13.acpgate.v1.SessionB5Z3github.com/acpgate/acpgate/gen/acpgate/v1;acpgatev1b\x06proto3"
 
 var (
 	file_acpgate_v1_gateway_proto_rawDescOnce sync.Once
@@ -2084,98 +2357,110 @@ func file_acpgate_v1_gateway_proto_rawDescGZIP() []byte {
 }
 
 var file_acpgate_v1_gateway_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_acpgate_v1_gateway_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_acpgate_v1_gateway_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_acpgate_v1_gateway_proto_goTypes = []any{
-	(SessionState)(0),                  // 0: acpgate.v1.SessionState
-	(DisconnectPolicy)(0),              // 1: acpgate.v1.DisconnectPolicy
-	(TurnState)(0),                     // 2: acpgate.v1.TurnState
-	(*ListAgentsRequest)(nil),          // 3: acpgate.v1.ListAgentsRequest
-	(*ListAgentsResponse)(nil),         // 4: acpgate.v1.ListAgentsResponse
-	(*Agent)(nil),                      // 5: acpgate.v1.Agent
-	(*StartupFailure)(nil),             // 6: acpgate.v1.StartupFailure
-	(*AgentCapabilities)(nil),          // 7: acpgate.v1.AgentCapabilities
-	(*CreateSessionRequest)(nil),       // 8: acpgate.v1.CreateSessionRequest
-	(*Session)(nil),                    // 9: acpgate.v1.Session
-	(*GetSessionRequest)(nil),          // 10: acpgate.v1.GetSessionRequest
-	(*ListSessionsRequest)(nil),        // 11: acpgate.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),       // 12: acpgate.v1.ListSessionsResponse
-	(*CloseSessionRequest)(nil),        // 13: acpgate.v1.CloseSessionRequest
-	(*CloseSessionResponse)(nil),       // 14: acpgate.v1.CloseSessionResponse
-	(*PromptRequest)(nil),              // 15: acpgate.v1.PromptRequest
-	(*WatchTurnRequest)(nil),           // 16: acpgate.v1.WatchTurnRequest
-	(*GetTurnRequest)(nil),             // 17: acpgate.v1.GetTurnRequest
-	(*ListTurnsRequest)(nil),           // 18: acpgate.v1.ListTurnsRequest
-	(*ListTurnsResponse)(nil),          // 19: acpgate.v1.ListTurnsResponse
-	(*Turn)(nil),                       // 20: acpgate.v1.Turn
-	(*CancelRequest)(nil),              // 21: acpgate.v1.CancelRequest
-	(*CancelResponse)(nil),             // 22: acpgate.v1.CancelResponse
-	(*ResolvePermissionRequest)(nil),   // 23: acpgate.v1.ResolvePermissionRequest
-	(*ResolvePermissionResponse)(nil),  // 24: acpgate.v1.ResolvePermissionResponse
-	(*ResolveElicitationRequest)(nil),  // 25: acpgate.v1.ResolveElicitationRequest
-	(*ResolveElicitationResponse)(nil), // 26: acpgate.v1.ResolveElicitationResponse
-	nil,                                // 27: acpgate.v1.PromptRequest.MetaEntry
-	(*durationpb.Duration)(nil),        // 28: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),      // 29: google.protobuf.Timestamp
-	(*AvailableCommands)(nil),          // 30: acpgate.v1.AvailableCommands
-	(*Usage)(nil),                      // 31: acpgate.v1.Usage
-	(*ContentBlock)(nil),               // 32: acpgate.v1.ContentBlock
-	(*PromptEvent)(nil),                // 33: acpgate.v1.PromptEvent
-	(ElicitationAction)(0),             // 34: acpgate.v1.ElicitationAction
-	(*structpb.Struct)(nil),            // 35: google.protobuf.Struct
+	(SessionState)(0),                     // 0: acpgate.v1.SessionState
+	(DisconnectPolicy)(0),                 // 1: acpgate.v1.DisconnectPolicy
+	(TurnState)(0),                        // 2: acpgate.v1.TurnState
+	(*ListAgentsRequest)(nil),             // 3: acpgate.v1.ListAgentsRequest
+	(*ListAgentsResponse)(nil),            // 4: acpgate.v1.ListAgentsResponse
+	(*Agent)(nil),                         // 5: acpgate.v1.Agent
+	(*StartupFailure)(nil),                // 6: acpgate.v1.StartupFailure
+	(*AgentCapabilities)(nil),             // 7: acpgate.v1.AgentCapabilities
+	(*CreateSessionRequest)(nil),          // 8: acpgate.v1.CreateSessionRequest
+	(*Session)(nil),                       // 9: acpgate.v1.Session
+	(*SessionMode)(nil),                   // 10: acpgate.v1.SessionMode
+	(*SetSessionModeRequest)(nil),         // 11: acpgate.v1.SetSessionModeRequest
+	(*SetSessionConfigOptionRequest)(nil), // 12: acpgate.v1.SetSessionConfigOptionRequest
+	(*GetSessionRequest)(nil),             // 13: acpgate.v1.GetSessionRequest
+	(*ListSessionsRequest)(nil),           // 14: acpgate.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),          // 15: acpgate.v1.ListSessionsResponse
+	(*CloseSessionRequest)(nil),           // 16: acpgate.v1.CloseSessionRequest
+	(*CloseSessionResponse)(nil),          // 17: acpgate.v1.CloseSessionResponse
+	(*PromptRequest)(nil),                 // 18: acpgate.v1.PromptRequest
+	(*WatchTurnRequest)(nil),              // 19: acpgate.v1.WatchTurnRequest
+	(*GetTurnRequest)(nil),                // 20: acpgate.v1.GetTurnRequest
+	(*ListTurnsRequest)(nil),              // 21: acpgate.v1.ListTurnsRequest
+	(*ListTurnsResponse)(nil),             // 22: acpgate.v1.ListTurnsResponse
+	(*Turn)(nil),                          // 23: acpgate.v1.Turn
+	(*CancelRequest)(nil),                 // 24: acpgate.v1.CancelRequest
+	(*CancelResponse)(nil),                // 25: acpgate.v1.CancelResponse
+	(*ResolvePermissionRequest)(nil),      // 26: acpgate.v1.ResolvePermissionRequest
+	(*ResolvePermissionResponse)(nil),     // 27: acpgate.v1.ResolvePermissionResponse
+	(*ResolveElicitationRequest)(nil),     // 28: acpgate.v1.ResolveElicitationRequest
+	(*ResolveElicitationResponse)(nil),    // 29: acpgate.v1.ResolveElicitationResponse
+	nil,                                   // 30: acpgate.v1.CreateSessionRequest.ConfigOptionsEntry
+	nil,                                   // 31: acpgate.v1.PromptRequest.MetaEntry
+	(*durationpb.Duration)(nil),           // 32: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),         // 33: google.protobuf.Timestamp
+	(*AvailableCommands)(nil),             // 34: acpgate.v1.AvailableCommands
+	(*Usage)(nil),                         // 35: acpgate.v1.Usage
+	(*ConfigOption)(nil),                  // 36: acpgate.v1.ConfigOption
+	(*ContentBlock)(nil),                  // 37: acpgate.v1.ContentBlock
+	(*PromptEvent)(nil),                   // 38: acpgate.v1.PromptEvent
+	(ElicitationAction)(0),                // 39: acpgate.v1.ElicitationAction
+	(*structpb.Struct)(nil),               // 40: google.protobuf.Struct
 }
 var file_acpgate_v1_gateway_proto_depIdxs = []int32{
 	5,  // 0: acpgate.v1.ListAgentsResponse.agents:type_name -> acpgate.v1.Agent
 	7,  // 1: acpgate.v1.Agent.capabilities:type_name -> acpgate.v1.AgentCapabilities
-	28, // 2: acpgate.v1.Agent.last_startup_duration:type_name -> google.protobuf.Duration
+	32, // 2: acpgate.v1.Agent.last_startup_duration:type_name -> google.protobuf.Duration
 	6,  // 3: acpgate.v1.Agent.last_startup_failure:type_name -> acpgate.v1.StartupFailure
-	29, // 4: acpgate.v1.StartupFailure.at:type_name -> google.protobuf.Timestamp
-	29, // 5: acpgate.v1.StartupFailure.retry_at:type_name -> google.protobuf.Timestamp
-	29, // 6: acpgate.v1.AgentCapabilities.observed_at:type_name -> google.protobuf.Timestamp
-	0,  // 7: acpgate.v1.Session.state:type_name -> acpgate.v1.SessionState
-	29, // 8: acpgate.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	29, // 9: acpgate.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
-	30, // 10: acpgate.v1.Session.available_commands:type_name -> acpgate.v1.AvailableCommands
-	31, // 11: acpgate.v1.Session.usage:type_name -> acpgate.v1.Usage
-	9,  // 12: acpgate.v1.ListSessionsResponse.sessions:type_name -> acpgate.v1.Session
-	32, // 13: acpgate.v1.PromptRequest.prompt:type_name -> acpgate.v1.ContentBlock
-	1,  // 14: acpgate.v1.PromptRequest.on_disconnect:type_name -> acpgate.v1.DisconnectPolicy
-	27, // 15: acpgate.v1.PromptRequest.meta:type_name -> acpgate.v1.PromptRequest.MetaEntry
-	20, // 16: acpgate.v1.ListTurnsResponse.turns:type_name -> acpgate.v1.Turn
-	2,  // 17: acpgate.v1.Turn.state:type_name -> acpgate.v1.TurnState
-	29, // 18: acpgate.v1.Turn.started_at:type_name -> google.protobuf.Timestamp
-	29, // 19: acpgate.v1.Turn.ended_at:type_name -> google.protobuf.Timestamp
-	33, // 20: acpgate.v1.Turn.terminal:type_name -> acpgate.v1.PromptEvent
-	34, // 21: acpgate.v1.ResolveElicitationRequest.action:type_name -> acpgate.v1.ElicitationAction
-	35, // 22: acpgate.v1.ResolveElicitationRequest.content:type_name -> google.protobuf.Struct
-	3,  // 23: acpgate.v1.AgentGateway.ListAgents:input_type -> acpgate.v1.ListAgentsRequest
-	8,  // 24: acpgate.v1.AgentGateway.CreateSession:input_type -> acpgate.v1.CreateSessionRequest
-	10, // 25: acpgate.v1.AgentGateway.GetSession:input_type -> acpgate.v1.GetSessionRequest
-	11, // 26: acpgate.v1.AgentGateway.ListSessions:input_type -> acpgate.v1.ListSessionsRequest
-	13, // 27: acpgate.v1.AgentGateway.CloseSession:input_type -> acpgate.v1.CloseSessionRequest
-	15, // 28: acpgate.v1.AgentGateway.Prompt:input_type -> acpgate.v1.PromptRequest
-	21, // 29: acpgate.v1.AgentGateway.Cancel:input_type -> acpgate.v1.CancelRequest
-	23, // 30: acpgate.v1.AgentGateway.ResolvePermission:input_type -> acpgate.v1.ResolvePermissionRequest
-	25, // 31: acpgate.v1.AgentGateway.ResolveElicitation:input_type -> acpgate.v1.ResolveElicitationRequest
-	16, // 32: acpgate.v1.AgentGateway.WatchTurn:input_type -> acpgate.v1.WatchTurnRequest
-	17, // 33: acpgate.v1.AgentGateway.GetTurn:input_type -> acpgate.v1.GetTurnRequest
-	18, // 34: acpgate.v1.AgentGateway.ListTurns:input_type -> acpgate.v1.ListTurnsRequest
-	4,  // 35: acpgate.v1.AgentGateway.ListAgents:output_type -> acpgate.v1.ListAgentsResponse
-	9,  // 36: acpgate.v1.AgentGateway.CreateSession:output_type -> acpgate.v1.Session
-	9,  // 37: acpgate.v1.AgentGateway.GetSession:output_type -> acpgate.v1.Session
-	12, // 38: acpgate.v1.AgentGateway.ListSessions:output_type -> acpgate.v1.ListSessionsResponse
-	14, // 39: acpgate.v1.AgentGateway.CloseSession:output_type -> acpgate.v1.CloseSessionResponse
-	33, // 40: acpgate.v1.AgentGateway.Prompt:output_type -> acpgate.v1.PromptEvent
-	22, // 41: acpgate.v1.AgentGateway.Cancel:output_type -> acpgate.v1.CancelResponse
-	24, // 42: acpgate.v1.AgentGateway.ResolvePermission:output_type -> acpgate.v1.ResolvePermissionResponse
-	26, // 43: acpgate.v1.AgentGateway.ResolveElicitation:output_type -> acpgate.v1.ResolveElicitationResponse
-	33, // 44: acpgate.v1.AgentGateway.WatchTurn:output_type -> acpgate.v1.PromptEvent
-	20, // 45: acpgate.v1.AgentGateway.GetTurn:output_type -> acpgate.v1.Turn
-	19, // 46: acpgate.v1.AgentGateway.ListTurns:output_type -> acpgate.v1.ListTurnsResponse
-	35, // [35:47] is the sub-list for method output_type
-	23, // [23:35] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	33, // 4: acpgate.v1.StartupFailure.at:type_name -> google.protobuf.Timestamp
+	33, // 5: acpgate.v1.StartupFailure.retry_at:type_name -> google.protobuf.Timestamp
+	33, // 6: acpgate.v1.AgentCapabilities.observed_at:type_name -> google.protobuf.Timestamp
+	30, // 7: acpgate.v1.CreateSessionRequest.config_options:type_name -> acpgate.v1.CreateSessionRequest.ConfigOptionsEntry
+	0,  // 8: acpgate.v1.Session.state:type_name -> acpgate.v1.SessionState
+	33, // 9: acpgate.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	33, // 10: acpgate.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
+	34, // 11: acpgate.v1.Session.available_commands:type_name -> acpgate.v1.AvailableCommands
+	35, // 12: acpgate.v1.Session.usage:type_name -> acpgate.v1.Usage
+	10, // 13: acpgate.v1.Session.modes:type_name -> acpgate.v1.SessionMode
+	36, // 14: acpgate.v1.Session.config_options:type_name -> acpgate.v1.ConfigOption
+	9,  // 15: acpgate.v1.ListSessionsResponse.sessions:type_name -> acpgate.v1.Session
+	37, // 16: acpgate.v1.PromptRequest.prompt:type_name -> acpgate.v1.ContentBlock
+	1,  // 17: acpgate.v1.PromptRequest.on_disconnect:type_name -> acpgate.v1.DisconnectPolicy
+	31, // 18: acpgate.v1.PromptRequest.meta:type_name -> acpgate.v1.PromptRequest.MetaEntry
+	23, // 19: acpgate.v1.ListTurnsResponse.turns:type_name -> acpgate.v1.Turn
+	2,  // 20: acpgate.v1.Turn.state:type_name -> acpgate.v1.TurnState
+	33, // 21: acpgate.v1.Turn.started_at:type_name -> google.protobuf.Timestamp
+	33, // 22: acpgate.v1.Turn.ended_at:type_name -> google.protobuf.Timestamp
+	38, // 23: acpgate.v1.Turn.terminal:type_name -> acpgate.v1.PromptEvent
+	39, // 24: acpgate.v1.ResolveElicitationRequest.action:type_name -> acpgate.v1.ElicitationAction
+	40, // 25: acpgate.v1.ResolveElicitationRequest.content:type_name -> google.protobuf.Struct
+	3,  // 26: acpgate.v1.AgentGateway.ListAgents:input_type -> acpgate.v1.ListAgentsRequest
+	8,  // 27: acpgate.v1.AgentGateway.CreateSession:input_type -> acpgate.v1.CreateSessionRequest
+	13, // 28: acpgate.v1.AgentGateway.GetSession:input_type -> acpgate.v1.GetSessionRequest
+	14, // 29: acpgate.v1.AgentGateway.ListSessions:input_type -> acpgate.v1.ListSessionsRequest
+	16, // 30: acpgate.v1.AgentGateway.CloseSession:input_type -> acpgate.v1.CloseSessionRequest
+	18, // 31: acpgate.v1.AgentGateway.Prompt:input_type -> acpgate.v1.PromptRequest
+	24, // 32: acpgate.v1.AgentGateway.Cancel:input_type -> acpgate.v1.CancelRequest
+	26, // 33: acpgate.v1.AgentGateway.ResolvePermission:input_type -> acpgate.v1.ResolvePermissionRequest
+	28, // 34: acpgate.v1.AgentGateway.ResolveElicitation:input_type -> acpgate.v1.ResolveElicitationRequest
+	19, // 35: acpgate.v1.AgentGateway.WatchTurn:input_type -> acpgate.v1.WatchTurnRequest
+	20, // 36: acpgate.v1.AgentGateway.GetTurn:input_type -> acpgate.v1.GetTurnRequest
+	21, // 37: acpgate.v1.AgentGateway.ListTurns:input_type -> acpgate.v1.ListTurnsRequest
+	11, // 38: acpgate.v1.AgentGateway.SetSessionMode:input_type -> acpgate.v1.SetSessionModeRequest
+	12, // 39: acpgate.v1.AgentGateway.SetSessionConfigOption:input_type -> acpgate.v1.SetSessionConfigOptionRequest
+	4,  // 40: acpgate.v1.AgentGateway.ListAgents:output_type -> acpgate.v1.ListAgentsResponse
+	9,  // 41: acpgate.v1.AgentGateway.CreateSession:output_type -> acpgate.v1.Session
+	9,  // 42: acpgate.v1.AgentGateway.GetSession:output_type -> acpgate.v1.Session
+	15, // 43: acpgate.v1.AgentGateway.ListSessions:output_type -> acpgate.v1.ListSessionsResponse
+	17, // 44: acpgate.v1.AgentGateway.CloseSession:output_type -> acpgate.v1.CloseSessionResponse
+	38, // 45: acpgate.v1.AgentGateway.Prompt:output_type -> acpgate.v1.PromptEvent
+	25, // 46: acpgate.v1.AgentGateway.Cancel:output_type -> acpgate.v1.CancelResponse
+	27, // 47: acpgate.v1.AgentGateway.ResolvePermission:output_type -> acpgate.v1.ResolvePermissionResponse
+	29, // 48: acpgate.v1.AgentGateway.ResolveElicitation:output_type -> acpgate.v1.ResolveElicitationResponse
+	38, // 49: acpgate.v1.AgentGateway.WatchTurn:output_type -> acpgate.v1.PromptEvent
+	23, // 50: acpgate.v1.AgentGateway.GetTurn:output_type -> acpgate.v1.Turn
+	22, // 51: acpgate.v1.AgentGateway.ListTurns:output_type -> acpgate.v1.ListTurnsResponse
+	9,  // 52: acpgate.v1.AgentGateway.SetSessionMode:output_type -> acpgate.v1.Session
+	9,  // 53: acpgate.v1.AgentGateway.SetSessionConfigOption:output_type -> acpgate.v1.Session
+	40, // [40:54] is the sub-list for method output_type
+	26, // [26:40] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_acpgate_v1_gateway_proto_init() }
@@ -2191,7 +2476,7 @@ func file_acpgate_v1_gateway_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_acpgate_v1_gateway_proto_rawDesc), len(file_acpgate_v1_gateway_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   25,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

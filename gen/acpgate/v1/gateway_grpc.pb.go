@@ -19,18 +19,20 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AgentGateway_ListAgents_FullMethodName         = "/acpgate.v1.AgentGateway/ListAgents"
-	AgentGateway_CreateSession_FullMethodName      = "/acpgate.v1.AgentGateway/CreateSession"
-	AgentGateway_GetSession_FullMethodName         = "/acpgate.v1.AgentGateway/GetSession"
-	AgentGateway_ListSessions_FullMethodName       = "/acpgate.v1.AgentGateway/ListSessions"
-	AgentGateway_CloseSession_FullMethodName       = "/acpgate.v1.AgentGateway/CloseSession"
-	AgentGateway_Prompt_FullMethodName             = "/acpgate.v1.AgentGateway/Prompt"
-	AgentGateway_Cancel_FullMethodName             = "/acpgate.v1.AgentGateway/Cancel"
-	AgentGateway_ResolvePermission_FullMethodName  = "/acpgate.v1.AgentGateway/ResolvePermission"
-	AgentGateway_ResolveElicitation_FullMethodName = "/acpgate.v1.AgentGateway/ResolveElicitation"
-	AgentGateway_WatchTurn_FullMethodName          = "/acpgate.v1.AgentGateway/WatchTurn"
-	AgentGateway_GetTurn_FullMethodName            = "/acpgate.v1.AgentGateway/GetTurn"
-	AgentGateway_ListTurns_FullMethodName          = "/acpgate.v1.AgentGateway/ListTurns"
+	AgentGateway_ListAgents_FullMethodName             = "/acpgate.v1.AgentGateway/ListAgents"
+	AgentGateway_CreateSession_FullMethodName          = "/acpgate.v1.AgentGateway/CreateSession"
+	AgentGateway_GetSession_FullMethodName             = "/acpgate.v1.AgentGateway/GetSession"
+	AgentGateway_ListSessions_FullMethodName           = "/acpgate.v1.AgentGateway/ListSessions"
+	AgentGateway_CloseSession_FullMethodName           = "/acpgate.v1.AgentGateway/CloseSession"
+	AgentGateway_Prompt_FullMethodName                 = "/acpgate.v1.AgentGateway/Prompt"
+	AgentGateway_Cancel_FullMethodName                 = "/acpgate.v1.AgentGateway/Cancel"
+	AgentGateway_ResolvePermission_FullMethodName      = "/acpgate.v1.AgentGateway/ResolvePermission"
+	AgentGateway_ResolveElicitation_FullMethodName     = "/acpgate.v1.AgentGateway/ResolveElicitation"
+	AgentGateway_WatchTurn_FullMethodName              = "/acpgate.v1.AgentGateway/WatchTurn"
+	AgentGateway_GetTurn_FullMethodName                = "/acpgate.v1.AgentGateway/GetTurn"
+	AgentGateway_ListTurns_FullMethodName              = "/acpgate.v1.AgentGateway/ListTurns"
+	AgentGateway_SetSessionMode_FullMethodName         = "/acpgate.v1.AgentGateway/SetSessionMode"
+	AgentGateway_SetSessionConfigOption_FullMethodName = "/acpgate.v1.AgentGateway/SetSessionConfigOption"
 )
 
 // AgentGatewayClient is the client API for AgentGateway service.
@@ -105,6 +107,21 @@ type AgentGatewayClient interface {
 	// ListTurns lists turns, newest first, optionally only one session's or
 	// one agent's.
 	ListTurns(ctx context.Context, in *ListTurnsRequest, opts ...grpc.CallOption) (*ListTurnsResponse, error)
+	// SetSessionMode switches an open session to one of the modes its agent
+	// advertised (ACP `session/set_mode`) and returns the updated session.
+	// INVALID_ARGUMENT names the advertised modes when `mode_id` is not one
+	// of them; FAILED_PRECONDITION with a `capability_not_supported`
+	// HarnessError (primitive "session/set_mode") when the agent advertised
+	// no modes. Allowed while a turn runs, as ACP allows.
+	SetSessionMode(ctx context.Context, in *SetSessionModeRequest, opts ...grpc.CallOption) (*Session, error)
+	// SetSessionConfigOption sets one of the configuration options the
+	// session's agent advertised (ACP `session/set_config_option`; the
+	// model choice, for example) and returns the updated session.
+	// INVALID_ARGUMENT names the advertised options, or the option's allowed
+	// values; FAILED_PRECONDITION with a `capability_not_supported`
+	// HarnessError (primitive "session/set_config_option") when the agent
+	// advertised no options.
+	SetSessionConfigOption(ctx context.Context, in *SetSessionConfigOptionRequest, opts ...grpc.CallOption) (*Session, error)
 }
 
 type agentGatewayClient struct {
@@ -253,6 +270,26 @@ func (c *agentGatewayClient) ListTurns(ctx context.Context, in *ListTurnsRequest
 	return out, nil
 }
 
+func (c *agentGatewayClient) SetSessionMode(ctx context.Context, in *SetSessionModeRequest, opts ...grpc.CallOption) (*Session, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Session)
+	err := c.cc.Invoke(ctx, AgentGateway_SetSessionMode_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *agentGatewayClient) SetSessionConfigOption(ctx context.Context, in *SetSessionConfigOptionRequest, opts ...grpc.CallOption) (*Session, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Session)
+	err := c.cc.Invoke(ctx, AgentGateway_SetSessionConfigOption_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AgentGatewayServer is the server API for AgentGateway service.
 // All implementations must embed UnimplementedAgentGatewayServer
 // for forward compatibility.
@@ -325,6 +362,21 @@ type AgentGatewayServer interface {
 	// ListTurns lists turns, newest first, optionally only one session's or
 	// one agent's.
 	ListTurns(context.Context, *ListTurnsRequest) (*ListTurnsResponse, error)
+	// SetSessionMode switches an open session to one of the modes its agent
+	// advertised (ACP `session/set_mode`) and returns the updated session.
+	// INVALID_ARGUMENT names the advertised modes when `mode_id` is not one
+	// of them; FAILED_PRECONDITION with a `capability_not_supported`
+	// HarnessError (primitive "session/set_mode") when the agent advertised
+	// no modes. Allowed while a turn runs, as ACP allows.
+	SetSessionMode(context.Context, *SetSessionModeRequest) (*Session, error)
+	// SetSessionConfigOption sets one of the configuration options the
+	// session's agent advertised (ACP `session/set_config_option`; the
+	// model choice, for example) and returns the updated session.
+	// INVALID_ARGUMENT names the advertised options, or the option's allowed
+	// values; FAILED_PRECONDITION with a `capability_not_supported`
+	// HarnessError (primitive "session/set_config_option") when the agent
+	// advertised no options.
+	SetSessionConfigOption(context.Context, *SetSessionConfigOptionRequest) (*Session, error)
 	mustEmbedUnimplementedAgentGatewayServer()
 }
 
@@ -370,6 +422,12 @@ func (UnimplementedAgentGatewayServer) GetTurn(context.Context, *GetTurnRequest)
 }
 func (UnimplementedAgentGatewayServer) ListTurns(context.Context, *ListTurnsRequest) (*ListTurnsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListTurns not implemented")
+}
+func (UnimplementedAgentGatewayServer) SetSessionMode(context.Context, *SetSessionModeRequest) (*Session, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetSessionMode not implemented")
+}
+func (UnimplementedAgentGatewayServer) SetSessionConfigOption(context.Context, *SetSessionConfigOptionRequest) (*Session, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetSessionConfigOption not implemented")
 }
 func (UnimplementedAgentGatewayServer) mustEmbedUnimplementedAgentGatewayServer() {}
 func (UnimplementedAgentGatewayServer) testEmbeddedByValue()                      {}
@@ -594,6 +652,42 @@ func _AgentGateway_ListTurns_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AgentGateway_SetSessionMode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetSessionModeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentGatewayServer).SetSessionMode(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentGateway_SetSessionMode_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentGatewayServer).SetSessionMode(ctx, req.(*SetSessionModeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AgentGateway_SetSessionConfigOption_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetSessionConfigOptionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentGatewayServer).SetSessionConfigOption(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentGateway_SetSessionConfigOption_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentGatewayServer).SetSessionConfigOption(ctx, req.(*SetSessionConfigOptionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AgentGateway_ServiceDesc is the grpc.ServiceDesc for AgentGateway service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -640,6 +734,14 @@ var AgentGateway_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListTurns",
 			Handler:    _AgentGateway_ListTurns_Handler,
+		},
+		{
+			MethodName: "SetSessionMode",
+			Handler:    _AgentGateway_SetSessionMode_Handler,
+		},
+		{
+			MethodName: "SetSessionConfigOption",
+			Handler:    _AgentGateway_SetSessionConfigOption_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -18,7 +18,7 @@ from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x61\x63pgate/v1/gateway.proto\x12\nacpgate.v1\x1a\x17\x61\x63pgate/v1/events.proto\x1a\x18\x61\x63pgate/v1/outcome.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x13\n\x11ListAgentsRequest\"7\n\x12ListAgentsResponse\x12!\n\x06\x61gents\x18\x01 \x03(\x0b\x32\x11.acpgate.v1.Agent\"\xed\x02\n\x05\x41gent\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x33\n\x0c\x63\x61pabilities\x18\x03 \x01(\x0b\x32\x1d.acpgate.v1.AgentCapabilities\x12\x19\n\x11permission_policy\x18\x04 \x01(\t\x12\x0f\n\x07\x66s_read\x18\x05 \x01(\x08\x12\x10\n\x08\x66s_write\x18\x06 \x01(\x08\x12\x13\n\x0bwarm_target\x18\x07 \x01(\r\x12\x12\n\nwarm_ready\x18\x08 \x01(\r\x12\x15\n\rwarm_starting\x18\t \x01(\r\x12\x38\n\x15last_startup_duration\x18\n \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x38\n\x14last_startup_failure\x18\x0b \x01(\x0b\x32\x1a.acpgate.v1.StartupFailure\x12\x1a\n\x12\x65licitation_policy\x18\x0c \x01(\t\"w\n\x0eStartupFailure\x12\x0f\n\x07message\x18\x01 \x01(\t\x12&\n\x02\x61t\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08retry_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x82\x02\n\x11\x41gentCapabilities\x12\x18\n\x10protocol_version\x18\x01 \x01(\x05\x12\x12\n\nagent_name\x18\x02 \x01(\t\x12\x15\n\ragent_version\x18\x03 \x01(\t\x12\x14\n\x0cload_session\x18\x04 \x01(\x08\x12\x14\n\x0cprompt_image\x18\x05 \x01(\x08\x12\x14\n\x0cprompt_audio\x18\x06 \x01(\x08\x12\x1f\n\x17prompt_embedded_context\x18\x07 \x01(\x08\x12\x14\n\x0c\x61uth_methods\x18\x08 \x03(\t\x12/\n\x0bobserved_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"K\n\x14\x43reateSessionRequest\x12\r\n\x05\x61gent\x18\x01 \x01(\t\x12\x0b\n\x03\x63wd\x18\x02 \x01(\t\x12\x17\n\x0fload_session_id\x18\x03 \x01(\t\"\xdb\x02\n\x07Session\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05\x61gent\x18\x02 \x01(\t\x12\x0b\n\x03\x63wd\x18\x03 \x01(\t\x12\'\n\x05state\x18\x04 \x01(\x0e\x32\x18.acpgate.v1.SessionState\x12.\n\ncreated_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0elast_active_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05turns\x18\x07 \x01(\x04\x12\x17\n\x0f\x63urrent_turn_id\x18\x08 \x01(\t\x12\x39\n\x12\x61vailable_commands\x18\t \x01(\x0b\x32\x1d.acpgate.v1.AvailableCommands\x12\x16\n\x0e\x61\x63p_session_id\x18\n \x01(\t\x12 \n\x05usage\x18\x0b \x01(\x0b\x32\x11.acpgate.v1.Usage\"\'\n\x11GetSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"\x15\n\x13ListSessionsRequest\"=\n\x14ListSessionsResponse\x12%\n\x08sessions\x18\x01 \x03(\x0b\x32\x13.acpgate.v1.Session\")\n\x13\x43loseSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"\x16\n\x14\x43loseSessionResponse\"\xd4\x02\n\rPromptRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05\x61gent\x18\x02 \x01(\t\x12(\n\x06prompt\x18\x03 \x03(\x0b\x32\x18.acpgate.v1.ContentBlock\x12\x0c\n\x04text\x18\x04 \x01(\t\x12\x0b\n\x03\x63wd\x18\x05 \x01(\t\x12\x19\n\x11omit_outcome_text\x18\x06 \x01(\x08\x12\x17\n\x0f\x63oalesce_chunks\x18\x07 \x01(\x08\x12\x12\n\nrequest_id\x18\x08 \x01(\t\x12\x33\n\ron_disconnect\x18\t \x01(\x0e\x32\x1c.acpgate.v1.DisconnectPolicy\x12\x31\n\x04meta\x18\n \x03(\x0b\x32#.acpgate.v1.PromptRequest.MetaEntry\x1a+\n\tMetaEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"6\n\x10WatchTurnRequest\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\x12\x11\n\tafter_seq\x18\x02 \x01(\x04\"!\n\x0eGetTurnRequest\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\"\\\n\x10ListTurnsRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05\x61gent\x18\x02 \x01(\t\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"M\n\x11ListTurnsResponse\x12\x1f\n\x05turns\x18\x01 \x03(\x0b\x32\x10.acpgate.v1.Turn\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\xa0\x02\n\x04Turn\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x03 \x01(\r\x12\r\n\x05\x61gent\x18\x04 \x01(\t\x12\x12\n\nsession_id\x18\x05 \x01(\t\x12$\n\x05state\x18\x06 \x01(\x0e\x32\x15.acpgate.v1.TurnState\x12.\n\nstarted_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08\x65nded_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08last_seq\x18\t \x01(\x04\x12)\n\x08terminal\x18\n \x01(\x0b\x32\x17.acpgate.v1.PromptEvent\"#\n\rCancelRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"#\n\x0e\x43\x61ncelResponse\x12\x11\n\tcancelled\x18\x01 \x01(\x08\"U\n\x18ResolvePermissionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12\x11\n\toption_id\x18\x03 \x01(\t\"\x1b\n\x19ResolvePermissionResponse\"\x9c\x01\n\x19ResolveElicitationRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12-\n\x06\x61\x63tion\x18\x03 \x01(\x0e\x32\x1d.acpgate.v1.ElicitationAction\x12(\n\x07\x63ontent\x18\x04 \x01(\x0b\x32\x17.google.protobuf.Struct\"\x1c\n\x1aResolveElicitationResponse*\x97\x01\n\x0cSessionState\x12\x1d\n\x19SESSION_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12SESSION_STATE_IDLE\x10\x01\x12\x19\n\x15SESSION_STATE_RUNNING\x10\x02\x12\x18\n\x14SESSION_STATE_CLOSED\x10\x03\x12\x1b\n\x17SESSION_STATE_SUSPENDED\x10\x04*s\n\x10\x44isconnectPolicy\x12!\n\x1d\x44ISCONNECT_POLICY_UNSPECIFIED\x10\x00\x12\x1c\n\x18\x44ISCONNECT_POLICY_CANCEL\x10\x01\x12\x1e\n\x1a\x44ISCONNECT_POLICY_CONTINUE\x10\x02*U\n\tTurnState\x12\x1a\n\x16TURN_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12TURN_STATE_RUNNING\x10\x01\x12\x14\n\x10TURN_STATE_ENDED\x10\x02\x32\x9c\x07\n\x0c\x41gentGateway\x12K\n\nListAgents\x12\x1d.acpgate.v1.ListAgentsRequest\x1a\x1e.acpgate.v1.ListAgentsResponse\x12\x46\n\rCreateSession\x12 .acpgate.v1.CreateSessionRequest\x1a\x13.acpgate.v1.Session\x12@\n\nGetSession\x12\x1d.acpgate.v1.GetSessionRequest\x1a\x13.acpgate.v1.Session\x12Q\n\x0cListSessions\x12\x1f.acpgate.v1.ListSessionsRequest\x1a .acpgate.v1.ListSessionsResponse\x12Q\n\x0c\x43loseSession\x12\x1f.acpgate.v1.CloseSessionRequest\x1a .acpgate.v1.CloseSessionResponse\x12>\n\x06Prompt\x12\x19.acpgate.v1.PromptRequest\x1a\x17.acpgate.v1.PromptEvent0\x01\x12?\n\x06\x43\x61ncel\x12\x19.acpgate.v1.CancelRequest\x1a\x1a.acpgate.v1.CancelResponse\x12`\n\x11ResolvePermission\x12$.acpgate.v1.ResolvePermissionRequest\x1a%.acpgate.v1.ResolvePermissionResponse\x12\x63\n\x12ResolveElicitation\x12%.acpgate.v1.ResolveElicitationRequest\x1a&.acpgate.v1.ResolveElicitationResponse\x12\x44\n\tWatchTurn\x12\x1c.acpgate.v1.WatchTurnRequest\x1a\x17.acpgate.v1.PromptEvent0\x01\x12\x37\n\x07GetTurn\x12\x1a.acpgate.v1.GetTurnRequest\x1a\x10.acpgate.v1.Turn\x12H\n\tListTurns\x12\x1c.acpgate.v1.ListTurnsRequest\x1a\x1d.acpgate.v1.ListTurnsResponseB5Z3github.com/acpgate/acpgate/gen/acpgate/v1;acpgatev1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x61\x63pgate/v1/gateway.proto\x12\nacpgate.v1\x1a\x17\x61\x63pgate/v1/events.proto\x1a\x18\x61\x63pgate/v1/outcome.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x13\n\x11ListAgentsRequest\"7\n\x12ListAgentsResponse\x12!\n\x06\x61gents\x18\x01 \x03(\x0b\x32\x11.acpgate.v1.Agent\"\xed\x02\n\x05\x41gent\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x33\n\x0c\x63\x61pabilities\x18\x03 \x01(\x0b\x32\x1d.acpgate.v1.AgentCapabilities\x12\x19\n\x11permission_policy\x18\x04 \x01(\t\x12\x0f\n\x07\x66s_read\x18\x05 \x01(\x08\x12\x10\n\x08\x66s_write\x18\x06 \x01(\x08\x12\x13\n\x0bwarm_target\x18\x07 \x01(\r\x12\x12\n\nwarm_ready\x18\x08 \x01(\r\x12\x15\n\rwarm_starting\x18\t \x01(\r\x12\x38\n\x15last_startup_duration\x18\n \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x38\n\x14last_startup_failure\x18\x0b \x01(\x0b\x32\x1a.acpgate.v1.StartupFailure\x12\x1a\n\x12\x65licitation_policy\x18\x0c \x01(\t\"w\n\x0eStartupFailure\x12\x0f\n\x07message\x18\x01 \x01(\t\x12&\n\x02\x61t\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08retry_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x82\x02\n\x11\x41gentCapabilities\x12\x18\n\x10protocol_version\x18\x01 \x01(\x05\x12\x12\n\nagent_name\x18\x02 \x01(\t\x12\x15\n\ragent_version\x18\x03 \x01(\t\x12\x14\n\x0cload_session\x18\x04 \x01(\x08\x12\x14\n\x0cprompt_image\x18\x05 \x01(\x08\x12\x14\n\x0cprompt_audio\x18\x06 \x01(\x08\x12\x1f\n\x17prompt_embedded_context\x18\x07 \x01(\x08\x12\x14\n\x0c\x61uth_methods\x18\x08 \x03(\t\x12/\n\x0bobserved_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xdf\x01\n\x14\x43reateSessionRequest\x12\r\n\x05\x61gent\x18\x01 \x01(\t\x12\x0b\n\x03\x63wd\x18\x02 \x01(\t\x12\x17\n\x0fload_session_id\x18\x03 \x01(\t\x12\x0f\n\x07mode_id\x18\x04 \x01(\t\x12K\n\x0e\x63onfig_options\x18\x05 \x03(\x0b\x32\x33.acpgate.v1.CreateSessionRequest.ConfigOptionsEntry\x1a\x34\n\x12\x43onfigOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xce\x03\n\x07Session\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05\x61gent\x18\x02 \x01(\t\x12\x0b\n\x03\x63wd\x18\x03 \x01(\t\x12\'\n\x05state\x18\x04 \x01(\x0e\x32\x18.acpgate.v1.SessionState\x12.\n\ncreated_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0elast_active_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05turns\x18\x07 \x01(\x04\x12\x17\n\x0f\x63urrent_turn_id\x18\x08 \x01(\t\x12\x39\n\x12\x61vailable_commands\x18\t \x01(\x0b\x32\x1d.acpgate.v1.AvailableCommands\x12\x16\n\x0e\x61\x63p_session_id\x18\n \x01(\t\x12 \n\x05usage\x18\x0b \x01(\x0b\x32\x11.acpgate.v1.Usage\x12&\n\x05modes\x18\x0c \x03(\x0b\x32\x17.acpgate.v1.SessionMode\x12\x17\n\x0f\x63urrent_mode_id\x18\r \x01(\t\x12\x30\n\x0e\x63onfig_options\x18\x0e \x03(\x0b\x32\x18.acpgate.v1.ConfigOption\"<\n\x0bSessionMode\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\"<\n\x15SetSessionModeRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0f\n\x07mode_id\x18\x02 \x01(\t\"U\n\x1dSetSessionConfigOptionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x11\n\toption_id\x18\x02 \x01(\t\x12\r\n\x05value\x18\x03 \x01(\t\"\'\n\x11GetSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"\x15\n\x13ListSessionsRequest\"=\n\x14ListSessionsResponse\x12%\n\x08sessions\x18\x01 \x03(\x0b\x32\x13.acpgate.v1.Session\")\n\x13\x43loseSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"\x16\n\x14\x43loseSessionResponse\"\xd4\x02\n\rPromptRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05\x61gent\x18\x02 \x01(\t\x12(\n\x06prompt\x18\x03 \x03(\x0b\x32\x18.acpgate.v1.ContentBlock\x12\x0c\n\x04text\x18\x04 \x01(\t\x12\x0b\n\x03\x63wd\x18\x05 \x01(\t\x12\x19\n\x11omit_outcome_text\x18\x06 \x01(\x08\x12\x17\n\x0f\x63oalesce_chunks\x18\x07 \x01(\x08\x12\x12\n\nrequest_id\x18\x08 \x01(\t\x12\x33\n\ron_disconnect\x18\t \x01(\x0e\x32\x1c.acpgate.v1.DisconnectPolicy\x12\x31\n\x04meta\x18\n \x03(\x0b\x32#.acpgate.v1.PromptRequest.MetaEntry\x1a+\n\tMetaEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"6\n\x10WatchTurnRequest\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\x12\x11\n\tafter_seq\x18\x02 \x01(\x04\"!\n\x0eGetTurnRequest\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\"\\\n\x10ListTurnsRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05\x61gent\x18\x02 \x01(\t\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"M\n\x11ListTurnsResponse\x12\x1f\n\x05turns\x18\x01 \x03(\x0b\x32\x10.acpgate.v1.Turn\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\xa0\x02\n\x04Turn\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x03 \x01(\r\x12\r\n\x05\x61gent\x18\x04 \x01(\t\x12\x12\n\nsession_id\x18\x05 \x01(\t\x12$\n\x05state\x18\x06 \x01(\x0e\x32\x15.acpgate.v1.TurnState\x12.\n\nstarted_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08\x65nded_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08last_seq\x18\t \x01(\x04\x12)\n\x08terminal\x18\n \x01(\x0b\x32\x17.acpgate.v1.PromptEvent\"#\n\rCancelRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"#\n\x0e\x43\x61ncelResponse\x12\x11\n\tcancelled\x18\x01 \x01(\x08\"U\n\x18ResolvePermissionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12\x11\n\toption_id\x18\x03 \x01(\t\"\x1b\n\x19ResolvePermissionResponse\"\x9c\x01\n\x19ResolveElicitationRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12-\n\x06\x61\x63tion\x18\x03 \x01(\x0e\x32\x1d.acpgate.v1.ElicitationAction\x12(\n\x07\x63ontent\x18\x04 \x01(\x0b\x32\x17.google.protobuf.Struct\"\x1c\n\x1aResolveElicitationResponse*\x97\x01\n\x0cSessionState\x12\x1d\n\x19SESSION_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12SESSION_STATE_IDLE\x10\x01\x12\x19\n\x15SESSION_STATE_RUNNING\x10\x02\x12\x18\n\x14SESSION_STATE_CLOSED\x10\x03\x12\x1b\n\x17SESSION_STATE_SUSPENDED\x10\x04*s\n\x10\x44isconnectPolicy\x12!\n\x1d\x44ISCONNECT_POLICY_UNSPECIFIED\x10\x00\x12\x1c\n\x18\x44ISCONNECT_POLICY_CANCEL\x10\x01\x12\x1e\n\x1a\x44ISCONNECT_POLICY_CONTINUE\x10\x02*U\n\tTurnState\x12\x1a\n\x16TURN_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12TURN_STATE_RUNNING\x10\x01\x12\x14\n\x10TURN_STATE_ENDED\x10\x02\x32\xc0\x08\n\x0c\x41gentGateway\x12K\n\nListAgents\x12\x1d.acpgate.v1.ListAgentsRequest\x1a\x1e.acpgate.v1.ListAgentsResponse\x12\x46\n\rCreateSession\x12 .acpgate.v1.CreateSessionRequest\x1a\x13.acpgate.v1.Session\x12@\n\nGetSession\x12\x1d.acpgate.v1.GetSessionRequest\x1a\x13.acpgate.v1.Session\x12Q\n\x0cListSessions\x12\x1f.acpgate.v1.ListSessionsRequest\x1a .acpgate.v1.ListSessionsResponse\x12Q\n\x0c\x43loseSession\x12\x1f.acpgate.v1.CloseSessionRequest\x1a .acpgate.v1.CloseSessionResponse\x12>\n\x06Prompt\x12\x19.acpgate.v1.PromptRequest\x1a\x17.acpgate.v1.PromptEvent0\x01\x12?\n\x06\x43\x61ncel\x12\x19.acpgate.v1.CancelRequest\x1a\x1a.acpgate.v1.CancelResponse\x12`\n\x11ResolvePermission\x12$.acpgate.v1.ResolvePermissionRequest\x1a%.acpgate.v1.ResolvePermissionResponse\x12\x63\n\x12ResolveElicitation\x12%.acpgate.v1.ResolveElicitationRequest\x1a&.acpgate.v1.ResolveElicitationResponse\x12\x44\n\tWatchTurn\x12\x1c.acpgate.v1.WatchTurnRequest\x1a\x17.acpgate.v1.PromptEvent0\x01\x12\x37\n\x07GetTurn\x12\x1a.acpgate.v1.GetTurnRequest\x1a\x10.acpgate.v1.Turn\x12H\n\tListTurns\x12\x1c.acpgate.v1.ListTurnsRequest\x1a\x1d.acpgate.v1.ListTurnsResponse\x12H\n\x0eSetSessionMode\x12!.acpgate.v1.SetSessionModeRequest\x1a\x13.acpgate.v1.Session\x12X\n\x16SetSessionConfigOption\x12).acpgate.v1.SetSessionConfigOptionRequest\x1a\x13.acpgate.v1.SessionB5Z3github.com/acpgate/acpgate/gen/acpgate/v1;acpgatev1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'acpgate.v1.gateway_pb2', globals())
@@ -26,14 +26,16 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'Z3github.com/acpgate/acpgate/gen/acpgate/v1;acpgatev1'
+  _CREATESESSIONREQUEST_CONFIGOPTIONSENTRY._options = None
+  _CREATESESSIONREQUEST_CONFIGOPTIONSENTRY._serialized_options = b'8\001'
   _PROMPTREQUEST_METAENTRY._options = None
   _PROMPTREQUEST_METAENTRY._serialized_options = b'8\001'
-  _SESSIONSTATE._serialized_start=2913
-  _SESSIONSTATE._serialized_end=3064
-  _DISCONNECTPOLICY._serialized_start=3066
-  _DISCONNECTPOLICY._serialized_end=3181
-  _TURNSTATE._serialized_start=3183
-  _TURNSTATE._serialized_end=3268
+  _SESSIONSTATE._serialized_start=3388
+  _SESSIONSTATE._serialized_end=3539
+  _DISCONNECTPOLICY._serialized_start=3541
+  _DISCONNECTPOLICY._serialized_end=3656
+  _TURNSTATE._serialized_start=3658
+  _TURNSTATE._serialized_end=3743
   _LISTAGENTSREQUEST._serialized_start=186
   _LISTAGENTSREQUEST._serialized_end=205
   _LISTAGENTSRESPONSE._serialized_start=207
@@ -44,46 +46,54 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _STARTUPFAILURE._serialized_end=751
   _AGENTCAPABILITIES._serialized_start=754
   _AGENTCAPABILITIES._serialized_end=1012
-  _CREATESESSIONREQUEST._serialized_start=1014
-  _CREATESESSIONREQUEST._serialized_end=1089
-  _SESSION._serialized_start=1092
-  _SESSION._serialized_end=1439
-  _GETSESSIONREQUEST._serialized_start=1441
-  _GETSESSIONREQUEST._serialized_end=1480
-  _LISTSESSIONSREQUEST._serialized_start=1482
-  _LISTSESSIONSREQUEST._serialized_end=1503
-  _LISTSESSIONSRESPONSE._serialized_start=1505
-  _LISTSESSIONSRESPONSE._serialized_end=1566
-  _CLOSESESSIONREQUEST._serialized_start=1568
-  _CLOSESESSIONREQUEST._serialized_end=1609
-  _CLOSESESSIONRESPONSE._serialized_start=1611
-  _CLOSESESSIONRESPONSE._serialized_end=1633
-  _PROMPTREQUEST._serialized_start=1636
-  _PROMPTREQUEST._serialized_end=1976
-  _PROMPTREQUEST_METAENTRY._serialized_start=1933
-  _PROMPTREQUEST_METAENTRY._serialized_end=1976
-  _WATCHTURNREQUEST._serialized_start=1978
-  _WATCHTURNREQUEST._serialized_end=2032
-  _GETTURNREQUEST._serialized_start=2034
-  _GETTURNREQUEST._serialized_end=2067
-  _LISTTURNSREQUEST._serialized_start=2069
-  _LISTTURNSREQUEST._serialized_end=2161
-  _LISTTURNSRESPONSE._serialized_start=2163
-  _LISTTURNSRESPONSE._serialized_end=2240
-  _TURN._serialized_start=2243
-  _TURN._serialized_end=2531
-  _CANCELREQUEST._serialized_start=2533
-  _CANCELREQUEST._serialized_end=2568
-  _CANCELRESPONSE._serialized_start=2570
-  _CANCELRESPONSE._serialized_end=2605
-  _RESOLVEPERMISSIONREQUEST._serialized_start=2607
-  _RESOLVEPERMISSIONREQUEST._serialized_end=2692
-  _RESOLVEPERMISSIONRESPONSE._serialized_start=2694
-  _RESOLVEPERMISSIONRESPONSE._serialized_end=2721
-  _RESOLVEELICITATIONREQUEST._serialized_start=2724
-  _RESOLVEELICITATIONREQUEST._serialized_end=2880
-  _RESOLVEELICITATIONRESPONSE._serialized_start=2882
-  _RESOLVEELICITATIONRESPONSE._serialized_end=2910
-  _AGENTGATEWAY._serialized_start=3271
-  _AGENTGATEWAY._serialized_end=4195
+  _CREATESESSIONREQUEST._serialized_start=1015
+  _CREATESESSIONREQUEST._serialized_end=1238
+  _CREATESESSIONREQUEST_CONFIGOPTIONSENTRY._serialized_start=1186
+  _CREATESESSIONREQUEST_CONFIGOPTIONSENTRY._serialized_end=1238
+  _SESSION._serialized_start=1241
+  _SESSION._serialized_end=1703
+  _SESSIONMODE._serialized_start=1705
+  _SESSIONMODE._serialized_end=1765
+  _SETSESSIONMODEREQUEST._serialized_start=1767
+  _SETSESSIONMODEREQUEST._serialized_end=1827
+  _SETSESSIONCONFIGOPTIONREQUEST._serialized_start=1829
+  _SETSESSIONCONFIGOPTIONREQUEST._serialized_end=1914
+  _GETSESSIONREQUEST._serialized_start=1916
+  _GETSESSIONREQUEST._serialized_end=1955
+  _LISTSESSIONSREQUEST._serialized_start=1957
+  _LISTSESSIONSREQUEST._serialized_end=1978
+  _LISTSESSIONSRESPONSE._serialized_start=1980
+  _LISTSESSIONSRESPONSE._serialized_end=2041
+  _CLOSESESSIONREQUEST._serialized_start=2043
+  _CLOSESESSIONREQUEST._serialized_end=2084
+  _CLOSESESSIONRESPONSE._serialized_start=2086
+  _CLOSESESSIONRESPONSE._serialized_end=2108
+  _PROMPTREQUEST._serialized_start=2111
+  _PROMPTREQUEST._serialized_end=2451
+  _PROMPTREQUEST_METAENTRY._serialized_start=2408
+  _PROMPTREQUEST_METAENTRY._serialized_end=2451
+  _WATCHTURNREQUEST._serialized_start=2453
+  _WATCHTURNREQUEST._serialized_end=2507
+  _GETTURNREQUEST._serialized_start=2509
+  _GETTURNREQUEST._serialized_end=2542
+  _LISTTURNSREQUEST._serialized_start=2544
+  _LISTTURNSREQUEST._serialized_end=2636
+  _LISTTURNSRESPONSE._serialized_start=2638
+  _LISTTURNSRESPONSE._serialized_end=2715
+  _TURN._serialized_start=2718
+  _TURN._serialized_end=3006
+  _CANCELREQUEST._serialized_start=3008
+  _CANCELREQUEST._serialized_end=3043
+  _CANCELRESPONSE._serialized_start=3045
+  _CANCELRESPONSE._serialized_end=3080
+  _RESOLVEPERMISSIONREQUEST._serialized_start=3082
+  _RESOLVEPERMISSIONREQUEST._serialized_end=3167
+  _RESOLVEPERMISSIONRESPONSE._serialized_start=3169
+  _RESOLVEPERMISSIONRESPONSE._serialized_end=3196
+  _RESOLVEELICITATIONREQUEST._serialized_start=3199
+  _RESOLVEELICITATIONREQUEST._serialized_end=3355
+  _RESOLVEELICITATIONRESPONSE._serialized_start=3357
+  _RESOLVEELICITATIONRESPONSE._serialized_end=3385
+  _AGENTGATEWAY._serialized_start=3746
+  _AGENTGATEWAY._serialized_end=4834
 # @@protoc_insertion_point(module_scope)

@@ -87,6 +87,16 @@ class AgentGatewayStub(object):
                 request_serializer=acpgate_dot_v1_dot_gateway__pb2.ListTurnsRequest.SerializeToString,
                 response_deserializer=acpgate_dot_v1_dot_gateway__pb2.ListTurnsResponse.FromString,
                 )
+        self.SetSessionMode = channel.unary_unary(
+                '/acpgate.v1.AgentGateway/SetSessionMode',
+                request_serializer=acpgate_dot_v1_dot_gateway__pb2.SetSessionModeRequest.SerializeToString,
+                response_deserializer=acpgate_dot_v1_dot_gateway__pb2.Session.FromString,
+                )
+        self.SetSessionConfigOption = channel.unary_unary(
+                '/acpgate.v1.AgentGateway/SetSessionConfigOption',
+                request_serializer=acpgate_dot_v1_dot_gateway__pb2.SetSessionConfigOptionRequest.SerializeToString,
+                response_deserializer=acpgate_dot_v1_dot_gateway__pb2.Session.FromString,
+                )
 
 
 class AgentGatewayServicer(object):
@@ -219,6 +229,31 @@ class AgentGatewayServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetSessionMode(self, request, context):
+        """SetSessionMode switches an open session to one of the modes its agent
+        advertised (ACP `session/set_mode`) and returns the updated session.
+        INVALID_ARGUMENT names the advertised modes when `mode_id` is not one
+        of them; FAILED_PRECONDITION with a `capability_not_supported`
+        HarnessError (primitive "session/set_mode") when the agent advertised
+        no modes. Allowed while a turn runs, as ACP allows.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetSessionConfigOption(self, request, context):
+        """SetSessionConfigOption sets one of the configuration options the
+        session's agent advertised (ACP `session/set_config_option`; the
+        model choice, for example) and returns the updated session.
+        INVALID_ARGUMENT names the advertised options, or the option's allowed
+        values; FAILED_PRECONDITION with a `capability_not_supported`
+        HarnessError (primitive "session/set_config_option") when the agent
+        advertised no options.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AgentGatewayServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -281,6 +316,16 @@ def add_AgentGatewayServicer_to_server(servicer, server):
                     servicer.ListTurns,
                     request_deserializer=acpgate_dot_v1_dot_gateway__pb2.ListTurnsRequest.FromString,
                     response_serializer=acpgate_dot_v1_dot_gateway__pb2.ListTurnsResponse.SerializeToString,
+            ),
+            'SetSessionMode': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetSessionMode,
+                    request_deserializer=acpgate_dot_v1_dot_gateway__pb2.SetSessionModeRequest.FromString,
+                    response_serializer=acpgate_dot_v1_dot_gateway__pb2.Session.SerializeToString,
+            ),
+            'SetSessionConfigOption': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetSessionConfigOption,
+                    request_deserializer=acpgate_dot_v1_dot_gateway__pb2.SetSessionConfigOptionRequest.FromString,
+                    response_serializer=acpgate_dot_v1_dot_gateway__pb2.Session.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -505,5 +550,39 @@ class AgentGateway(object):
         return grpc.experimental.unary_unary(request, target, '/acpgate.v1.AgentGateway/ListTurns',
             acpgate_dot_v1_dot_gateway__pb2.ListTurnsRequest.SerializeToString,
             acpgate_dot_v1_dot_gateway__pb2.ListTurnsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def SetSessionMode(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/acpgate.v1.AgentGateway/SetSessionMode',
+            acpgate_dot_v1_dot_gateway__pb2.SetSessionModeRequest.SerializeToString,
+            acpgate_dot_v1_dot_gateway__pb2.Session.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def SetSessionConfigOption(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/acpgate.v1.AgentGateway/SetSessionConfigOption',
+            acpgate_dot_v1_dot_gateway__pb2.SetSessionConfigOptionRequest.SerializeToString,
+            acpgate_dot_v1_dot_gateway__pb2.Session.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -1,0 +1,356 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+)
+
+// A session's settings: the modes and configuration options its agent
+// advertised when the session was opened (session/new, session/load or
+// session/resume), their current values, and the changes to them, whether
+// the client asked for them (session/set_mode, session/set_config_option)
+// or the agent made them (current_mode_update, config_option_update).
+// Requests are checked against what was advertised before they are sent,
+// so that a caller learns the allowed values from the gateway rather than
+// from whatever error text an agent chooses.
+
+// Settings is a session's modes and configuration options.
+type Settings struct {
+	// Modes are the advertised modes, in the agent's order; empty when it
+	// advertised none.
+	Modes []*acpgatev1.SessionMode
+	// CurrentMode is the current mode's id; "" without modes.
+	CurrentMode string
+	// Options are the advertised configuration options with their current
+	// values, in the agent's order.
+	Options []*acpgatev1.ConfigOption
+}
+
+// Values returns the options' current values by option id; nil without
+// options.
+func (st Settings) Values() map[string]string {
+	if len(st.Options) == 0 {
+		return nil
+	}
+	values := make(map[string]string, len(st.Options))
+	for _, o := range st.Options {
+		values[o.GetId()] = o.GetCurrentValue()
+	}
+	return values
+}
+
+// option returns the advertised option with id, or nil.
+func (st Settings) option(id string) *acpgatev1.ConfigOption {
+	for _, o := range st.Options {
+		if o.GetId() == id {
+			return o
+		}
+	}
+	return nil
+}
+
+func (st Settings) clone() Settings {
+	out := Settings{CurrentMode: st.CurrentMode}
+	for _, m := range st.Modes {
+		out.Modes = append(out.Modes, proto.Clone(m).(*acpgatev1.SessionMode))
+	}
+	for _, o := range st.Options {
+		out.Options = append(out.Options, proto.Clone(o).(*acpgatev1.ConfigOption))
+	}
+	return out
+}
+
+// settingsUpdate is what an agent's update changes of a session's
+// settings: the mode (when not ""), the options (when hasOptions).
+type settingsUpdate struct {
+	mode       string
+	options    []*acpgatev1.ConfigOption
+	hasOptions bool
+}
+
+func (u settingsUpdate) changes() bool { return u.mode != "" || u.hasOptions }
+
+// merge adds a later update to u.
+func (u *settingsUpdate) merge(later settingsUpdate) {
+	if later.mode != "" {
+		u.mode = later.mode
+	}
+	if later.hasOptions {
+		u.options, u.hasOptions = later.options, true
+	}
+}
+
+// applyTo applies u to st. The options are copied: the event that carried
+// them is the client's, and a later SetConfigOption changes the session's.
+func (u settingsUpdate) applyTo(st *Settings) {
+	if u.mode != "" {
+		st.CurrentMode = u.mode
+	}
+	if u.hasOptions {
+		st.Options = Settings{Options: u.options}.clone().Options
+	}
+}
+
+// ErrInvalidSetting is a mode or option value the agent did not advertise
+// for the session; the error wrapping it names the allowed ones.
+var ErrInvalidSetting = errors.New("not advertised by the agent")
+
+// Primitives named by capability_not_supported when an agent advertised no
+// modes, or no options.
+const (
+	MethodSetMode         = "session/set_mode"
+	MethodSetConfigOption = "session/set_config_option"
+)
+
+// Settings returns the session's modes and options as last known.
+func (s *Session) Settings() Settings {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.settings.clone()
+}
+
+// OnSettingsChanged makes fn be called after each change of the session's
+// settings, by the agent or by SetMode and SetConfigOption, outside the
+// session's lock and possibly on the connection's reader, which waits for
+// it: fn must not wait for the agent.
+// It replaces an earlier fn.
+func (s *Session) OnSettingsChanged(fn func()) {
+	s.mu.Lock()
+	s.settingsChanged = fn
+	s.mu.Unlock()
+}
+
+// SetMode switches the session to one of its advertised modes.
+func (s *Session) SetMode(ctx context.Context, modeID string) error {
+	st := s.Settings()
+	if len(st.Modes) == 0 {
+		return &Error{Proto: s.interp.CapabilityNotSupported(MethodSetMode)}
+	}
+	ids := make([]string, len(st.Modes))
+	for i, m := range st.Modes {
+		ids[i] = m.GetId()
+	}
+	if !slices.Contains(ids, modeID) {
+		return fmt.Errorf("mode %q: %w; the session's modes are %s", modeID, ErrInvalidSetting, quoteAll(ids))
+	}
+	if err := s.setting(ctx, MethodSetMode, func(meta map[string]any) any {
+		return setModeParams{Meta: meta, SessionID: s.ID(), ModeID: modeID}
+	}, nil); err != nil {
+		return err
+	}
+	s.changeSettings(func(st *Settings) { st.CurrentMode = modeID })
+	return nil
+}
+
+// SetConfigOption sets one of the session's advertised options to one of
+// its allowed values ("true" or "false" for a boolean option).
+func (s *Session) SetConfigOption(ctx context.Context, optionID, value string) error {
+	st := s.Settings()
+	if len(st.Options) == 0 {
+		return &Error{Proto: s.interp.CapabilityNotSupported(MethodSetConfigOption)}
+	}
+	opt := st.option(optionID)
+	if opt == nil {
+		ids := make([]string, len(st.Options))
+		for i, o := range st.Options {
+			ids[i] = o.GetId()
+		}
+		return fmt.Errorf("config option %q: %w; the session's options are %s", optionID, ErrInvalidSetting, quoteAll(ids))
+	}
+	allowed := make([]string, len(opt.GetValues()))
+	for i, v := range opt.GetValues() {
+		allowed[i] = v.GetValue()
+	}
+	if !slices.Contains(allowed, value) {
+		return fmt.Errorf("value %q of config option %q: %w; its values are %s", value, optionID, ErrInvalidSetting, quoteAll(allowed))
+	}
+	var answer struct {
+		ConfigOptions []wireOption `json:"configOptions"`
+	}
+	if err := s.setting(ctx, MethodSetConfigOption, func(meta map[string]any) any {
+		p := setOptionParams{Meta: meta, SessionID: s.ID(), ConfigID: optionID, Value: value}
+		if opt.GetType() == optionBoolean {
+			p.Type, p.Value = optionBoolean, value == "true"
+		}
+		return p
+	}, &answer); err != nil {
+		return err
+	}
+	s.changeSettings(func(st *Settings) {
+		if answer.ConfigOptions != nil {
+			// The agent answers with the full set: setting one option may
+			// change others (a model's reasoning levels, say).
+			st.Options = optionsProto(answer.ConfigOptions)
+			return
+		}
+		for _, o := range st.Options {
+			if o.GetId() == optionID {
+				o.CurrentValue = value
+			}
+		}
+	})
+	return nil
+}
+
+// setting makes a settings request of an open session.
+func (s *Session) setting(ctx context.Context, method string, params func(meta map[string]any) any, result any) error {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	if result == nil {
+		result = new(json.RawMessage)
+	}
+	return s.call(ctx, method, params, result)
+}
+
+// changeSettings applies change under the session's lock, then tells the
+// OnSettingsChanged function.
+func (s *Session) changeSettings(change func(*Settings)) {
+	s.mu.Lock()
+	change(&s.settings)
+	fn := s.settingsChanged
+	s.mu.Unlock()
+	if fn != nil {
+		fn()
+	}
+}
+
+// adoptSettings takes the modes and options of the answer to session/new,
+// session/load or session/resume. An agent whose settings do not decode
+// still gets its session, without settings: they are an extra.
+func (s *Session) adoptSettings(result json.RawMessage) {
+	var w wireSettings
+	if err := json.Unmarshal(result, &w); err != nil {
+		s.log.Warn("the agent's session modes and config options do not decode; the session has none", "err", err)
+		return
+	}
+	st := Settings{Options: optionsProto(w.ConfigOptions)}
+	if w.Modes != nil {
+		st.CurrentMode = w.Modes.CurrentModeID
+		for _, m := range w.Modes.AvailableModes {
+			st.Modes = append(st.Modes, &acpgatev1.SessionMode{Id: m.ID, Name: m.Name, Description: deref(m.Description)})
+		}
+	}
+	s.mu.Lock()
+	s.settings = st
+	s.mu.Unlock()
+}
+
+// The wire shapes of ACP's SessionModeState and SessionConfigOption, as
+// schema.json defines them. They are the gateway's own rather than the
+// SDK's so that a select's values decode the same whether the agent groups
+// them or not.
+type wireSettings struct {
+	Modes *struct {
+		AvailableModes []struct {
+			ID          string  `json:"id"`
+			Name        string  `json:"name"`
+			Description *string `json:"description"`
+		} `json:"availableModes"`
+		CurrentModeID string `json:"currentModeId"`
+	} `json:"modes"`
+	ConfigOptions []wireOption `json:"configOptions"`
+}
+
+type wireOption struct {
+	ID           string          `json:"id"`
+	Name         string          `json:"name"`
+	Description  *string         `json:"description"`
+	Category     *string         `json:"category"`
+	Type         string          `json:"type"`
+	CurrentValue json.RawMessage `json:"currentValue"`
+	// Options are a select's values: SessionConfigSelectOption entries,
+	// or groups of them (SessionConfigSelectGroup).
+	Options []wireValue `json:"options"`
+}
+
+// wireValue is a select's value, or a group of values when Group is set.
+type wireValue struct {
+	Value       string      `json:"value"`
+	Name        string      `json:"name"`
+	Description *string     `json:"description"`
+	Group       string      `json:"group"`
+	Options     []wireValue `json:"options"`
+}
+
+// The option types ACP defines.
+const (
+	optionSelect  = "select"
+	optionBoolean = "boolean"
+)
+
+type setModeParams struct {
+	Meta      map[string]any `json:"_meta,omitempty"`
+	SessionID string         `json:"sessionId"`
+	ModeID    string         `json:"modeId"`
+}
+
+type setOptionParams struct {
+	Meta      map[string]any `json:"_meta,omitempty"`
+	SessionID string         `json:"sessionId"`
+	ConfigID  string         `json:"configId"`
+	Type      string         `json:"type,omitempty"`
+	Value     any            `json:"value"`
+}
+
+func optionsProto(in []wireOption) []*acpgatev1.ConfigOption {
+	var out []*acpgatev1.ConfigOption
+	for _, w := range in {
+		o := &acpgatev1.ConfigOption{Id: w.ID, Name: w.Name, Description: deref(w.Description), Type: w.Type, Category: deref(w.Category)}
+		switch w.Type {
+		case optionBoolean:
+			var b bool
+			_ = json.Unmarshal(w.CurrentValue, &b)
+			o.CurrentValue = strconv.FormatBool(b)
+			o.Values = []*acpgatev1.ConfigOptionValue{{Value: "true", Name: "true"}, {Value: "false", Name: "false"}}
+		case optionSelect, "":
+			o.Type = optionSelect
+			if err := json.Unmarshal(w.CurrentValue, &o.CurrentValue); err != nil {
+				o.CurrentValue = string(w.CurrentValue)
+			}
+			o.Values = selectValues(w.Options, "")
+		default:
+			// A type of a later revision: ACP says a client ignores it, and
+			// the agent goes on with its default value.
+			continue
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+func selectValues(in []wireValue, group string) []*acpgatev1.ConfigOptionValue {
+	var out []*acpgatev1.ConfigOptionValue
+	for _, v := range in {
+		if v.Group != "" || v.Options != nil {
+			out = append(out, selectValues(v.Options, v.Name)...)
+			continue
+		}
+		out = append(out, &acpgatev1.ConfigOptionValue{Value: v.Value, Name: v.Name, Description: deref(v.Description), Group: group})
+	}
+	return out
+}
+
+// quoteAll lists values for an error message: "a", "b"; "none" when empty.
+func quoteAll(values []string) string {
+	if len(values) == 0 {
+		return "none"
+	}
+	q := make([]string, len(values))
+	for i, v := range values {
+		q[i] = strconv.Quote(v)
+	}
+	return strings.Join(q, ", ")
+}
