@@ -622,7 +622,10 @@ func (s *Session) Containment() Containment { return s.proc.Containment() }
 // Close cancels a running turn (waiting up to the cancel grace for it to
 // end), then stops the agent: close stdin, grace, SIGTERM, grace, SIGKILL,
 // reap. It returns when the agent process group is gone.
-func (s *Session) Close() {
+func (s *Session) Close() { s.shut(false) }
+
+// shut is Close, and End when askAgent.
+func (s *Session) shut(askAgent bool) {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
 		s.closed = true
@@ -634,6 +637,9 @@ func (s *Session) Close() {
 			case <-t.ended:
 			case <-time.After(s.cfg.CancelGrace + time.Second):
 			}
+		}
+		if askAgent {
+			s.closeOnAgent()
 		}
 		s.proc.stop(s.cfg.StopGrace)
 		s.conn.Close()

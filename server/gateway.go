@@ -307,7 +307,7 @@ func (g *Gateway) ListSessions(ctx context.Context, _ *acpgatev1.ListSessionsReq
 func (g *Gateway) CloseSession(ctx context.Context, req *acpgatev1.CloseSessionRequest) (*acpgatev1.CloseSessionResponse, error) {
 	live, err := g.session(ctx, req.GetSessionId())
 	if err == nil {
-		g.remove(live)
+		g.removeWith(live, live.end)
 		return &acpgatev1.CloseSessionResponse{}, nil
 	}
 	susp := g.suspended(ctx, req.GetSessionId())
@@ -526,9 +526,12 @@ func (e *agentEntry) noteCapabilities(info acp.AgentInfo) {
 //
 // Only the call that unregisters live deletes the record: a session another
 // call suspended or removed meanwhile is that call's.
-func (g *Gateway) remove(live *liveSession) {
+func (g *Gateway) remove(live *liveSession) { g.removeWith(live, live.end) }
+
+// removeWith is remove, stopping the session with stop.
+func (g *Gateway) removeWith(live *liveSession, stop func() bool) {
 	registered := g.sessions.delete(live)
-	if live.close() {
+	if stop() {
 		g.log.Info("session closed", "agent", live.agent.cfg.Name, "session", live.id)
 	}
 	if rec := live.record(); registered && rec != nil && !g.admit.isDraining() {

@@ -334,7 +334,13 @@ func (l *liveSession) proto() *acpgatev1.Session {
 // close stops the agent, removes a temporary workspace and gives the
 // session's slot back. Safe to call more than once and from several
 // goroutines: it reports true to the one call that did the closing.
-func (l *liveSession) close() bool {
+func (l *liveSession) close() bool { return l.shut(false) }
+
+// end is close for a session its client closed (CloseSession): the agent
+// is asked to close the session first, when it offers that (acp.Session.End).
+func (l *liveSession) end() bool { return l.shut(true) }
+
+func (l *liveSession) shut(asked bool) bool {
 	l.mu.Lock()
 	already := l.closed
 	l.closed = true
@@ -342,7 +348,11 @@ func (l *liveSession) close() bool {
 	if already {
 		return false
 	}
-	l.sess.Close()
+	if asked {
+		l.sess.End()
+	} else {
+		l.sess.Close()
+	}
 	if l.tempDir != "" {
 		_ = os.RemoveAll(l.tempDir)
 	}

@@ -272,6 +272,12 @@ func (a *agent) handleRequest(m *message) {
 		a.setMode(m)
 	case "session/set_config_option":
 		a.setConfigOption(m)
+	case "session/close":
+		if !a.cfg.closeSession {
+			a.replyError(m.ID, codeMethodNotFound, "method not found: "+m.Method)
+			return
+		}
+		a.reply(m.ID, obj{})
 	default:
 		a.replyError(m.ID, codeMethodNotFound, "method not found: "+m.Method)
 	}
@@ -294,8 +300,15 @@ func (a *agent) initialize(m *message) {
 			"embeddedContext": a.cfg.promptCaps["embeddedContext"],
 		},
 	}
+	sessionCaps := obj{}
 	if a.cfg.resumeSession {
-		caps["sessionCapabilities"] = obj{"resume": obj{}}
+		sessionCaps["resume"] = obj{}
+	}
+	if a.cfg.closeSession {
+		sessionCaps["close"] = obj{}
+	}
+	if len(sessionCaps) > 0 {
+		caps["sessionCapabilities"] = sessionCaps
 	}
 	a.reply(m.ID, obj{
 		"protocolVersion":   a.cfg.protocolVersion,
