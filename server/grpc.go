@@ -159,6 +159,10 @@ func validate(req any) error {
 		if r.GetAgent() == "" {
 			return fmt.Errorf("agent is required")
 		}
+	case *acpgatev1.ListAgentSessionsRequest:
+		if r.GetAgent() == "" {
+			return fmt.Errorf("agent is required")
+		}
 	case *acpgatev1.GetSessionRequest:
 		return requireSession(r.GetSessionId())
 	case *acpgatev1.CloseSessionRequest:

@@ -272,6 +272,12 @@ func (a *agent) handleRequest(m *message) {
 		a.setMode(m)
 	case "session/set_config_option":
 		a.setConfigOption(m)
+	case "session/list":
+		if !a.cfg.listSessions {
+			a.replyError(m.ID, codeMethodNotFound, "method not found: "+m.Method)
+			return
+		}
+		a.listSessions(m)
 	case "session/close":
 		if !a.cfg.closeSession {
 			a.replyError(m.ID, codeMethodNotFound, "method not found: "+m.Method)
@@ -306,6 +312,9 @@ func (a *agent) initialize(m *message) {
 	}
 	if a.cfg.closeSession {
 		sessionCaps["close"] = obj{}
+	}
+	if a.cfg.listSessions {
+		sessionCaps["list"] = obj{}
 	}
 	if len(sessionCaps) > 0 {
 		caps["sessionCapabilities"] = sessionCaps

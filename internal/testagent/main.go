@@ -232,6 +232,7 @@ type config struct {
 	loadSession     bool
 	resumeSession   bool
 	closeSession    bool      // advertise sessionCapabilities.close and answer session/close
+	listSessions    bool      // advertise sessionCapabilities.list and answer session/list (list.go)
 	sessionsDir     string    // "": sessions live as long as the process
 	sessionNewErr   *rpcError // nil: session/new succeeds
 	exitOnInit      int       // < 0: answer initialize normally
@@ -254,6 +255,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&cfg.protocolVersion, "protocol-version", 1, "protocolVersion reported at initialize")
 	fs.StringVar(&auth, "auth-methods", "", "comma-separated authMethods ids to advertise")
 	fs.BoolVar(&cfg.loadSession, "load-session", false, "advertise and implement session/load")
+	fs.BoolVar(&cfg.listSessions, "list-sessions", false, "advertise sessionCapabilities.list and answer session/list with two pages of one session each")
 	fs.BoolVar(&cfg.closeSession, "close-session", false, "advertise sessionCapabilities.close and answer session/close")
 	fs.BoolVar(&cfg.resumeSession, "resume-session", false, "advertise sessionCapabilities.resume and implement session/resume (needs --sessions-dir)")
 	fs.StringVar(&cfg.sessionsDir, "sessions-dir", "", "keep every session's history in this directory, for session/load and session/resume by a later process")

@@ -202,6 +202,202 @@ func (TurnState) EnumDescriptor() ([]byte, []int) {
 	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{2}
 }
 
+// ListAgentSessionsRequest names the agent whose sessions to list.
+type ListAgentSessionsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The configured agent's name. Required.
+	Agent string `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
+	// Only the sessions in this directory, relative to the agent's
+	// workspace (which must then be configured); empty for all.
+	Cwd string `protobuf:"bytes,2,opt,name=cwd,proto3" json:"cwd,omitempty"`
+	// The `next_page_token` of the previous page; empty for the first.
+	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAgentSessionsRequest) Reset() {
+	*x = ListAgentSessionsRequest{}
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAgentSessionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAgentSessionsRequest) ProtoMessage() {}
+
+func (x *ListAgentSessionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAgentSessionsRequest.ProtoReflect.Descriptor instead.
+func (*ListAgentSessionsRequest) Descriptor() ([]byte, []int) {
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ListAgentSessionsRequest) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *ListAgentSessionsRequest) GetCwd() string {
+	if x != nil {
+		return x.Cwd
+	}
+	return ""
+}
+
+func (x *ListAgentSessionsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// ListAgentSessionsResponse is one page of an agent's own sessions, in the
+// agent's order.
+type ListAgentSessionsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The sessions of this page.
+	Sessions []*AgentSession `protobuf:"bytes,1,rep,name=sessions,proto3" json:"sessions,omitempty"`
+	// Pass as `page_token` for the next page; empty on the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAgentSessionsResponse) Reset() {
+	*x = ListAgentSessionsResponse{}
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAgentSessionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAgentSessionsResponse) ProtoMessage() {}
+
+func (x *ListAgentSessionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAgentSessionsResponse.ProtoReflect.Descriptor instead.
+func (*ListAgentSessionsResponse) Descriptor() ([]byte, []int) {
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ListAgentSessionsResponse) GetSessions() []*AgentSession {
+	if x != nil {
+		return x.Sessions
+	}
+	return nil
+}
+
+func (x *ListAgentSessionsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+// AgentSession is a session as the agent lists it (ACP SessionInfo).
+type AgentSession struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The agent's session id: CreateSession's `load_session_id`.
+	AcpSessionId string `protobuf:"bytes,1,opt,name=acp_session_id,json=acpSessionId,proto3" json:"acp_session_id,omitempty"`
+	// The session's working directory, an absolute path on the gateway's
+	// host, as the agent reports it.
+	Cwd string `protobuf:"bytes,2,opt,name=cwd,proto3" json:"cwd,omitempty"`
+	// A human-readable title; empty when the agent gave none.
+	Title string `protobuf:"bytes,3,opt,name=title,proto3" json:"title,omitempty"`
+	// The session's last activity (ISO 8601), as the agent reports it; empty
+	// when it gave none.
+	UpdatedAt     string `protobuf:"bytes,4,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AgentSession) Reset() {
+	*x = AgentSession{}
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AgentSession) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AgentSession) ProtoMessage() {}
+
+func (x *AgentSession) ProtoReflect() protoreflect.Message {
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AgentSession.ProtoReflect.Descriptor instead.
+func (*AgentSession) Descriptor() ([]byte, []int) {
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *AgentSession) GetAcpSessionId() string {
+	if x != nil {
+		return x.AcpSessionId
+	}
+	return ""
+}
+
+func (x *AgentSession) GetCwd() string {
+	if x != nil {
+		return x.Cwd
+	}
+	return ""
+}
+
+func (x *AgentSession) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *AgentSession) GetUpdatedAt() string {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return ""
+}
+
 // ListAgentsRequest takes no parameters.
 type ListAgentsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -211,7 +407,7 @@ type ListAgentsRequest struct {
 
 func (x *ListAgentsRequest) Reset() {
 	*x = ListAgentsRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[0]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -223,7 +419,7 @@ func (x *ListAgentsRequest) String() string {
 func (*ListAgentsRequest) ProtoMessage() {}
 
 func (x *ListAgentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[0]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -236,7 +432,7 @@ func (x *ListAgentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAgentsRequest.ProtoReflect.Descriptor instead.
 func (*ListAgentsRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{0}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{3}
 }
 
 // ListAgentsResponse lists the configured agents.
@@ -250,7 +446,7 @@ type ListAgentsResponse struct {
 
 func (x *ListAgentsResponse) Reset() {
 	*x = ListAgentsResponse{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[1]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -262,7 +458,7 @@ func (x *ListAgentsResponse) String() string {
 func (*ListAgentsResponse) ProtoMessage() {}
 
 func (x *ListAgentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[1]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -275,7 +471,7 @@ func (x *ListAgentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAgentsResponse.ProtoReflect.Descriptor instead.
 func (*ListAgentsResponse) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{1}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ListAgentsResponse) GetAgents() []*Agent {
@@ -327,7 +523,7 @@ type Agent struct {
 
 func (x *Agent) Reset() {
 	*x = Agent{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[2]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -339,7 +535,7 @@ func (x *Agent) String() string {
 func (*Agent) ProtoMessage() {}
 
 func (x *Agent) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[2]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -352,7 +548,7 @@ func (x *Agent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Agent.ProtoReflect.Descriptor instead.
 func (*Agent) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{2}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Agent) GetName() string {
@@ -455,7 +651,7 @@ type StartupFailure struct {
 
 func (x *StartupFailure) Reset() {
 	*x = StartupFailure{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[3]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -467,7 +663,7 @@ func (x *StartupFailure) String() string {
 func (*StartupFailure) ProtoMessage() {}
 
 func (x *StartupFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[3]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -480,7 +676,7 @@ func (x *StartupFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartupFailure.ProtoReflect.Descriptor instead.
 func (*StartupFailure) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{3}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *StartupFailure) GetMessage() string {
@@ -531,7 +727,7 @@ type AgentCapabilities struct {
 
 func (x *AgentCapabilities) Reset() {
 	*x = AgentCapabilities{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[4]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -543,7 +739,7 @@ func (x *AgentCapabilities) String() string {
 func (*AgentCapabilities) ProtoMessage() {}
 
 func (x *AgentCapabilities) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[4]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -556,7 +752,7 @@ func (x *AgentCapabilities) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentCapabilities.ProtoReflect.Descriptor instead.
 func (*AgentCapabilities) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{4}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *AgentCapabilities) GetProtocolVersion() int32 {
@@ -660,7 +856,7 @@ type CreateSessionRequest struct {
 
 func (x *CreateSessionRequest) Reset() {
 	*x = CreateSessionRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[5]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -672,7 +868,7 @@ func (x *CreateSessionRequest) String() string {
 func (*CreateSessionRequest) ProtoMessage() {}
 
 func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[5]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -685,7 +881,7 @@ func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionRequest.ProtoReflect.Descriptor instead.
 func (*CreateSessionRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{5}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CreateSessionRequest) GetAgent() string {
@@ -789,7 +985,7 @@ type Session struct {
 
 func (x *Session) Reset() {
 	*x = Session{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[6]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -801,7 +997,7 @@ func (x *Session) String() string {
 func (*Session) ProtoMessage() {}
 
 func (x *Session) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[6]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -814,7 +1010,7 @@ func (x *Session) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Session.ProtoReflect.Descriptor instead.
 func (*Session) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{6}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Session) GetId() string {
@@ -931,7 +1127,7 @@ type SessionMode struct {
 
 func (x *SessionMode) Reset() {
 	*x = SessionMode{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[7]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -943,7 +1139,7 @@ func (x *SessionMode) String() string {
 func (*SessionMode) ProtoMessage() {}
 
 func (x *SessionMode) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[7]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -956,7 +1152,7 @@ func (x *SessionMode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionMode.ProtoReflect.Descriptor instead.
 func (*SessionMode) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{7}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SessionMode) GetId() string {
@@ -993,7 +1189,7 @@ type SetSessionModeRequest struct {
 
 func (x *SetSessionModeRequest) Reset() {
 	*x = SetSessionModeRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[8]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1005,7 +1201,7 @@ func (x *SetSessionModeRequest) String() string {
 func (*SetSessionModeRequest) ProtoMessage() {}
 
 func (x *SetSessionModeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[8]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1018,7 +1214,7 @@ func (x *SetSessionModeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetSessionModeRequest.ProtoReflect.Descriptor instead.
 func (*SetSessionModeRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{8}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SetSessionModeRequest) GetSessionId() string {
@@ -1051,7 +1247,7 @@ type SetSessionConfigOptionRequest struct {
 
 func (x *SetSessionConfigOptionRequest) Reset() {
 	*x = SetSessionConfigOptionRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[9]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1063,7 +1259,7 @@ func (x *SetSessionConfigOptionRequest) String() string {
 func (*SetSessionConfigOptionRequest) ProtoMessage() {}
 
 func (x *SetSessionConfigOptionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[9]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1076,7 +1272,7 @@ func (x *SetSessionConfigOptionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetSessionConfigOptionRequest.ProtoReflect.Descriptor instead.
 func (*SetSessionConfigOptionRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{9}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SetSessionConfigOptionRequest) GetSessionId() string {
@@ -1111,7 +1307,7 @@ type GetSessionRequest struct {
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[10]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1123,7 +1319,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[10]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1136,7 +1332,7 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{10}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetSessionRequest) GetSessionId() string {
@@ -1155,7 +1351,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[11]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1167,7 +1363,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[11]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1180,7 +1376,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{11}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{14}
 }
 
 // ListSessionsResponse lists the open and SUSPENDED sessions.
@@ -1194,7 +1390,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[12]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1206,7 +1402,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[12]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1219,7 +1415,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{12}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*Session {
@@ -1240,7 +1436,7 @@ type CloseSessionRequest struct {
 
 func (x *CloseSessionRequest) Reset() {
 	*x = CloseSessionRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[13]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1252,7 +1448,7 @@ func (x *CloseSessionRequest) String() string {
 func (*CloseSessionRequest) ProtoMessage() {}
 
 func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[13]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1265,7 +1461,7 @@ func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionRequest.ProtoReflect.Descriptor instead.
 func (*CloseSessionRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{13}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CloseSessionRequest) GetSessionId() string {
@@ -1284,7 +1480,7 @@ type CloseSessionResponse struct {
 
 func (x *CloseSessionResponse) Reset() {
 	*x = CloseSessionResponse{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[14]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1296,7 +1492,7 @@ func (x *CloseSessionResponse) String() string {
 func (*CloseSessionResponse) ProtoMessage() {}
 
 func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[14]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1309,7 +1505,7 @@ func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionResponse.ProtoReflect.Descriptor instead.
 func (*CloseSessionResponse) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{14}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{17}
 }
 
 // PromptRequest runs one prompt turn. Set exactly one of `session_id` and
@@ -1388,7 +1584,7 @@ type PromptRequest struct {
 
 func (x *PromptRequest) Reset() {
 	*x = PromptRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[15]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1400,7 +1596,7 @@ func (x *PromptRequest) String() string {
 func (*PromptRequest) ProtoMessage() {}
 
 func (x *PromptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[15]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1413,7 +1609,7 @@ func (x *PromptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptRequest.ProtoReflect.Descriptor instead.
 func (*PromptRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{15}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *PromptRequest) GetSessionId() string {
@@ -1501,7 +1697,7 @@ type WatchTurnRequest struct {
 
 func (x *WatchTurnRequest) Reset() {
 	*x = WatchTurnRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[16]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1513,7 +1709,7 @@ func (x *WatchTurnRequest) String() string {
 func (*WatchTurnRequest) ProtoMessage() {}
 
 func (x *WatchTurnRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[16]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1526,7 +1722,7 @@ func (x *WatchTurnRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchTurnRequest.ProtoReflect.Descriptor instead.
 func (*WatchTurnRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{16}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *WatchTurnRequest) GetTurnId() string {
@@ -1554,7 +1750,7 @@ type GetTurnRequest struct {
 
 func (x *GetTurnRequest) Reset() {
 	*x = GetTurnRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[17]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1566,7 +1762,7 @@ func (x *GetTurnRequest) String() string {
 func (*GetTurnRequest) ProtoMessage() {}
 
 func (x *GetTurnRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[17]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1579,7 +1775,7 @@ func (x *GetTurnRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTurnRequest.ProtoReflect.Descriptor instead.
 func (*GetTurnRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{17}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetTurnRequest) GetTurnId() string {
@@ -1609,7 +1805,7 @@ type ListTurnsRequest struct {
 
 func (x *ListTurnsRequest) Reset() {
 	*x = ListTurnsRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[18]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1621,7 +1817,7 @@ func (x *ListTurnsRequest) String() string {
 func (*ListTurnsRequest) ProtoMessage() {}
 
 func (x *ListTurnsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[18]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1634,7 +1830,7 @@ func (x *ListTurnsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTurnsRequest.ProtoReflect.Descriptor instead.
 func (*ListTurnsRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{18}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListTurnsRequest) GetSessionId() string {
@@ -1678,7 +1874,7 @@ type ListTurnsResponse struct {
 
 func (x *ListTurnsResponse) Reset() {
 	*x = ListTurnsResponse{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[19]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1690,7 +1886,7 @@ func (x *ListTurnsResponse) String() string {
 func (*ListTurnsResponse) ProtoMessage() {}
 
 func (x *ListTurnsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[19]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1703,7 +1899,7 @@ func (x *ListTurnsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTurnsResponse.ProtoReflect.Descriptor instead.
 func (*ListTurnsResponse) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{19}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListTurnsResponse) GetTurns() []*Turn {
@@ -1753,7 +1949,7 @@ type Turn struct {
 
 func (x *Turn) Reset() {
 	*x = Turn{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[20]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1765,7 +1961,7 @@ func (x *Turn) String() string {
 func (*Turn) ProtoMessage() {}
 
 func (x *Turn) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[20]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1778,7 +1974,7 @@ func (x *Turn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Turn.ProtoReflect.Descriptor instead.
 func (*Turn) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{20}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Turn) GetTurnId() string {
@@ -1862,7 +2058,7 @@ type CancelRequest struct {
 
 func (x *CancelRequest) Reset() {
 	*x = CancelRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[21]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1874,7 +2070,7 @@ func (x *CancelRequest) String() string {
 func (*CancelRequest) ProtoMessage() {}
 
 func (x *CancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[21]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1887,7 +2083,7 @@ func (x *CancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{21}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CancelRequest) GetSessionId() string {
@@ -1908,7 +2104,7 @@ type CancelResponse struct {
 
 func (x *CancelResponse) Reset() {
 	*x = CancelResponse{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[22]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1920,7 +2116,7 @@ func (x *CancelResponse) String() string {
 func (*CancelResponse) ProtoMessage() {}
 
 func (x *CancelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[22]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1933,7 +2129,7 @@ func (x *CancelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResponse.ProtoReflect.Descriptor instead.
 func (*CancelResponse) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{22}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CancelResponse) GetCancelled() bool {
@@ -1958,7 +2154,7 @@ type ResolvePermissionRequest struct {
 
 func (x *ResolvePermissionRequest) Reset() {
 	*x = ResolvePermissionRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[23]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1970,7 +2166,7 @@ func (x *ResolvePermissionRequest) String() string {
 func (*ResolvePermissionRequest) ProtoMessage() {}
 
 func (x *ResolvePermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[23]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1983,7 +2179,7 @@ func (x *ResolvePermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolvePermissionRequest.ProtoReflect.Descriptor instead.
 func (*ResolvePermissionRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{23}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ResolvePermissionRequest) GetSessionId() string {
@@ -2016,7 +2212,7 @@ type ResolvePermissionResponse struct {
 
 func (x *ResolvePermissionResponse) Reset() {
 	*x = ResolvePermissionResponse{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[24]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2028,7 +2224,7 @@ func (x *ResolvePermissionResponse) String() string {
 func (*ResolvePermissionResponse) ProtoMessage() {}
 
 func (x *ResolvePermissionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[24]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2041,7 +2237,7 @@ func (x *ResolvePermissionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolvePermissionResponse.ProtoReflect.Descriptor instead.
 func (*ResolvePermissionResponse) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{24}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{27}
 }
 
 // ResolveElicitationRequest answers a pending elicitation request.
@@ -2062,7 +2258,7 @@ type ResolveElicitationRequest struct {
 
 func (x *ResolveElicitationRequest) Reset() {
 	*x = ResolveElicitationRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[25]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2074,7 +2270,7 @@ func (x *ResolveElicitationRequest) String() string {
 func (*ResolveElicitationRequest) ProtoMessage() {}
 
 func (x *ResolveElicitationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[25]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2087,7 +2283,7 @@ func (x *ResolveElicitationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveElicitationRequest.ProtoReflect.Descriptor instead.
 func (*ResolveElicitationRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{25}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ResolveElicitationRequest) GetSessionId() string {
@@ -2127,7 +2323,7 @@ type ResolveElicitationResponse struct {
 
 func (x *ResolveElicitationResponse) Reset() {
 	*x = ResolveElicitationResponse{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[26]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2139,7 +2335,7 @@ func (x *ResolveElicitationResponse) String() string {
 func (*ResolveElicitationResponse) ProtoMessage() {}
 
 func (x *ResolveElicitationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[26]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2152,7 +2348,7 @@ func (x *ResolveElicitationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveElicitationResponse.ProtoReflect.Descriptor instead.
 func (*ResolveElicitationResponse) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{26}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{29}
 }
 
 var File_acpgate_v1_gateway_proto protoreflect.FileDescriptor
@@ -2160,7 +2356,21 @@ var File_acpgate_v1_gateway_proto protoreflect.FileDescriptor
 const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\n" +
 	"\x18acpgate/v1/gateway.proto\x12\n" +
-	"acpgate.v1\x1a\x17acpgate/v1/events.proto\x1a\x18acpgate/v1/outcome.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x13\n" +
+	"acpgate.v1\x1a\x17acpgate/v1/events.proto\x1a\x18acpgate/v1/outcome.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"a\n" +
+	"\x18ListAgentSessionsRequest\x12\x14\n" +
+	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x10\n" +
+	"\x03cwd\x18\x02 \x01(\tR\x03cwd\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\"y\n" +
+	"\x19ListAgentSessionsResponse\x124\n" +
+	"\bsessions\x18\x01 \x03(\v2\x18.acpgate.v1.AgentSessionR\bsessions\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"{\n" +
+	"\fAgentSession\x12$\n" +
+	"\x0eacp_session_id\x18\x01 \x01(\tR\facpSessionId\x12\x10\n" +
+	"\x03cwd\x18\x02 \x01(\tR\x03cwd\x12\x14\n" +
+	"\x05title\x18\x03 \x01(\tR\x05title\x12\x1d\n" +
+	"\n" +
+	"updated_at\x18\x04 \x01(\tR\tupdatedAt\"\x13\n" +
 	"\x11ListAgentsRequest\"?\n" +
 	"\x12ListAgentsResponse\x12)\n" +
 	"\x06agents\x18\x01 \x03(\v2\x11.acpgate.v1.AgentR\x06agents\"\x92\x04\n" +
@@ -2325,7 +2535,7 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\tTurnState\x12\x1a\n" +
 	"\x16TURN_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12TURN_STATE_RUNNING\x10\x01\x12\x14\n" +
-	"\x10TURN_STATE_ENDED\x10\x022\xc0\b\n" +
+	"\x10TURN_STATE_ENDED\x10\x022\xa2\t\n" +
 	"\fAgentGateway\x12K\n" +
 	"\n" +
 	"ListAgents\x12\x1d.acpgate.v1.ListAgentsRequest\x1a\x1e.acpgate.v1.ListAgentsResponse\x12F\n" +
@@ -2342,7 +2552,8 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\aGetTurn\x12\x1a.acpgate.v1.GetTurnRequest\x1a\x10.acpgate.v1.Turn\x12H\n" +
 	"\tListTurns\x12\x1c.acpgate.v1.ListTurnsRequest\x1a\x1d.acpgate.v1.ListTurnsResponse\x12H\n" +
 	"\x0eSetSessionMode\x12!.acpgate.v1.SetSessionModeRequest\x1a\x13.acpgate.v1.Session\x12X\n" +
-	"\x16SetSessionConfigOption\x12).acpgate.v1.SetSessionConfigOptionRequest\x1a\x13.acpgate.v1.SessionB5Z3github.com/acpgate/acpgate/gen/acpgate/v1;acpgatev1b\x06proto3"
+	"\x16SetSessionConfigOption\x12).acpgate.v1.SetSessionConfigOptionRequest\x1a\x13.acpgate.v1.Session\x12`\n" +
+	"\x11ListAgentSessions\x12$.acpgate.v1.ListAgentSessionsRequest\x1a%.acpgate.v1.ListAgentSessionsResponseB5Z3github.com/acpgate/acpgate/gen/acpgate/v1;acpgatev1b\x06proto3"
 
 var (
 	file_acpgate_v1_gateway_proto_rawDescOnce sync.Once
@@ -2357,110 +2568,116 @@ func file_acpgate_v1_gateway_proto_rawDescGZIP() []byte {
 }
 
 var file_acpgate_v1_gateway_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_acpgate_v1_gateway_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_acpgate_v1_gateway_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_acpgate_v1_gateway_proto_goTypes = []any{
 	(SessionState)(0),                     // 0: acpgate.v1.SessionState
 	(DisconnectPolicy)(0),                 // 1: acpgate.v1.DisconnectPolicy
 	(TurnState)(0),                        // 2: acpgate.v1.TurnState
-	(*ListAgentsRequest)(nil),             // 3: acpgate.v1.ListAgentsRequest
-	(*ListAgentsResponse)(nil),            // 4: acpgate.v1.ListAgentsResponse
-	(*Agent)(nil),                         // 5: acpgate.v1.Agent
-	(*StartupFailure)(nil),                // 6: acpgate.v1.StartupFailure
-	(*AgentCapabilities)(nil),             // 7: acpgate.v1.AgentCapabilities
-	(*CreateSessionRequest)(nil),          // 8: acpgate.v1.CreateSessionRequest
-	(*Session)(nil),                       // 9: acpgate.v1.Session
-	(*SessionMode)(nil),                   // 10: acpgate.v1.SessionMode
-	(*SetSessionModeRequest)(nil),         // 11: acpgate.v1.SetSessionModeRequest
-	(*SetSessionConfigOptionRequest)(nil), // 12: acpgate.v1.SetSessionConfigOptionRequest
-	(*GetSessionRequest)(nil),             // 13: acpgate.v1.GetSessionRequest
-	(*ListSessionsRequest)(nil),           // 14: acpgate.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),          // 15: acpgate.v1.ListSessionsResponse
-	(*CloseSessionRequest)(nil),           // 16: acpgate.v1.CloseSessionRequest
-	(*CloseSessionResponse)(nil),          // 17: acpgate.v1.CloseSessionResponse
-	(*PromptRequest)(nil),                 // 18: acpgate.v1.PromptRequest
-	(*WatchTurnRequest)(nil),              // 19: acpgate.v1.WatchTurnRequest
-	(*GetTurnRequest)(nil),                // 20: acpgate.v1.GetTurnRequest
-	(*ListTurnsRequest)(nil),              // 21: acpgate.v1.ListTurnsRequest
-	(*ListTurnsResponse)(nil),             // 22: acpgate.v1.ListTurnsResponse
-	(*Turn)(nil),                          // 23: acpgate.v1.Turn
-	(*CancelRequest)(nil),                 // 24: acpgate.v1.CancelRequest
-	(*CancelResponse)(nil),                // 25: acpgate.v1.CancelResponse
-	(*ResolvePermissionRequest)(nil),      // 26: acpgate.v1.ResolvePermissionRequest
-	(*ResolvePermissionResponse)(nil),     // 27: acpgate.v1.ResolvePermissionResponse
-	(*ResolveElicitationRequest)(nil),     // 28: acpgate.v1.ResolveElicitationRequest
-	(*ResolveElicitationResponse)(nil),    // 29: acpgate.v1.ResolveElicitationResponse
-	nil,                                   // 30: acpgate.v1.CreateSessionRequest.ConfigOptionsEntry
-	nil,                                   // 31: acpgate.v1.PromptRequest.MetaEntry
-	(*durationpb.Duration)(nil),           // 32: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),         // 33: google.protobuf.Timestamp
-	(*AvailableCommands)(nil),             // 34: acpgate.v1.AvailableCommands
-	(*Usage)(nil),                         // 35: acpgate.v1.Usage
-	(*ConfigOption)(nil),                  // 36: acpgate.v1.ConfigOption
-	(*ContentBlock)(nil),                  // 37: acpgate.v1.ContentBlock
-	(*PromptEvent)(nil),                   // 38: acpgate.v1.PromptEvent
-	(ElicitationAction)(0),                // 39: acpgate.v1.ElicitationAction
-	(*structpb.Struct)(nil),               // 40: google.protobuf.Struct
+	(*ListAgentSessionsRequest)(nil),      // 3: acpgate.v1.ListAgentSessionsRequest
+	(*ListAgentSessionsResponse)(nil),     // 4: acpgate.v1.ListAgentSessionsResponse
+	(*AgentSession)(nil),                  // 5: acpgate.v1.AgentSession
+	(*ListAgentsRequest)(nil),             // 6: acpgate.v1.ListAgentsRequest
+	(*ListAgentsResponse)(nil),            // 7: acpgate.v1.ListAgentsResponse
+	(*Agent)(nil),                         // 8: acpgate.v1.Agent
+	(*StartupFailure)(nil),                // 9: acpgate.v1.StartupFailure
+	(*AgentCapabilities)(nil),             // 10: acpgate.v1.AgentCapabilities
+	(*CreateSessionRequest)(nil),          // 11: acpgate.v1.CreateSessionRequest
+	(*Session)(nil),                       // 12: acpgate.v1.Session
+	(*SessionMode)(nil),                   // 13: acpgate.v1.SessionMode
+	(*SetSessionModeRequest)(nil),         // 14: acpgate.v1.SetSessionModeRequest
+	(*SetSessionConfigOptionRequest)(nil), // 15: acpgate.v1.SetSessionConfigOptionRequest
+	(*GetSessionRequest)(nil),             // 16: acpgate.v1.GetSessionRequest
+	(*ListSessionsRequest)(nil),           // 17: acpgate.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),          // 18: acpgate.v1.ListSessionsResponse
+	(*CloseSessionRequest)(nil),           // 19: acpgate.v1.CloseSessionRequest
+	(*CloseSessionResponse)(nil),          // 20: acpgate.v1.CloseSessionResponse
+	(*PromptRequest)(nil),                 // 21: acpgate.v1.PromptRequest
+	(*WatchTurnRequest)(nil),              // 22: acpgate.v1.WatchTurnRequest
+	(*GetTurnRequest)(nil),                // 23: acpgate.v1.GetTurnRequest
+	(*ListTurnsRequest)(nil),              // 24: acpgate.v1.ListTurnsRequest
+	(*ListTurnsResponse)(nil),             // 25: acpgate.v1.ListTurnsResponse
+	(*Turn)(nil),                          // 26: acpgate.v1.Turn
+	(*CancelRequest)(nil),                 // 27: acpgate.v1.CancelRequest
+	(*CancelResponse)(nil),                // 28: acpgate.v1.CancelResponse
+	(*ResolvePermissionRequest)(nil),      // 29: acpgate.v1.ResolvePermissionRequest
+	(*ResolvePermissionResponse)(nil),     // 30: acpgate.v1.ResolvePermissionResponse
+	(*ResolveElicitationRequest)(nil),     // 31: acpgate.v1.ResolveElicitationRequest
+	(*ResolveElicitationResponse)(nil),    // 32: acpgate.v1.ResolveElicitationResponse
+	nil,                                   // 33: acpgate.v1.CreateSessionRequest.ConfigOptionsEntry
+	nil,                                   // 34: acpgate.v1.PromptRequest.MetaEntry
+	(*durationpb.Duration)(nil),           // 35: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),         // 36: google.protobuf.Timestamp
+	(*AvailableCommands)(nil),             // 37: acpgate.v1.AvailableCommands
+	(*Usage)(nil),                         // 38: acpgate.v1.Usage
+	(*ConfigOption)(nil),                  // 39: acpgate.v1.ConfigOption
+	(*ContentBlock)(nil),                  // 40: acpgate.v1.ContentBlock
+	(*PromptEvent)(nil),                   // 41: acpgate.v1.PromptEvent
+	(ElicitationAction)(0),                // 42: acpgate.v1.ElicitationAction
+	(*structpb.Struct)(nil),               // 43: google.protobuf.Struct
 }
 var file_acpgate_v1_gateway_proto_depIdxs = []int32{
-	5,  // 0: acpgate.v1.ListAgentsResponse.agents:type_name -> acpgate.v1.Agent
-	7,  // 1: acpgate.v1.Agent.capabilities:type_name -> acpgate.v1.AgentCapabilities
-	32, // 2: acpgate.v1.Agent.last_startup_duration:type_name -> google.protobuf.Duration
-	6,  // 3: acpgate.v1.Agent.last_startup_failure:type_name -> acpgate.v1.StartupFailure
-	33, // 4: acpgate.v1.StartupFailure.at:type_name -> google.protobuf.Timestamp
-	33, // 5: acpgate.v1.StartupFailure.retry_at:type_name -> google.protobuf.Timestamp
-	33, // 6: acpgate.v1.AgentCapabilities.observed_at:type_name -> google.protobuf.Timestamp
-	30, // 7: acpgate.v1.CreateSessionRequest.config_options:type_name -> acpgate.v1.CreateSessionRequest.ConfigOptionsEntry
-	0,  // 8: acpgate.v1.Session.state:type_name -> acpgate.v1.SessionState
-	33, // 9: acpgate.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	33, // 10: acpgate.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
-	34, // 11: acpgate.v1.Session.available_commands:type_name -> acpgate.v1.AvailableCommands
-	35, // 12: acpgate.v1.Session.usage:type_name -> acpgate.v1.Usage
-	10, // 13: acpgate.v1.Session.modes:type_name -> acpgate.v1.SessionMode
-	36, // 14: acpgate.v1.Session.config_options:type_name -> acpgate.v1.ConfigOption
-	9,  // 15: acpgate.v1.ListSessionsResponse.sessions:type_name -> acpgate.v1.Session
-	37, // 16: acpgate.v1.PromptRequest.prompt:type_name -> acpgate.v1.ContentBlock
-	1,  // 17: acpgate.v1.PromptRequest.on_disconnect:type_name -> acpgate.v1.DisconnectPolicy
-	31, // 18: acpgate.v1.PromptRequest.meta:type_name -> acpgate.v1.PromptRequest.MetaEntry
-	23, // 19: acpgate.v1.ListTurnsResponse.turns:type_name -> acpgate.v1.Turn
-	2,  // 20: acpgate.v1.Turn.state:type_name -> acpgate.v1.TurnState
-	33, // 21: acpgate.v1.Turn.started_at:type_name -> google.protobuf.Timestamp
-	33, // 22: acpgate.v1.Turn.ended_at:type_name -> google.protobuf.Timestamp
-	38, // 23: acpgate.v1.Turn.terminal:type_name -> acpgate.v1.PromptEvent
-	39, // 24: acpgate.v1.ResolveElicitationRequest.action:type_name -> acpgate.v1.ElicitationAction
-	40, // 25: acpgate.v1.ResolveElicitationRequest.content:type_name -> google.protobuf.Struct
-	3,  // 26: acpgate.v1.AgentGateway.ListAgents:input_type -> acpgate.v1.ListAgentsRequest
-	8,  // 27: acpgate.v1.AgentGateway.CreateSession:input_type -> acpgate.v1.CreateSessionRequest
-	13, // 28: acpgate.v1.AgentGateway.GetSession:input_type -> acpgate.v1.GetSessionRequest
-	14, // 29: acpgate.v1.AgentGateway.ListSessions:input_type -> acpgate.v1.ListSessionsRequest
-	16, // 30: acpgate.v1.AgentGateway.CloseSession:input_type -> acpgate.v1.CloseSessionRequest
-	18, // 31: acpgate.v1.AgentGateway.Prompt:input_type -> acpgate.v1.PromptRequest
-	24, // 32: acpgate.v1.AgentGateway.Cancel:input_type -> acpgate.v1.CancelRequest
-	26, // 33: acpgate.v1.AgentGateway.ResolvePermission:input_type -> acpgate.v1.ResolvePermissionRequest
-	28, // 34: acpgate.v1.AgentGateway.ResolveElicitation:input_type -> acpgate.v1.ResolveElicitationRequest
-	19, // 35: acpgate.v1.AgentGateway.WatchTurn:input_type -> acpgate.v1.WatchTurnRequest
-	20, // 36: acpgate.v1.AgentGateway.GetTurn:input_type -> acpgate.v1.GetTurnRequest
-	21, // 37: acpgate.v1.AgentGateway.ListTurns:input_type -> acpgate.v1.ListTurnsRequest
-	11, // 38: acpgate.v1.AgentGateway.SetSessionMode:input_type -> acpgate.v1.SetSessionModeRequest
-	12, // 39: acpgate.v1.AgentGateway.SetSessionConfigOption:input_type -> acpgate.v1.SetSessionConfigOptionRequest
-	4,  // 40: acpgate.v1.AgentGateway.ListAgents:output_type -> acpgate.v1.ListAgentsResponse
-	9,  // 41: acpgate.v1.AgentGateway.CreateSession:output_type -> acpgate.v1.Session
-	9,  // 42: acpgate.v1.AgentGateway.GetSession:output_type -> acpgate.v1.Session
-	15, // 43: acpgate.v1.AgentGateway.ListSessions:output_type -> acpgate.v1.ListSessionsResponse
-	17, // 44: acpgate.v1.AgentGateway.CloseSession:output_type -> acpgate.v1.CloseSessionResponse
-	38, // 45: acpgate.v1.AgentGateway.Prompt:output_type -> acpgate.v1.PromptEvent
-	25, // 46: acpgate.v1.AgentGateway.Cancel:output_type -> acpgate.v1.CancelResponse
-	27, // 47: acpgate.v1.AgentGateway.ResolvePermission:output_type -> acpgate.v1.ResolvePermissionResponse
-	29, // 48: acpgate.v1.AgentGateway.ResolveElicitation:output_type -> acpgate.v1.ResolveElicitationResponse
-	38, // 49: acpgate.v1.AgentGateway.WatchTurn:output_type -> acpgate.v1.PromptEvent
-	23, // 50: acpgate.v1.AgentGateway.GetTurn:output_type -> acpgate.v1.Turn
-	22, // 51: acpgate.v1.AgentGateway.ListTurns:output_type -> acpgate.v1.ListTurnsResponse
-	9,  // 52: acpgate.v1.AgentGateway.SetSessionMode:output_type -> acpgate.v1.Session
-	9,  // 53: acpgate.v1.AgentGateway.SetSessionConfigOption:output_type -> acpgate.v1.Session
-	40, // [40:54] is the sub-list for method output_type
-	26, // [26:40] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	5,  // 0: acpgate.v1.ListAgentSessionsResponse.sessions:type_name -> acpgate.v1.AgentSession
+	8,  // 1: acpgate.v1.ListAgentsResponse.agents:type_name -> acpgate.v1.Agent
+	10, // 2: acpgate.v1.Agent.capabilities:type_name -> acpgate.v1.AgentCapabilities
+	35, // 3: acpgate.v1.Agent.last_startup_duration:type_name -> google.protobuf.Duration
+	9,  // 4: acpgate.v1.Agent.last_startup_failure:type_name -> acpgate.v1.StartupFailure
+	36, // 5: acpgate.v1.StartupFailure.at:type_name -> google.protobuf.Timestamp
+	36, // 6: acpgate.v1.StartupFailure.retry_at:type_name -> google.protobuf.Timestamp
+	36, // 7: acpgate.v1.AgentCapabilities.observed_at:type_name -> google.protobuf.Timestamp
+	33, // 8: acpgate.v1.CreateSessionRequest.config_options:type_name -> acpgate.v1.CreateSessionRequest.ConfigOptionsEntry
+	0,  // 9: acpgate.v1.Session.state:type_name -> acpgate.v1.SessionState
+	36, // 10: acpgate.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	36, // 11: acpgate.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
+	37, // 12: acpgate.v1.Session.available_commands:type_name -> acpgate.v1.AvailableCommands
+	38, // 13: acpgate.v1.Session.usage:type_name -> acpgate.v1.Usage
+	13, // 14: acpgate.v1.Session.modes:type_name -> acpgate.v1.SessionMode
+	39, // 15: acpgate.v1.Session.config_options:type_name -> acpgate.v1.ConfigOption
+	12, // 16: acpgate.v1.ListSessionsResponse.sessions:type_name -> acpgate.v1.Session
+	40, // 17: acpgate.v1.PromptRequest.prompt:type_name -> acpgate.v1.ContentBlock
+	1,  // 18: acpgate.v1.PromptRequest.on_disconnect:type_name -> acpgate.v1.DisconnectPolicy
+	34, // 19: acpgate.v1.PromptRequest.meta:type_name -> acpgate.v1.PromptRequest.MetaEntry
+	26, // 20: acpgate.v1.ListTurnsResponse.turns:type_name -> acpgate.v1.Turn
+	2,  // 21: acpgate.v1.Turn.state:type_name -> acpgate.v1.TurnState
+	36, // 22: acpgate.v1.Turn.started_at:type_name -> google.protobuf.Timestamp
+	36, // 23: acpgate.v1.Turn.ended_at:type_name -> google.protobuf.Timestamp
+	41, // 24: acpgate.v1.Turn.terminal:type_name -> acpgate.v1.PromptEvent
+	42, // 25: acpgate.v1.ResolveElicitationRequest.action:type_name -> acpgate.v1.ElicitationAction
+	43, // 26: acpgate.v1.ResolveElicitationRequest.content:type_name -> google.protobuf.Struct
+	6,  // 27: acpgate.v1.AgentGateway.ListAgents:input_type -> acpgate.v1.ListAgentsRequest
+	11, // 28: acpgate.v1.AgentGateway.CreateSession:input_type -> acpgate.v1.CreateSessionRequest
+	16, // 29: acpgate.v1.AgentGateway.GetSession:input_type -> acpgate.v1.GetSessionRequest
+	17, // 30: acpgate.v1.AgentGateway.ListSessions:input_type -> acpgate.v1.ListSessionsRequest
+	19, // 31: acpgate.v1.AgentGateway.CloseSession:input_type -> acpgate.v1.CloseSessionRequest
+	21, // 32: acpgate.v1.AgentGateway.Prompt:input_type -> acpgate.v1.PromptRequest
+	27, // 33: acpgate.v1.AgentGateway.Cancel:input_type -> acpgate.v1.CancelRequest
+	29, // 34: acpgate.v1.AgentGateway.ResolvePermission:input_type -> acpgate.v1.ResolvePermissionRequest
+	31, // 35: acpgate.v1.AgentGateway.ResolveElicitation:input_type -> acpgate.v1.ResolveElicitationRequest
+	22, // 36: acpgate.v1.AgentGateway.WatchTurn:input_type -> acpgate.v1.WatchTurnRequest
+	23, // 37: acpgate.v1.AgentGateway.GetTurn:input_type -> acpgate.v1.GetTurnRequest
+	24, // 38: acpgate.v1.AgentGateway.ListTurns:input_type -> acpgate.v1.ListTurnsRequest
+	14, // 39: acpgate.v1.AgentGateway.SetSessionMode:input_type -> acpgate.v1.SetSessionModeRequest
+	15, // 40: acpgate.v1.AgentGateway.SetSessionConfigOption:input_type -> acpgate.v1.SetSessionConfigOptionRequest
+	3,  // 41: acpgate.v1.AgentGateway.ListAgentSessions:input_type -> acpgate.v1.ListAgentSessionsRequest
+	7,  // 42: acpgate.v1.AgentGateway.ListAgents:output_type -> acpgate.v1.ListAgentsResponse
+	12, // 43: acpgate.v1.AgentGateway.CreateSession:output_type -> acpgate.v1.Session
+	12, // 44: acpgate.v1.AgentGateway.GetSession:output_type -> acpgate.v1.Session
+	18, // 45: acpgate.v1.AgentGateway.ListSessions:output_type -> acpgate.v1.ListSessionsResponse
+	20, // 46: acpgate.v1.AgentGateway.CloseSession:output_type -> acpgate.v1.CloseSessionResponse
+	41, // 47: acpgate.v1.AgentGateway.Prompt:output_type -> acpgate.v1.PromptEvent
+	28, // 48: acpgate.v1.AgentGateway.Cancel:output_type -> acpgate.v1.CancelResponse
+	30, // 49: acpgate.v1.AgentGateway.ResolvePermission:output_type -> acpgate.v1.ResolvePermissionResponse
+	32, // 50: acpgate.v1.AgentGateway.ResolveElicitation:output_type -> acpgate.v1.ResolveElicitationResponse
+	41, // 51: acpgate.v1.AgentGateway.WatchTurn:output_type -> acpgate.v1.PromptEvent
+	26, // 52: acpgate.v1.AgentGateway.GetTurn:output_type -> acpgate.v1.Turn
+	25, // 53: acpgate.v1.AgentGateway.ListTurns:output_type -> acpgate.v1.ListTurnsResponse
+	12, // 54: acpgate.v1.AgentGateway.SetSessionMode:output_type -> acpgate.v1.Session
+	12, // 55: acpgate.v1.AgentGateway.SetSessionConfigOption:output_type -> acpgate.v1.Session
+	4,  // 56: acpgate.v1.AgentGateway.ListAgentSessions:output_type -> acpgate.v1.ListAgentSessionsResponse
+	42, // [42:57] is the sub-list for method output_type
+	27, // [27:42] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_acpgate_v1_gateway_proto_init() }
@@ -2476,7 +2693,7 @@ func file_acpgate_v1_gateway_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_acpgate_v1_gateway_proto_rawDesc), len(file_acpgate_v1_gateway_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   29,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -33,6 +33,7 @@ const (
 	AgentGateway_ListTurns_FullMethodName              = "/acpgate.v1.AgentGateway/ListTurns"
 	AgentGateway_SetSessionMode_FullMethodName         = "/acpgate.v1.AgentGateway/SetSessionMode"
 	AgentGateway_SetSessionConfigOption_FullMethodName = "/acpgate.v1.AgentGateway/SetSessionConfigOption"
+	AgentGateway_ListAgentSessions_FullMethodName      = "/acpgate.v1.AgentGateway/ListAgentSessions"
 )
 
 // AgentGatewayClient is the client API for AgentGateway service.
@@ -122,6 +123,14 @@ type AgentGatewayClient interface {
 	// HarnessError (primitive "session/set_config_option") when the agent
 	// advertised no options.
 	SetSessionConfigOption(ctx context.Context, in *SetSessionConfigOptionRequest, opts ...grpc.CallOption) (*Session, error)
+	// ListAgentSessions lists the sessions an agent itself keeps (ACP
+	// `session/list`), so that a caller can find a conversation to continue
+	// with CreateSession's `load_session_id`. The gateway starts the agent
+	// for the call (counted against the session limits while it runs) and
+	// stops it after. FAILED_PRECONDITION with a `capability_not_supported`
+	// HarnessError (primitive "session/list") when the agent does not
+	// advertise `sessionCapabilities.list`.
+	ListAgentSessions(ctx context.Context, in *ListAgentSessionsRequest, opts ...grpc.CallOption) (*ListAgentSessionsResponse, error)
 }
 
 type agentGatewayClient struct {
@@ -290,6 +299,16 @@ func (c *agentGatewayClient) SetSessionConfigOption(ctx context.Context, in *Set
 	return out, nil
 }
 
+func (c *agentGatewayClient) ListAgentSessions(ctx context.Context, in *ListAgentSessionsRequest, opts ...grpc.CallOption) (*ListAgentSessionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListAgentSessionsResponse)
+	err := c.cc.Invoke(ctx, AgentGateway_ListAgentSessions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AgentGatewayServer is the server API for AgentGateway service.
 // All implementations must embed UnimplementedAgentGatewayServer
 // for forward compatibility.
@@ -377,6 +396,14 @@ type AgentGatewayServer interface {
 	// HarnessError (primitive "session/set_config_option") when the agent
 	// advertised no options.
 	SetSessionConfigOption(context.Context, *SetSessionConfigOptionRequest) (*Session, error)
+	// ListAgentSessions lists the sessions an agent itself keeps (ACP
+	// `session/list`), so that a caller can find a conversation to continue
+	// with CreateSession's `load_session_id`. The gateway starts the agent
+	// for the call (counted against the session limits while it runs) and
+	// stops it after. FAILED_PRECONDITION with a `capability_not_supported`
+	// HarnessError (primitive "session/list") when the agent does not
+	// advertise `sessionCapabilities.list`.
+	ListAgentSessions(context.Context, *ListAgentSessionsRequest) (*ListAgentSessionsResponse, error)
 	mustEmbedUnimplementedAgentGatewayServer()
 }
 
@@ -428,6 +455,9 @@ func (UnimplementedAgentGatewayServer) SetSessionMode(context.Context, *SetSessi
 }
 func (UnimplementedAgentGatewayServer) SetSessionConfigOption(context.Context, *SetSessionConfigOptionRequest) (*Session, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetSessionConfigOption not implemented")
+}
+func (UnimplementedAgentGatewayServer) ListAgentSessions(context.Context, *ListAgentSessionsRequest) (*ListAgentSessionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListAgentSessions not implemented")
 }
 func (UnimplementedAgentGatewayServer) mustEmbedUnimplementedAgentGatewayServer() {}
 func (UnimplementedAgentGatewayServer) testEmbeddedByValue()                      {}
@@ -688,6 +718,24 @@ func _AgentGateway_SetSessionConfigOption_Handler(srv interface{}, ctx context.C
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AgentGateway_ListAgentSessions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListAgentSessionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentGatewayServer).ListAgentSessions(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentGateway_ListAgentSessions_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentGatewayServer).ListAgentSessions(ctx, req.(*ListAgentSessionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AgentGateway_ServiceDesc is the grpc.ServiceDesc for AgentGateway service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -742,6 +790,10 @@ var AgentGateway_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SetSessionConfigOption",
 			Handler:    _AgentGateway_SetSessionConfigOption_Handler,
+		},
+		{
+			MethodName: "ListAgentSessions",
+			Handler:    _AgentGateway_ListAgentSessions_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -97,6 +97,11 @@ class AgentGatewayStub(object):
                 request_serializer=acpgate_dot_v1_dot_gateway__pb2.SetSessionConfigOptionRequest.SerializeToString,
                 response_deserializer=acpgate_dot_v1_dot_gateway__pb2.Session.FromString,
                 )
+        self.ListAgentSessions = channel.unary_unary(
+                '/acpgate.v1.AgentGateway/ListAgentSessions',
+                request_serializer=acpgate_dot_v1_dot_gateway__pb2.ListAgentSessionsRequest.SerializeToString,
+                response_deserializer=acpgate_dot_v1_dot_gateway__pb2.ListAgentSessionsResponse.FromString,
+                )
 
 
 class AgentGatewayServicer(object):
@@ -254,6 +259,19 @@ class AgentGatewayServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListAgentSessions(self, request, context):
+        """ListAgentSessions lists the sessions an agent itself keeps (ACP
+        `session/list`), so that a caller can find a conversation to continue
+        with CreateSession's `load_session_id`. The gateway starts the agent
+        for the call (counted against the session limits while it runs) and
+        stops it after. FAILED_PRECONDITION with a `capability_not_supported`
+        HarnessError (primitive "session/list") when the agent does not
+        advertise `sessionCapabilities.list`.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AgentGatewayServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -326,6 +344,11 @@ def add_AgentGatewayServicer_to_server(servicer, server):
                     servicer.SetSessionConfigOption,
                     request_deserializer=acpgate_dot_v1_dot_gateway__pb2.SetSessionConfigOptionRequest.FromString,
                     response_serializer=acpgate_dot_v1_dot_gateway__pb2.Session.SerializeToString,
+            ),
+            'ListAgentSessions': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListAgentSessions,
+                    request_deserializer=acpgate_dot_v1_dot_gateway__pb2.ListAgentSessionsRequest.FromString,
+                    response_serializer=acpgate_dot_v1_dot_gateway__pb2.ListAgentSessionsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -584,5 +607,22 @@ class AgentGateway(object):
         return grpc.experimental.unary_unary(request, target, '/acpgate.v1.AgentGateway/SetSessionConfigOption',
             acpgate_dot_v1_dot_gateway__pb2.SetSessionConfigOptionRequest.SerializeToString,
             acpgate_dot_v1_dot_gateway__pb2.Session.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListAgentSessions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/acpgate.v1.AgentGateway/ListAgentSessions',
+            acpgate_dot_v1_dot_gateway__pb2.ListAgentSessionsRequest.SerializeToString,
+            acpgate_dot_v1_dot_gateway__pb2.ListAgentSessionsResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

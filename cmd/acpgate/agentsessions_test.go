@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+)
+
+func TestListAgentSessionsPagesThroughWhatTheAgentListsAndRefusesAnAgentWithoutIt(t *testing.T) {
+	workspace := t.TempDir()
+	if err := os.Mkdir(filepath.Join(workspace, "proj"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, fmt.Sprintf(`
+shutdown_grace: 5s
+agents:
+  - name: lister
+    command: "${ACPGATE_E2E_AGENT}"
+    args: [--unique-sessions, --list-sessions]
+    workspace: %q
+  - name: plain
+    command: "${ACPGATE_E2E_AGENT}"
+    args: [--unique-sessions]
+`, workspace))
+	s := serve(t, "--config", cfg)
+	client := acpgatev1.NewAgentGatewayClient(dialTest(t, s.addr))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	first, err := client.ListAgentSessions(ctx, &acpgatev1.ListAgentSessionsRequest{Agent: "lister", Cwd: "proj"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	realProj, _ := filepath.EvalSymlinks(filepath.Join(workspace, "proj"))
+	if len(first.GetSessions()) != 1 || first.GetSessions()[0].GetAcpSessionId() != "listed-1" ||
+		first.GetSessions()[0].GetCwd() != realProj || first.GetSessions()[0].GetTitle() != "first" || first.GetNextPageToken() != "page-2" {
+		t.Fatalf("first page: %v; want listed-1 in %s, titled, with a next page", first, realProj)
+	}
+	second, err := client.ListAgentSessions(ctx, &acpgatev1.ListAgentSessionsRequest{Agent: "lister", PageToken: first.GetNextPageToken()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(second.GetSessions()) != 1 || second.GetSessions()[0].GetAcpSessionId() != "listed-2" || second.GetNextPageToken() != "" {
+		t.Fatalf("second page: %v; want listed-2 and no next page", second)
+	}
+
+	_, err = client.ListAgentSessions(ctx, &acpgatev1.ListAgentSessionsRequest{Agent: "plain"})
+	st := status.Convert(err)
+	e := harnessErrorOf(st)
+	if st.Code() != codes.FailedPrecondition || e.GetCapabilityNotSupported().GetPrimitive() != "session/list" {
+		t.Errorf("an agent without session/list: %v (detail %v); want FAILED_PRECONDITION naming session/list", err, e)
+	}
+	if _, err := client.ListAgentSessions(ctx, &acpgatev1.ListAgentSessionsRequest{Agent: "plain", Cwd: "x"}); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("a cwd for an agent without a workspace: %v; want INVALID_ARGUMENT", err)
+	}
+	// The agents started for the calls are gone: no session is open.
+	sessions, err := client.ListSessions(ctx, &acpgatev1.ListSessionsRequest{})
+	if err != nil || len(sessions.GetSessions()) != 0 {
+		t.Errorf("ListSessions after listing: %v, %v; want none", sessions, err)
+	}
+}
+
+// harnessErrorOf is the HarnessError a status carries in its details, or
+// nil.
+func harnessErrorOf(st *status.Status) *acpgatev1.HarnessError {
+	for _, d := range st.Details() {
+		if e, ok := d.(*acpgatev1.HarnessError); ok {
+			return e
+		}
+	}
+	return nil
+}
