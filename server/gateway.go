@@ -526,7 +526,7 @@ func (e *agentEntry) noteCapabilities(info acp.AgentInfo) {
 //
 // Only the call that unregisters live deletes the record: a session another
 // call suspended or removed meanwhile is that call's.
-func (g *Gateway) remove(live *liveSession) { g.removeWith(live, live.end) }
+func (g *Gateway) remove(live *liveSession) { g.removeWith(live, live.close) }
 
 // removeWith is remove, stopping the session with stop.
 func (g *Gateway) removeWith(live *liveSession, stop func() bool) {
