@@ -1,6 +1,9 @@
 package acp
 
-import "context"
+import (
+	"context"
+	"encoding/json"
+)
 
 // MethodList lists the sessions an agent keeps (ACP session/list, when it
 // advertised sessionCapabilities.list).
@@ -48,4 +51,24 @@ func (s *Session) ListSessions(ctx context.Context, dir, cursor string) ([]Agent
 		page[i] = AgentSession{ID: x.SessionID, Cwd: x.Cwd, Title: x.Title, UpdatedAt: x.UpdatedAt}
 	}
 	return page, out.NextCursor, nil
+}
+
+// MethodDelete deletes one of the sessions an agent lists (ACP
+// session/delete, when it advertised sessionCapabilities.delete).
+const MethodDelete = "session/delete"
+
+type deleteParams struct {
+	Meta      map[string]any `json:"_meta,omitempty"`
+	SessionID string         `json:"sessionId"`
+}
+
+// DeleteSession asks the agent to delete one of the sessions it lists.
+func (s *Session) DeleteSession(ctx context.Context, id string) error {
+	if !s.info.DeleteSessions {
+		return &Error{Proto: s.interp.CapabilityNotSupported(MethodDelete)}
+	}
+	var out json.RawMessage
+	return s.call(ctx, MethodDelete, func(meta map[string]any) any {
+		return deleteParams{Meta: meta, SessionID: id}
+	}, &out)
 }

@@ -122,6 +122,9 @@ type AgentInfo struct {
 	Version         string
 	Capabilities    acpsdk.AgentCapabilities
 	AuthMethods     []string
+	// DeleteSessions is sessionCapabilities.delete (session/delete),
+	// which Capabilities cannot hold: the SDK's types lack it.
+	DeleteSessions bool
 }
 
 // ReopenMethod is how the agent can re-open a session, or "" when it
@@ -391,6 +394,28 @@ type initializeResult struct {
 	AuthMethods       []struct {
 		ID string `json:"id"`
 	} `json:"authMethods"`
+	// deleteSessions is sessionCapabilities.delete, which the SDK's
+	// types do not have yet.
+	deleteSessions bool
+}
+
+func (r *initializeResult) UnmarshalJSON(b []byte) error {
+	type plain initializeResult
+	if err := json.Unmarshal(b, (*plain)(r)); err != nil {
+		return err
+	}
+	var extra struct {
+		AgentCapabilities struct {
+			SessionCapabilities struct {
+				Delete json.RawMessage `json:"delete"`
+			} `json:"sessionCapabilities"`
+		} `json:"agentCapabilities"`
+	}
+	if json.Unmarshal(b, &extra) == nil {
+		d := string(extra.AgentCapabilities.SessionCapabilities.Delete)
+		r.deleteSessions = d != "" && d != "null"
+	}
+	return nil
 }
 
 // hello runs initialize, then authenticate when configured.
@@ -413,7 +438,7 @@ func (s *Session) hello(ctx context.Context) error {
 	if init.ProtocolVersion != ProtocolVersion {
 		return &Error{Proto: s.interp.UnsupportedProtocolVersion(init.ProtocolVersion, ProtocolVersion)}
 	}
-	s.info = AgentInfo{ProtocolVersion: init.ProtocolVersion, Capabilities: init.AgentCapabilities}
+	s.info = AgentInfo{ProtocolVersion: init.ProtocolVersion, Capabilities: init.AgentCapabilities, DeleteSessions: init.deleteSessions}
 	if init.AgentInfo != nil {
 		s.info.Name, s.info.Version = init.AgentInfo.Name, init.AgentInfo.Version
 	}

@@ -12,49 +12,78 @@ import (
 )
 
 // ListAgentSessions lists one page of the sessions an agent keeps (ACP
-// session/list). The agent runs for the call only: started (holding a
-// session slot, so that listing cannot start more agents than the limits
-// allow), asked, and stopped.
+// session/list).
 func (g *Gateway) ListAgentSessions(ctx context.Context, req *acpgatev1.ListAgentSessionsRequest) (*acpgatev1.ListAgentSessionsResponse, error) {
-	entry, ok := g.byName[req.GetAgent()]
-	if !ok {
-		return nil, status.Errorf(codes.NotFound, "no agent named %q is configured", req.GetAgent())
-	}
-	if err := g.authz.use(ctx, entry.cfg.Name); err != nil {
+	resp := &acpgatev1.ListAgentSessionsResponse{}
+	err := g.withAgent(ctx, req.GetAgent(), req.GetCwd(), func(sess *acp.Session, dir string) error {
+		filter := ""
+		if req.GetCwd() != "" {
+			filter = dir
+		}
+		page, next, err := sess.ListSessions(ctx, filter, req.GetPageToken())
+		if err != nil {
+			return err
+		}
+		resp.NextPageToken = next
+		for _, x := range page {
+			resp.Sessions = append(resp.Sessions, &acpgatev1.AgentSession{AcpSessionId: x.ID, Cwd: x.Cwd, Title: x.Title, UpdatedAt: x.UpdatedAt})
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	if req.GetCwd() != "" && entry.cfg.Workspace == "" {
-		return nil, status.Errorf(codes.InvalidArgument, "cwd %q: agent %q has no workspace for it to be relative to", req.GetCwd(), entry.cfg.Name)
+	return resp, nil
+}
+
+// DeleteAgentSession deletes one of the sessions an agent keeps (ACP
+// session/delete).
+func (g *Gateway) DeleteAgentSession(ctx context.Context, req *acpgatev1.DeleteAgentSessionRequest) (*acpgatev1.DeleteAgentSessionResponse, error) {
+	err := g.withAgent(ctx, req.GetAgent(), "", func(sess *acp.Session, _ string) error {
+		return sess.DeleteSession(ctx, req.GetAcpSessionId())
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &acpgatev1.DeleteAgentSessionResponse{}, nil
+}
+
+// withAgent runs f on an agent started for one call about the sessions it
+// keeps, in cwd (relative to its workspace, as CreateSession's) or its
+// usual directory, and stops it after. The agent holds a session slot
+// while it runs, so that such calls cannot start more agents than the
+// limits allow. An error of f's is a gRPC status.
+func (g *Gateway) withAgent(ctx context.Context, agent, cwd string, f func(sess *acp.Session, dir string) error) error {
+	entry, ok := g.byName[agent]
+	if !ok {
+		return status.Errorf(codes.NotFound, "no agent named %q is configured", agent)
+	}
+	if err := g.authz.use(ctx, entry.cfg.Name); err != nil {
+		return err
+	}
+	if cwd != "" && entry.cfg.Workspace == "" {
+		return status.Errorf(codes.InvalidArgument, "cwd %q: agent %q has no workspace for it to be relative to", cwd, entry.cfg.Name)
 	}
 	slot, err := g.admit.reserveSession(caller(ctx).Name, entry.cfg.Name, entry.cfg.MaxSessions)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer slot.release()
-	dir, _, tempDir, err := sessionDir(entry.cfg, req.GetCwd(), g.tempDir)
+	dir, _, tempDir, err := sessionDir(entry.cfg, cwd, g.tempDir)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if tempDir != "" {
 		defer os.RemoveAll(tempDir)
 	}
 	sess, err := acp.Start(ctx, entry.acp, dir)
 	if err != nil {
-		return nil, statusOf(err)
+		return statusOf(err)
 	}
 	defer sess.Close()
 	entry.noteCapabilities(sess.Info())
-	filter := ""
-	if req.GetCwd() != "" {
-		filter = dir
+	if err := f(sess, dir); err != nil {
+		return statusOf(err)
 	}
-	page, next, err := sess.ListSessions(ctx, filter, req.GetPageToken())
-	if err != nil {
-		return nil, statusOf(err)
-	}
-	resp := &acpgatev1.ListAgentSessionsResponse{NextPageToken: next}
-	for _, x := range page {
-		resp.Sessions = append(resp.Sessions, &acpgatev1.AgentSession{AcpSessionId: x.ID, Cwd: x.Cwd, Title: x.Title, UpdatedAt: x.UpdatedAt})
-	}
-	return resp, nil
+	return nil
 }

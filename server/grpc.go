@@ -163,6 +163,10 @@ func validate(req any) error {
 		if r.GetAgent() == "" {
 			return fmt.Errorf("agent is required")
 		}
+	case *acpgatev1.DeleteAgentSessionRequest:
+		if r.GetAgent() == "" || r.GetAcpSessionId() == "" {
+			return fmt.Errorf("agent and acp_session_id are required")
+		}
 	case *acpgatev1.GetSessionRequest:
 		return requireSession(r.GetSessionId())
 	case *acpgatev1.CloseSessionRequest:

@@ -14,7 +14,7 @@ import (
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 )
 
-func TestListAgentSessionsPagesThroughWhatTheAgentListsAndRefusesAnAgentWithoutIt(t *testing.T) {
+func TestListAndDeleteAgentSessionsReachTheAgentAndAreRefusedForAnAgentWithoutThem(t *testing.T) {
 	workspace := t.TempDir()
 	if err := os.Mkdir(filepath.Join(workspace, "proj"), 0o755); err != nil {
 		t.Fatal(err)
@@ -24,12 +24,12 @@ shutdown_grace: 5s
 agents:
   - name: lister
     command: "${ACPGATE_E2E_AGENT}"
-    args: [--unique-sessions, --list-sessions]
+    args: [--unique-sessions, --list-sessions, --delete-sessions, --record-meta, %q]
     workspace: %q
   - name: plain
     command: "${ACPGATE_E2E_AGENT}"
     args: [--unique-sessions]
-`, workspace))
+`, filepath.Join(workspace, "..", filepath.Base(workspace)+"-methods"), workspace))
 	s := serve(t, "--config", cfg)
 	client := acpgatev1.NewAgentGatewayClient(dialTest(t, s.addr))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -60,6 +60,19 @@ agents:
 	}
 	if _, err := client.ListAgentSessions(ctx, &acpgatev1.ListAgentSessionsRequest{Agent: "plain", Cwd: "x"}); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("a cwd for an agent without a workspace: %v; want INVALID_ARGUMENT", err)
+	}
+	if _, err := client.DeleteAgentSession(ctx, &acpgatev1.DeleteAgentSessionRequest{Agent: "lister", AcpSessionId: "listed-1"}); err != nil {
+		t.Fatalf("DeleteAgentSession: %v", err)
+	}
+	if got := methodsSent(t, filepath.Join(workspace, "..", filepath.Base(workspace)+"-methods")); len(got) == 0 || got[len(got)-1] != "session/delete" {
+		t.Errorf("the agent got %v; want session/delete last", got)
+	}
+	_, err = client.DeleteAgentSession(ctx, &acpgatev1.DeleteAgentSessionRequest{Agent: "plain", AcpSessionId: "x"})
+	if st := status.Convert(err); st.Code() != codes.FailedPrecondition || harnessErrorOf(st).GetCapabilityNotSupported().GetPrimitive() != "session/delete" {
+		t.Errorf("deleting on an agent without session/delete: %v; want FAILED_PRECONDITION naming session/delete", err)
+	}
+	if _, err := client.DeleteAgentSession(ctx, &acpgatev1.DeleteAgentSessionRequest{Agent: "lister"}); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("DeleteAgentSession without a session id: %v; want INVALID_ARGUMENT", err)
 	}
 	// The agents started for the calls are gone: no session is open.
 	sessions, err := client.ListSessions(ctx, &acpgatev1.ListSessionsRequest{})

@@ -278,6 +278,12 @@ func (a *agent) handleRequest(m *message) {
 			return
 		}
 		a.listSessions(m)
+	case "session/delete":
+		if !a.cfg.deleteSessions {
+			a.replyError(m.ID, codeMethodNotFound, "method not found: "+m.Method)
+			return
+		}
+		a.reply(m.ID, obj{})
 	case "session/close":
 		if !a.cfg.closeSession {
 			a.replyError(m.ID, codeMethodNotFound, "method not found: "+m.Method)
@@ -315,6 +321,9 @@ func (a *agent) initialize(m *message) {
 	}
 	if a.cfg.listSessions {
 		sessionCaps["list"] = obj{}
+	}
+	if a.cfg.deleteSessions {
+		sessionCaps["delete"] = obj{}
 	}
 	if len(sessionCaps) > 0 {
 		caps["sessionCapabilities"] = sessionCaps

@@ -233,6 +233,7 @@ type config struct {
 	resumeSession   bool
 	closeSession    bool      // advertise sessionCapabilities.close and answer session/close
 	listSessions    bool      // advertise sessionCapabilities.list and answer session/list (list.go)
+	deleteSessions  bool      // advertise sessionCapabilities.delete and answer session/delete
 	sessionsDir     string    // "": sessions live as long as the process
 	sessionNewErr   *rpcError // nil: session/new succeeds
 	exitOnInit      int       // < 0: answer initialize normally
@@ -255,6 +256,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&cfg.protocolVersion, "protocol-version", 1, "protocolVersion reported at initialize")
 	fs.StringVar(&auth, "auth-methods", "", "comma-separated authMethods ids to advertise")
 	fs.BoolVar(&cfg.loadSession, "load-session", false, "advertise and implement session/load")
+	fs.BoolVar(&cfg.deleteSessions, "delete-sessions", false, "advertise sessionCapabilities.delete and answer session/delete")
 	fs.BoolVar(&cfg.listSessions, "list-sessions", false, "advertise sessionCapabilities.list and answer session/list with two pages of one session each")
 	fs.BoolVar(&cfg.closeSession, "close-session", false, "advertise sessionCapabilities.close and answer session/close")
 	fs.BoolVar(&cfg.resumeSession, "resume-session", false, "advertise sessionCapabilities.resume and implement session/resume (needs --sessions-dir)")

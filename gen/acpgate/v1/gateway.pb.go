@@ -202,6 +202,98 @@ func (TurnState) EnumDescriptor() ([]byte, []int) {
 	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{2}
 }
 
+// DeleteAgentSessionRequest names one of an agent's own sessions.
+type DeleteAgentSessionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The configured agent's name. Required.
+	Agent string `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
+	// The session, as ListAgentSessions gave it. Required.
+	AcpSessionId  string `protobuf:"bytes,2,opt,name=acp_session_id,json=acpSessionId,proto3" json:"acp_session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteAgentSessionRequest) Reset() {
+	*x = DeleteAgentSessionRequest{}
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteAgentSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteAgentSessionRequest) ProtoMessage() {}
+
+func (x *DeleteAgentSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteAgentSessionRequest.ProtoReflect.Descriptor instead.
+func (*DeleteAgentSessionRequest) Descriptor() ([]byte, []int) {
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *DeleteAgentSessionRequest) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *DeleteAgentSessionRequest) GetAcpSessionId() string {
+	if x != nil {
+		return x.AcpSessionId
+	}
+	return ""
+}
+
+// DeleteAgentSessionResponse is empty: the agent deleted the session.
+type DeleteAgentSessionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteAgentSessionResponse) Reset() {
+	*x = DeleteAgentSessionResponse{}
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteAgentSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteAgentSessionResponse) ProtoMessage() {}
+
+func (x *DeleteAgentSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteAgentSessionResponse.ProtoReflect.Descriptor instead.
+func (*DeleteAgentSessionResponse) Descriptor() ([]byte, []int) {
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{1}
+}
+
 // ListAgentSessionsRequest names the agent whose sessions to list.
 type ListAgentSessionsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -218,7 +310,7 @@ type ListAgentSessionsRequest struct {
 
 func (x *ListAgentSessionsRequest) Reset() {
 	*x = ListAgentSessionsRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[0]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -230,7 +322,7 @@ func (x *ListAgentSessionsRequest) String() string {
 func (*ListAgentSessionsRequest) ProtoMessage() {}
 
 func (x *ListAgentSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[0]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -243,7 +335,7 @@ func (x *ListAgentSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAgentSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListAgentSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{0}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ListAgentSessionsRequest) GetAgent() string {
@@ -281,7 +373,7 @@ type ListAgentSessionsResponse struct {
 
 func (x *ListAgentSessionsResponse) Reset() {
 	*x = ListAgentSessionsResponse{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[1]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -293,7 +385,7 @@ func (x *ListAgentSessionsResponse) String() string {
 func (*ListAgentSessionsResponse) ProtoMessage() {}
 
 func (x *ListAgentSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[1]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -306,7 +398,7 @@ func (x *ListAgentSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAgentSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListAgentSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{1}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ListAgentSessionsResponse) GetSessions() []*AgentSession {
@@ -342,7 +434,7 @@ type AgentSession struct {
 
 func (x *AgentSession) Reset() {
 	*x = AgentSession{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[2]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -354,7 +446,7 @@ func (x *AgentSession) String() string {
 func (*AgentSession) ProtoMessage() {}
 
 func (x *AgentSession) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[2]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -367,7 +459,7 @@ func (x *AgentSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentSession.ProtoReflect.Descriptor instead.
 func (*AgentSession) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{2}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *AgentSession) GetAcpSessionId() string {
@@ -407,7 +499,7 @@ type ListAgentsRequest struct {
 
 func (x *ListAgentsRequest) Reset() {
 	*x = ListAgentsRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[3]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -419,7 +511,7 @@ func (x *ListAgentsRequest) String() string {
 func (*ListAgentsRequest) ProtoMessage() {}
 
 func (x *ListAgentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[3]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -432,7 +524,7 @@ func (x *ListAgentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAgentsRequest.ProtoReflect.Descriptor instead.
 func (*ListAgentsRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{3}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{5}
 }
 
 // ListAgentsResponse lists the configured agents.
@@ -446,7 +538,7 @@ type ListAgentsResponse struct {
 
 func (x *ListAgentsResponse) Reset() {
 	*x = ListAgentsResponse{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[4]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -458,7 +550,7 @@ func (x *ListAgentsResponse) String() string {
 func (*ListAgentsResponse) ProtoMessage() {}
 
 func (x *ListAgentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[4]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -471,7 +563,7 @@ func (x *ListAgentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAgentsResponse.ProtoReflect.Descriptor instead.
 func (*ListAgentsResponse) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{4}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ListAgentsResponse) GetAgents() []*Agent {
@@ -523,7 +615,7 @@ type Agent struct {
 
 func (x *Agent) Reset() {
 	*x = Agent{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[5]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -535,7 +627,7 @@ func (x *Agent) String() string {
 func (*Agent) ProtoMessage() {}
 
 func (x *Agent) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[5]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -548,7 +640,7 @@ func (x *Agent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Agent.ProtoReflect.Descriptor instead.
 func (*Agent) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{5}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Agent) GetName() string {
@@ -651,7 +743,7 @@ type StartupFailure struct {
 
 func (x *StartupFailure) Reset() {
 	*x = StartupFailure{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[6]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -663,7 +755,7 @@ func (x *StartupFailure) String() string {
 func (*StartupFailure) ProtoMessage() {}
 
 func (x *StartupFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[6]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -676,7 +768,7 @@ func (x *StartupFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartupFailure.ProtoReflect.Descriptor instead.
 func (*StartupFailure) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{6}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *StartupFailure) GetMessage() string {
@@ -727,7 +819,7 @@ type AgentCapabilities struct {
 
 func (x *AgentCapabilities) Reset() {
 	*x = AgentCapabilities{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[7]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -739,7 +831,7 @@ func (x *AgentCapabilities) String() string {
 func (*AgentCapabilities) ProtoMessage() {}
 
 func (x *AgentCapabilities) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[7]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -752,7 +844,7 @@ func (x *AgentCapabilities) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentCapabilities.ProtoReflect.Descriptor instead.
 func (*AgentCapabilities) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{7}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *AgentCapabilities) GetProtocolVersion() int32 {
@@ -856,7 +948,7 @@ type CreateSessionRequest struct {
 
 func (x *CreateSessionRequest) Reset() {
 	*x = CreateSessionRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[8]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -868,7 +960,7 @@ func (x *CreateSessionRequest) String() string {
 func (*CreateSessionRequest) ProtoMessage() {}
 
 func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[8]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -881,7 +973,7 @@ func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionRequest.ProtoReflect.Descriptor instead.
 func (*CreateSessionRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{8}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CreateSessionRequest) GetAgent() string {
@@ -985,7 +1077,7 @@ type Session struct {
 
 func (x *Session) Reset() {
 	*x = Session{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[9]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -997,7 +1089,7 @@ func (x *Session) String() string {
 func (*Session) ProtoMessage() {}
 
 func (x *Session) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[9]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1010,7 +1102,7 @@ func (x *Session) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Session.ProtoReflect.Descriptor instead.
 func (*Session) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{9}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Session) GetId() string {
@@ -1127,7 +1219,7 @@ type SessionMode struct {
 
 func (x *SessionMode) Reset() {
 	*x = SessionMode{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[10]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1139,7 +1231,7 @@ func (x *SessionMode) String() string {
 func (*SessionMode) ProtoMessage() {}
 
 func (x *SessionMode) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[10]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1152,7 +1244,7 @@ func (x *SessionMode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionMode.ProtoReflect.Descriptor instead.
 func (*SessionMode) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{10}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SessionMode) GetId() string {
@@ -1189,7 +1281,7 @@ type SetSessionModeRequest struct {
 
 func (x *SetSessionModeRequest) Reset() {
 	*x = SetSessionModeRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[11]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1201,7 +1293,7 @@ func (x *SetSessionModeRequest) String() string {
 func (*SetSessionModeRequest) ProtoMessage() {}
 
 func (x *SetSessionModeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[11]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1214,7 +1306,7 @@ func (x *SetSessionModeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetSessionModeRequest.ProtoReflect.Descriptor instead.
 func (*SetSessionModeRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{11}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SetSessionModeRequest) GetSessionId() string {
@@ -1247,7 +1339,7 @@ type SetSessionConfigOptionRequest struct {
 
 func (x *SetSessionConfigOptionRequest) Reset() {
 	*x = SetSessionConfigOptionRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[12]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1259,7 +1351,7 @@ func (x *SetSessionConfigOptionRequest) String() string {
 func (*SetSessionConfigOptionRequest) ProtoMessage() {}
 
 func (x *SetSessionConfigOptionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[12]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1272,7 +1364,7 @@ func (x *SetSessionConfigOptionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetSessionConfigOptionRequest.ProtoReflect.Descriptor instead.
 func (*SetSessionConfigOptionRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{12}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SetSessionConfigOptionRequest) GetSessionId() string {
@@ -1307,7 +1399,7 @@ type GetSessionRequest struct {
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[13]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1319,7 +1411,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[13]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1332,7 +1424,7 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{13}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetSessionRequest) GetSessionId() string {
@@ -1351,7 +1443,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[14]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1363,7 +1455,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[14]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1376,7 +1468,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{14}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{16}
 }
 
 // ListSessionsResponse lists the open and SUSPENDED sessions.
@@ -1390,7 +1482,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[15]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1402,7 +1494,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[15]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1415,7 +1507,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{15}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*Session {
@@ -1436,7 +1528,7 @@ type CloseSessionRequest struct {
 
 func (x *CloseSessionRequest) Reset() {
 	*x = CloseSessionRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[16]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1448,7 +1540,7 @@ func (x *CloseSessionRequest) String() string {
 func (*CloseSessionRequest) ProtoMessage() {}
 
 func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[16]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1461,7 +1553,7 @@ func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionRequest.ProtoReflect.Descriptor instead.
 func (*CloseSessionRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{16}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CloseSessionRequest) GetSessionId() string {
@@ -1480,7 +1572,7 @@ type CloseSessionResponse struct {
 
 func (x *CloseSessionResponse) Reset() {
 	*x = CloseSessionResponse{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[17]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1492,7 +1584,7 @@ func (x *CloseSessionResponse) String() string {
 func (*CloseSessionResponse) ProtoMessage() {}
 
 func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[17]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1505,7 +1597,7 @@ func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionResponse.ProtoReflect.Descriptor instead.
 func (*CloseSessionResponse) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{17}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{19}
 }
 
 // PromptRequest runs one prompt turn. Set exactly one of `session_id` and
@@ -1584,7 +1676,7 @@ type PromptRequest struct {
 
 func (x *PromptRequest) Reset() {
 	*x = PromptRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[18]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1596,7 +1688,7 @@ func (x *PromptRequest) String() string {
 func (*PromptRequest) ProtoMessage() {}
 
 func (x *PromptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[18]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1609,7 +1701,7 @@ func (x *PromptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptRequest.ProtoReflect.Descriptor instead.
 func (*PromptRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{18}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PromptRequest) GetSessionId() string {
@@ -1697,7 +1789,7 @@ type WatchTurnRequest struct {
 
 func (x *WatchTurnRequest) Reset() {
 	*x = WatchTurnRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[19]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1709,7 +1801,7 @@ func (x *WatchTurnRequest) String() string {
 func (*WatchTurnRequest) ProtoMessage() {}
 
 func (x *WatchTurnRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[19]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1722,7 +1814,7 @@ func (x *WatchTurnRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchTurnRequest.ProtoReflect.Descriptor instead.
 func (*WatchTurnRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{19}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *WatchTurnRequest) GetTurnId() string {
@@ -1750,7 +1842,7 @@ type GetTurnRequest struct {
 
 func (x *GetTurnRequest) Reset() {
 	*x = GetTurnRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[20]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1762,7 +1854,7 @@ func (x *GetTurnRequest) String() string {
 func (*GetTurnRequest) ProtoMessage() {}
 
 func (x *GetTurnRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[20]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1775,7 +1867,7 @@ func (x *GetTurnRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTurnRequest.ProtoReflect.Descriptor instead.
 func (*GetTurnRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{20}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetTurnRequest) GetTurnId() string {
@@ -1805,7 +1897,7 @@ type ListTurnsRequest struct {
 
 func (x *ListTurnsRequest) Reset() {
 	*x = ListTurnsRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[21]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1817,7 +1909,7 @@ func (x *ListTurnsRequest) String() string {
 func (*ListTurnsRequest) ProtoMessage() {}
 
 func (x *ListTurnsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[21]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1830,7 +1922,7 @@ func (x *ListTurnsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTurnsRequest.ProtoReflect.Descriptor instead.
 func (*ListTurnsRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{21}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListTurnsRequest) GetSessionId() string {
@@ -1874,7 +1966,7 @@ type ListTurnsResponse struct {
 
 func (x *ListTurnsResponse) Reset() {
 	*x = ListTurnsResponse{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[22]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1886,7 +1978,7 @@ func (x *ListTurnsResponse) String() string {
 func (*ListTurnsResponse) ProtoMessage() {}
 
 func (x *ListTurnsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[22]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1899,7 +1991,7 @@ func (x *ListTurnsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTurnsResponse.ProtoReflect.Descriptor instead.
 func (*ListTurnsResponse) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{22}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListTurnsResponse) GetTurns() []*Turn {
@@ -1949,7 +2041,7 @@ type Turn struct {
 
 func (x *Turn) Reset() {
 	*x = Turn{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[23]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1961,7 +2053,7 @@ func (x *Turn) String() string {
 func (*Turn) ProtoMessage() {}
 
 func (x *Turn) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[23]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1974,7 +2066,7 @@ func (x *Turn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Turn.ProtoReflect.Descriptor instead.
 func (*Turn) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{23}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Turn) GetTurnId() string {
@@ -2058,7 +2150,7 @@ type CancelRequest struct {
 
 func (x *CancelRequest) Reset() {
 	*x = CancelRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[24]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2070,7 +2162,7 @@ func (x *CancelRequest) String() string {
 func (*CancelRequest) ProtoMessage() {}
 
 func (x *CancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[24]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2083,7 +2175,7 @@ func (x *CancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{24}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CancelRequest) GetSessionId() string {
@@ -2104,7 +2196,7 @@ type CancelResponse struct {
 
 func (x *CancelResponse) Reset() {
 	*x = CancelResponse{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[25]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2116,7 +2208,7 @@ func (x *CancelResponse) String() string {
 func (*CancelResponse) ProtoMessage() {}
 
 func (x *CancelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[25]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2129,7 +2221,7 @@ func (x *CancelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResponse.ProtoReflect.Descriptor instead.
 func (*CancelResponse) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{25}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CancelResponse) GetCancelled() bool {
@@ -2154,7 +2246,7 @@ type ResolvePermissionRequest struct {
 
 func (x *ResolvePermissionRequest) Reset() {
 	*x = ResolvePermissionRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[26]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2166,7 +2258,7 @@ func (x *ResolvePermissionRequest) String() string {
 func (*ResolvePermissionRequest) ProtoMessage() {}
 
 func (x *ResolvePermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[26]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2179,7 +2271,7 @@ func (x *ResolvePermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolvePermissionRequest.ProtoReflect.Descriptor instead.
 func (*ResolvePermissionRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{26}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ResolvePermissionRequest) GetSessionId() string {
@@ -2212,7 +2304,7 @@ type ResolvePermissionResponse struct {
 
 func (x *ResolvePermissionResponse) Reset() {
 	*x = ResolvePermissionResponse{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[27]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2224,7 +2316,7 @@ func (x *ResolvePermissionResponse) String() string {
 func (*ResolvePermissionResponse) ProtoMessage() {}
 
 func (x *ResolvePermissionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[27]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2237,7 +2329,7 @@ func (x *ResolvePermissionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolvePermissionResponse.ProtoReflect.Descriptor instead.
 func (*ResolvePermissionResponse) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{27}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{29}
 }
 
 // ResolveElicitationRequest answers a pending elicitation request.
@@ -2258,7 +2350,7 @@ type ResolveElicitationRequest struct {
 
 func (x *ResolveElicitationRequest) Reset() {
 	*x = ResolveElicitationRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[28]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2270,7 +2362,7 @@ func (x *ResolveElicitationRequest) String() string {
 func (*ResolveElicitationRequest) ProtoMessage() {}
 
 func (x *ResolveElicitationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[28]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2283,7 +2375,7 @@ func (x *ResolveElicitationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveElicitationRequest.ProtoReflect.Descriptor instead.
 func (*ResolveElicitationRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{28}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ResolveElicitationRequest) GetSessionId() string {
@@ -2323,7 +2415,7 @@ type ResolveElicitationResponse struct {
 
 func (x *ResolveElicitationResponse) Reset() {
 	*x = ResolveElicitationResponse{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[29]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2335,7 +2427,7 @@ func (x *ResolveElicitationResponse) String() string {
 func (*ResolveElicitationResponse) ProtoMessage() {}
 
 func (x *ResolveElicitationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[29]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2348,7 +2440,7 @@ func (x *ResolveElicitationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveElicitationResponse.ProtoReflect.Descriptor instead.
 func (*ResolveElicitationResponse) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{29}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{31}
 }
 
 var File_acpgate_v1_gateway_proto protoreflect.FileDescriptor
@@ -2356,7 +2448,11 @@ var File_acpgate_v1_gateway_proto protoreflect.FileDescriptor
 const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\n" +
 	"\x18acpgate/v1/gateway.proto\x12\n" +
-	"acpgate.v1\x1a\x17acpgate/v1/events.proto\x1a\x18acpgate/v1/outcome.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"a\n" +
+	"acpgate.v1\x1a\x17acpgate/v1/events.proto\x1a\x18acpgate/v1/outcome.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"W\n" +
+	"\x19DeleteAgentSessionRequest\x12\x14\n" +
+	"\x05agent\x18\x01 \x01(\tR\x05agent\x12$\n" +
+	"\x0eacp_session_id\x18\x02 \x01(\tR\facpSessionId\"\x1c\n" +
+	"\x1aDeleteAgentSessionResponse\"a\n" +
 	"\x18ListAgentSessionsRequest\x12\x14\n" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x10\n" +
 	"\x03cwd\x18\x02 \x01(\tR\x03cwd\x12\x1d\n" +
@@ -2535,7 +2631,8 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\tTurnState\x12\x1a\n" +
 	"\x16TURN_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12TURN_STATE_RUNNING\x10\x01\x12\x14\n" +
-	"\x10TURN_STATE_ENDED\x10\x022\xa2\t\n" +
+	"\x10TURN_STATE_ENDED\x10\x022\x87\n" +
+	"\n" +
 	"\fAgentGateway\x12K\n" +
 	"\n" +
 	"ListAgents\x12\x1d.acpgate.v1.ListAgentsRequest\x1a\x1e.acpgate.v1.ListAgentsResponse\x12F\n" +
@@ -2553,7 +2650,8 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\tListTurns\x12\x1c.acpgate.v1.ListTurnsRequest\x1a\x1d.acpgate.v1.ListTurnsResponse\x12H\n" +
 	"\x0eSetSessionMode\x12!.acpgate.v1.SetSessionModeRequest\x1a\x13.acpgate.v1.Session\x12X\n" +
 	"\x16SetSessionConfigOption\x12).acpgate.v1.SetSessionConfigOptionRequest\x1a\x13.acpgate.v1.Session\x12`\n" +
-	"\x11ListAgentSessions\x12$.acpgate.v1.ListAgentSessionsRequest\x1a%.acpgate.v1.ListAgentSessionsResponseB5Z3github.com/acpgate/acpgate/gen/acpgate/v1;acpgatev1b\x06proto3"
+	"\x11ListAgentSessions\x12$.acpgate.v1.ListAgentSessionsRequest\x1a%.acpgate.v1.ListAgentSessionsResponse\x12c\n" +
+	"\x12DeleteAgentSession\x12%.acpgate.v1.DeleteAgentSessionRequest\x1a&.acpgate.v1.DeleteAgentSessionResponseB5Z3github.com/acpgate/acpgate/gen/acpgate/v1;acpgatev1b\x06proto3"
 
 var (
 	file_acpgate_v1_gateway_proto_rawDescOnce sync.Once
@@ -2568,113 +2666,117 @@ func file_acpgate_v1_gateway_proto_rawDescGZIP() []byte {
 }
 
 var file_acpgate_v1_gateway_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_acpgate_v1_gateway_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_acpgate_v1_gateway_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_acpgate_v1_gateway_proto_goTypes = []any{
 	(SessionState)(0),                     // 0: acpgate.v1.SessionState
 	(DisconnectPolicy)(0),                 // 1: acpgate.v1.DisconnectPolicy
 	(TurnState)(0),                        // 2: acpgate.v1.TurnState
-	(*ListAgentSessionsRequest)(nil),      // 3: acpgate.v1.ListAgentSessionsRequest
-	(*ListAgentSessionsResponse)(nil),     // 4: acpgate.v1.ListAgentSessionsResponse
-	(*AgentSession)(nil),                  // 5: acpgate.v1.AgentSession
-	(*ListAgentsRequest)(nil),             // 6: acpgate.v1.ListAgentsRequest
-	(*ListAgentsResponse)(nil),            // 7: acpgate.v1.ListAgentsResponse
-	(*Agent)(nil),                         // 8: acpgate.v1.Agent
-	(*StartupFailure)(nil),                // 9: acpgate.v1.StartupFailure
-	(*AgentCapabilities)(nil),             // 10: acpgate.v1.AgentCapabilities
-	(*CreateSessionRequest)(nil),          // 11: acpgate.v1.CreateSessionRequest
-	(*Session)(nil),                       // 12: acpgate.v1.Session
-	(*SessionMode)(nil),                   // 13: acpgate.v1.SessionMode
-	(*SetSessionModeRequest)(nil),         // 14: acpgate.v1.SetSessionModeRequest
-	(*SetSessionConfigOptionRequest)(nil), // 15: acpgate.v1.SetSessionConfigOptionRequest
-	(*GetSessionRequest)(nil),             // 16: acpgate.v1.GetSessionRequest
-	(*ListSessionsRequest)(nil),           // 17: acpgate.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),          // 18: acpgate.v1.ListSessionsResponse
-	(*CloseSessionRequest)(nil),           // 19: acpgate.v1.CloseSessionRequest
-	(*CloseSessionResponse)(nil),          // 20: acpgate.v1.CloseSessionResponse
-	(*PromptRequest)(nil),                 // 21: acpgate.v1.PromptRequest
-	(*WatchTurnRequest)(nil),              // 22: acpgate.v1.WatchTurnRequest
-	(*GetTurnRequest)(nil),                // 23: acpgate.v1.GetTurnRequest
-	(*ListTurnsRequest)(nil),              // 24: acpgate.v1.ListTurnsRequest
-	(*ListTurnsResponse)(nil),             // 25: acpgate.v1.ListTurnsResponse
-	(*Turn)(nil),                          // 26: acpgate.v1.Turn
-	(*CancelRequest)(nil),                 // 27: acpgate.v1.CancelRequest
-	(*CancelResponse)(nil),                // 28: acpgate.v1.CancelResponse
-	(*ResolvePermissionRequest)(nil),      // 29: acpgate.v1.ResolvePermissionRequest
-	(*ResolvePermissionResponse)(nil),     // 30: acpgate.v1.ResolvePermissionResponse
-	(*ResolveElicitationRequest)(nil),     // 31: acpgate.v1.ResolveElicitationRequest
-	(*ResolveElicitationResponse)(nil),    // 32: acpgate.v1.ResolveElicitationResponse
-	nil,                                   // 33: acpgate.v1.CreateSessionRequest.ConfigOptionsEntry
-	nil,                                   // 34: acpgate.v1.PromptRequest.MetaEntry
-	(*durationpb.Duration)(nil),           // 35: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),         // 36: google.protobuf.Timestamp
-	(*AvailableCommands)(nil),             // 37: acpgate.v1.AvailableCommands
-	(*Usage)(nil),                         // 38: acpgate.v1.Usage
-	(*ConfigOption)(nil),                  // 39: acpgate.v1.ConfigOption
-	(*ContentBlock)(nil),                  // 40: acpgate.v1.ContentBlock
-	(*PromptEvent)(nil),                   // 41: acpgate.v1.PromptEvent
-	(ElicitationAction)(0),                // 42: acpgate.v1.ElicitationAction
-	(*structpb.Struct)(nil),               // 43: google.protobuf.Struct
+	(*DeleteAgentSessionRequest)(nil),     // 3: acpgate.v1.DeleteAgentSessionRequest
+	(*DeleteAgentSessionResponse)(nil),    // 4: acpgate.v1.DeleteAgentSessionResponse
+	(*ListAgentSessionsRequest)(nil),      // 5: acpgate.v1.ListAgentSessionsRequest
+	(*ListAgentSessionsResponse)(nil),     // 6: acpgate.v1.ListAgentSessionsResponse
+	(*AgentSession)(nil),                  // 7: acpgate.v1.AgentSession
+	(*ListAgentsRequest)(nil),             // 8: acpgate.v1.ListAgentsRequest
+	(*ListAgentsResponse)(nil),            // 9: acpgate.v1.ListAgentsResponse
+	(*Agent)(nil),                         // 10: acpgate.v1.Agent
+	(*StartupFailure)(nil),                // 11: acpgate.v1.StartupFailure
+	(*AgentCapabilities)(nil),             // 12: acpgate.v1.AgentCapabilities
+	(*CreateSessionRequest)(nil),          // 13: acpgate.v1.CreateSessionRequest
+	(*Session)(nil),                       // 14: acpgate.v1.Session
+	(*SessionMode)(nil),                   // 15: acpgate.v1.SessionMode
+	(*SetSessionModeRequest)(nil),         // 16: acpgate.v1.SetSessionModeRequest
+	(*SetSessionConfigOptionRequest)(nil), // 17: acpgate.v1.SetSessionConfigOptionRequest
+	(*GetSessionRequest)(nil),             // 18: acpgate.v1.GetSessionRequest
+	(*ListSessionsRequest)(nil),           // 19: acpgate.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),          // 20: acpgate.v1.ListSessionsResponse
+	(*CloseSessionRequest)(nil),           // 21: acpgate.v1.CloseSessionRequest
+	(*CloseSessionResponse)(nil),          // 22: acpgate.v1.CloseSessionResponse
+	(*PromptRequest)(nil),                 // 23: acpgate.v1.PromptRequest
+	(*WatchTurnRequest)(nil),              // 24: acpgate.v1.WatchTurnRequest
+	(*GetTurnRequest)(nil),                // 25: acpgate.v1.GetTurnRequest
+	(*ListTurnsRequest)(nil),              // 26: acpgate.v1.ListTurnsRequest
+	(*ListTurnsResponse)(nil),             // 27: acpgate.v1.ListTurnsResponse
+	(*Turn)(nil),                          // 28: acpgate.v1.Turn
+	(*CancelRequest)(nil),                 // 29: acpgate.v1.CancelRequest
+	(*CancelResponse)(nil),                // 30: acpgate.v1.CancelResponse
+	(*ResolvePermissionRequest)(nil),      // 31: acpgate.v1.ResolvePermissionRequest
+	(*ResolvePermissionResponse)(nil),     // 32: acpgate.v1.ResolvePermissionResponse
+	(*ResolveElicitationRequest)(nil),     // 33: acpgate.v1.ResolveElicitationRequest
+	(*ResolveElicitationResponse)(nil),    // 34: acpgate.v1.ResolveElicitationResponse
+	nil,                                   // 35: acpgate.v1.CreateSessionRequest.ConfigOptionsEntry
+	nil,                                   // 36: acpgate.v1.PromptRequest.MetaEntry
+	(*durationpb.Duration)(nil),           // 37: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),         // 38: google.protobuf.Timestamp
+	(*AvailableCommands)(nil),             // 39: acpgate.v1.AvailableCommands
+	(*Usage)(nil),                         // 40: acpgate.v1.Usage
+	(*ConfigOption)(nil),                  // 41: acpgate.v1.ConfigOption
+	(*ContentBlock)(nil),                  // 42: acpgate.v1.ContentBlock
+	(*PromptEvent)(nil),                   // 43: acpgate.v1.PromptEvent
+	(ElicitationAction)(0),                // 44: acpgate.v1.ElicitationAction
+	(*structpb.Struct)(nil),               // 45: google.protobuf.Struct
 }
 var file_acpgate_v1_gateway_proto_depIdxs = []int32{
-	5,  // 0: acpgate.v1.ListAgentSessionsResponse.sessions:type_name -> acpgate.v1.AgentSession
-	8,  // 1: acpgate.v1.ListAgentsResponse.agents:type_name -> acpgate.v1.Agent
-	10, // 2: acpgate.v1.Agent.capabilities:type_name -> acpgate.v1.AgentCapabilities
-	35, // 3: acpgate.v1.Agent.last_startup_duration:type_name -> google.protobuf.Duration
-	9,  // 4: acpgate.v1.Agent.last_startup_failure:type_name -> acpgate.v1.StartupFailure
-	36, // 5: acpgate.v1.StartupFailure.at:type_name -> google.protobuf.Timestamp
-	36, // 6: acpgate.v1.StartupFailure.retry_at:type_name -> google.protobuf.Timestamp
-	36, // 7: acpgate.v1.AgentCapabilities.observed_at:type_name -> google.protobuf.Timestamp
-	33, // 8: acpgate.v1.CreateSessionRequest.config_options:type_name -> acpgate.v1.CreateSessionRequest.ConfigOptionsEntry
+	7,  // 0: acpgate.v1.ListAgentSessionsResponse.sessions:type_name -> acpgate.v1.AgentSession
+	10, // 1: acpgate.v1.ListAgentsResponse.agents:type_name -> acpgate.v1.Agent
+	12, // 2: acpgate.v1.Agent.capabilities:type_name -> acpgate.v1.AgentCapabilities
+	37, // 3: acpgate.v1.Agent.last_startup_duration:type_name -> google.protobuf.Duration
+	11, // 4: acpgate.v1.Agent.last_startup_failure:type_name -> acpgate.v1.StartupFailure
+	38, // 5: acpgate.v1.StartupFailure.at:type_name -> google.protobuf.Timestamp
+	38, // 6: acpgate.v1.StartupFailure.retry_at:type_name -> google.protobuf.Timestamp
+	38, // 7: acpgate.v1.AgentCapabilities.observed_at:type_name -> google.protobuf.Timestamp
+	35, // 8: acpgate.v1.CreateSessionRequest.config_options:type_name -> acpgate.v1.CreateSessionRequest.ConfigOptionsEntry
 	0,  // 9: acpgate.v1.Session.state:type_name -> acpgate.v1.SessionState
-	36, // 10: acpgate.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	36, // 11: acpgate.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
-	37, // 12: acpgate.v1.Session.available_commands:type_name -> acpgate.v1.AvailableCommands
-	38, // 13: acpgate.v1.Session.usage:type_name -> acpgate.v1.Usage
-	13, // 14: acpgate.v1.Session.modes:type_name -> acpgate.v1.SessionMode
-	39, // 15: acpgate.v1.Session.config_options:type_name -> acpgate.v1.ConfigOption
-	12, // 16: acpgate.v1.ListSessionsResponse.sessions:type_name -> acpgate.v1.Session
-	40, // 17: acpgate.v1.PromptRequest.prompt:type_name -> acpgate.v1.ContentBlock
+	38, // 10: acpgate.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	38, // 11: acpgate.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
+	39, // 12: acpgate.v1.Session.available_commands:type_name -> acpgate.v1.AvailableCommands
+	40, // 13: acpgate.v1.Session.usage:type_name -> acpgate.v1.Usage
+	15, // 14: acpgate.v1.Session.modes:type_name -> acpgate.v1.SessionMode
+	41, // 15: acpgate.v1.Session.config_options:type_name -> acpgate.v1.ConfigOption
+	14, // 16: acpgate.v1.ListSessionsResponse.sessions:type_name -> acpgate.v1.Session
+	42, // 17: acpgate.v1.PromptRequest.prompt:type_name -> acpgate.v1.ContentBlock
 	1,  // 18: acpgate.v1.PromptRequest.on_disconnect:type_name -> acpgate.v1.DisconnectPolicy
-	34, // 19: acpgate.v1.PromptRequest.meta:type_name -> acpgate.v1.PromptRequest.MetaEntry
-	26, // 20: acpgate.v1.ListTurnsResponse.turns:type_name -> acpgate.v1.Turn
+	36, // 19: acpgate.v1.PromptRequest.meta:type_name -> acpgate.v1.PromptRequest.MetaEntry
+	28, // 20: acpgate.v1.ListTurnsResponse.turns:type_name -> acpgate.v1.Turn
 	2,  // 21: acpgate.v1.Turn.state:type_name -> acpgate.v1.TurnState
-	36, // 22: acpgate.v1.Turn.started_at:type_name -> google.protobuf.Timestamp
-	36, // 23: acpgate.v1.Turn.ended_at:type_name -> google.protobuf.Timestamp
-	41, // 24: acpgate.v1.Turn.terminal:type_name -> acpgate.v1.PromptEvent
-	42, // 25: acpgate.v1.ResolveElicitationRequest.action:type_name -> acpgate.v1.ElicitationAction
-	43, // 26: acpgate.v1.ResolveElicitationRequest.content:type_name -> google.protobuf.Struct
-	6,  // 27: acpgate.v1.AgentGateway.ListAgents:input_type -> acpgate.v1.ListAgentsRequest
-	11, // 28: acpgate.v1.AgentGateway.CreateSession:input_type -> acpgate.v1.CreateSessionRequest
-	16, // 29: acpgate.v1.AgentGateway.GetSession:input_type -> acpgate.v1.GetSessionRequest
-	17, // 30: acpgate.v1.AgentGateway.ListSessions:input_type -> acpgate.v1.ListSessionsRequest
-	19, // 31: acpgate.v1.AgentGateway.CloseSession:input_type -> acpgate.v1.CloseSessionRequest
-	21, // 32: acpgate.v1.AgentGateway.Prompt:input_type -> acpgate.v1.PromptRequest
-	27, // 33: acpgate.v1.AgentGateway.Cancel:input_type -> acpgate.v1.CancelRequest
-	29, // 34: acpgate.v1.AgentGateway.ResolvePermission:input_type -> acpgate.v1.ResolvePermissionRequest
-	31, // 35: acpgate.v1.AgentGateway.ResolveElicitation:input_type -> acpgate.v1.ResolveElicitationRequest
-	22, // 36: acpgate.v1.AgentGateway.WatchTurn:input_type -> acpgate.v1.WatchTurnRequest
-	23, // 37: acpgate.v1.AgentGateway.GetTurn:input_type -> acpgate.v1.GetTurnRequest
-	24, // 38: acpgate.v1.AgentGateway.ListTurns:input_type -> acpgate.v1.ListTurnsRequest
-	14, // 39: acpgate.v1.AgentGateway.SetSessionMode:input_type -> acpgate.v1.SetSessionModeRequest
-	15, // 40: acpgate.v1.AgentGateway.SetSessionConfigOption:input_type -> acpgate.v1.SetSessionConfigOptionRequest
-	3,  // 41: acpgate.v1.AgentGateway.ListAgentSessions:input_type -> acpgate.v1.ListAgentSessionsRequest
-	7,  // 42: acpgate.v1.AgentGateway.ListAgents:output_type -> acpgate.v1.ListAgentsResponse
-	12, // 43: acpgate.v1.AgentGateway.CreateSession:output_type -> acpgate.v1.Session
-	12, // 44: acpgate.v1.AgentGateway.GetSession:output_type -> acpgate.v1.Session
-	18, // 45: acpgate.v1.AgentGateway.ListSessions:output_type -> acpgate.v1.ListSessionsResponse
-	20, // 46: acpgate.v1.AgentGateway.CloseSession:output_type -> acpgate.v1.CloseSessionResponse
-	41, // 47: acpgate.v1.AgentGateway.Prompt:output_type -> acpgate.v1.PromptEvent
-	28, // 48: acpgate.v1.AgentGateway.Cancel:output_type -> acpgate.v1.CancelResponse
-	30, // 49: acpgate.v1.AgentGateway.ResolvePermission:output_type -> acpgate.v1.ResolvePermissionResponse
-	32, // 50: acpgate.v1.AgentGateway.ResolveElicitation:output_type -> acpgate.v1.ResolveElicitationResponse
-	41, // 51: acpgate.v1.AgentGateway.WatchTurn:output_type -> acpgate.v1.PromptEvent
-	26, // 52: acpgate.v1.AgentGateway.GetTurn:output_type -> acpgate.v1.Turn
-	25, // 53: acpgate.v1.AgentGateway.ListTurns:output_type -> acpgate.v1.ListTurnsResponse
-	12, // 54: acpgate.v1.AgentGateway.SetSessionMode:output_type -> acpgate.v1.Session
-	12, // 55: acpgate.v1.AgentGateway.SetSessionConfigOption:output_type -> acpgate.v1.Session
-	4,  // 56: acpgate.v1.AgentGateway.ListAgentSessions:output_type -> acpgate.v1.ListAgentSessionsResponse
-	42, // [42:57] is the sub-list for method output_type
-	27, // [27:42] is the sub-list for method input_type
+	38, // 22: acpgate.v1.Turn.started_at:type_name -> google.protobuf.Timestamp
+	38, // 23: acpgate.v1.Turn.ended_at:type_name -> google.protobuf.Timestamp
+	43, // 24: acpgate.v1.Turn.terminal:type_name -> acpgate.v1.PromptEvent
+	44, // 25: acpgate.v1.ResolveElicitationRequest.action:type_name -> acpgate.v1.ElicitationAction
+	45, // 26: acpgate.v1.ResolveElicitationRequest.content:type_name -> google.protobuf.Struct
+	8,  // 27: acpgate.v1.AgentGateway.ListAgents:input_type -> acpgate.v1.ListAgentsRequest
+	13, // 28: acpgate.v1.AgentGateway.CreateSession:input_type -> acpgate.v1.CreateSessionRequest
+	18, // 29: acpgate.v1.AgentGateway.GetSession:input_type -> acpgate.v1.GetSessionRequest
+	19, // 30: acpgate.v1.AgentGateway.ListSessions:input_type -> acpgate.v1.ListSessionsRequest
+	21, // 31: acpgate.v1.AgentGateway.CloseSession:input_type -> acpgate.v1.CloseSessionRequest
+	23, // 32: acpgate.v1.AgentGateway.Prompt:input_type -> acpgate.v1.PromptRequest
+	29, // 33: acpgate.v1.AgentGateway.Cancel:input_type -> acpgate.v1.CancelRequest
+	31, // 34: acpgate.v1.AgentGateway.ResolvePermission:input_type -> acpgate.v1.ResolvePermissionRequest
+	33, // 35: acpgate.v1.AgentGateway.ResolveElicitation:input_type -> acpgate.v1.ResolveElicitationRequest
+	24, // 36: acpgate.v1.AgentGateway.WatchTurn:input_type -> acpgate.v1.WatchTurnRequest
+	25, // 37: acpgate.v1.AgentGateway.GetTurn:input_type -> acpgate.v1.GetTurnRequest
+	26, // 38: acpgate.v1.AgentGateway.ListTurns:input_type -> acpgate.v1.ListTurnsRequest
+	16, // 39: acpgate.v1.AgentGateway.SetSessionMode:input_type -> acpgate.v1.SetSessionModeRequest
+	17, // 40: acpgate.v1.AgentGateway.SetSessionConfigOption:input_type -> acpgate.v1.SetSessionConfigOptionRequest
+	5,  // 41: acpgate.v1.AgentGateway.ListAgentSessions:input_type -> acpgate.v1.ListAgentSessionsRequest
+	3,  // 42: acpgate.v1.AgentGateway.DeleteAgentSession:input_type -> acpgate.v1.DeleteAgentSessionRequest
+	9,  // 43: acpgate.v1.AgentGateway.ListAgents:output_type -> acpgate.v1.ListAgentsResponse
+	14, // 44: acpgate.v1.AgentGateway.CreateSession:output_type -> acpgate.v1.Session
+	14, // 45: acpgate.v1.AgentGateway.GetSession:output_type -> acpgate.v1.Session
+	20, // 46: acpgate.v1.AgentGateway.ListSessions:output_type -> acpgate.v1.ListSessionsResponse
+	22, // 47: acpgate.v1.AgentGateway.CloseSession:output_type -> acpgate.v1.CloseSessionResponse
+	43, // 48: acpgate.v1.AgentGateway.Prompt:output_type -> acpgate.v1.PromptEvent
+	30, // 49: acpgate.v1.AgentGateway.Cancel:output_type -> acpgate.v1.CancelResponse
+	32, // 50: acpgate.v1.AgentGateway.ResolvePermission:output_type -> acpgate.v1.ResolvePermissionResponse
+	34, // 51: acpgate.v1.AgentGateway.ResolveElicitation:output_type -> acpgate.v1.ResolveElicitationResponse
+	43, // 52: acpgate.v1.AgentGateway.WatchTurn:output_type -> acpgate.v1.PromptEvent
+	28, // 53: acpgate.v1.AgentGateway.GetTurn:output_type -> acpgate.v1.Turn
+	27, // 54: acpgate.v1.AgentGateway.ListTurns:output_type -> acpgate.v1.ListTurnsResponse
+	14, // 55: acpgate.v1.AgentGateway.SetSessionMode:output_type -> acpgate.v1.Session
+	14, // 56: acpgate.v1.AgentGateway.SetSessionConfigOption:output_type -> acpgate.v1.Session
+	6,  // 57: acpgate.v1.AgentGateway.ListAgentSessions:output_type -> acpgate.v1.ListAgentSessionsResponse
+	4,  // 58: acpgate.v1.AgentGateway.DeleteAgentSession:output_type -> acpgate.v1.DeleteAgentSessionResponse
+	43, // [43:59] is the sub-list for method output_type
+	27, // [27:43] is the sub-list for method input_type
 	27, // [27:27] is the sub-list for extension type_name
 	27, // [27:27] is the sub-list for extension extendee
 	0,  // [0:27] is the sub-list for field type_name
@@ -2693,7 +2795,7 @@ func file_acpgate_v1_gateway_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_acpgate_v1_gateway_proto_rawDesc), len(file_acpgate_v1_gateway_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   32,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -34,6 +34,7 @@ const (
 	AgentGateway_SetSessionMode_FullMethodName         = "/acpgate.v1.AgentGateway/SetSessionMode"
 	AgentGateway_SetSessionConfigOption_FullMethodName = "/acpgate.v1.AgentGateway/SetSessionConfigOption"
 	AgentGateway_ListAgentSessions_FullMethodName      = "/acpgate.v1.AgentGateway/ListAgentSessions"
+	AgentGateway_DeleteAgentSession_FullMethodName     = "/acpgate.v1.AgentGateway/DeleteAgentSession"
 )
 
 // AgentGatewayClient is the client API for AgentGateway service.
@@ -131,6 +132,12 @@ type AgentGatewayClient interface {
 	// HarnessError (primitive "session/list") when the agent does not
 	// advertise `sessionCapabilities.list`.
 	ListAgentSessions(ctx context.Context, in *ListAgentSessionsRequest, opts ...grpc.CallOption) (*ListAgentSessionsResponse, error)
+	// DeleteAgentSession deletes one of the sessions ListAgentSessions lists
+	// (ACP `session/delete`), the agent started for the call as there.
+	// FAILED_PRECONDITION with a `capability_not_supported` HarnessError
+	// (primitive "session/delete") when the agent does not advertise
+	// `sessionCapabilities.delete`.
+	DeleteAgentSession(ctx context.Context, in *DeleteAgentSessionRequest, opts ...grpc.CallOption) (*DeleteAgentSessionResponse, error)
 }
 
 type agentGatewayClient struct {
@@ -309,6 +316,16 @@ func (c *agentGatewayClient) ListAgentSessions(ctx context.Context, in *ListAgen
 	return out, nil
 }
 
+func (c *agentGatewayClient) DeleteAgentSession(ctx context.Context, in *DeleteAgentSessionRequest, opts ...grpc.CallOption) (*DeleteAgentSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteAgentSessionResponse)
+	err := c.cc.Invoke(ctx, AgentGateway_DeleteAgentSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AgentGatewayServer is the server API for AgentGateway service.
 // All implementations must embed UnimplementedAgentGatewayServer
 // for forward compatibility.
@@ -404,6 +421,12 @@ type AgentGatewayServer interface {
 	// HarnessError (primitive "session/list") when the agent does not
 	// advertise `sessionCapabilities.list`.
 	ListAgentSessions(context.Context, *ListAgentSessionsRequest) (*ListAgentSessionsResponse, error)
+	// DeleteAgentSession deletes one of the sessions ListAgentSessions lists
+	// (ACP `session/delete`), the agent started for the call as there.
+	// FAILED_PRECONDITION with a `capability_not_supported` HarnessError
+	// (primitive "session/delete") when the agent does not advertise
+	// `sessionCapabilities.delete`.
+	DeleteAgentSession(context.Context, *DeleteAgentSessionRequest) (*DeleteAgentSessionResponse, error)
 	mustEmbedUnimplementedAgentGatewayServer()
 }
 
@@ -458,6 +481,9 @@ func (UnimplementedAgentGatewayServer) SetSessionConfigOption(context.Context, *
 }
 func (UnimplementedAgentGatewayServer) ListAgentSessions(context.Context, *ListAgentSessionsRequest) (*ListAgentSessionsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListAgentSessions not implemented")
+}
+func (UnimplementedAgentGatewayServer) DeleteAgentSession(context.Context, *DeleteAgentSessionRequest) (*DeleteAgentSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteAgentSession not implemented")
 }
 func (UnimplementedAgentGatewayServer) mustEmbedUnimplementedAgentGatewayServer() {}
 func (UnimplementedAgentGatewayServer) testEmbeddedByValue()                      {}
@@ -736,6 +762,24 @@ func _AgentGateway_ListAgentSessions_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AgentGateway_DeleteAgentSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteAgentSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentGatewayServer).DeleteAgentSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentGateway_DeleteAgentSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentGatewayServer).DeleteAgentSession(ctx, req.(*DeleteAgentSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AgentGateway_ServiceDesc is the grpc.ServiceDesc for AgentGateway service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -794,6 +838,10 @@ var AgentGateway_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListAgentSessions",
 			Handler:    _AgentGateway_ListAgentSessions_Handler,
+		},
+		{
+			MethodName: "DeleteAgentSession",
+			Handler:    _AgentGateway_DeleteAgentSession_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

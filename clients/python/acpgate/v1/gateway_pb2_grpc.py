@@ -102,6 +102,11 @@ class AgentGatewayStub(object):
                 request_serializer=acpgate_dot_v1_dot_gateway__pb2.ListAgentSessionsRequest.SerializeToString,
                 response_deserializer=acpgate_dot_v1_dot_gateway__pb2.ListAgentSessionsResponse.FromString,
                 )
+        self.DeleteAgentSession = channel.unary_unary(
+                '/acpgate.v1.AgentGateway/DeleteAgentSession',
+                request_serializer=acpgate_dot_v1_dot_gateway__pb2.DeleteAgentSessionRequest.SerializeToString,
+                response_deserializer=acpgate_dot_v1_dot_gateway__pb2.DeleteAgentSessionResponse.FromString,
+                )
 
 
 class AgentGatewayServicer(object):
@@ -272,6 +277,17 @@ class AgentGatewayServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DeleteAgentSession(self, request, context):
+        """DeleteAgentSession deletes one of the sessions ListAgentSessions lists
+        (ACP `session/delete`), the agent started for the call as there.
+        FAILED_PRECONDITION with a `capability_not_supported` HarnessError
+        (primitive "session/delete") when the agent does not advertise
+        `sessionCapabilities.delete`.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AgentGatewayServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -349,6 +365,11 @@ def add_AgentGatewayServicer_to_server(servicer, server):
                     servicer.ListAgentSessions,
                     request_deserializer=acpgate_dot_v1_dot_gateway__pb2.ListAgentSessionsRequest.FromString,
                     response_serializer=acpgate_dot_v1_dot_gateway__pb2.ListAgentSessionsResponse.SerializeToString,
+            ),
+            'DeleteAgentSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteAgentSession,
+                    request_deserializer=acpgate_dot_v1_dot_gateway__pb2.DeleteAgentSessionRequest.FromString,
+                    response_serializer=acpgate_dot_v1_dot_gateway__pb2.DeleteAgentSessionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -624,5 +645,22 @@ class AgentGateway(object):
         return grpc.experimental.unary_unary(request, target, '/acpgate.v1.AgentGateway/ListAgentSessions',
             acpgate_dot_v1_dot_gateway__pb2.ListAgentSessionsRequest.SerializeToString,
             acpgate_dot_v1_dot_gateway__pb2.ListAgentSessionsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def DeleteAgentSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/acpgate.v1.AgentGateway/DeleteAgentSession',
+            acpgate_dot_v1_dot_gateway__pb2.DeleteAgentSessionRequest.SerializeToString,
+            acpgate_dot_v1_dot_gateway__pb2.DeleteAgentSessionResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
