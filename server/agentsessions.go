@@ -54,11 +54,8 @@ func (g *Gateway) DeleteAgentSession(ctx context.Context, req *acpgatev1.DeleteA
 // while it runs, so that such calls cannot start more agents than the
 // limits allow. An error of f's is a gRPC status.
 func (g *Gateway) withAgent(ctx context.Context, agent, cwd string, f func(sess *acp.Session, dir string) error) error {
-	entry, ok := g.byName[agent]
-	if !ok {
-		return status.Errorf(codes.NotFound, "no agent named %q is configured", agent)
-	}
-	if err := g.authz.use(ctx, entry.cfg.Name); err != nil {
+	entry, err := g.agentFor(ctx, agent)
+	if err != nil {
 		return err
 	}
 	if cwd != "" && entry.cfg.Workspace == "" {

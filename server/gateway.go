@@ -402,6 +402,19 @@ func (o *opening) abandon() {
 	}
 }
 
+// agentFor is the configured agent named agent, when the caller may use
+// it: NOT_FOUND or the authorization's refusal otherwise.
+func (g *Gateway) agentFor(ctx context.Context, agent string) (*agentEntry, error) {
+	entry, ok := g.byName[agent]
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "no agent named %q is configured", agent)
+	}
+	if err := g.authz.use(ctx, agent); err != nil {
+		return nil, err
+	}
+	return entry, nil
+}
+
 // prepare admits a session of agent and resolves its directory: every
 // failure that is the caller's (a gRPC status), before anything is
 // started.
@@ -409,11 +422,8 @@ func (g *Gateway) prepare(ctx context.Context, agent, cwd string) (*opening, err
 	if agent == "" {
 		return nil, status.Error(codes.InvalidArgument, "agent is required")
 	}
-	entry, ok := g.byName[agent]
-	if !ok {
-		return nil, status.Errorf(codes.NotFound, "no agent named %q is configured", agent)
-	}
-	if err := g.authz.use(ctx, agent); err != nil {
+	entry, err := g.agentFor(ctx, agent)
+	if err != nil {
 		return nil, err
 	}
 	slot, err := g.admit.reserveSession(caller(ctx).Name, agent, entry.cfg.MaxSessions)

@@ -458,12 +458,19 @@ func (s *SQLite) Started(ctx context.Context, turnID, sessionID string, started 
 func (s *SQLite) Append(ctx context.Context, turnID string, events []Event) error {
 	if len(events) == 0 {
 		// Nothing to journal, but the caller still learns of a turn
-		// that ended or never was.
-		t, err := s.Get(ctx, turnID)
-		if err == nil && !t.Running() {
-			err = ErrEnded
+		// that ended or never was (without reading its terminal, which
+		// may be in the files).
+		var ended bool
+		err := s.read.QueryRowContext(ctx, `SELECT ended_at IS NOT NULL FROM turns WHERE id = ?`, turnID).Scan(&ended)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return ErrNotFound
+		case err != nil:
+			return s.opError("journal events of turn "+turnID, err)
+		case ended:
+			return ErrEnded
 		}
-		return err
+		return nil
 	}
 	return s.journal(ctx, "journal events of turn "+turnID, turnID, events, true, nil)
 }

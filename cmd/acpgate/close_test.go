@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,20 +16,39 @@ import (
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 )
 
-// methodsSent is the methods the test agent recorded (--record-meta), in
-// order.
-func methodsSent(t *testing.T, path string) []string {
+// recordedMessage is a line of the test agent's --record-meta file: a
+// message the gateway sent it.
+type recordedMessage struct {
+	Method string            `json:"method"`
+	Meta   map[string]string `json:"meta"`
+}
+
+// recorded reads the messages the test agent recorded, in order; none
+// when it has recorded nothing yet.
+func recorded(t *testing.T, path string) []recordedMessage {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
-	var methods []string
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		if _, rest, ok := strings.Cut(line, `"method":"`); ok {
-			method, _, _ := strings.Cut(rest, `"`)
-			methods = append(methods, method)
+	var out []recordedMessage
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		var m recordedMessage
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("%s: %v", path, err)
 		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// methodsSent is the methods the test agent recorded, in order.
+func methodsSent(t *testing.T, path string) []string {
+	t.Helper()
+	var methods []string
+	for _, m := range recorded(t, path) {
+		methods = append(methods, m.Method)
 	}
 	return methods
 }

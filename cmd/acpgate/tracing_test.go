@@ -1,17 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"sync"
 	"syscall"
@@ -187,20 +184,9 @@ agents:
 	}
 
 	// The agent got session/prompt's own span as the parent of its work.
-	data, err := os.ReadFile(metaFile)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var prompted bool
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		var m struct {
-			Method string            `json:"method"`
-			Meta   map[string]string `json:"meta"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatal(err)
-		}
+	messages := recorded(t, metaFile)
+	for _, m := range messages {
 		if m.Method == "session/prompt" {
 			prompted = true
 			want := "00-" + traceID + "-" + hex.EncodeToString(byName["session/prompt"].GetSpanId()) + "-01"
@@ -210,6 +196,6 @@ agents:
 		}
 	}
 	if !prompted {
-		t.Errorf("the agent recorded no session/prompt: %s", data)
+		t.Errorf("the agent recorded no session/prompt: %v", messages)
 	}
 }
