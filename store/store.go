@@ -48,6 +48,9 @@ type Turn struct {
 	LastSeq uint64
 	// Terminal is the terminal event, encoded; nil while the turn runs.
 	Terminal []byte
+	// Replica is the replica that runs the turn, in a store shared by
+	// several (see Cluster); "" otherwise. Set by the store at Begin.
+	Replica string
 }
 
 // Running reports whether the turn has not ended.
@@ -155,6 +158,10 @@ type Session struct {
 	// ConfigOptions are the session configuration options set on it (by
 	// option id), re-applied after re-opening; empty when none were set.
 	ConfigOptions map[string]string
+	// Replica is the replica whose agent process serves the session, in
+	// a store shared by several (see Cluster): set by the store at
+	// PutSession, "" once released. "" in a store of one gateway.
+	Replica string
 }
 
 // Sessions keeps the records of open sessions. Its methods are safe for
