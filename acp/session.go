@@ -107,6 +107,11 @@ type OpenOptions struct {
 	// Replay receives the history an agent replays during session/load;
 	// nil drops it.
 	Replay func(*acpgatev1.PromptEvent)
+	// MCPServers are the caller's MCP servers for this session, sent
+	// after Config.MCPServers. One over a transport the agent did not
+	// advertise fails the open with capability_not_supported (see
+	// mcp.go). Their headers may be secrets: they go to the agent only.
+	MCPServers []acpsdk.McpServer
 }
 
 // Methods that re-open a session; see AgentInfo.ReopenMethod.
@@ -461,9 +466,9 @@ func (s *Session) hello(ctx context.Context) error {
 
 // begin runs session/new, or session/load when opts.LoadSessionID is set.
 func (s *Session) begin(ctx context.Context, opts OpenOptions) error {
-	mcp := s.cfg.MCPServers
-	if mcp == nil {
-		mcp = []acpsdk.McpServer{}
+	mcp, err := s.sessionMCP(opts)
+	if err != nil {
+		return err
 	}
 	if opts.LoadSessionID == "" {
 		var result json.RawMessage
@@ -496,7 +501,7 @@ func (s *Session) begin(ctx context.Context, opts OpenOptions) error {
 	s.mu.Unlock()
 	var result json.RawMessage
 	id := acpsdk.SessionId(opts.LoadSessionID)
-	err := s.call(ctx, method, func(meta map[string]any) any {
+	err = s.call(ctx, method, func(meta map[string]any) any {
 		if method == MethodResume {
 			return acpsdk.ResumeSessionRequest{Meta: meta, SessionId: id, Cwd: s.cwd, McpServers: mcp}
 		}

@@ -133,6 +133,11 @@ func capabilityMessage(primitive string) string {
 	return fmt.Sprintf("the agent does not support %s: it did not advertise the capability at initialize", primitive)
 }
 
+func mcpTransportMessage(transport, name string, index int, primitive string) string {
+	return fmt.Sprintf("the agent does not support MCP servers over %s (mcp_servers[%d] %q is one): it did not advertise %s at initialize, so the session was not opened",
+		transport, index, name, primitive)
+}
+
 func promptContentMessage(blockType string, index int, primitive string) string {
 	return fmt.Sprintf("the agent does not accept %s blocks in prompts (prompt block %d is one): it did not advertise %s at initialize, so the prompt was not sent",
 		blockType, index, primitive)

@@ -523,6 +523,17 @@ func (in Interpreter) CapabilityNotSupported(primitive string) *acpgatev1.Harnes
 	}).Error
 }
 
+// MCPTransportNotSupported is the gateway's rejection of a caller's MCP
+// server (number index of the caller's list, named name) over a transport
+// (http, sse) the agent did not opt in to with primitive
+// (mcpCapabilities.http, .sse): ACP forbids sending it, and an agent that
+// got it anyway might skip it silently.
+func (in Interpreter) MCPTransportNotSupported(transport, name string, index int, primitive string) *acpgatev1.HarnessError {
+	return in.fail(Text{}, mcpTransportMessage(transport, name, index, primitive), &acpgatev1.HarnessError{
+		Kind: &acpgatev1.HarnessError_CapabilityNotSupported{CapabilityNotSupported: &acpgatev1.CapabilityNotSupported{Primitive: primitive}},
+	}).Error
+}
+
 // ReopenNotSupported is the gateway's rejection of re-opening a session on
 // an agent that advertised neither sessionCapabilities.resume nor
 // loadSession. The primitive is session/load, the stable one a client

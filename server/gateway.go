@@ -202,14 +202,7 @@ func probeContainment(log *slog.Logger) acp.Containment {
 func acpConfig(a config.Agent, opts Options, lookup func(string) (string, bool), log *slog.Logger) acp.Config {
 	var mcp []acpsdk.McpServer
 	for _, m := range a.MCPServers {
-		stdio := &acpsdk.McpServerStdio{Name: m.Name, Command: m.Command, Args: m.Args, Env: []acpsdk.EnvVariable{}}
-		if stdio.Args == nil {
-			stdio.Args = []string{}
-		}
-		for k, v := range m.Env {
-			stdio.Env = append(stdio.Env, acpsdk.EnvVariable{Name: k, Value: v})
-		}
-		mcp = append(mcp, acpsdk.McpServer{Stdio: stdio})
+		mcp = append(mcp, acp.MCPStdio(m.Name, m.Command, m.Args, m.Env))
 	}
 	return acp.Config{
 		Agent:            a.Name,

@@ -14,6 +14,16 @@ import (
 // whatever the handler returns, as ACP prescribes ("an error response with
 // code -32800"). A request already answered, or an id never seen, is
 // ignored.
+//
+// It sends it too, for every request of its own that Call abandons (its
+// context ended before the answer): the agent may stop work nobody will
+// read. ACP has no capability that advertises support ("cancellation
+// remains optional"), and a peer that does not implement it ignores the
+// notification, so it is sent to every agent. Its answer, if one still
+// comes (a result, or error -32800), matches no waiting call and is
+// counted as unmatched. session/prompt is never abandoned this way: a turn
+// is cancelled with session/cancel, the prompt-specific mechanism, and
+// its answer awaited.
 
 // CancelRequestMethod is the method of ACP's cancellation notification.
 const CancelRequestMethod = "$/cancel_request"
@@ -77,4 +87,29 @@ func idKey(id json.RawMessage) string {
 // withdrawn reports whether ctx's request was withdrawn by the peer.
 func withdrawn(ctx context.Context) bool {
 	return errors.Is(context.Cause(ctx), ErrCancelledByPeer)
+}
+
+// cancelOutbound tells the agent that request id was abandoned. The write
+// runs on its own goroutine, which Close waits for: it must not hold up
+// the abandoning caller behind an agent that does not read its stdin,
+// and it ends when that agent is stopped and the write fails.
+func (c *Conn) cancelOutbound(id int64) {
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return
+	}
+	c.notices.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.notices.Done()
+		if err := c.Notify(CancelRequestMethod, cancelRequestParams{RequestID: id}); err != nil {
+			c.log.Debug("sending $/cancel_request failed", "request", id, "err", err)
+		}
+	}()
+}
+
+// cancelRequestParams are $/cancel_request's params (CancelRequestNotification).
+type cancelRequestParams struct {
+	RequestID int64 `json:"requestId"`
 }

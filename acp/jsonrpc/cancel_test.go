@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -57,4 +58,55 @@ func TestARequestTheAgentWithdrawsIsAnsweredRequestCancelledAndOthersAreNot(t *t
 		t.Errorf("$/cancel_request reached the handler: %s", n)
 	default:
 	}
+}
+
+func TestACallAbandonedByItsContextIsWithdrawnWithCancelRequest(t *testing.T) {
+	p := newPeer(t, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := p.conn.Call(ctx, "session/set_mode", nil)
+		errc <- err
+	}()
+	sent := p.read()
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v", err)
+	}
+	m := p.read()
+	params, _ := m["params"].(map[string]any)
+	if m["method"] != CancelRequestMethod || params["requestId"] != sent["id"] || m["id"] != nil {
+		t.Fatalf("after abandoning request %v the connection wrote %v, want the notification $/cancel_request naming it", sent["id"], m)
+	}
+	// The agent answers as ACP asks: the late answer is counted, not
+	// delivered to anyone.
+	p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%v,"error":{"code":%d,"message":"cancelled"}}`, sent["id"], CodeRequestCancelled))
+	ch := p.start("next")
+	p.send(`{"jsonrpc":"2.0","id":2,"result":{}}`)
+	if r := wait(t, ch); string(r.Response.Result) != "{}" {
+		t.Errorf("the next call got %+v", r)
+	}
+	if s := p.conn.Stats(); s.UnmatchedResponses != 1 {
+		t.Errorf("unmatched responses %d, want the abandoned call's answer counted", s.UnmatchedResponses)
+	}
+}
+
+func TestACallAnsweredBeforeItsContextEndsIsNotWithdrawn(t *testing.T) {
+	p := newPeer(t, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := make(chan error, 1)
+	go func() {
+		_, err := p.conn.Call(ctx, "quick", nil)
+		ch <- err
+	}()
+	sent := p.read()
+	p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%v,"result":{}}`, sent["id"]))
+	if err := <-ch; err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	next := p.start("next")
+	p.send(`{"jsonrpc":"2.0","id":2,"result":{}}`)
+	wait(t, next)
 }

@@ -186,6 +186,8 @@ type Conn struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	handlers sync.WaitGroup
+	notices  sync.WaitGroup // $/cancel_request notifications being written
+	closing  bool           // Close is waiting for notices; under mu
 
 	skipped   atomic.Uint64
 	unmatched atomic.Uint64
@@ -249,7 +251,9 @@ func (c *Conn) Call(ctx context.Context, method string, params any) (Reply, erro
 	case reply := <-ch:
 		return reply, nil
 	case <-ctx.Done():
-		c.forget(id)
+		if c.forget(id) {
+			c.cancelOutbound(id)
+		}
 		return Reply{}, ctx.Err()
 	}
 }
@@ -301,10 +305,14 @@ func (c *Conn) Notify(method string, params any) error {
 	return c.write(msg)
 }
 
-func (c *Conn) forget(id int64) {
+// forget stops waiting for request id's reply; it reports whether the
+// request was still unanswered.
+func (c *Conn) forget(id int64) bool {
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, pending := c.pending[id]
 	delete(c.pending, id)
-	c.mu.Unlock()
+	return pending
 }
 
 // Close stops serving: it cancels request handlers and waits for them and
@@ -317,6 +325,10 @@ func (c *Conn) Close() {
 	c.cancel()
 	<-c.done
 	c.handlers.Wait()
+	c.mu.Lock()
+	c.closing = true // no notice starts after the Wait begins
+	c.mu.Unlock()
+	c.notices.Wait()
 }
 
 // write encodes msg and writes it, one message at a time. The encoding is

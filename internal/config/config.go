@@ -119,6 +119,24 @@ type Config struct {
 	// Admin is grpc-go's admin services (channelz); off unless
 	// Admin.Listen is set.
 	Admin Admin
+	// MCP is what callers may ask of MCP servers for their sessions.
+	MCP MCP
+}
+
+// MCP is the operator's policy for the MCP servers callers name in
+// CreateSession and one-shot Prompt. Callers never choose a command: a
+// stdio server is one offered here (or by the agent), asked for by name,
+// and a remote one must live under an allowed URL prefix. The zero value
+// allows no caller MCP server at all.
+type MCP struct {
+	// AllowedURLPrefixes are the prefixes a caller's HTTP or SSE server
+	// URL must start with: absolute http or https URLs whose path ends in
+	// "/", so that a prefix ends at a path boundary and cannot be extended
+	// into another host name (https://mcp.example.com.evil.test).
+	AllowedURLPrefixes []string
+	// Offered are stdio MCP servers a caller of any agent may ask for by
+	// name.
+	Offered []MCPServer
 }
 
 // Metrics configures the Prometheus /metrics endpoint.
@@ -236,6 +254,9 @@ type Agent struct {
 	WarmMaxAge time.Duration
 	// MCPServers are passed to the agent in every session/new.
 	MCPServers []MCPServer
+	// MCPOffered are stdio MCP servers a caller of this agent may ask for
+	// by name (besides MCP.Offered); they are passed only when asked for.
+	MCPOffered []MCPServer
 	// Allow are the principal patterns that may use the agent; empty
 	// means every caller. A pattern is a principal's exact name, a prefix
 	// ending in "*" (a SPIFFE trust domain or path: spiffe://example.org/ml/*),

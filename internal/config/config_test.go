@@ -68,6 +68,12 @@ agents:
         command: /usr/bin/mcp-files
         args: [--root, /srv]
         env: {A: b}
+    mcp_offered:                               # passed when a caller names it
+      - {name: search, command: /usr/bin/mcp-search}
+mcp:
+  allowed_url_prefixes: [https://mcp.example.com/v1/]
+  offered:
+    - {name: tickets, command: /usr/bin/mcp-tickets, args: [--ro]}
 limits: {max_sessions: 256, max_prompt_bytes: 1048576, max_frame_bytes: 16777216, max_agent_requests: 16, max_streams_per_connection: 100}
 shutdown_grace: 10s
 handshake_timeout: 30s
@@ -110,7 +116,12 @@ func TestParse(t *testing.T) {
 						Args:    []string{"--root", "/srv"},
 						Env:     map[string]string{"A": "b"},
 					}},
+					MCPOffered: []MCPServer{{Name: "search", Command: "/usr/bin/mcp-search"}},
 				}},
+				MCP: MCP{
+					AllowedURLPrefixes: []string{"https://mcp.example.com/v1/"},
+					Offered:            []MCPServer{{Name: "tickets", Command: "/usr/bin/mcp-tickets", Args: []string{"--ro"}}},
+				},
 				Limits:           Limits{MaxSessions: 256, MaxWarm: DefaultMaxWarm, MaxPromptBytes: 1 << 20, MaxFrameBytes: 16 << 20, MaxAgentRequests: 16, MaxStreamsPerConnection: 100, MaxTurnBytes: DefaultMaxTurnBytes, MaxAnswerBytes: 512 << 20},
 				ShutdownGrace:    10 * time.Second,
 				HandshakeTimeout: 30 * time.Second,
@@ -597,6 +608,33 @@ func TestParseErrors(t *testing.T) {
 				`config.yaml:5: agent "a", mcp_servers[0]: name is required`,
 				`config.yaml:6: agent "a", mcp server "m": command is required`,
 				`config.yaml:7: agent "a", mcp server "m": duplicate name, first used by mcp_servers[1] (line 6)`,
+			},
+		},
+		{
+			name: "MCP: prefixes end at a path boundary; an offered name means one server",
+			yaml: `mcp:
+  allowed_url_prefixes: [https://mcp.example.com, "ftp://x/", "https://u@h/", "https://h/p/"]
+  offered:
+    - {name: files, command: /bin/f}
+    - {name: files, command: /bin/g}
+agents:
+  - name: a
+    command: /bin/a
+    mcp_servers:
+      - {name: files, command: /bin/f}
+    mcp_offered:
+      - {name: files, command: /bin/f}
+      - {name: docs}
+`,
+			want: []string{
+				`config.yaml:2: mcp.allowed_url_prefixes[0]: "https://mcp.example.com" must end with "/" (as in "https://mcp.example.com/") so that it ends at a path boundary and admits no other host`,
+				`config.yaml:2: mcp.allowed_url_prefixes[1]: "ftp://x/" must be an http:// or https:// URL`,
+				`config.yaml:2: mcp.allowed_url_prefixes[2]: "https://u@h/" must not have user information, a query or a fragment`,
+				`config.yaml:5: mcp, mcp server "files": duplicate name, first used by offered[0] (line 4)`,
+				`config.yaml:10: agent "a": mcp server "files" is both always given to the agent (mcp_servers) and offered in mcp.offered; rename one`,
+				`config.yaml:12: agent "a", mcp server "files": also offered in mcp.offered; a caller's name must mean one server`,
+				`config.yaml:12: agent "a", mcp server "files": also in the agent's mcp_servers, which it is always given`,
+				`config.yaml:13: agent "a", mcp server "docs": command is required`,
 			},
 		},
 		{

@@ -169,6 +169,15 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 				"allow_remote": d.boolInto(&c.Admin.AllowRemote, f.child("allow_remote")),
 			})
 		},
+		"mcp": func(v *yaml.Node) {
+			f := field{"mcp", "mcp"}
+			d.fields(v, f, "in mcp", map[string]func(*yaml.Node){
+				"allowed_url_prefixes": d.listInto(&c.MCP.AllowedURLPrefixes, f.child("allowed_url_prefixes"), false),
+				"offered": func(v *yaml.Node) {
+					c.MCP.Offered = d.mcpServers(v, f.child("offered"), "mcp")
+				},
+			})
+		},
 		"store": func(v *yaml.Node) {
 			if s, ok := d.scalar(v, field{"store", "store"}); ok {
 				c.Store = StoreKind(s)
@@ -265,12 +274,16 @@ func (d *decoder) agent(n *yaml.Node, i int) Agent {
 		"mcp_servers": func(v *yaml.Node) {
 			a.MCPServers = d.mcpServers(v, f("mcp_servers"), label)
 		},
+		"mcp_offered": func(v *yaml.Node) {
+			a.MCPOffered = d.mcpServers(v, f("mcp_offered"), label)
+		},
 	})
 	return a
 }
 
-// mcpServers decodes an agent's mcp_servers sequence.
-func (d *decoder) mcpServers(n *yaml.Node, f field, agent string) []MCPServer {
+// mcpServers decodes a sequence of stdio MCP servers (an agent's
+// mcp_servers or mcp_offered, or mcp.offered); owner names what holds it.
+func (d *decoder) mcpServers(n *yaml.Node, f field, owner string) []MCPServer {
 	d.lines[f.path] = n.Line
 	r := resolve(n)
 	if isNull(r) {
@@ -291,7 +304,7 @@ func (d *decoder) mcpServers(n *yaml.Node, f field, agent string) []MCPServer {
 			servers = append(servers, s)
 			continue
 		}
-		label := mcpLabel(agent, peekName(m), i)
+		label := mcpLabel(owner, listName(f.path), peekName(m), i)
 		sf := func(key string) field { return field{path + "." + key, label + ": " + key} }
 		d.fields(m, field{path, label}, "in "+label, map[string]func(*yaml.Node){
 			"name":    d.stringInto(&s.Name, sf("name"), false),
@@ -304,12 +317,19 @@ func (d *decoder) mcpServers(n *yaml.Node, f field, agent string) []MCPServer {
 	return servers
 }
 
-// mcpLabel names an agent's MCP server in messages.
-func mcpLabel(agent, name string, i int) string {
+// mcpLabel names an MCP server of the list (mcp_servers, mcp_offered,
+// offered) that owner holds in messages.
+func mcpLabel(owner, list, name string, i int) string {
 	if name != "" {
-		return fmt.Sprintf("%s, mcp server %q", agent, name)
+		return fmt.Sprintf("%s, mcp server %q", owner, name)
 	}
-	return fmt.Sprintf("%s, mcp_servers[%d]", agent, i)
+	return fmt.Sprintf("%s, %s[%d]", owner, list, i)
+}
+
+// listName is the last key of a field path: "mcp_offered" of
+// "agents[0].mcp_offered".
+func listName(path string) string {
+	return path[strings.LastIndex(path, ".")+1:]
 }
 
 // peekName returns the scalar value of a mapping's name key, or "", so that

@@ -130,6 +130,7 @@ func (v *checker) config(c *Config) {
 		v.add("state_dir", "state_dir: %q must be an absolute path", c.StateDir)
 	}
 	v.security(c)
+	v.mcp(c)
 	v.quotas(c.Quotas)
 	v.tracing(c.Tracing)
 }
@@ -203,24 +204,8 @@ func (v *checker) agent(a Agent, path, label string) {
 		v.add(p("warm_max_age"), "%s: warm_max_age must be at least %s, got %s", label, MinWarmMaxAge, a.WarmMaxAge)
 	}
 
-	firstByName := map[string]int{}
-	for i, s := range a.MCPServers {
-		spath := fmt.Sprintf("%s[%d]", p("mcp_servers"), i)
-		if v.bad[spath] {
-			continue
-		}
-		slabel := mcpLabel(label, s.Name, i)
-		if s.Name == "" {
-			v.add(spath+".name", "%s: name is required", slabel)
-		} else if first, dup := firstByName[s.Name]; dup {
-			v.add(spath+".name", "%s: duplicate name, first used by mcp_servers[%d]%s", slabel, first, v.at(fmt.Sprintf("%s[%d]", p("mcp_servers"), first)))
-		} else {
-			firstByName[s.Name] = i
-		}
-		v.command(spath+".command", slabel, s.Command)
-		v.args(spath+".args", slabel+": args", s.Args)
-		v.env(spath+".env", slabel+": env", s.Env)
-	}
+	v.mcpServers(p("mcp_servers"), label, a.MCPServers)
+	v.mcpServers(p("mcp_offered"), label, a.MCPOffered)
 }
 
 // command checks a required program to run.

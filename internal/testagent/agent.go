@@ -16,6 +16,8 @@ const (
 	codeInvalidRequest = -32600
 	codeMethodNotFound = -32601
 	codeInvalidParams  = -32602
+
+	codeRequestCancelled = -32800
 )
 
 type rpcError struct {
@@ -117,13 +119,14 @@ type agent struct {
 	out *output
 
 	mu          sync.Mutex
-	lastSession int                       // sess-<n> counter
-	sessions    map[string]bool           // known session ids
-	openedBy    map[string]string         // session id → the method that opened it in this process
-	turns       map[*turn]struct{}        // running prompt turns
-	nextID      int64                     // id of the agent's next own request
-	pending     map[int64]chan<- *message // agent requests awaiting an answer
-	settings    map[string]*settings      // session id → its mode and model (--modes)
+	lastSession int                        // sess-<n> counter
+	sessions    map[string]bool            // known session ids
+	openedBy    map[string]string          // session id → the method that opened it in this process
+	turns       map[*turn]struct{}         // running prompt turns
+	nextID      int64                      // id of the agent's next own request
+	pending     map[int64]chan<- *message  // agent requests awaiting an answer
+	settings    map[string]*settings       // session id → its mode and model (--modes)
+	hung        map[string]json.RawMessage // --hang-on requests unanswered, by id as sent
 
 	stallOnce sync.Once
 	stalled   chan struct{} // closed by the stall directive: stdin is no longer read
@@ -138,6 +141,7 @@ func newAgent(cfg config, stdout *os.File) *agent {
 		turns:    map[*turn]struct{}{},
 		pending:  map[int64]chan<- *message{},
 		settings: map[string]*settings{},
+		hung:     map[string]json.RawMessage{},
 		stalled:  make(chan struct{}),
 	}
 }
@@ -198,6 +202,7 @@ func (a *agent) handleLine(line []byte) {
 	hasID := len(m.ID) > 0
 	if m.Method != "" {
 		a.recordMeta(&m)
+		a.recordParams(&m)
 	}
 	switch {
 	case m.Method != "" && hasID:
@@ -229,6 +234,10 @@ func (a *agent) handleResponse(m *message) {
 }
 
 func (a *agent) handleNotification(m *message) {
+	if m.Method == "$/cancel_request" {
+		a.withdrawn(m)
+		return
+	}
 	if m.Method != "session/cancel" {
 		return
 	}
@@ -253,7 +262,11 @@ func (a *agent) handleNotification(m *message) {
 
 func (a *agent) handleRequest(m *message) {
 	if m.Method == a.cfg.hangOn {
-		return // never answered
+		// Never answered, unless the client withdraws it.
+		a.mu.Lock()
+		a.hung[string(m.ID)] = m.ID
+		a.mu.Unlock()
+		return
 	}
 	switch m.Method {
 	case "initialize":
@@ -311,6 +324,13 @@ func (a *agent) initialize(m *message) {
 			"audio":           a.cfg.promptCaps["audio"],
 			"embeddedContext": a.cfg.promptCaps["embeddedContext"],
 		},
+	}
+	if len(a.cfg.mcpCaps) > 0 {
+		mcp := obj{}
+		for _, name := range a.cfg.mcpCaps {
+			mcp[name] = true
+		}
+		caps["mcpCapabilities"] = mcp
 	}
 	sessionCaps := obj{}
 	if a.cfg.resumeSession {

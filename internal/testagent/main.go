@@ -50,6 +50,14 @@
 //	                            as a JSON line to FILE for every request and
 //	                            notification received, before handling it (tests
 //	                            check what the client propagates, e.g. traceparent).
+//	--record-params FILE        append {"method":M,"id":ID,"params":P} as a JSON line
+//	                            to FILE for every request and notification received
+//	                            (no id for a notification), before
+//	                            handling it (tests check the mcpServers of session/new
+//	                            and the requestId of a $/cancel_request).
+//	--mcp-capabilities LIST     advertise agentCapabilities.mcpCapabilities with the
+//	                            comma-separated transports LIST (http, sse) true; none
+//	                            by default (stdio only, as ACP requires of every agent).
 //	--modes A,B                 advertise the session modes A and B (the first is a
 //	                            session's initial mode; name "Mode A", description
 //	                            "the A mode") and the select config option "model"
@@ -60,7 +68,9 @@
 //	                            process: a session re-opened by another process starts
 //	                            again in mode A with model small.
 //	--hang-on METHOD            never answer requests of METHOD (say initialize or
-//	                            session/new): an agent that hangs at start-up.
+//	                            session/new): an agent that hangs at start-up. A
+//	                            $/cancel_request naming such a request is answered
+//	                            with error -32800, as ACP asks.
 //	--prompt-capabilities LIST  the promptCapabilities advertised at initialize:
 //	                            a comma-separated subset of image, audio and
 //	                            embeddedContext, or "none" for a text-only agent
@@ -92,6 +102,8 @@
 //	                  permission/fs/terminal requests are NOT interrupted: ACP
 //	                  requires the client to answer them (permission with outcome
 //	                  cancelled).
+//	$/cancel_request -> (notification) answers a --hang-on request it names
+//	                  with error -32800; ignored otherwise.
 //	anything else  -> -32601 for requests; unknown notifications are ignored.
 //
 // A line that is not JSON gets a -32700 error with id null. The agent's own
@@ -245,6 +257,8 @@ type config struct {
 	hangOn          string          // a method never answered
 	countPrompts    string          // a file that gets a line per session/prompt
 	recordMeta      string          // a file that gets each client message's method and _meta
+	recordParams    string          // a file that gets each client message's method and params (record.go)
+	mcpCaps         []string        // mcpCapabilities advertised: http, sse
 	promptCaps      map[string]bool // promptCapabilities advertised, by name
 	modes           []string        // advertised session modes, the first initial (modes.go)
 }
@@ -252,7 +266,7 @@ type config struct {
 func parseFlags(args []string) (config, error) {
 	fs := flag.NewFlagSet("testagent", flag.ContinueOnError)
 	var cfg config
-	var auth, newErr, commands, promptCaps, modes string
+	var auth, newErr, commands, promptCaps, modes, mcpCaps string
 	fs.IntVar(&cfg.protocolVersion, "protocol-version", 1, "protocolVersion reported at initialize")
 	fs.StringVar(&auth, "auth-methods", "", "comma-separated authMethods ids to advertise")
 	fs.BoolVar(&cfg.loadSession, "load-session", false, "advertise and implement session/load")
@@ -270,6 +284,8 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&commands, "commands", "", "comma-separated command names to advertise (available_commands_update) right after session/new and session/load")
 	fs.StringVar(&cfg.countPrompts, "count-prompts", "", "append a line to this file for every session/prompt received")
 	fs.StringVar(&cfg.recordMeta, "record-meta", "", `append {"method":M,"meta":_meta} as a JSON line to this file for every request and notification received`)
+	fs.StringVar(&cfg.recordParams, "record-params", "", `append {"method":M,"id":ID,"params":P} as a JSON line to this file for every request and notification received`)
+	fs.StringVar(&mcpCaps, "mcp-capabilities", "", "comma-separated mcpCapabilities to advertise: http, sse")
 	fs.StringVar(&promptCaps, "prompt-capabilities", "image,embeddedContext", `promptCapabilities to advertise: image, audio, embeddedContext, or "none"`)
 	fs.StringVar(&modes, "modes", "", "comma-separated session mode ids to advertise (the first is initial), with the config option model (small|large)")
 	fs.StringVar(&cfg.hangOn, "hang-on", "", "never answer requests of this method (initialize, session/new, ...)")
@@ -282,6 +298,12 @@ func parseFlags(args []string) (config, error) {
 	cfg.authMethods = list(auth)
 	cfg.commands = list(commands)
 	cfg.modes = list(modes)
+	cfg.mcpCaps = list(mcpCaps)
+	for _, name := range cfg.mcpCaps {
+		if name != "http" && name != "sse" {
+			return cfg, fmt.Errorf("--mcp-capabilities: unknown transport %q (http, sse)", name)
+		}
+	}
 	cfg.promptCaps = map[string]bool{}
 	for _, name := range strings.Split(promptCaps, ",") {
 		switch name = strings.TrimSpace(name); name {

@@ -1,9 +1,6 @@
 package main
 
-import (
-	"encoding/json"
-	"os"
-)
+import "encoding/json"
 
 // recordMeta appends what a request or notification from the client
 // carried in params._meta to the --record-meta file, as one JSON line
@@ -26,13 +23,7 @@ func (a *agent) recordMeta(m *message) {
 		Method string          `json:"method"`
 		Meta   json.RawMessage `json:"meta"`
 	}{m.Method, p.Meta})
-	if err != nil {
-		return
+	if err == nil {
+		appendLine(a.cfg.recordMeta, string(line))
 	}
-	f, err := os.OpenFile(a.cfg.recordMeta, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return
-	}
-	_, _ = f.Write(append(line, '\n'))
-	_ = f.Close()
 }

@@ -609,8 +609,21 @@ type Agent struct {
 	LastStartupFailure *StartupFailure `protobuf:"bytes,11,opt,name=last_startup_failure,json=lastStartupFailure,proto3" json:"last_startup_failure,omitempty"`
 	// The elicitation policy: "decline" or "ask".
 	ElicitationPolicy string `protobuf:"bytes,12,opt,name=elicitation_policy,json=elicitationPolicy,proto3" json:"elicitation_policy,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The names of the stdio MCP servers a caller may ask for by name in
+	// CreateSessionRequest.mcp_servers or PromptRequest.mcp_servers (the
+	// operator's `mcp.offered` and the agent's `mcp_offered`), sorted.
+	McpOffered []string `protobuf:"bytes,25,rep,name=mcp_offered,json=mcpOffered,proto3" json:"mcp_offered,omitempty"`
+	// The remote MCP transports the agent advertised in
+	// `agentCapabilities.mcpCapabilities` at its last `initialize`: "http"
+	// and/or "sse". Empty until the agent has been started, and when it
+	// advertised neither; a caller's server over a transport not listed is
+	// refused with `capability_not_supported`.
+	McpTransports []string `protobuf:"bytes,26,rep,name=mcp_transports,json=mcpTransports,proto3" json:"mcp_transports,omitempty"`
+	// The URL prefixes a caller's HTTP or SSE MCP server must start with
+	// (`mcp.allowed_url_prefixes`); empty: no remote MCP server is allowed.
+	McpUrlPrefixes []string `protobuf:"bytes,27,rep,name=mcp_url_prefixes,json=mcpUrlPrefixes,proto3" json:"mcp_url_prefixes,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Agent) Reset() {
@@ -725,6 +738,27 @@ func (x *Agent) GetElicitationPolicy() string {
 		return x.ElicitationPolicy
 	}
 	return ""
+}
+
+func (x *Agent) GetMcpOffered() []string {
+	if x != nil {
+		return x.McpOffered
+	}
+	return nil
+}
+
+func (x *Agent) GetMcpTransports() []string {
+	if x != nil {
+		return x.McpTransports
+	}
+	return nil
+}
+
+func (x *Agent) GetMcpUrlPrefixes() []string {
+	if x != nil {
+		return x.McpUrlPrefixes
+	}
+	return nil
 }
 
 // StartupFailure is an agent start-up that failed.
@@ -942,6 +976,24 @@ type CreateSessionRequest struct {
 	// advertised options and their allowed values. A boolean option takes
 	// "true" or "false".
 	ConfigOptions map[string]string `protobuf:"bytes,5,rep,name=config_options,json=configOptions,proto3" json:"config_options,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// MCP servers the agent is to connect to for this session, passed in
+	// `session/new` (and `session/load` or `session/resume` when the session
+	// is re-opened by this call) after the agent's configured
+	// `mcp_servers`; at most 16, names unique among them and the configured
+	// ones. An HTTP or SSE server's URL must start with one of the
+	// operator's `mcp.allowed_url_prefixes` (PERMISSION_DENIED naming the
+	// prefixes otherwise), and the agent must have advertised the transport
+	// in `mcpCapabilities` at `initialize` (FAILED_PRECONDITION with
+	// `capability_not_supported`, `primitive` "mcpCapabilities.http" or
+	// "mcpCapabilities.sse", otherwise: a server is never dropped silently).
+	// A stdio server is named only, and must be one the operator offers
+	// (Agent.mcp_offered); a caller never chooses a command. Headers are
+	// passed to the agent and nowhere else: never logged, journaled or
+	// stored. So a session opened with them is not recorded for re-opening
+	// after its agent goes away (its record would lack them): to continue
+	// its conversation, call CreateSession with `load_session_id` its
+	// `acp_session_id` and the servers again.
+	McpServers    []*McpServer `protobuf:"bytes,10,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1011,6 +1063,246 @@ func (x *CreateSessionRequest) GetConfigOptions() map[string]string {
 	return nil
 }
 
+func (x *CreateSessionRequest) GetMcpServers() []*McpServer {
+	if x != nil {
+		return x.McpServers
+	}
+	return nil
+}
+
+// McpServer is an MCP (Model Context Protocol) server a caller asks an
+// agent to connect to for one session: ACP's McpServer, over HTTP or SSE
+// by URL, or over stdio by the name of a server the operator offers.
+type McpServer struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The server; exactly one must be set.
+	//
+	// Types that are valid to be assigned to Server:
+	//
+	//	*McpServer_Http
+	//	*McpServer_Sse
+	//	*McpServer_Stdio
+	Server        isMcpServer_Server `protobuf_oneof:"server"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpServer) Reset() {
+	*x = McpServer{}
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpServer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpServer) ProtoMessage() {}
+
+func (x *McpServer) ProtoReflect() protoreflect.Message {
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpServer.ProtoReflect.Descriptor instead.
+func (*McpServer) Descriptor() ([]byte, []int) {
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *McpServer) GetServer() isMcpServer_Server {
+	if x != nil {
+		return x.Server
+	}
+	return nil
+}
+
+func (x *McpServer) GetHttp() *McpRemoteServer {
+	if x != nil {
+		if x, ok := x.Server.(*McpServer_Http); ok {
+			return x.Http
+		}
+	}
+	return nil
+}
+
+func (x *McpServer) GetSse() *McpRemoteServer {
+	if x != nil {
+		if x, ok := x.Server.(*McpServer_Sse); ok {
+			return x.Sse
+		}
+	}
+	return nil
+}
+
+func (x *McpServer) GetStdio() string {
+	if x != nil {
+		if x, ok := x.Server.(*McpServer_Stdio); ok {
+			return x.Stdio
+		}
+	}
+	return ""
+}
+
+type isMcpServer_Server interface {
+	isMcpServer_Server()
+}
+
+type McpServer_Http struct {
+	// An MCP server over streamable HTTP (`mcpCapabilities.http`).
+	Http *McpRemoteServer `protobuf:"bytes,1,opt,name=http,proto3,oneof"`
+}
+
+type McpServer_Sse struct {
+	// An MCP server over HTTP with server-sent events
+	// (`mcpCapabilities.sse`).
+	Sse *McpRemoteServer `protobuf:"bytes,2,opt,name=sse,proto3,oneof"`
+}
+
+type McpServer_Stdio struct {
+	// The name of a stdio MCP server the operator offers (see
+	// Agent.mcp_offered); the agent gets its configured command, arguments
+	// and environment under that name.
+	Stdio string `protobuf:"bytes,3,opt,name=stdio,proto3,oneof"`
+}
+
+func (*McpServer_Http) isMcpServer_Server() {}
+
+func (*McpServer_Sse) isMcpServer_Server() {}
+
+func (*McpServer_Stdio) isMcpServer_Server() {}
+
+// McpRemoteServer is an MCP server reached by URL.
+type McpRemoteServer struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The name the agent knows the server by. Required: 1 to 128 bytes of
+	// printable ASCII.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The server's absolute http or https URL, without user information;
+	// it must start with one of the operator's `mcp.allowed_url_prefixes`.
+	Url string `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
+	// HTTP headers the agent sends with its requests to the server (an
+	// authorization token, say): at most 32, each name an HTTP token and
+	// each value without control characters, at most 8 KiB.
+	Headers       []*McpHeader `protobuf:"bytes,3,rep,name=headers,proto3" json:"headers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpRemoteServer) Reset() {
+	*x = McpRemoteServer{}
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpRemoteServer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpRemoteServer) ProtoMessage() {}
+
+func (x *McpRemoteServer) ProtoReflect() protoreflect.Message {
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpRemoteServer.ProtoReflect.Descriptor instead.
+func (*McpRemoteServer) Descriptor() ([]byte, []int) {
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *McpRemoteServer) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *McpRemoteServer) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *McpRemoteServer) GetHeaders() []*McpHeader {
+	if x != nil {
+		return x.Headers
+	}
+	return nil
+}
+
+// McpHeader is one HTTP header of an McpRemoteServer. Its value may be a
+// secret: the gateway passes it to the agent only.
+type McpHeader struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The header's name, an HTTP token (for example "Authorization").
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The header's value.
+	Value         string `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpHeader) Reset() {
+	*x = McpHeader{}
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpHeader) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpHeader) ProtoMessage() {}
+
+func (x *McpHeader) ProtoReflect() protoreflect.Message {
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpHeader.ProtoReflect.Descriptor instead.
+func (*McpHeader) Descriptor() ([]byte, []int) {
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *McpHeader) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *McpHeader) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
 // Session is an open ACP session on an agent.
 type Session struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1077,7 +1369,7 @@ type Session struct {
 
 func (x *Session) Reset() {
 	*x = Session{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[11]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1089,7 +1381,7 @@ func (x *Session) String() string {
 func (*Session) ProtoMessage() {}
 
 func (x *Session) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[11]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1102,7 +1394,7 @@ func (x *Session) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Session.ProtoReflect.Descriptor instead.
 func (*Session) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{11}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Session) GetId() string {
@@ -1219,7 +1511,7 @@ type SessionMode struct {
 
 func (x *SessionMode) Reset() {
 	*x = SessionMode{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[12]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1231,7 +1523,7 @@ func (x *SessionMode) String() string {
 func (*SessionMode) ProtoMessage() {}
 
 func (x *SessionMode) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[12]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1244,7 +1536,7 @@ func (x *SessionMode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionMode.ProtoReflect.Descriptor instead.
 func (*SessionMode) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{12}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SessionMode) GetId() string {
@@ -1281,7 +1573,7 @@ type SetSessionModeRequest struct {
 
 func (x *SetSessionModeRequest) Reset() {
 	*x = SetSessionModeRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[13]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1293,7 +1585,7 @@ func (x *SetSessionModeRequest) String() string {
 func (*SetSessionModeRequest) ProtoMessage() {}
 
 func (x *SetSessionModeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[13]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1306,7 +1598,7 @@ func (x *SetSessionModeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetSessionModeRequest.ProtoReflect.Descriptor instead.
 func (*SetSessionModeRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{13}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SetSessionModeRequest) GetSessionId() string {
@@ -1339,7 +1631,7 @@ type SetSessionConfigOptionRequest struct {
 
 func (x *SetSessionConfigOptionRequest) Reset() {
 	*x = SetSessionConfigOptionRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[14]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1351,7 +1643,7 @@ func (x *SetSessionConfigOptionRequest) String() string {
 func (*SetSessionConfigOptionRequest) ProtoMessage() {}
 
 func (x *SetSessionConfigOptionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[14]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1364,7 +1656,7 @@ func (x *SetSessionConfigOptionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetSessionConfigOptionRequest.ProtoReflect.Descriptor instead.
 func (*SetSessionConfigOptionRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{14}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SetSessionConfigOptionRequest) GetSessionId() string {
@@ -1399,7 +1691,7 @@ type GetSessionRequest struct {
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[15]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1411,7 +1703,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[15]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1424,7 +1716,7 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{15}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetSessionRequest) GetSessionId() string {
@@ -1443,7 +1735,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[16]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1455,7 +1747,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[16]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1468,7 +1760,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{16}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{19}
 }
 
 // ListSessionsResponse lists the open and SUSPENDED sessions.
@@ -1482,7 +1774,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[17]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1494,7 +1786,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[17]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1507,7 +1799,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{17}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*Session {
@@ -1528,7 +1820,7 @@ type CloseSessionRequest struct {
 
 func (x *CloseSessionRequest) Reset() {
 	*x = CloseSessionRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[18]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1540,7 +1832,7 @@ func (x *CloseSessionRequest) String() string {
 func (*CloseSessionRequest) ProtoMessage() {}
 
 func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[18]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1553,7 +1845,7 @@ func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionRequest.ProtoReflect.Descriptor instead.
 func (*CloseSessionRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{18}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CloseSessionRequest) GetSessionId() string {
@@ -1572,7 +1864,7 @@ type CloseSessionResponse struct {
 
 func (x *CloseSessionResponse) Reset() {
 	*x = CloseSessionResponse{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[19]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1584,7 +1876,7 @@ func (x *CloseSessionResponse) String() string {
 func (*CloseSessionResponse) ProtoMessage() {}
 
 func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[19]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1597,7 +1889,7 @@ func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionResponse.ProtoReflect.Descriptor instead.
 func (*CloseSessionResponse) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{19}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{22}
 }
 
 // PromptRequest runs one prompt turn. Set exactly one of `session_id` and
@@ -1669,14 +1961,21 @@ type PromptRequest struct {
 	// 32 entries, each value at most 4096 bytes. Any other key is
 	// INVALID_ARGUMENT naming it. Not part of a `request_id`'s identity: a
 	// resubmission with other `meta` attaches to the recorded turn.
-	Meta          map[string]string `protobuf:"bytes,10,rep,name=meta,proto3" json:"meta,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Meta map[string]string `protobuf:"bytes,10,rep,name=meta,proto3" json:"meta,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// One-shot only: MCP servers for the turn's session, as in
+	// CreateSessionRequest.mcp_servers (a refusal of a server is the turn's
+	// in-band terminal when it needs the agent's capabilities, which are
+	// known once the agent is started). Not part of a `request_id`'s
+	// identity: a resubmission attaches to the recorded turn whatever it
+	// names here, and the servers are never journaled.
+	McpServers    []*McpServer `protobuf:"bytes,20,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PromptRequest) Reset() {
 	*x = PromptRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[20]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1688,7 +1987,7 @@ func (x *PromptRequest) String() string {
 func (*PromptRequest) ProtoMessage() {}
 
 func (x *PromptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[20]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1701,7 +2000,7 @@ func (x *PromptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptRequest.ProtoReflect.Descriptor instead.
 func (*PromptRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{20}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PromptRequest) GetSessionId() string {
@@ -1774,6 +2073,13 @@ func (x *PromptRequest) GetMeta() map[string]string {
 	return nil
 }
 
+func (x *PromptRequest) GetMcpServers() []*McpServer {
+	if x != nil {
+		return x.McpServers
+	}
+	return nil
+}
+
 // WatchTurnRequest names the turn to follow and where to start.
 type WatchTurnRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1789,7 +2095,7 @@ type WatchTurnRequest struct {
 
 func (x *WatchTurnRequest) Reset() {
 	*x = WatchTurnRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[21]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1801,7 +2107,7 @@ func (x *WatchTurnRequest) String() string {
 func (*WatchTurnRequest) ProtoMessage() {}
 
 func (x *WatchTurnRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[21]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1814,7 +2120,7 @@ func (x *WatchTurnRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchTurnRequest.ProtoReflect.Descriptor instead.
 func (*WatchTurnRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{21}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *WatchTurnRequest) GetTurnId() string {
@@ -1842,7 +2148,7 @@ type GetTurnRequest struct {
 
 func (x *GetTurnRequest) Reset() {
 	*x = GetTurnRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[22]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1854,7 +2160,7 @@ func (x *GetTurnRequest) String() string {
 func (*GetTurnRequest) ProtoMessage() {}
 
 func (x *GetTurnRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[22]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1867,7 +2173,7 @@ func (x *GetTurnRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTurnRequest.ProtoReflect.Descriptor instead.
 func (*GetTurnRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{22}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetTurnRequest) GetTurnId() string {
@@ -1897,7 +2203,7 @@ type ListTurnsRequest struct {
 
 func (x *ListTurnsRequest) Reset() {
 	*x = ListTurnsRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[23]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1909,7 +2215,7 @@ func (x *ListTurnsRequest) String() string {
 func (*ListTurnsRequest) ProtoMessage() {}
 
 func (x *ListTurnsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[23]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1922,7 +2228,7 @@ func (x *ListTurnsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTurnsRequest.ProtoReflect.Descriptor instead.
 func (*ListTurnsRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{23}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ListTurnsRequest) GetSessionId() string {
@@ -1966,7 +2272,7 @@ type ListTurnsResponse struct {
 
 func (x *ListTurnsResponse) Reset() {
 	*x = ListTurnsResponse{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[24]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1978,7 +2284,7 @@ func (x *ListTurnsResponse) String() string {
 func (*ListTurnsResponse) ProtoMessage() {}
 
 func (x *ListTurnsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[24]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1991,7 +2297,7 @@ func (x *ListTurnsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTurnsResponse.ProtoReflect.Descriptor instead.
 func (*ListTurnsResponse) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{24}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ListTurnsResponse) GetTurns() []*Turn {
@@ -2041,7 +2347,7 @@ type Turn struct {
 
 func (x *Turn) Reset() {
 	*x = Turn{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[25]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2053,7 +2359,7 @@ func (x *Turn) String() string {
 func (*Turn) ProtoMessage() {}
 
 func (x *Turn) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[25]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2066,7 +2372,7 @@ func (x *Turn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Turn.ProtoReflect.Descriptor instead.
 func (*Turn) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{25}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Turn) GetTurnId() string {
@@ -2150,7 +2456,7 @@ type CancelRequest struct {
 
 func (x *CancelRequest) Reset() {
 	*x = CancelRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[26]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2162,7 +2468,7 @@ func (x *CancelRequest) String() string {
 func (*CancelRequest) ProtoMessage() {}
 
 func (x *CancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[26]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2175,7 +2481,7 @@ func (x *CancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{26}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CancelRequest) GetSessionId() string {
@@ -2196,7 +2502,7 @@ type CancelResponse struct {
 
 func (x *CancelResponse) Reset() {
 	*x = CancelResponse{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[27]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2208,7 +2514,7 @@ func (x *CancelResponse) String() string {
 func (*CancelResponse) ProtoMessage() {}
 
 func (x *CancelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[27]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2221,7 +2527,7 @@ func (x *CancelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResponse.ProtoReflect.Descriptor instead.
 func (*CancelResponse) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{27}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CancelResponse) GetCancelled() bool {
@@ -2246,7 +2552,7 @@ type ResolvePermissionRequest struct {
 
 func (x *ResolvePermissionRequest) Reset() {
 	*x = ResolvePermissionRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[28]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2258,7 +2564,7 @@ func (x *ResolvePermissionRequest) String() string {
 func (*ResolvePermissionRequest) ProtoMessage() {}
 
 func (x *ResolvePermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[28]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2271,7 +2577,7 @@ func (x *ResolvePermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolvePermissionRequest.ProtoReflect.Descriptor instead.
 func (*ResolvePermissionRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{28}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ResolvePermissionRequest) GetSessionId() string {
@@ -2304,7 +2610,7 @@ type ResolvePermissionResponse struct {
 
 func (x *ResolvePermissionResponse) Reset() {
 	*x = ResolvePermissionResponse{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[29]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2316,7 +2622,7 @@ func (x *ResolvePermissionResponse) String() string {
 func (*ResolvePermissionResponse) ProtoMessage() {}
 
 func (x *ResolvePermissionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[29]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2329,7 +2635,7 @@ func (x *ResolvePermissionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolvePermissionResponse.ProtoReflect.Descriptor instead.
 func (*ResolvePermissionResponse) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{29}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{32}
 }
 
 // ResolveElicitationRequest answers a pending elicitation request.
@@ -2350,7 +2656,7 @@ type ResolveElicitationRequest struct {
 
 func (x *ResolveElicitationRequest) Reset() {
 	*x = ResolveElicitationRequest{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[30]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2362,7 +2668,7 @@ func (x *ResolveElicitationRequest) String() string {
 func (*ResolveElicitationRequest) ProtoMessage() {}
 
 func (x *ResolveElicitationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[30]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2375,7 +2681,7 @@ func (x *ResolveElicitationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveElicitationRequest.ProtoReflect.Descriptor instead.
 func (*ResolveElicitationRequest) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{30}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ResolveElicitationRequest) GetSessionId() string {
@@ -2415,7 +2721,7 @@ type ResolveElicitationResponse struct {
 
 func (x *ResolveElicitationResponse) Reset() {
 	*x = ResolveElicitationResponse{}
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[31]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2427,7 +2733,7 @@ func (x *ResolveElicitationResponse) String() string {
 func (*ResolveElicitationResponse) ProtoMessage() {}
 
 func (x *ResolveElicitationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_acpgate_v1_gateway_proto_msgTypes[31]
+	mi := &file_acpgate_v1_gateway_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2440,7 +2746,7 @@ func (x *ResolveElicitationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveElicitationResponse.ProtoReflect.Descriptor instead.
 func (*ResolveElicitationResponse) Descriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{31}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{34}
 }
 
 var File_acpgate_v1_gateway_proto protoreflect.FileDescriptor
@@ -2469,7 +2775,7 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"updated_at\x18\x04 \x01(\tR\tupdatedAt\"\x13\n" +
 	"\x11ListAgentsRequest\"?\n" +
 	"\x12ListAgentsResponse\x12)\n" +
-	"\x06agents\x18\x01 \x03(\v2\x11.acpgate.v1.AgentR\x06agents\"\x92\x04\n" +
+	"\x06agents\x18\x01 \x03(\v2\x11.acpgate.v1.AgentR\x06agents\"\x84\x05\n" +
 	"\x05Agent\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12A\n" +
@@ -2485,7 +2791,11 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\x15last_startup_duration\x18\n" +
 	" \x01(\v2\x19.google.protobuf.DurationR\x13lastStartupDuration\x12L\n" +
 	"\x14last_startup_failure\x18\v \x01(\v2\x1a.acpgate.v1.StartupFailureR\x12lastStartupFailure\x12-\n" +
-	"\x12elicitation_policy\x18\f \x01(\tR\x11elicitationPolicy\"\x8d\x01\n" +
+	"\x12elicitation_policy\x18\f \x01(\tR\x11elicitationPolicy\x12\x1f\n" +
+	"\vmcp_offered\x18\x19 \x03(\tR\n" +
+	"mcpOffered\x12%\n" +
+	"\x0emcp_transports\x18\x1a \x03(\tR\rmcpTransports\x12(\n" +
+	"\x10mcp_url_prefixes\x18\x1b \x03(\tR\x0emcpUrlPrefixes\"\x8d\x01\n" +
 	"\x0eStartupFailure\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\tR\amessage\x12*\n" +
 	"\x02at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x125\n" +
@@ -2501,16 +2811,31 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\x17prompt_embedded_context\x18\a \x01(\bR\x15promptEmbeddedContext\x12!\n" +
 	"\fauth_methods\x18\b \x03(\tR\vauthMethods\x12;\n" +
 	"\vobserved_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"observedAt\"\x9d\x02\n" +
+	"observedAt\"\xd5\x02\n" +
 	"\x14CreateSessionRequest\x12\x14\n" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x10\n" +
 	"\x03cwd\x18\x02 \x01(\tR\x03cwd\x12&\n" +
 	"\x0fload_session_id\x18\x03 \x01(\tR\rloadSessionId\x12\x17\n" +
 	"\amode_id\x18\x04 \x01(\tR\x06modeId\x12Z\n" +
-	"\x0econfig_options\x18\x05 \x03(\v23.acpgate.v1.CreateSessionRequest.ConfigOptionsEntryR\rconfigOptions\x1a@\n" +
+	"\x0econfig_options\x18\x05 \x03(\v23.acpgate.v1.CreateSessionRequest.ConfigOptionsEntryR\rconfigOptions\x126\n" +
+	"\vmcp_servers\x18\n" +
+	" \x03(\v2\x15.acpgate.v1.McpServerR\n" +
+	"mcpServers\x1a@\n" +
 	"\x12ConfigOptionsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe1\x04\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x91\x01\n" +
+	"\tMcpServer\x121\n" +
+	"\x04http\x18\x01 \x01(\v2\x1b.acpgate.v1.McpRemoteServerH\x00R\x04http\x12/\n" +
+	"\x03sse\x18\x02 \x01(\v2\x1b.acpgate.v1.McpRemoteServerH\x00R\x03sse\x12\x16\n" +
+	"\x05stdio\x18\x03 \x01(\tH\x00R\x05stdioB\b\n" +
+	"\x06server\"h\n" +
+	"\x0fMcpRemoteServer\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
+	"\x03url\x18\x02 \x01(\tR\x03url\x12/\n" +
+	"\aheaders\x18\x03 \x03(\v2\x15.acpgate.v1.McpHeaderR\aheaders\"5\n" +
+	"\tMcpHeader\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\"\xe1\x04\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05agent\x18\x02 \x01(\tR\x05agent\x12\x10\n" +
@@ -2550,7 +2875,7 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\x13CloseSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x16\n" +
-	"\x14CloseSessionResponse\"\xc5\x03\n" +
+	"\x14CloseSessionResponse\"\xfd\x03\n" +
 	"\rPromptRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
@@ -2564,7 +2889,9 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"request_id\x18\b \x01(\tR\trequestId\x12A\n" +
 	"\ron_disconnect\x18\t \x01(\x0e2\x1c.acpgate.v1.DisconnectPolicyR\fonDisconnect\x127\n" +
 	"\x04meta\x18\n" +
-	" \x03(\v2#.acpgate.v1.PromptRequest.MetaEntryR\x04meta\x1a7\n" +
+	" \x03(\v2#.acpgate.v1.PromptRequest.MetaEntryR\x04meta\x126\n" +
+	"\vmcp_servers\x18\x14 \x03(\v2\x15.acpgate.v1.McpServerR\n" +
+	"mcpServers\x1a7\n" +
 	"\tMetaEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"H\n" +
@@ -2666,7 +2993,7 @@ func file_acpgate_v1_gateway_proto_rawDescGZIP() []byte {
 }
 
 var file_acpgate_v1_gateway_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_acpgate_v1_gateway_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_acpgate_v1_gateway_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
 var file_acpgate_v1_gateway_proto_goTypes = []any{
 	(SessionState)(0),                     // 0: acpgate.v1.SessionState
 	(DisconnectPolicy)(0),                 // 1: acpgate.v1.DisconnectPolicy
@@ -2682,104 +3009,112 @@ var file_acpgate_v1_gateway_proto_goTypes = []any{
 	(*StartupFailure)(nil),                // 11: acpgate.v1.StartupFailure
 	(*AgentCapabilities)(nil),             // 12: acpgate.v1.AgentCapabilities
 	(*CreateSessionRequest)(nil),          // 13: acpgate.v1.CreateSessionRequest
-	(*Session)(nil),                       // 14: acpgate.v1.Session
-	(*SessionMode)(nil),                   // 15: acpgate.v1.SessionMode
-	(*SetSessionModeRequest)(nil),         // 16: acpgate.v1.SetSessionModeRequest
-	(*SetSessionConfigOptionRequest)(nil), // 17: acpgate.v1.SetSessionConfigOptionRequest
-	(*GetSessionRequest)(nil),             // 18: acpgate.v1.GetSessionRequest
-	(*ListSessionsRequest)(nil),           // 19: acpgate.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),          // 20: acpgate.v1.ListSessionsResponse
-	(*CloseSessionRequest)(nil),           // 21: acpgate.v1.CloseSessionRequest
-	(*CloseSessionResponse)(nil),          // 22: acpgate.v1.CloseSessionResponse
-	(*PromptRequest)(nil),                 // 23: acpgate.v1.PromptRequest
-	(*WatchTurnRequest)(nil),              // 24: acpgate.v1.WatchTurnRequest
-	(*GetTurnRequest)(nil),                // 25: acpgate.v1.GetTurnRequest
-	(*ListTurnsRequest)(nil),              // 26: acpgate.v1.ListTurnsRequest
-	(*ListTurnsResponse)(nil),             // 27: acpgate.v1.ListTurnsResponse
-	(*Turn)(nil),                          // 28: acpgate.v1.Turn
-	(*CancelRequest)(nil),                 // 29: acpgate.v1.CancelRequest
-	(*CancelResponse)(nil),                // 30: acpgate.v1.CancelResponse
-	(*ResolvePermissionRequest)(nil),      // 31: acpgate.v1.ResolvePermissionRequest
-	(*ResolvePermissionResponse)(nil),     // 32: acpgate.v1.ResolvePermissionResponse
-	(*ResolveElicitationRequest)(nil),     // 33: acpgate.v1.ResolveElicitationRequest
-	(*ResolveElicitationResponse)(nil),    // 34: acpgate.v1.ResolveElicitationResponse
-	nil,                                   // 35: acpgate.v1.CreateSessionRequest.ConfigOptionsEntry
-	nil,                                   // 36: acpgate.v1.PromptRequest.MetaEntry
-	(*durationpb.Duration)(nil),           // 37: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),         // 38: google.protobuf.Timestamp
-	(*AvailableCommands)(nil),             // 39: acpgate.v1.AvailableCommands
-	(*Usage)(nil),                         // 40: acpgate.v1.Usage
-	(*ConfigOption)(nil),                  // 41: acpgate.v1.ConfigOption
-	(*ContentBlock)(nil),                  // 42: acpgate.v1.ContentBlock
-	(*PromptEvent)(nil),                   // 43: acpgate.v1.PromptEvent
-	(ElicitationAction)(0),                // 44: acpgate.v1.ElicitationAction
-	(*structpb.Struct)(nil),               // 45: google.protobuf.Struct
+	(*McpServer)(nil),                     // 14: acpgate.v1.McpServer
+	(*McpRemoteServer)(nil),               // 15: acpgate.v1.McpRemoteServer
+	(*McpHeader)(nil),                     // 16: acpgate.v1.McpHeader
+	(*Session)(nil),                       // 17: acpgate.v1.Session
+	(*SessionMode)(nil),                   // 18: acpgate.v1.SessionMode
+	(*SetSessionModeRequest)(nil),         // 19: acpgate.v1.SetSessionModeRequest
+	(*SetSessionConfigOptionRequest)(nil), // 20: acpgate.v1.SetSessionConfigOptionRequest
+	(*GetSessionRequest)(nil),             // 21: acpgate.v1.GetSessionRequest
+	(*ListSessionsRequest)(nil),           // 22: acpgate.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),          // 23: acpgate.v1.ListSessionsResponse
+	(*CloseSessionRequest)(nil),           // 24: acpgate.v1.CloseSessionRequest
+	(*CloseSessionResponse)(nil),          // 25: acpgate.v1.CloseSessionResponse
+	(*PromptRequest)(nil),                 // 26: acpgate.v1.PromptRequest
+	(*WatchTurnRequest)(nil),              // 27: acpgate.v1.WatchTurnRequest
+	(*GetTurnRequest)(nil),                // 28: acpgate.v1.GetTurnRequest
+	(*ListTurnsRequest)(nil),              // 29: acpgate.v1.ListTurnsRequest
+	(*ListTurnsResponse)(nil),             // 30: acpgate.v1.ListTurnsResponse
+	(*Turn)(nil),                          // 31: acpgate.v1.Turn
+	(*CancelRequest)(nil),                 // 32: acpgate.v1.CancelRequest
+	(*CancelResponse)(nil),                // 33: acpgate.v1.CancelResponse
+	(*ResolvePermissionRequest)(nil),      // 34: acpgate.v1.ResolvePermissionRequest
+	(*ResolvePermissionResponse)(nil),     // 35: acpgate.v1.ResolvePermissionResponse
+	(*ResolveElicitationRequest)(nil),     // 36: acpgate.v1.ResolveElicitationRequest
+	(*ResolveElicitationResponse)(nil),    // 37: acpgate.v1.ResolveElicitationResponse
+	nil,                                   // 38: acpgate.v1.CreateSessionRequest.ConfigOptionsEntry
+	nil,                                   // 39: acpgate.v1.PromptRequest.MetaEntry
+	(*durationpb.Duration)(nil),           // 40: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),         // 41: google.protobuf.Timestamp
+	(*AvailableCommands)(nil),             // 42: acpgate.v1.AvailableCommands
+	(*Usage)(nil),                         // 43: acpgate.v1.Usage
+	(*ConfigOption)(nil),                  // 44: acpgate.v1.ConfigOption
+	(*ContentBlock)(nil),                  // 45: acpgate.v1.ContentBlock
+	(*PromptEvent)(nil),                   // 46: acpgate.v1.PromptEvent
+	(ElicitationAction)(0),                // 47: acpgate.v1.ElicitationAction
+	(*structpb.Struct)(nil),               // 48: google.protobuf.Struct
 }
 var file_acpgate_v1_gateway_proto_depIdxs = []int32{
 	7,  // 0: acpgate.v1.ListAgentSessionsResponse.sessions:type_name -> acpgate.v1.AgentSession
 	10, // 1: acpgate.v1.ListAgentsResponse.agents:type_name -> acpgate.v1.Agent
 	12, // 2: acpgate.v1.Agent.capabilities:type_name -> acpgate.v1.AgentCapabilities
-	37, // 3: acpgate.v1.Agent.last_startup_duration:type_name -> google.protobuf.Duration
+	40, // 3: acpgate.v1.Agent.last_startup_duration:type_name -> google.protobuf.Duration
 	11, // 4: acpgate.v1.Agent.last_startup_failure:type_name -> acpgate.v1.StartupFailure
-	38, // 5: acpgate.v1.StartupFailure.at:type_name -> google.protobuf.Timestamp
-	38, // 6: acpgate.v1.StartupFailure.retry_at:type_name -> google.protobuf.Timestamp
-	38, // 7: acpgate.v1.AgentCapabilities.observed_at:type_name -> google.protobuf.Timestamp
-	35, // 8: acpgate.v1.CreateSessionRequest.config_options:type_name -> acpgate.v1.CreateSessionRequest.ConfigOptionsEntry
-	0,  // 9: acpgate.v1.Session.state:type_name -> acpgate.v1.SessionState
-	38, // 10: acpgate.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	38, // 11: acpgate.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
-	39, // 12: acpgate.v1.Session.available_commands:type_name -> acpgate.v1.AvailableCommands
-	40, // 13: acpgate.v1.Session.usage:type_name -> acpgate.v1.Usage
-	15, // 14: acpgate.v1.Session.modes:type_name -> acpgate.v1.SessionMode
-	41, // 15: acpgate.v1.Session.config_options:type_name -> acpgate.v1.ConfigOption
-	14, // 16: acpgate.v1.ListSessionsResponse.sessions:type_name -> acpgate.v1.Session
-	42, // 17: acpgate.v1.PromptRequest.prompt:type_name -> acpgate.v1.ContentBlock
-	1,  // 18: acpgate.v1.PromptRequest.on_disconnect:type_name -> acpgate.v1.DisconnectPolicy
-	36, // 19: acpgate.v1.PromptRequest.meta:type_name -> acpgate.v1.PromptRequest.MetaEntry
-	28, // 20: acpgate.v1.ListTurnsResponse.turns:type_name -> acpgate.v1.Turn
-	2,  // 21: acpgate.v1.Turn.state:type_name -> acpgate.v1.TurnState
-	38, // 22: acpgate.v1.Turn.started_at:type_name -> google.protobuf.Timestamp
-	38, // 23: acpgate.v1.Turn.ended_at:type_name -> google.protobuf.Timestamp
-	43, // 24: acpgate.v1.Turn.terminal:type_name -> acpgate.v1.PromptEvent
-	44, // 25: acpgate.v1.ResolveElicitationRequest.action:type_name -> acpgate.v1.ElicitationAction
-	45, // 26: acpgate.v1.ResolveElicitationRequest.content:type_name -> google.protobuf.Struct
-	8,  // 27: acpgate.v1.AgentGateway.ListAgents:input_type -> acpgate.v1.ListAgentsRequest
-	13, // 28: acpgate.v1.AgentGateway.CreateSession:input_type -> acpgate.v1.CreateSessionRequest
-	18, // 29: acpgate.v1.AgentGateway.GetSession:input_type -> acpgate.v1.GetSessionRequest
-	19, // 30: acpgate.v1.AgentGateway.ListSessions:input_type -> acpgate.v1.ListSessionsRequest
-	21, // 31: acpgate.v1.AgentGateway.CloseSession:input_type -> acpgate.v1.CloseSessionRequest
-	23, // 32: acpgate.v1.AgentGateway.Prompt:input_type -> acpgate.v1.PromptRequest
-	29, // 33: acpgate.v1.AgentGateway.Cancel:input_type -> acpgate.v1.CancelRequest
-	31, // 34: acpgate.v1.AgentGateway.ResolvePermission:input_type -> acpgate.v1.ResolvePermissionRequest
-	33, // 35: acpgate.v1.AgentGateway.ResolveElicitation:input_type -> acpgate.v1.ResolveElicitationRequest
-	24, // 36: acpgate.v1.AgentGateway.WatchTurn:input_type -> acpgate.v1.WatchTurnRequest
-	25, // 37: acpgate.v1.AgentGateway.GetTurn:input_type -> acpgate.v1.GetTurnRequest
-	26, // 38: acpgate.v1.AgentGateway.ListTurns:input_type -> acpgate.v1.ListTurnsRequest
-	16, // 39: acpgate.v1.AgentGateway.SetSessionMode:input_type -> acpgate.v1.SetSessionModeRequest
-	17, // 40: acpgate.v1.AgentGateway.SetSessionConfigOption:input_type -> acpgate.v1.SetSessionConfigOptionRequest
-	5,  // 41: acpgate.v1.AgentGateway.ListAgentSessions:input_type -> acpgate.v1.ListAgentSessionsRequest
-	3,  // 42: acpgate.v1.AgentGateway.DeleteAgentSession:input_type -> acpgate.v1.DeleteAgentSessionRequest
-	9,  // 43: acpgate.v1.AgentGateway.ListAgents:output_type -> acpgate.v1.ListAgentsResponse
-	14, // 44: acpgate.v1.AgentGateway.CreateSession:output_type -> acpgate.v1.Session
-	14, // 45: acpgate.v1.AgentGateway.GetSession:output_type -> acpgate.v1.Session
-	20, // 46: acpgate.v1.AgentGateway.ListSessions:output_type -> acpgate.v1.ListSessionsResponse
-	22, // 47: acpgate.v1.AgentGateway.CloseSession:output_type -> acpgate.v1.CloseSessionResponse
-	43, // 48: acpgate.v1.AgentGateway.Prompt:output_type -> acpgate.v1.PromptEvent
-	30, // 49: acpgate.v1.AgentGateway.Cancel:output_type -> acpgate.v1.CancelResponse
-	32, // 50: acpgate.v1.AgentGateway.ResolvePermission:output_type -> acpgate.v1.ResolvePermissionResponse
-	34, // 51: acpgate.v1.AgentGateway.ResolveElicitation:output_type -> acpgate.v1.ResolveElicitationResponse
-	43, // 52: acpgate.v1.AgentGateway.WatchTurn:output_type -> acpgate.v1.PromptEvent
-	28, // 53: acpgate.v1.AgentGateway.GetTurn:output_type -> acpgate.v1.Turn
-	27, // 54: acpgate.v1.AgentGateway.ListTurns:output_type -> acpgate.v1.ListTurnsResponse
-	14, // 55: acpgate.v1.AgentGateway.SetSessionMode:output_type -> acpgate.v1.Session
-	14, // 56: acpgate.v1.AgentGateway.SetSessionConfigOption:output_type -> acpgate.v1.Session
-	6,  // 57: acpgate.v1.AgentGateway.ListAgentSessions:output_type -> acpgate.v1.ListAgentSessionsResponse
-	4,  // 58: acpgate.v1.AgentGateway.DeleteAgentSession:output_type -> acpgate.v1.DeleteAgentSessionResponse
-	43, // [43:59] is the sub-list for method output_type
-	27, // [27:43] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	41, // 5: acpgate.v1.StartupFailure.at:type_name -> google.protobuf.Timestamp
+	41, // 6: acpgate.v1.StartupFailure.retry_at:type_name -> google.protobuf.Timestamp
+	41, // 7: acpgate.v1.AgentCapabilities.observed_at:type_name -> google.protobuf.Timestamp
+	38, // 8: acpgate.v1.CreateSessionRequest.config_options:type_name -> acpgate.v1.CreateSessionRequest.ConfigOptionsEntry
+	14, // 9: acpgate.v1.CreateSessionRequest.mcp_servers:type_name -> acpgate.v1.McpServer
+	15, // 10: acpgate.v1.McpServer.http:type_name -> acpgate.v1.McpRemoteServer
+	15, // 11: acpgate.v1.McpServer.sse:type_name -> acpgate.v1.McpRemoteServer
+	16, // 12: acpgate.v1.McpRemoteServer.headers:type_name -> acpgate.v1.McpHeader
+	0,  // 13: acpgate.v1.Session.state:type_name -> acpgate.v1.SessionState
+	41, // 14: acpgate.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	41, // 15: acpgate.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
+	42, // 16: acpgate.v1.Session.available_commands:type_name -> acpgate.v1.AvailableCommands
+	43, // 17: acpgate.v1.Session.usage:type_name -> acpgate.v1.Usage
+	18, // 18: acpgate.v1.Session.modes:type_name -> acpgate.v1.SessionMode
+	44, // 19: acpgate.v1.Session.config_options:type_name -> acpgate.v1.ConfigOption
+	17, // 20: acpgate.v1.ListSessionsResponse.sessions:type_name -> acpgate.v1.Session
+	45, // 21: acpgate.v1.PromptRequest.prompt:type_name -> acpgate.v1.ContentBlock
+	1,  // 22: acpgate.v1.PromptRequest.on_disconnect:type_name -> acpgate.v1.DisconnectPolicy
+	39, // 23: acpgate.v1.PromptRequest.meta:type_name -> acpgate.v1.PromptRequest.MetaEntry
+	14, // 24: acpgate.v1.PromptRequest.mcp_servers:type_name -> acpgate.v1.McpServer
+	31, // 25: acpgate.v1.ListTurnsResponse.turns:type_name -> acpgate.v1.Turn
+	2,  // 26: acpgate.v1.Turn.state:type_name -> acpgate.v1.TurnState
+	41, // 27: acpgate.v1.Turn.started_at:type_name -> google.protobuf.Timestamp
+	41, // 28: acpgate.v1.Turn.ended_at:type_name -> google.protobuf.Timestamp
+	46, // 29: acpgate.v1.Turn.terminal:type_name -> acpgate.v1.PromptEvent
+	47, // 30: acpgate.v1.ResolveElicitationRequest.action:type_name -> acpgate.v1.ElicitationAction
+	48, // 31: acpgate.v1.ResolveElicitationRequest.content:type_name -> google.protobuf.Struct
+	8,  // 32: acpgate.v1.AgentGateway.ListAgents:input_type -> acpgate.v1.ListAgentsRequest
+	13, // 33: acpgate.v1.AgentGateway.CreateSession:input_type -> acpgate.v1.CreateSessionRequest
+	21, // 34: acpgate.v1.AgentGateway.GetSession:input_type -> acpgate.v1.GetSessionRequest
+	22, // 35: acpgate.v1.AgentGateway.ListSessions:input_type -> acpgate.v1.ListSessionsRequest
+	24, // 36: acpgate.v1.AgentGateway.CloseSession:input_type -> acpgate.v1.CloseSessionRequest
+	26, // 37: acpgate.v1.AgentGateway.Prompt:input_type -> acpgate.v1.PromptRequest
+	32, // 38: acpgate.v1.AgentGateway.Cancel:input_type -> acpgate.v1.CancelRequest
+	34, // 39: acpgate.v1.AgentGateway.ResolvePermission:input_type -> acpgate.v1.ResolvePermissionRequest
+	36, // 40: acpgate.v1.AgentGateway.ResolveElicitation:input_type -> acpgate.v1.ResolveElicitationRequest
+	27, // 41: acpgate.v1.AgentGateway.WatchTurn:input_type -> acpgate.v1.WatchTurnRequest
+	28, // 42: acpgate.v1.AgentGateway.GetTurn:input_type -> acpgate.v1.GetTurnRequest
+	29, // 43: acpgate.v1.AgentGateway.ListTurns:input_type -> acpgate.v1.ListTurnsRequest
+	19, // 44: acpgate.v1.AgentGateway.SetSessionMode:input_type -> acpgate.v1.SetSessionModeRequest
+	20, // 45: acpgate.v1.AgentGateway.SetSessionConfigOption:input_type -> acpgate.v1.SetSessionConfigOptionRequest
+	5,  // 46: acpgate.v1.AgentGateway.ListAgentSessions:input_type -> acpgate.v1.ListAgentSessionsRequest
+	3,  // 47: acpgate.v1.AgentGateway.DeleteAgentSession:input_type -> acpgate.v1.DeleteAgentSessionRequest
+	9,  // 48: acpgate.v1.AgentGateway.ListAgents:output_type -> acpgate.v1.ListAgentsResponse
+	17, // 49: acpgate.v1.AgentGateway.CreateSession:output_type -> acpgate.v1.Session
+	17, // 50: acpgate.v1.AgentGateway.GetSession:output_type -> acpgate.v1.Session
+	23, // 51: acpgate.v1.AgentGateway.ListSessions:output_type -> acpgate.v1.ListSessionsResponse
+	25, // 52: acpgate.v1.AgentGateway.CloseSession:output_type -> acpgate.v1.CloseSessionResponse
+	46, // 53: acpgate.v1.AgentGateway.Prompt:output_type -> acpgate.v1.PromptEvent
+	33, // 54: acpgate.v1.AgentGateway.Cancel:output_type -> acpgate.v1.CancelResponse
+	35, // 55: acpgate.v1.AgentGateway.ResolvePermission:output_type -> acpgate.v1.ResolvePermissionResponse
+	37, // 56: acpgate.v1.AgentGateway.ResolveElicitation:output_type -> acpgate.v1.ResolveElicitationResponse
+	46, // 57: acpgate.v1.AgentGateway.WatchTurn:output_type -> acpgate.v1.PromptEvent
+	31, // 58: acpgate.v1.AgentGateway.GetTurn:output_type -> acpgate.v1.Turn
+	30, // 59: acpgate.v1.AgentGateway.ListTurns:output_type -> acpgate.v1.ListTurnsResponse
+	17, // 60: acpgate.v1.AgentGateway.SetSessionMode:output_type -> acpgate.v1.Session
+	17, // 61: acpgate.v1.AgentGateway.SetSessionConfigOption:output_type -> acpgate.v1.Session
+	6,  // 62: acpgate.v1.AgentGateway.ListAgentSessions:output_type -> acpgate.v1.ListAgentSessionsResponse
+	4,  // 63: acpgate.v1.AgentGateway.DeleteAgentSession:output_type -> acpgate.v1.DeleteAgentSessionResponse
+	48, // [48:64] is the sub-list for method output_type
+	32, // [32:48] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_acpgate_v1_gateway_proto_init() }
@@ -2789,13 +3124,18 @@ func file_acpgate_v1_gateway_proto_init() {
 	}
 	file_acpgate_v1_events_proto_init()
 	file_acpgate_v1_outcome_proto_init()
+	file_acpgate_v1_gateway_proto_msgTypes[11].OneofWrappers = []any{
+		(*McpServer_Http)(nil),
+		(*McpServer_Sse)(nil),
+		(*McpServer_Stdio)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_acpgate_v1_gateway_proto_rawDesc), len(file_acpgate_v1_gateway_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   34,
+			NumMessages:   37,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
