@@ -110,8 +110,12 @@ type agentEntry struct {
 	m       *metrics.Agent // nil without metrics
 	pool    *pool          // its warm processes; nil when it keeps none
 	startup startupStatus
+	mcp     mcpOffer // what callers may ask of MCP servers (mcp.go)
 	mu      sync.Mutex
 	caps    *acpgatev1.AgentCapabilities
+	// mcpTransports are the remote MCP transports the agent advertised
+	// at its last initialize, for ListAgents.
+	mcpTransports []string
 }
 
 // New builds a Gateway and starts its janitor. Close stops it.
@@ -162,7 +166,7 @@ func New(opts Options) (*Gateway, error) {
 	// One budget for every agent: the bound is on what the gateway holds.
 	budget := acp.NewAnswerBudget(opts.Config.Limits.MaxAnswerBytes)
 	for _, a := range opts.Config.Agents {
-		entry := &agentEntry{cfg: a, acp: acpConfig(a, opts, lookup, log), m: opts.Metrics.Agent(a.Name)}
+		entry := &agentEntry{cfg: a, acp: acpConfig(a, opts, lookup, log), m: opts.Metrics.Agent(a.Name), mcp: newMCPOffer(opts.Config.MCP, a)}
 		entry.acp.Process.Containment = containment
 		if a.Sandbox.Enabled {
 			entry.acp.Process.Wrap = sandboxWrap(a, opts.SandboxLauncher, noSandbox)
@@ -232,7 +236,7 @@ func (g *Gateway) ListAgents(ctx context.Context, _ *acpgatev1.ListAgentsRequest
 			continue
 		}
 		a.mu.Lock()
-		caps := a.caps
+		caps, transports := a.caps, a.mcpTransports
 		a.mu.Unlock()
 		info := &acpgatev1.Agent{
 			Name:              a.cfg.Name,
@@ -243,6 +247,9 @@ func (g *Gateway) ListAgents(ctx context.Context, _ *acpgatev1.ListAgentsRequest
 			FsRead:            a.cfg.FS.Read,
 			FsWrite:           a.cfg.FS.Write,
 			WarmTarget:        uint32(a.cfg.Warm),
+			McpOffered:        a.mcp.names(),
+			McpTransports:     transports,
+			McpUrlPrefixes:    a.mcp.prefixes,
 		}
 		if a.pool != nil {
 			ready, starting := a.pool.counts()
@@ -259,11 +266,15 @@ func (g *Gateway) ListAgents(ctx context.Context, _ *acpgatev1.ListAgentsRequest
 func (g *Gateway) CreateSession(ctx context.Context, req *acpgatev1.CreateSessionRequest) (*acpgatev1.Session, error) {
 	var live *liveSession
 	want := wantedSettings{mode: req.GetModeId(), options: req.GetConfigOptions(), strict: true}
+	mcp, err := g.callerMCP(ctx, req.GetAgent(), req.GetMcpServers())
+	if err != nil {
+		return nil, err
+	}
 	susp, err := g.suspendedToLoad(ctx, req.GetAgent(), req.GetLoadSessionId())
 	if err == nil && susp != nil {
-		live, err = g.reopenNow(ctx, susp, want)
+		live, err = g.reopenNow(ctx, susp, want, mcp)
 	} else if err == nil {
-		live, err = g.open(ctx, req.GetAgent(), req.GetCwd(), req.GetLoadSessionId(), want)
+		live, err = g.open(ctx, req.GetAgent(), req.GetCwd(), req.GetLoadSessionId(), want, mcp)
 	}
 	if err != nil {
 		return nil, statusOf(err)
@@ -379,6 +390,9 @@ type opening struct {
 	// want are the settings to apply once the session is open, in order:
 	// a re-opened session's recorded ones, then those the caller asked for.
 	want []wantedSettings
+	// mcp are the caller's MCP servers (mcp.go); a session opened with
+	// them is not recorded for re-opening.
+	mcp []acpsdk.McpServer
 }
 
 // abandon gives back what prepare took, when the session is not started.
@@ -443,7 +457,7 @@ func (g *Gateway) prepare(ctx context.Context, agent, cwd string) (*opening, err
 func (g *Gateway) start(ctx context.Context, o *opening, oneShot bool) (*liveSession, error) {
 	entry := o.entry
 	var replayed atomic.Int64
-	sess, err := g.startAgent(ctx, o, acp.OpenOptions{Cwd: o.dir, LoadSessionID: o.loadID,
+	sess, err := g.startAgent(ctx, o, acp.OpenOptions{Cwd: o.dir, LoadSessionID: o.loadID, MCPServers: o.mcp,
 		// The history a session/load replays is the client's already;
 		// it is not streamed to anyone.
 		Replay: func(*acpgatev1.PromptEvent) { replayed.Add(1) }})
@@ -497,12 +511,12 @@ func (g *Gateway) session(ctx context.Context, id string) (*liveSession, error) 
 
 // open prepares and starts a session for CreateSession. Errors are gRPC
 // status errors, or *acp.Error when the agent caused the failure.
-func (g *Gateway) open(ctx context.Context, agent, cwd, loadID string, want wantedSettings) (*liveSession, error) {
+func (g *Gateway) open(ctx context.Context, agent, cwd, loadID string, want wantedSettings, mcp []acpsdk.McpServer) (*liveSession, error) {
 	o, err := g.prepare(ctx, agent, cwd)
 	if err != nil {
 		return nil, err
 	}
-	o.loadID, o.want = loadID, append(o.want, want)
+	o.loadID, o.want, o.mcp = loadID, append(o.want, want), mcp
 	return g.start(ctx, o, false)
 }
 
@@ -518,8 +532,15 @@ func (e *agentEntry) noteCapabilities(info acp.AgentInfo) {
 		AuthMethods:           info.AuthMethods,
 		ObservedAt:            timestamppb.Now(),
 	}
+	var transports []string
+	if info.Capabilities.McpCapabilities.Http {
+		transports = append(transports, "http")
+	}
+	if info.Capabilities.McpCapabilities.Sse {
+		transports = append(transports, "sse")
+	}
 	e.mu.Lock()
-	e.caps = caps
+	e.caps, e.mcpTransports = caps, transports
 	e.mu.Unlock()
 }
 

@@ -75,6 +75,9 @@ func (g *Gateway) promptBlocks(req *acpgatev1.PromptRequest) ([]acpsdk.ContentBl
 	if req.GetSessionId() != "" && req.GetCwd() != "" {
 		return nil, status.Error(codes.InvalidArgument, "cwd applies to one-shot turns only; a session's working directory is fixed when it is created")
 	}
+	if req.GetSessionId() != "" && len(req.GetMcpServers()) > 0 {
+		return nil, status.Error(codes.InvalidArgument, "mcp_servers applies to one-shot turns only; a session's MCP servers are fixed when it is created")
+	}
 	if err := checkRequestID(req.GetRequestId()); err != nil {
 		return nil, err
 	}

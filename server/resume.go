@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	acpsdk "github.com/coder/acp-go-sdk"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -61,10 +62,24 @@ func (g *Gateway) register(ctx context.Context, live *liveSession, o *opening) b
 	if susp := o.reopen; susp != nil {
 		rec := susp.rec
 		live.owner, live.created, live.rec = rec.Owner, rec.CreatedAt, &rec
-		return g.sessions.reopened(live, susp)
+		if len(o.mcp) > 0 {
+			// Re-opened with a caller's MCP servers, which a record
+			// would lack: it is kept no longer (see mcp.go).
+			live.rec = nil
+		}
+		if !g.sessions.reopened(live, susp) {
+			return false
+		}
+		if live.rec == nil {
+			g.unrecord(rec.ID)
+		}
+		return true
 	}
 	g.sessions.add(live)
-	if live.oneShot || o.tempDir != "" {
+	if live.oneShot || o.tempDir != "" || len(o.mcp) > 0 {
+		// A session with a caller's MCP servers is not recorded: their
+		// headers may be secrets, which the gateway does not store, and
+		// re-opened without them the servers would be dropped silently.
 		return true
 	}
 	st := live.sess.Settings()
@@ -160,12 +175,12 @@ func (g *Gateway) reopen(ctx context.Context, o *opening) (*liveSession, error) 
 
 // reopenNow re-opens a claimed suspended session for CreateSession, then
 // applies the settings the caller asked for.
-func (g *Gateway) reopenNow(ctx context.Context, susp *suspendedSession, want wantedSettings) (*liveSession, error) {
+func (g *Gateway) reopenNow(ctx context.Context, susp *suspendedSession, want wantedSettings, mcp []acpsdk.McpServer) (*liveSession, error) {
 	o, err := g.prepareReopen(ctx, susp)
 	if err != nil {
 		return nil, err
 	}
-	o.want = append(o.want, want)
+	o.want, o.mcp = append(o.want, want), mcp
 	return g.reopen(ctx, o)
 }
 

@@ -132,10 +132,15 @@ func (g *Gateway) begin(ctx context.Context, req *acpgatev1.PromptRequest, block
 			plan.rec.Agent, plan.rec.SessionID = live.agent.cfg.Name, live.id
 		}
 	} else {
+		mcp, err := g.callerMCP(ctx, req.GetAgent(), req.GetMcpServers())
+		if err != nil {
+			return "", err
+		}
 		o, err := g.prepare(ctx, req.GetAgent(), req.GetCwd())
 		if err != nil {
 			return "", err
 		}
+		o.mcp = mcp
 		plan.opening = o
 		plan.rec.Agent = req.GetAgent()
 	}
