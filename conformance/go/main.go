@@ -52,8 +52,16 @@ type scenario struct {
 	CancelAfterFirstChunk bool     `json:"cancel_after_first_chunk"`
 	OmitOutcomeText       bool     `json:"omit_outcome_text"`
 	PromptImage           *image   `json:"prompt_image"`
+	CreateSession         *create  `json:"create_session"`
 	Script                []string `json:"script"`
 	Steps                 []step   `json:"steps"`
+}
+
+// create is a session scenario's create_session: the CreateSession
+// fields set besides the agent.
+type create struct {
+	ModeID        string            `json:"mode_id"`
+	ConfigOptions map[string]string `json:"config_options"`
 }
 
 // image is a scenario's prompt_image: an image block sent before the script.
@@ -150,7 +158,11 @@ func runScenario(client acpgatev1.AgentGatewayClient, sc scenario) ([]byte, erro
 		req.Prompt = []*acpgatev1.ContentBlock{{Block: &acpgatev1.ContentBlock_Image{Image: &acpgatev1.ImageContent{Data: im.Data, MimeType: im.MimeType}}}}
 	}
 	if sc.Session {
-		sess, err := client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: sc.Agent})
+		create := &acpgatev1.CreateSessionRequest{Agent: sc.Agent}
+		if c := sc.CreateSession; c != nil {
+			create.ModeId, create.ConfigOptions = c.ModeID, c.ConfigOptions
+		}
+		sess, err := client.CreateSession(ctx, create)
 		if err != nil {
 			st, err := statusObject("CreateSession", err)
 			if err != nil {

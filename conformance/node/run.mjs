@@ -154,7 +154,12 @@ async function runScenario(gateway, sc) {
   let sessionId = null;
   if (sc.session) {
     try {
-      const session = await call(gateway, "CreateSession", { agent: sc.agent }, { deadline: deadline() });
+      const create = { agent: sc.agent };
+      if (sc.create_session) {
+        create.mode_id = sc.create_session.mode_id ?? "";
+        create.config_options = sc.create_session.config_options ?? {};
+      }
+      const session = await call(gateway, "CreateSession", create, { deadline: deadline() });
       sessionId = session.id;
       req.session_id = sessionId;
     } catch (err) {

@@ -140,8 +140,11 @@ def run_scenario(gateway, sc):
     session_id = None
     if sc.get("session"):
         try:
+            create = sc.get("create_session") or {}
             session = gateway.CreateSession(
-                gateway_pb2.CreateSessionRequest(agent=sc["agent"]), timeout=SCENARIO_TIMEOUT)
+                gateway_pb2.CreateSessionRequest(agent=sc["agent"], mode_id=create.get("mode_id", ""),
+                                                 config_options=create.get("config_options", {})),
+                timeout=SCENARIO_TIMEOUT)
         except grpc.RpcError as err:
             out["status"] = status_object("CreateSession", err)
             return finish(out)
