@@ -98,6 +98,16 @@ func (w *tsLogWriter) stop() {
 // temporary directory; the session is closed when the test ends.
 func tsOpen(t *testing.T, node, script string, configure func(*acp.Config)) *acp.Session {
 	t.Helper()
+	return tsOpenWith(t, node, script, configure, acp.OpenOptions{})
+}
+
+// tsOpenWith is tsOpen with opts, whose Cwd defaults to a fresh temporary
+// directory.
+func tsOpenWith(t *testing.T, node, script string, configure func(*acp.Config), opts acp.OpenOptions) *acp.Session {
+	t.Helper()
+	if opts.Cwd == "" {
+		opts.Cwd = t.TempDir()
+	}
 	logs := &tsLogWriter{t: t}
 	t.Cleanup(logs.stop) // runs after the session's Close below
 	cfg := acp.Config{
@@ -117,7 +127,7 @@ func tsOpen(t *testing.T, node, script string, configure func(*acp.Config)) *acp
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), tsTurnTimeout)
 	defer cancel()
-	s, err := acp.Open(ctx, cfg, acp.OpenOptions{Cwd: t.TempDir()})
+	s, err := acp.Open(ctx, cfg, opts)
 	if err != nil {
 		var ae *acp.Error
 		if errors.As(err, &ae) {

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+	"github.com/acpgate/acpgate/internal/testutil"
 )
 
 // createSession opens a session of agent.
@@ -162,16 +163,7 @@ func TestSettingsTheAgentChangesItselfReachTheStreamAndTheSession(t *testing.T) 
 	h, sess := startModes(t)
 	ctx := context.Background()
 	events := collectOK(t, h, sess.GetId(), "mode code\nmodel large")
-	var mode, model string
-	for _, e := range events {
-		if m := e.GetCurrentMode(); m != nil {
-			mode = m.GetModeId()
-		}
-		if o := e.GetConfigOptions(); o != nil && len(o.GetOptions()) == 1 {
-			model = o.GetOptions()[0].GetCurrentValue()
-		}
-	}
-	if mode != "code" || model != "large" {
+	if mode, model := testutil.StreamedSettings(events); mode != "code" || model != "large" {
 		t.Errorf("the stream carried mode %q and model %q", mode, model)
 	}
 	// The updates are read before the prompt's answer, so the session shows

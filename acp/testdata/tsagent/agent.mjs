@@ -20,7 +20,25 @@
 //                  end_turn
 //   read <path>    fs/read_text_file, then a chunk "read:<content>" or
 //                  "read-error:<message>", then end_turn
+//   settings       a chunk "mode:<id> model:<value>" with the session's
+//                  current mode and model, then end_turn
+//   switch         current_mode_update to "code" and a config_option_update
+//                  setting model to "large", then end_turn
+//   mcp            a chunk listing the mcpServers session/new received,
+//                  "mcp:<name>/<type or stdio>/<url or command>,..." with
+//                  each header as "+<name>=<value>", then end_turn
+//   usage          a usage_update (used 1200 of 200000, cost 0.25 USD),
+//                  then end_turn
+//   elicit         elicitation/create (form: a required string "name"),
+//                  then a chunk "elicited:<action>[:<name>]", then end_turn
 //   anything else  a chunk "echo:<text>", then end_turn
+//
+// Sessions advertise the modes "ask" (initial) and "code" and a select
+// config option "model" ("small", initial, or "large"), served by
+// session/set_mode and session/set_config_option. session/list lists the
+// process's sessions, one per page (in directory "/hang" it answers only
+// when the client withdraws it with $/cancel_request, which the SDK turns
+// into an abort); session/close forgets one.
 //
 // Diagnostics go to stderr; stdout carries only the protocol.
 
@@ -43,8 +61,38 @@ const log = (...args) => console.error(`[${AGENT_NAME}]`, ...args);
 
 let clientCapabilities = {};
 
-// sessionId -> { cwd, turn: { cancelled: Promise<void>, cancel: () => void } | null }
+// sessionId -> { cwd, mode, model, mcpServers, turn: { cancelled: Promise<void>, cancel: () => void } | null }
 const sessions = new Map();
+
+const MODES = [
+  { id: "ask", name: "Ask", description: "answers questions" },
+  { id: "code", name: "Code", description: "writes code" },
+];
+const MODELS = ["small", "large"];
+
+function configOptions(session) {
+  return [
+    {
+      id: "model",
+      name: "Model",
+      category: "model",
+      type: "select",
+      currentValue: session.model,
+      options: MODELS.map((value) => ({ value, name: value[0].toUpperCase() + value.slice(1) })),
+    },
+  ];
+}
+
+function describeMCP(servers) {
+  return servers
+    .map((s) => {
+      const kind = s.type ?? "stdio";
+      const where = s.url ?? s.command;
+      const headers = (s.headers ?? []).map((h) => `+${h.name}=${h.value}`).join("");
+      return `${s.name}/${kind}/${where}${headers}`;
+    })
+    .join(",");
+}
 
 function promptText(prompt) {
   return prompt
@@ -148,6 +196,52 @@ async function runTurn(text, sessionId, client, turn, signal) {
     return turn.isCancelled ? "cancelled" : "end_turn";
   }
 
+  if (text === "settings") {
+    const session = sessions.get(sessionId);
+    await say(client, sessionId, `mode:${session.mode} model:${session.model}`);
+    return "end_turn";
+  }
+
+  if (text === "switch") {
+    const session = sessions.get(sessionId);
+    session.mode = "code";
+    await update(client, sessionId, { sessionUpdate: "current_mode_update", currentModeId: "code" });
+    session.model = "large";
+    await update(client, sessionId, { sessionUpdate: "config_option_update", configOptions: configOptions(session) });
+    return "end_turn";
+  }
+
+  if (text === "mcp") {
+    await say(client, sessionId, `mcp:${describeMCP(sessions.get(sessionId).mcpServers)}`);
+    return "end_turn";
+  }
+
+  if (text === "usage") {
+    await update(client, sessionId, {
+      sessionUpdate: "usage_update",
+      used: 1200,
+      size: 200000,
+      cost: { amount: 0.25, currency: "USD" },
+    });
+    return "end_turn";
+  }
+
+  if (text === "elicit") {
+    const response = await client.request(acp.methods.client.elicitation.create, {
+      sessionId,
+      mode: "form",
+      message: "Who is asking?",
+      requestedSchema: {
+        type: "object",
+        properties: { name: { type: "string", title: "Name" } },
+        required: ["name"],
+      },
+    });
+    const said = response.action === "accept" ? `elicited:accept:${response.content?.name}` : `elicited:${response.action}`;
+    await say(client, sessionId, said);
+    return "end_turn";
+  }
+
   if (text.startsWith("read ")) {
     const path = text.slice("read ".length).trim();
     if (!clientCapabilities?.fs?.readTextFile) {
@@ -176,16 +270,61 @@ const app = acp
     log("initialize", JSON.stringify(params));
     return {
       protocolVersion: acp.PROTOCOL_VERSION,
-      agentCapabilities: { loadSession: false },
+      agentCapabilities: {
+        loadSession: false,
+        mcpCapabilities: { http: true, sse: false },
+        sessionCapabilities: { list: {}, close: {} },
+      },
       authMethods: [],
       agentInfo: { name: AGENT_NAME, version: AGENT_VERSION },
     };
   })
   .onRequest(acp.methods.agent.session.new, ({ params }) => {
     const sessionId = `ts-${randomUUID()}`;
-    sessions.set(sessionId, { cwd: params.cwd, turn: null });
+    const session = { cwd: params.cwd, mode: "ask", model: "small", mcpServers: params.mcpServers, turn: null };
+    sessions.set(sessionId, session);
     log("session/new", sessionId, params.cwd);
-    return { sessionId };
+    return {
+      sessionId,
+      modes: { availableModes: MODES, currentModeId: session.mode },
+      configOptions: configOptions(session),
+    };
+  })
+  .onRequest(acp.methods.agent.session.setMode, ({ params }) => {
+    const session = sessions.get(params.sessionId);
+    if (!session || !MODES.some((m) => m.id === params.modeId)) {
+      throw acp.RequestError.invalidParams(undefined, `unknown session or mode ${params.modeId}`);
+    }
+    session.mode = params.modeId;
+    return {};
+  })
+  .onRequest(acp.methods.agent.session.setConfigOption, ({ params }) => {
+    const session = sessions.get(params.sessionId);
+    if (!session || params.configId !== "model" || !MODELS.includes(params.value)) {
+      throw acp.RequestError.invalidParams(undefined, `unknown session, option or value ${params.value}`);
+    }
+    session.model = params.value;
+    return { configOptions: configOptions(session) };
+  })
+  .onRequest(acp.methods.agent.session.list, async ({ params, signal }) => {
+    if (params.cwd === "/hang") {
+      // Never answered until the client withdraws the request.
+      log("session/list waiting");
+      await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+      log("session/list withdrawn");
+      throw signal.reason;
+    }
+    // One session per page: the cursor is the index of the next one.
+    const all = [...sessions.entries()].filter(([, s]) => !params.cwd || s.cwd === params.cwd);
+    const at = params.cursor ? Number(params.cursor) : 0;
+    const page = all.slice(at, at + 1).map(([sessionId, s]) => ({ sessionId, cwd: s.cwd, title: `session in ${s.mode} mode` }));
+    const next = at + 1 < all.length ? String(at + 1) : undefined;
+    return next === undefined ? { sessions: page } : { sessions: page, nextCursor: next };
+  })
+  .onRequest(acp.methods.agent.session.close, ({ params }) => {
+    log("session/close", params.sessionId);
+    sessions.delete(params.sessionId);
+    return {};
   })
   .onRequest(acp.methods.agent.session.prompt, async ({ params, client, signal }) => {
     const session = sessions.get(params.sessionId);
