@@ -32,6 +32,11 @@
 //	        command: /usr/bin/mcp-files
 //	        args: [--root, /srv]
 //	        env: {A: b}
+//	    mcp_offered:       # stdio servers passed only when a caller names them
+//	      - {name: search, command: /usr/bin/mcp-search}
+//	mcp:                   # what callers may name in CreateSession.mcp_servers
+//	  allowed_url_prefixes: [https://mcp.example.com/]
+//	  offered: [{name: tickets, command: /usr/bin/mcp-tickets}]
 //	limits: {max_sessions: 256, max_warm: 16, max_prompt_bytes: 1048576, max_frame_bytes: 16777216,
 //	         max_agent_requests: 16, max_streams_per_connection: 100}
 //	shutdown_grace: 10s
