@@ -17,7 +17,8 @@ import (
 // headers may be credentials, which the gateway never stores, and a
 // session re-opened without them would lose its servers without a word.
 // After a restart the caller re-opens the conversation itself, naming
-// the servers again; nothing of them is on disk but the agent's own.
+// the servers again; nothing of them is on disk but the agent's own. A
+// kept session re-opened with caller servers is kept no longer.
 func TestASessionWithCallerMCPServersIsNotKeptAcrossARestartAndIsReopenedWithTheServersNamedAgain(t *testing.T) {
 	ctx := testCtx(t)
 	stateDir, record := t.TempDir(), filepath.Join(t.TempDir(), "record")
@@ -45,13 +46,18 @@ agents:
 	if got := chunkTexts(promptEvents(ctx, t, client, sess.GetId(), "chunk one")); got != "one" {
 		t.Fatalf("the first turn said %q", got)
 	}
+	plain := sessionWithATurn(ctx, t, client) // recorded: no caller MCP servers
 	first.stop(t, syscall.SIGTERM)
 
 	again := serve(t, "--config", cfg, "--log-level", "debug")
 	client = acpgatev1.NewAgentGatewayClient(dialTest(t, again.addr))
 	list, err := client.ListSessions(ctx, &acpgatev1.ListSessionsRequest{})
-	if err != nil || len(list.GetSessions()) != 0 {
-		t.Fatalf("after the restart ListSessions = %v, %v; want nothing kept", list, err)
+	if err != nil || len(list.GetSessions()) != 1 || list.GetSessions()[0].GetId() != plain.GetId() {
+		t.Fatalf("after the restart ListSessions = %v, %v; want only the session without caller MCP servers kept", list, err)
+	}
+	// Re-opening the kept session with caller MCP servers stops keeping it.
+	if _, err := client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: "test", LoadSessionId: plain.GetId(), McpServers: servers}); err != nil {
+		t.Fatal(err)
 	}
 	reopened, err := client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: "test", LoadSessionId: sess.GetAcpSessionId(), McpServers: servers})
 	if err != nil {
@@ -74,6 +80,13 @@ agents:
 		t.Errorf("session/resume did not carry the caller's server: %s", resumed)
 	}
 	again.stop(t, syscall.SIGTERM)
+
+	third := serve(t, "--config", cfg, "--log-level", "debug")
+	client = acpgatev1.NewAgentGatewayClient(dialTest(t, third.addr))
+	if list, err := client.ListSessions(ctx, &acpgatev1.ListSessionsRequest{}); err != nil || len(list.GetSessions()) != 0 {
+		t.Errorf("after the second restart ListSessions = %v, %v; want nothing kept", list, err)
+	}
+	third.stop(t, syscall.SIGTERM)
 
 	for name, text := range map[string]string{"the first gateway's log": first.log(), "the second gateway's log": again.log()} {
 		if strings.Contains(text, "e2e-mcp-secret") {
