@@ -609,8 +609,20 @@ type Agent struct {
 	LastStartupFailure *StartupFailure `protobuf:"bytes,11,opt,name=last_startup_failure,json=lastStartupFailure,proto3" json:"last_startup_failure,omitempty"`
 	// The elicitation policy: "decline" or "ask".
 	ElicitationPolicy string `protobuf:"bytes,12,opt,name=elicitation_policy,json=elicitationPolicy,proto3" json:"elicitation_policy,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Whether one process of the agent may serve several sessions
+	// (`reuse_process`): sessions of one principal in one working directory
+	// then share a process, its memory, files and caches, up to
+	// `max_sessions_per_process`, and a crash of the process ends them all.
+	// False: every session has a process of its own.
+	ReuseProcess bool `protobuf:"varint,20,opt,name=reuse_process,json=reuseProcess,proto3" json:"reuse_process,omitempty"`
+	// With `reuse_process`, the most sessions one process serves; a further
+	// session starts another process. 0 without `reuse_process`.
+	MaxSessionsPerProcess uint32 `protobuf:"varint,21,opt,name=max_sessions_per_process,json=maxSessionsPerProcess,proto3" json:"max_sessions_per_process,omitempty"`
+	// With `reuse_process`, the agent's processes now serving sessions that
+	// others may join; 0 without it.
+	SharedProcesses uint32 `protobuf:"varint,22,opt,name=shared_processes,json=sharedProcesses,proto3" json:"shared_processes,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Agent) Reset() {
@@ -725,6 +737,27 @@ func (x *Agent) GetElicitationPolicy() string {
 		return x.ElicitationPolicy
 	}
 	return ""
+}
+
+func (x *Agent) GetReuseProcess() bool {
+	if x != nil {
+		return x.ReuseProcess
+	}
+	return false
+}
+
+func (x *Agent) GetMaxSessionsPerProcess() uint32 {
+	if x != nil {
+		return x.MaxSessionsPerProcess
+	}
+	return 0
+}
+
+func (x *Agent) GetSharedProcesses() uint32 {
+	if x != nil {
+		return x.SharedProcesses
+	}
+	return 0
 }
 
 // StartupFailure is an agent start-up that failed.
@@ -2469,7 +2502,7 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"updated_at\x18\x04 \x01(\tR\tupdatedAt\"\x13\n" +
 	"\x11ListAgentsRequest\"?\n" +
 	"\x12ListAgentsResponse\x12)\n" +
-	"\x06agents\x18\x01 \x03(\v2\x11.acpgate.v1.AgentR\x06agents\"\x92\x04\n" +
+	"\x06agents\x18\x01 \x03(\v2\x11.acpgate.v1.AgentR\x06agents\"\x9b\x05\n" +
 	"\x05Agent\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12A\n" +
@@ -2485,7 +2518,10 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\x15last_startup_duration\x18\n" +
 	" \x01(\v2\x19.google.protobuf.DurationR\x13lastStartupDuration\x12L\n" +
 	"\x14last_startup_failure\x18\v \x01(\v2\x1a.acpgate.v1.StartupFailureR\x12lastStartupFailure\x12-\n" +
-	"\x12elicitation_policy\x18\f \x01(\tR\x11elicitationPolicy\"\x8d\x01\n" +
+	"\x12elicitation_policy\x18\f \x01(\tR\x11elicitationPolicy\x12#\n" +
+	"\rreuse_process\x18\x14 \x01(\bR\freuseProcess\x127\n" +
+	"\x18max_sessions_per_process\x18\x15 \x01(\rR\x15maxSessionsPerProcess\x12)\n" +
+	"\x10shared_processes\x18\x16 \x01(\rR\x0fsharedProcesses\"\x8d\x01\n" +
 	"\x0eStartupFailure\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\tR\amessage\x12*\n" +
 	"\x02at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x125\n" +
