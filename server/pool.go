@@ -25,9 +25,10 @@ const (
 )
 
 // warmProcess is an agent process started, initialized and authenticated,
-// with no session yet. It serves exactly one session: taken, it becomes
-// that session's agent and is discarded with it, so two callers never
-// share a process (or its memory, its files, its caches).
+// with no session yet. Taken, it becomes one session's agent and is
+// discarded with it, so two callers never share a process (or its memory,
+// its files, its caches); under reuse_process, later sessions of the same
+// caller in the same directory may join it (see sharing).
 type warmProcess struct {
 	sess    *acp.Session
 	slot    *warmSlot // its place under limits.max_warm, until taken

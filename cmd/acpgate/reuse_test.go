@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
-	"github.com/golang-jwt/jwt/v5"
 )
 
 // The tests in this file check reuse_process against the real binary and
