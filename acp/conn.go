@@ -53,6 +53,7 @@ type Conn struct {
 	sessions map[string]*Session // open ones, by ACP session id
 	opening  *Session            // the one whose open is in flight
 	attached int                 // sessions opening or open
+	joined   bool                // a session has joined: it is shared
 	stopped  bool                // the last one left: the process is stopping
 }
 
@@ -73,8 +74,8 @@ func (c *Conn) newSession() *Session {
 	}
 }
 
-// attach counts s among c's sessions; it reports false when c is
-// stopping.
+// attach counts s among c's sessions (the process is shared from the
+// second on); it reports false when c is stopping.
 func (c *Conn) attach(s *Session) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -82,6 +83,7 @@ func (c *Conn) attach(s *Session) bool {
 		return false
 	}
 	c.attached++
+	c.joined = c.joined || c.attached > 1
 	return true
 }
 
@@ -153,20 +155,24 @@ func (c *Conn) opened(s *Session, id string) {
 }
 
 // route finds the session a message of the agent's names: the open one
-// with that id; else the one opening (whose id the agent may name before
-// the gateway knows it); else, on a process serving one session, that
-// session, which decides what to do with a message for another id as it
-// always has. Nil when none fits.
+// with that id; else the one opening, when its id is that one or not known
+// yet (the agent may name it before the gateway knows it); else, on a
+// process that has only ever served one session, that session, which
+// decides what to do with a message for another id as it always has. Nil
+// when none fits: on a shared process a message for a session that left
+// must not reach another one's stream.
 func (c *Conn) route(sessionID string) *Session {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if s := c.sessions[sessionID]; s != nil {
 		return s
 	}
-	if c.opening != nil {
-		return c.opening
+	if s := c.opening; s != nil {
+		if id := s.ID(); id == "" || id == sessionID || !c.joined {
+			return s
+		}
 	}
-	if len(c.sessions) == 1 {
+	if !c.joined && len(c.sessions) == 1 {
 		for _, s := range c.sessions {
 			return s
 		}
