@@ -7,14 +7,16 @@
 //
 // Process → connection → session → turn → outcome.
 //
-// A Session owns one agent process, started with exec (never a shell) as
-// PID 1 of a PID namespace of its own where the kernel allows it, in a
-// process group of its own regardless, with an environment built from
-// configuration and the session's working directory (see process for the
-// containment and why). Its stderr is kept in a bounded ring buffer.
-// Closing a session closes the agent's stdin, waits a grace period, sends
-// SIGTERM to the group, waits again, sends SIGKILL, and reaps: no zombies,
-// and no grandchildren left behind.
+// A Session runs on one agent process (a Conn), started with exec (never a
+// shell) as PID 1 of a PID namespace of its own where the kernel allows
+// it, in a process group of its own regardless, with an environment built
+// from configuration and the session's working directory (see process for
+// the containment and why). Its stderr is kept in a bounded ring buffer.
+// The process is the session's alone, unless further sessions Join it; the
+// agent's messages reach the session their sessionId names. Closing the
+// process's last session closes the agent's stdin, waits a grace period,
+// sends SIGTERM to the group, waits again, sends SIGKILL, and reaps: no
+// zombies, and no grandchildren left behind.
 //
 // The connection (package acp/jsonrpc) reads the agent's stdout on one
 // goroutine. Notifications are applied in arrival order; requests the agent

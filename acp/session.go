@@ -165,14 +165,16 @@ var (
 	ErrClosed = errors.New("the session is closed")
 )
 
-// Session is one ACP session on its own agent process.
+// Session is one ACP session on an agent process: its own process, or
+// one it shares with other sessions (see Conn).
 type Session struct {
 	cfg    Config
 	log    *slog.Logger
 	tracer trace.Tracer
 	interp outcome.Interpreter
-	proc   *process
-	conn   *jsonrpc.Conn
+	proc   *process      // host's
+	conn   *jsonrpc.Conn // host's
+	host   *Conn
 	info   AgentInfo
 	cwd    string // resolved, symlink-free
 
@@ -328,27 +330,22 @@ func launch(ctx context.Context, cfg Config, dir string) (*Session, error) {
 		log.Warn("the kernel refused this agent the configured containment; its descendants are held by the weaker kind",
 			"pid", proc.pid(), "configured", spec.Containment, "in_force", got)
 	}
-	s := &Session{
-		cfg:     cfg,
-		log:     log.With("pid", proc.pid()),
-		tracer:  tracer,
-		interp:  interp,
-		proc:    proc,
-		cwd:     cwd,
-		pending: make(map[string]*pendingPermission),
-
-		elicitations: make(map[string]*pendingElicitation),
-	}
-	s.conn = jsonrpc.New(proc.stdout, proc.stdin, agentHandler{s}, jsonrpc.Options{
+	c := &Conn{cfg: cfg, log: log.With("pid", proc.pid()), tracer: tracer, interp: interp, proc: proc, cwd: cwd}
+	c.rpc = jsonrpc.New(proc.stdout, proc.stdin, agentHandler{c}, jsonrpc.Options{
 		MaxFrameBytes:       cfg.MaxFrameBytes,
 		StrictFraming:       cfg.StrictFraming,
-		Logger:              s.log,
+		Logger:              c.log,
 		MaxInFlightRequests: cfg.MaxAgentRequests,
 	})
+	// The process's first session, attached from the start: it makes the
+	// handshake, and the process ends with it unless others join.
+	s := c.newSession()
+	c.attach(s)
 	if err := s.hello(ctx); err != nil {
 		s.abort(err)
 		return nil, err
 	}
+	c.info = s.info
 	return s, nil
 }
 
@@ -373,20 +370,6 @@ func (s *Session) abort(err error) {
 		info := s.info
 		agentErr.Info = &info
 	}
-}
-
-// agentHandler serves what the agent sends on its own initiative. It is a
-// separate, unexported type so that Session's exported methods are only
-// those a caller may use: were Session itself the jsonrpc.Handler, any
-// importer could call its Notify and forge the agent's updates.
-type agentHandler struct{ s *Session }
-
-func (h agentHandler) Notify(method string, params json.RawMessage) bool {
-	return h.s.notify(method, params)
-}
-
-func (h agentHandler) Request(ctx context.Context, method string, params json.RawMessage) (any, *jsonrpc.ErrorObject) {
-	return h.s.request(ctx, method, params)
 }
 
 // initializeResult decodes the parts of InitializeResponse the gateway
@@ -464,8 +447,23 @@ func (s *Session) hello(ctx context.Context) error {
 	return nil
 }
 
-// begin runs session/new, or session/load when opts.LoadSessionID is set.
+// begin runs session/new, or session/load when opts.LoadSessionID is set,
+// one session of the process at a time; the session is routed to by its
+// id once it is open.
 func (s *Session) begin(ctx context.Context, opts OpenOptions) error {
+	c := s.host
+	c.openMu.Lock()
+	defer c.openMu.Unlock()
+	c.openingAs(s)
+	if err := s.beginLocked(ctx, opts); err != nil {
+		return err
+	}
+	c.opened(s, s.ID())
+	return nil
+}
+
+// beginLocked is begin, with the process's openMu held.
+func (s *Session) beginLocked(ctx context.Context, opts OpenOptions) error {
 	mcp, err := s.sessionMCP(opts)
 	if err != nil {
 		return err
@@ -627,6 +625,10 @@ func (s *Session) Cwd() string { return s.cwd }
 // Info returns what the agent said about itself at initialize.
 func (s *Session) Info() AgentInfo { return s.info }
 
+// Conn returns the process the session runs on, which other sessions may
+// Join.
+func (s *Session) Conn() *Conn { return s.host }
+
 // Done is closed when the connection to the agent has ended (the agent
 // exited or closed its stdout, or the session was closed).
 func (s *Session) Done() <-chan struct{} { return s.conn.Done() }
@@ -651,7 +653,9 @@ func (s *Session) Containment() Containment { return s.proc.Containment() }
 
 // Close cancels a running turn (waiting up to the cancel grace for it to
 // end), then stops the agent: close stdin, grace, SIGTERM, grace, SIGKILL,
-// reap. It returns when the agent process group is gone.
+// reap. It returns when the agent process group is gone. On a process that
+// other sessions still use, it closes the session on the agent instead
+// (session/close, when advertised) and leaves the process to them.
 func (s *Session) Close() { s.shut(false) }
 
 // shut is Close, and End when askAgent.
@@ -668,11 +672,12 @@ func (s *Session) shut(askAgent bool) {
 			case <-time.After(s.cfg.CancelGrace + time.Second):
 			}
 		}
-		if askAgent {
+		if askAgent || s.host.others() {
 			s.closeOnAgent()
 		}
-		s.proc.stop(s.cfg.StopGrace)
-		s.conn.Close()
-		s.cancels.Wait() // the agent is gone: their writes have failed
+		if s.host.detach(s) {
+			s.host.stop()
+			s.cancels.Wait() // the agent is gone: their writes have failed
+		}
 	})
 }

@@ -88,10 +88,13 @@ func TestAConfigOptionUpdateChangesTheSettingsAndBecomesAnEvent(t *testing.T) {
 }
 
 func TestAModeUpdateReadBeforeTheSessionsIDWasRecordedIsNotLost(t *testing.T) {
-	s := &Session{log: slog.New(slog.DiscardHandler)}
+	c := &Conn{log: slog.New(slog.DiscardHandler)}
+	s := c.newSession()
+	c.attach(s)
+	c.openingAs(s)
 	// The agent answers session/new, then at once switches mode; the
 	// reader handles the update before Open has recorded the id.
-	if !s.notify("session/update", json.RawMessage(`{"sessionId":"s1","update":{"sessionUpdate":"current_mode_update","currentModeId":"code"}}`)) {
+	if !c.notify("session/update", json.RawMessage(`{"sessionId":"s1","update":{"sessionUpdate":"current_mode_update","currentModeId":"code"}}`)) {
 		t.Fatal("the update was refused")
 	}
 	s.adoptSettings(json.RawMessage(sessionNewExample))

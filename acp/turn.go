@@ -3,7 +3,6 @@ package acp
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"runtime/debug"
 	"sync"
@@ -428,28 +427,9 @@ func (s *Session) AvailableCommands() *acpgatev1.AvailableCommands {
 	return s.commands
 }
 
-// notify handles the agent's notifications (session/update), in arrival
-// order, on the connection's reader. It returns false only for params that
-// are not JSON at all.
-func (s *Session) notify(method string, params json.RawMessage) bool {
-	if method != "session/update" {
-		if !json.Valid(params) {
-			return false
-		}
-		s.log.Debug("ignoring a notification the gateway does not handle", "method", method)
-		return true
-	}
-	sessionID, u, err := decodeUpdate(params)
-	var syntax *json.SyntaxError
-	if errors.As(err, &syntax) {
-		return false
-	}
-	if err != nil {
-		s.log.Warn("a session/update did not decode as its kind; passing it through raw", "err", err)
-		if u.event == nil {
-			return true
-		}
-	}
+// update applies an update the agent sent for sessionID, routed to s (see
+// Conn.notify), on the connection's reader.
+func (s *Session) update(sessionID string, u update) {
 	s.mu.Lock()
 	if s.id == "" && (u.commands != nil || u.settings.changes()) {
 		// The agent sent session state right after answering
@@ -457,12 +437,12 @@ func (s *Session) notify(method string, params json.RawMessage) bool {
 		// session's id: keep it for setID to claim.
 		s.early.keep(sessionID, u)
 		s.mu.Unlock()
-		return true
+		return
 	}
 	if sessionID != s.id {
 		s.mu.Unlock()
 		s.log.Warn("ignoring a session/update for another session", "update_session", sessionID)
-		return true
+		return
 	}
 	if u.commands != nil {
 		s.commands = u.commands
@@ -488,7 +468,6 @@ func (s *Session) notify(method string, params json.RawMessage) bool {
 	default:
 		s.log.Debug("a session/update arrived outside a turn", "event", fmt.Sprintf("%T", u.event.GetEvent()))
 	}
-	return true
 }
 
 // request serves the agent's own requests.

@@ -109,6 +109,7 @@ type agentEntry struct {
 	acp     acp.Config
 	m       *metrics.Agent // nil without metrics
 	pool    *pool          // its warm processes; nil when it keeps none
+	share   *sharing       // its processes several sessions share; nil without reuse_process
 	startup startupStatus
 	mcp     mcpOffer // what callers may ask of MCP servers (mcp.go)
 	mu      sync.Mutex
@@ -172,6 +173,9 @@ func New(opts Options) (*Gateway, error) {
 			entry.acp.Process.Wrap = sandboxWrap(a, opts.SandboxLauncher, noSandbox)
 		}
 		entry.acp.AnswerBudget = budget
+		if a.ReuseProcess {
+			entry.share = &sharing{max: a.MaxSessionsPerProcess}
+		}
 		g.agents = append(g.agents, entry)
 		g.byName[a.Name] = entry
 	}
@@ -254,6 +258,10 @@ func (g *Gateway) ListAgents(ctx context.Context, _ *acpgatev1.ListAgentsRequest
 		if a.pool != nil {
 			ready, starting := a.pool.counts()
 			info.WarmReady, info.WarmStarting = uint32(ready), uint32(starting)
+		}
+		if a.share != nil {
+			info.ReuseProcess, info.MaxSessionsPerProcess = true, uint32(a.cfg.MaxSessionsPerProcess)
+			info.SharedProcesses = uint32(a.share.count())
 		}
 		a.startup.fill(info)
 		resp.Agents = append(resp.Agents, info)
@@ -446,7 +454,7 @@ func (g *Gateway) prepare(ctx context.Context, agent, cwd string) (*opening, err
 		slot.release()
 		return nil, err
 	}
-	if entry.pool != nil && o.tempDir == "" {
+	if entry.pool != nil && o.tempDir == "" && !entry.share.hasRoom(o.shareKey()) {
 		o.warm = entry.pool.take(o.dir)
 	}
 	return o, nil

@@ -7,7 +7,8 @@ import (
 )
 
 // sweep closes sessions that have been idle past their agent's idle
-// timeout and sessions whose agent has gone away.
+// timeout and sessions whose agent has gone away, and ends the suspended
+// sessions past their retention or beyond limits.max_suspended.
 func (g *Gateway) sweep(interval time.Duration) {
 	defer g.janitorWG.Done()
 	ticker := time.NewTicker(interval)
@@ -25,6 +26,7 @@ func (g *Gateway) sweep(interval time.Duration) {
 			}
 		}
 		g.expireTurns()
+		g.expireSuspended(time.Now())
 	}
 }
 

@@ -25,9 +25,10 @@ const (
 )
 
 // warmProcess is an agent process started, initialized and authenticated,
-// with no session yet. It serves exactly one session: taken, it becomes
-// that session's agent and is discarded with it, so two callers never
-// share a process (or its memory, its files, its caches).
+// with no session yet. Taken, it becomes one session's agent and is
+// discarded with it, so two callers never share a process (or its memory,
+// its files, its caches); under reuse_process, later sessions of the same
+// caller in the same directory may join it (see sharing).
 type warmProcess struct {
 	sess    *acp.Session
 	slot    *warmSlot // its place under limits.max_warm, until taken
@@ -436,10 +437,27 @@ func takeFresh(entry *agentEntry, cwd string) *warmProcess {
 	return entry.pool.take("")
 }
 
-// startAgent gives an opening its agent with a session open on it: the
-// warm process it took, on which only session/new (or session/load) is
-// left to run, or a process started cold.
+// startAgent gives an opening its agent with a session open on it: under
+// reuse_process, a process of its principal and directory that has room
+// for it (see sharing); else the warm process it took, on which only
+// session/new (or session/load) is left to run, or a process started
+// cold, which under reuse_process later sessions may then join.
 func (g *Gateway) startAgent(ctx context.Context, o *opening, opts acp.OpenOptions) (*acp.Session, error) {
+	entry := o.entry
+	if entry.share != nil && o.warm == nil {
+		if sess, joined, err := g.join(ctx, o, opts); joined {
+			return sess, err
+		}
+	}
+	sess, err := g.startProcess(ctx, o, opts)
+	if err == nil && entry.share != nil {
+		entry.share.add(o.shareKey(), sess.Conn())
+	}
+	return sess, err
+}
+
+// startProcess gives an opening a process of its own, warm or cold.
+func (g *Gateway) startProcess(ctx context.Context, o *opening, opts acp.OpenOptions) (*acp.Session, error) {
 	entry := o.entry
 	began := time.Now()
 	if o.warm != nil {

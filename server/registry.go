@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"sync"
@@ -123,6 +124,13 @@ func (r *registry) deleteSuspended(susp *suspendedSession) bool {
 	}
 	r.order = slices.DeleteFunc(r.order, func(x string) bool { return x == susp.rec.ID })
 	return true
+}
+
+// allSuspended returns the suspended sessions, in no particular order.
+func (r *registry) allSuspended() []*suspendedSession {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Collect(maps.Values(r.suspended))
 }
 
 // lookupSuspended finds a suspended session by id; nil when there is none.
@@ -265,6 +273,14 @@ func (l *liveSession) keep(rec *store.Session) bool {
 	}
 	l.rec = rec
 	return true
+}
+
+// setRecord replaces the session's record, closed or not: a suspension
+// stamps it after the session left the registry.
+func (l *liveSession) setRecord(rec *store.Session) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.rec = rec
 }
 
 // record is the session's record; nil when it is not kept.

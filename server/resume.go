@@ -24,8 +24,10 @@ import (
 // else session/load with the replayed history dropped), and the first turn
 // after that says `resumed` in TurnStarted. An agent that supports neither
 // ends that turn with capability_not_supported, and the session with it.
-// CloseSession, or a turn whose agent fails, ends a session for good and
-// deletes its record; a gateway that stops keeps every record.
+// CloseSession, a turn whose agent fails, or a suspension past its
+// retention or beyond limits.max_suspended (see expireSuspended) ends a
+// session for good and deletes its record; a gateway that stops keeps
+// every record.
 
 // suspendRecorded registers the sessions recorded by the gateway's last
 // run as suspended. Records of agents that are no longer configured, or no
@@ -37,10 +39,24 @@ func (g *Gateway) suspendRecorded(ctx context.Context) error {
 		return err
 	}
 	n := 0
+	now := time.Now()
 	for _, rec := range recs {
+		if rec.SuspendedAt.IsZero() {
+			// Open when the gateway stopped: suspended from now on, and
+			// its retention counts from now.
+			rec.SuspendedAt = now
+			if err := g.store.PutSession(ctx, rec); err != nil {
+				return err
+			}
+		}
 		entry, ok := g.byName[rec.Agent]
 		if !ok || entry.cfg.Workspace == "" {
-			g.log.Warn("a recorded session's agent is not configured with a workspace; it stays recorded but cannot be re-opened", "session", rec.ID, "agent", rec.Agent)
+			if now.Sub(rec.SuspendedAt) >= g.cfg.SuspendedRetention {
+				g.log.Info("deleting the record of a suspended session past suspended_retention whose agent is not configured with a workspace", "session", rec.ID, "agent", rec.Agent, "suspended_at", rec.SuspendedAt)
+				g.unrecord(rec.ID)
+				continue
+			}
+			g.log.Warn("a recorded session's agent is not configured with a workspace; it stays recorded, until suspended_retention, but cannot be re-opened", "session", rec.ID, "agent", rec.Agent)
 			continue
 		}
 		g.sessions.addSuspended(newSuspended(rec, entry.cfg.Workspace))
@@ -61,6 +77,7 @@ func (g *Gateway) register(ctx context.Context, live *liveSession, o *opening) b
 	}
 	if susp := o.reopen; susp != nil {
 		rec := susp.rec
+		rec.SuspendedAt = time.Time{}
 		live.owner, live.created, live.rec = rec.Owner, rec.CreatedAt, &rec
 		if len(o.mcp) > 0 {
 			// Re-opened with a caller's MCP servers, which a record
@@ -72,6 +89,14 @@ func (g *Gateway) register(ctx context.Context, live *liveSession, o *opening) b
 		}
 		if live.rec == nil {
 			g.unrecord(rec.ID)
+			return true
+		}
+		// Open again: its record must not carry the old suspension, or a
+		// restart would count its retention from then.
+		live.recordMu.Lock()
+		defer live.recordMu.Unlock()
+		if err := g.store.PutSession(ctx, rec); err != nil {
+			g.log.ErrorContext(ctx, "a re-opened session's record could not be updated; after a restart its retention counts from its last suspension", "session", rec.ID, "err", err)
 		}
 		return true
 	}
@@ -196,13 +221,23 @@ func (g *Gateway) forget(susp *suspendedSession) {
 // session is idle, into a suspended session, when it is recorded and its
 // agent can re-open it; it reports false (and does nothing) otherwise.
 func (g *Gateway) suspend(live *liveSession, why string) bool {
-	rec := live.record()
-	if rec == nil || live.sess.Info().ReopenMethod() == "" {
+	old := live.record()
+	if old == nil || live.sess.Info().ReopenMethod() == "" {
 		return false
 	}
-	if !g.sessions.suspend(live, newSuspended(*rec, live.agent.cfg.Workspace)) {
+	rec := *old
+	rec.SuspendedAt = time.Now()
+	if !g.sessions.suspend(live, newSuspended(rec, live.agent.cfg.Workspace)) {
 		return false
 	}
+	// The suspension time goes to the store, ordered with the writes of
+	// the session's settings, which from now on carry it too.
+	live.recordMu.Lock()
+	live.setRecord(&rec)
+	if err := g.store.PutSession(context.Background(), rec); err != nil {
+		g.log.Error("a suspended session's suspension time could not be recorded; after a restart its retention counts from then", "session", rec.ID, "err", err)
+	}
+	live.recordMu.Unlock()
 	live.close()
 	g.log.Info("session suspended until its next prompt", "agent", live.agent.cfg.Name, "session", live.id, "why", why, "idle_for", time.Since(live.lastActiveAt()).Round(time.Second))
 	return true

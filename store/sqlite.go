@@ -77,6 +77,8 @@ var migrations = []migration{
 	moveJournalsToFiles,
 	// Open sessions' records, so that sessions survive a restart.
 	sqlMigration(schemaV4),
+	// When each suspended session was suspended, for its retention.
+	sqlMigration(schemaV5),
 }
 
 // schemaV1 is the first schema; until version 3 it kept each event of a
@@ -125,6 +127,10 @@ const schemaV4 = `CREATE TABLE sessions (
 		mode           TEXT NOT NULL,
 		config_options TEXT NOT NULL     -- a JSON object, option id to value
 	);`
+
+// schemaV5 adds when a session was suspended (see Session.SuspendedAt);
+// 0, zero time, while it is open and for the records of version 4.
+const schemaV5 = `ALTER TABLE sessions ADD COLUMN suspended_at INTEGER NOT NULL DEFAULT 0; -- unix nanoseconds`
 
 // A migration changes the schema (and data) inside the transaction that
 // records the new version.

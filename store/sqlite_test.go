@@ -281,6 +281,39 @@ func TestSQLiteFile(t *testing.T) {
 		}
 	})
 
+	t.Run("session records of version 4 read back as open, with no suspension time", func(t *testing.T) {
+		dir := t.TempDir()
+		openSQLite(t, dir).Close()
+		raw, err := sqlOpen(filepath.Join(dir, "acpgate.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Back to version 4, with one record as version 4 wrote it.
+		for _, q := range []string{
+			`ALTER TABLE sessions DROP COLUMN suspended_at`,
+			`INSERT INTO sessions (id, agent, acp_session_id, cwd, owner, created_at, mode, config_options) VALUES ('s1', 'echo', 'acp-s1', '.', 'alice', 1000, '', '{}')`,
+			`PRAGMA user_version = 4`,
+		} {
+			if _, err := raw.Exec(q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		raw.Close()
+		s := openSQLite(t, dir)
+		defer s.Close()
+		got, err := s.Sessions(ctx)
+		if err != nil || len(got) != 1 || got[0].ID != "s1" || !got[0].SuspendedAt.IsZero() {
+			t.Fatalf("Sessions after the migration = %+v, %v; want s1 with a zero SuspendedAt", got, err)
+		}
+		got[0].SuspendedAt = time.Unix(0, 5000)
+		if err := s.PutSession(ctx, got[0]); err != nil {
+			t.Fatal(err)
+		}
+		if again, err := s.Sessions(ctx); err != nil || !again[0].SuspendedAt.Equal(time.Unix(0, 5000)) {
+			t.Errorf("Sessions after recording the suspension = %+v, %v", again, err)
+		}
+	})
+
 	t.Run("journal files of deleted turns are swept at open", func(t *testing.T) {
 		dir := t.TempDir()
 		s := openSQLite(t, dir)

@@ -9,7 +9,7 @@ import (
 )
 
 // The SQLite store's session records: one row each in the sessions table
-// (schema version 4).
+// (schema version 4; suspended_at since version 5).
 
 func (s *SQLite) PutSession(ctx context.Context, sess Session) error {
 	options := sess.ConfigOptions
@@ -21,9 +21,9 @@ func (s *SQLite) PutSession(ctx context.Context, sess Session) error {
 		return fmt.Errorf("sqlite store %s: record session %s: encoding its config options: %w", s.path, sess.ID, err)
 	}
 	return s.inTx(ctx, "record session "+sess.ID, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO sessions (id, agent, acp_session_id, cwd, owner, created_at, mode, config_options)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			sess.ID, sess.Agent, sess.ACPSessionID, sess.Cwd, sess.Owner, sess.CreatedAt.UnixNano(), sess.Mode, string(encoded))
+		_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO sessions (id, agent, acp_session_id, cwd, owner, created_at, mode, config_options, suspended_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			sess.ID, sess.Agent, sess.ACPSessionID, sess.Cwd, sess.Owner, sess.CreatedAt.UnixNano(), sess.Mode, string(encoded), unixNanoOrZero(sess.SuspendedAt))
 		return err
 	})
 }
@@ -37,7 +37,7 @@ func (s *SQLite) DeleteSession(ctx context.Context, id string) error {
 
 func (s *SQLite) Sessions(ctx context.Context) ([]Session, error) {
 	const op = "list session records"
-	rows, err := s.read.QueryContext(ctx, `SELECT id, agent, acp_session_id, cwd, owner, created_at, mode, config_options
+	rows, err := s.read.QueryContext(ctx, `SELECT id, agent, acp_session_id, cwd, owner, created_at, mode, config_options, suspended_at
 		FROM sessions ORDER BY created_at, id`)
 	if err != nil {
 		return nil, s.opError(op, err)
@@ -46,12 +46,15 @@ func (s *SQLite) Sessions(ctx context.Context) ([]Session, error) {
 	var out []Session
 	for rows.Next() {
 		var sess Session
-		var createdAt int64
+		var createdAt, suspendedAt int64
 		var options string
-		if err := rows.Scan(&sess.ID, &sess.Agent, &sess.ACPSessionID, &sess.Cwd, &sess.Owner, &createdAt, &sess.Mode, &options); err != nil {
+		if err := rows.Scan(&sess.ID, &sess.Agent, &sess.ACPSessionID, &sess.Cwd, &sess.Owner, &createdAt, &sess.Mode, &options, &suspendedAt); err != nil {
 			return nil, s.opError(op, err)
 		}
 		sess.CreatedAt = time.Unix(0, createdAt)
+		if suspendedAt != 0 {
+			sess.SuspendedAt = time.Unix(0, suspendedAt)
+		}
 		if err := json.Unmarshal([]byte(options), &sess.ConfigOptions); err != nil {
 			return nil, s.opError(op, fmt.Errorf("session %s: its config options do not decode: %w", sess.ID, err))
 		}
@@ -64,4 +67,13 @@ func (s *SQLite) Sessions(ctx context.Context) ([]Session, error) {
 		return nil, s.opError(op, err)
 	}
 	return out, nil
+}
+
+// unixNanoOrZero is t in unix nanoseconds, 0 for the zero time (whose
+// UnixNano is not 0), so that "not suspended" reads back as the zero time.
+func unixNanoOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
 }

@@ -158,6 +158,12 @@ type Session struct {
 	// ConfigOptions are the session configuration options set on it (by
 	// option id), re-applied after re-opening; empty when none were set.
 	ConfigOptions map[string]string
+	// SuspendedAt is when the session was suspended (its agent went away
+	// while it was idle, or the gateway found it recorded at start);
+	// zero while it is open. A suspended session's retention counts from
+	// it, so that a record nobody re-opens is ended in time rather than
+	// kept forever.
+	SuspendedAt time.Time
 	// Replica is the replica whose agent process serves the session, in
 	// a store shared by several (see Cluster): set by the store at
 	// PutSession, "" once released. "" in a store of one gateway.

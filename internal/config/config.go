@@ -67,6 +67,20 @@ const (
 	// shorter one would respawn warm processes about as fast as they
 	// start, which is the busy loop the pool's back-off exists to avoid.
 	MinWarmMaxAge = time.Second
+	// DefaultSuspendedRetention is how long a suspended session (see
+	// Agent.SuspendedRetention) is kept for its next prompt: a week covers
+	// a weekend and a holiday, and agents that keep their conversations on
+	// disk keep them at least that long.
+	DefaultSuspendedRetention = 7 * 24 * time.Hour
+	// DefaultMaxSuspended bounds the suspended sessions' records across
+	// the gateway. Each costs a row in the store and a little memory, no
+	// process; the bound keeps a caller that opens sessions and never
+	// closes them from growing the store without end.
+	DefaultMaxSuspended = 4096
+	// DefaultMaxSessionsPerProcess bounds the sessions one agent process
+	// serves under Agent.ReuseProcess: enough to spare most start-ups,
+	// few enough that one crash ends a handful of sessions, not hundreds.
+	DefaultMaxSessionsPerProcess = 8
 	// DefaultShutdownGrace is how long the gateway gives open sessions to end
 	// when it is asked to stop.
 	DefaultShutdownGrace = 10 * time.Second
@@ -99,6 +113,8 @@ type Config struct {
 	HeartbeatInterval time.Duration
 	// TurnRetention is how long an ended turn is kept, journal and all.
 	TurnRetention time.Duration
+	// SuspendedRetention is the default of Agent.SuspendedRetention.
+	SuspendedRetention time.Duration
 	// TLS is the listener's transport security; plaintext when not
 	// Enabled.
 	TLS TLS
@@ -252,6 +268,20 @@ type Agent struct {
 	// WarmMaxAge is how long a warm process may wait to be taken before it
 	// is replaced.
 	WarmMaxAge time.Duration
+	// SuspendedRetention is how long a suspended session waits to be
+	// re-opened: one not re-opened within it of its suspension is ended and
+	// its record deleted. The top-level suspended_retention when the agent
+	// does not set its own.
+	SuspendedRetention time.Duration
+	// ReuseProcess lets one process of the agent serve several sessions
+	// (several session/new on one connection, which ACP allows), of one
+	// principal in one working directory, up to MaxSessionsPerProcess. It
+	// needs a Workspace. Those sessions share the process's memory, files
+	// and caches, and its crash ends them all.
+	ReuseProcess bool
+	// MaxSessionsPerProcess bounds the sessions one process serves under
+	// ReuseProcess.
+	MaxSessionsPerProcess int
 	// MCPServers are passed to the agent in every session/new.
 	MCPServers []MCPServer
 	// MCPOffered are stdio MCP servers a caller of this agent may ask for
@@ -334,6 +364,9 @@ type Limits struct {
 	// agents, counting those still starting. They are not sessions: a
 	// warm process counts toward MaxSessions only once it is taken.
 	MaxWarm int
+	// MaxSuspended bounds the suspended sessions across all agents; when a
+	// suspension goes past it, the sessions suspended longest are ended.
+	MaxSuspended int
 	// MaxAgentRequests bounds the requests one agent may have waiting for
 	// the gateway's answer (fs, permission, unknown methods); beyond it the
 	// gateway stops reading from that agent until one is answered.
@@ -481,6 +514,7 @@ func defaults() *Config {
 		Limits: Limits{
 			MaxSessions:    DefaultMaxSessions,
 			MaxWarm:        DefaultMaxWarm,
+			MaxSuspended:   DefaultMaxSuspended,
 			MaxPromptBytes: DefaultMaxPromptBytes,
 			MaxFrameBytes:  DefaultMaxFrameBytes,
 
@@ -489,13 +523,14 @@ func defaults() *Config {
 			MaxTurnBytes:            DefaultMaxTurnBytes,
 			MaxAnswerBytes:          acp.DefaultMaxAnswerBytes,
 		},
-		ShutdownGrace:     DefaultShutdownGrace,
-		HandshakeTimeout:  DefaultHandshakeTimeout,
-		Store:             StoreSQLite,
-		HeartbeatInterval: DefaultHeartbeatInterval,
-		TurnRetention:     DefaultTurnRetention,
-		Audit:             Audit{Enabled: true},
-		Tracing:           Tracing{SamplingRatio: DefaultSamplingRatio},
+		ShutdownGrace:      DefaultShutdownGrace,
+		HandshakeTimeout:   DefaultHandshakeTimeout,
+		Store:              StoreSQLite,
+		HeartbeatInterval:  DefaultHeartbeatInterval,
+		TurnRetention:      DefaultTurnRetention,
+		SuspendedRetention: DefaultSuspendedRetention,
+		Audit:              Audit{Enabled: true},
+		Tracing:            Tracing{SamplingRatio: DefaultSamplingRatio},
 	}
 }
 
@@ -510,6 +545,8 @@ func defaultAgent() Agent {
 		IdleTimeout:        DefaultIdleTimeout,
 		CancelGrace:        DefaultCancelGrace,
 		WarmMaxAge:         DefaultWarmMaxAge,
+
+		MaxSessionsPerProcess: DefaultMaxSessionsPerProcess,
 	}
 }
 
@@ -520,6 +557,9 @@ func (c *Config) inheritDefaults() {
 	for i := range c.Agents {
 		if c.Agents[i].HandshakeTimeout == 0 {
 			c.Agents[i].HandshakeTimeout = c.HandshakeTimeout
+		}
+		if c.Agents[i].SuspendedRetention == 0 {
+			c.Agents[i].SuspendedRetention = c.SuspendedRetention
 		}
 	}
 }

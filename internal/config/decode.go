@@ -136,6 +136,7 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 			d.fields(v, f, "in limits", map[string]func(*yaml.Node){
 				"max_sessions":     d.intInto(&c.Limits.MaxSessions, f.child("max_sessions")),
 				"max_warm":         d.intInto(&c.Limits.MaxWarm, f.child("max_warm")),
+				"max_suspended":    d.intInto(&c.Limits.MaxSuspended, f.child("max_suspended")),
 				"max_prompt_bytes": d.intInto(&c.Limits.MaxPromptBytes, f.child("max_prompt_bytes")),
 				"max_frame_bytes":  d.intInto(&c.Limits.MaxFrameBytes, f.child("max_frame_bytes")),
 
@@ -145,16 +146,17 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 				"max_answer_bytes":           d.int64Into(&c.Limits.MaxAnswerBytes, f.child("max_answer_bytes")),
 			})
 		},
-		"shutdown_grace":     d.durationInto(&c.ShutdownGrace, field{"shutdown_grace", "shutdown_grace"}),
-		"handshake_timeout":  d.durationInto(&c.HandshakeTimeout, field{"handshake_timeout", "handshake_timeout"}),
-		"heartbeat_interval": d.durationInto(&c.HeartbeatInterval, field{"heartbeat_interval", "heartbeat_interval"}),
-		"turn_retention":     d.durationInto(&c.TurnRetention, field{"turn_retention", "turn_retention"}),
-		"state_dir":          d.stringInto(&c.StateDir, field{"state_dir", "state_dir"}, true),
-		"tls":                func(v *yaml.Node) { d.tls(v, &c.TLS) },
-		"auth":               func(v *yaml.Node) { d.auth(v, &c.Auth) },
-		"insecure":           d.boolInto(&c.Insecure, field{"insecure", "insecure"}),
-		"quotas":             func(v *yaml.Node) { d.quotas(v, &c.Quotas) },
-		"audit":              func(v *yaml.Node) { d.audit(v, &c.Audit) },
+		"shutdown_grace":      d.durationInto(&c.ShutdownGrace, field{"shutdown_grace", "shutdown_grace"}),
+		"handshake_timeout":   d.durationInto(&c.HandshakeTimeout, field{"handshake_timeout", "handshake_timeout"}),
+		"heartbeat_interval":  d.durationInto(&c.HeartbeatInterval, field{"heartbeat_interval", "heartbeat_interval"}),
+		"turn_retention":      d.durationInto(&c.TurnRetention, field{"turn_retention", "turn_retention"}),
+		"suspended_retention": d.durationInto(&c.SuspendedRetention, field{"suspended_retention", "suspended_retention"}),
+		"state_dir":           d.stringInto(&c.StateDir, field{"state_dir", "state_dir"}, true),
+		"tls":                 func(v *yaml.Node) { d.tls(v, &c.TLS) },
+		"auth":                func(v *yaml.Node) { d.auth(v, &c.Auth) },
+		"insecure":            d.boolInto(&c.Insecure, field{"insecure", "insecure"}),
+		"quotas":              func(v *yaml.Node) { d.quotas(v, &c.Quotas) },
+		"audit":               func(v *yaml.Node) { d.audit(v, &c.Audit) },
 		"metrics": func(v *yaml.Node) {
 			f := field{"metrics", "metrics"}
 			d.fields(v, f, "in metrics", map[string]func(*yaml.Node){
@@ -262,15 +264,18 @@ func (d *decoder) agent(n *yaml.Node, i int) Agent {
 				"ro":       d.listInto(&a.Sandbox.RO, sb.child("ro"), true),
 			})
 		},
-		"strict_framing":    d.boolInto(&a.StrictFraming, f("strict_framing")),
-		"turn_timeout":      d.durationInto(&a.TurnTimeout, f("turn_timeout")),
-		"idle_timeout":      d.durationInto(&a.IdleTimeout, f("idle_timeout")),
-		"cancel_grace":      d.durationInto(&a.CancelGrace, f("cancel_grace")),
-		"handshake_timeout": d.durationInto(&a.HandshakeTimeout, f("handshake_timeout")),
-		"max_sessions":      d.intInto(&a.MaxSessions, f("max_sessions")),
-		"warm":              d.intInto(&a.Warm, f("warm")),
-		"warm_max_age":      d.durationInto(&a.WarmMaxAge, f("warm_max_age")),
-		"allow":             d.listInto(&a.Allow, f("allow"), false),
+		"strict_framing":           d.boolInto(&a.StrictFraming, f("strict_framing")),
+		"turn_timeout":             d.durationInto(&a.TurnTimeout, f("turn_timeout")),
+		"idle_timeout":             d.durationInto(&a.IdleTimeout, f("idle_timeout")),
+		"cancel_grace":             d.durationInto(&a.CancelGrace, f("cancel_grace")),
+		"handshake_timeout":        d.durationInto(&a.HandshakeTimeout, f("handshake_timeout")),
+		"max_sessions":             d.intInto(&a.MaxSessions, f("max_sessions")),
+		"warm":                     d.intInto(&a.Warm, f("warm")),
+		"warm_max_age":             d.durationInto(&a.WarmMaxAge, f("warm_max_age")),
+		"suspended_retention":      d.durationInto(&a.SuspendedRetention, f("suspended_retention")),
+		"reuse_process":            d.boolInto(&a.ReuseProcess, f("reuse_process")),
+		"max_sessions_per_process": d.intInto(&a.MaxSessionsPerProcess, f("max_sessions_per_process")),
+		"allow":                    d.listInto(&a.Allow, f("allow"), false),
 		"mcp_servers": func(v *yaml.Node) {
 			a.MCPServers = d.mcpServers(v, f("mcp_servers"), label)
 		},

@@ -108,6 +108,7 @@ func (v *checker) config(c *Config) {
 	if c.Limits.MaxWarm < 0 {
 		v.add("limits.max_warm", "limits.max_warm: must not be negative (0 keeps no warm processes), got %d", c.Limits.MaxWarm)
 	}
+	v.positive("limits.max_suspended", "limits.max_suspended", c.Limits.MaxSuspended)
 	v.positive("limits.max_prompt_bytes", "limits.max_prompt_bytes", c.Limits.MaxPromptBytes)
 	switch m := c.Limits.MaxFrameBytes; {
 	case m < MinMaxFrameBytes:
@@ -121,6 +122,7 @@ func (v *checker) config(c *Config) {
 	v.timeout("handshake_timeout", "handshake_timeout", c.HandshakeTimeout)
 	v.timeout("heartbeat_interval", "heartbeat_interval", c.HeartbeatInterval)
 	v.timeout("turn_retention", "turn_retention", c.TurnRetention)
+	v.timeout("suspended_retention", "suspended_retention", c.SuspendedRetention)
 	v.positive("limits.max_turn_bytes", "limits.max_turn_bytes", int(c.Limits.MaxTurnBytes))
 	v.positive("limits.max_answer_bytes", "limits.max_answer_bytes", int(c.Limits.MaxAnswerBytes))
 	if c.Store != StoreSQLite && c.Store != StoreMemory {
@@ -202,6 +204,11 @@ func (v *checker) agent(a Agent, path, label string) {
 	}
 	if a.WarmMaxAge < MinWarmMaxAge {
 		v.add(p("warm_max_age"), "%s: warm_max_age must be at least %s, got %s", label, MinWarmMaxAge, a.WarmMaxAge)
+	}
+	v.timeout(p("suspended_retention"), label+": suspended_retention", a.SuspendedRetention)
+	v.positive(p("max_sessions_per_process"), label+": max_sessions_per_process", a.MaxSessionsPerProcess)
+	if a.ReuseProcess && a.Workspace == "" {
+		v.add(p("reuse_process"), "%s: reuse_process needs a workspace: without one each session gets a fresh temporary directory of its own, which a process shared by several sessions cannot give", label)
 	}
 
 	v.mcpServers(p("mcp_servers"), label, a.MCPServers)

@@ -673,6 +673,7 @@ func testSessions(t *testing.T, open func(*testing.T) store.Store) {
 		newer := NewSession("s2", 5)
 		newer.Mode = "architect"
 		newer.ConfigOptions = map[string]string{"model": "large", "effort": "high"}
+		newer.SuspendedAt = base.Add(time.Hour)
 		older := NewSession("s1", 1)
 		sameTime := NewSession("s0", 5) // created with s2: ordered by id
 		for _, s := range []store.Session{newer, older, sameTime} {
@@ -687,6 +688,11 @@ func testSessions(t *testing.T, open func(*testing.T) store.Store) {
 		mustPutSession(t, st, s)
 		s.Mode = "ask"
 		s.ConfigOptions = map[string]string{"model": "small"}
+		s.SuspendedAt = base.Add(time.Minute)
+		mustPutSession(t, st, s)
+		AssertSessions(t, mustSessions(t, st), []store.Session{s})
+		// Re-opened: no longer suspended.
+		s.SuspendedAt = time.Time{}
 		mustPutSession(t, st, s)
 		AssertSessions(t, mustSessions(t, st), []store.Session{s})
 	})
@@ -752,8 +758,12 @@ func mustSessions(t *testing.T, st store.Store) []store.Session {
 func AssertSessions(t *testing.T, got, want []store.Session) {
 	t.Helper()
 	norm := func(s store.Session) string {
-		return fmt.Sprintf("%s agent=%s acp=%s cwd=%s owner=%s created=%d mode=%q options=%v",
-			s.ID, s.Agent, s.ACPSessionID, s.Cwd, s.Owner, s.CreatedAt.UnixNano(), s.Mode, s.ConfigOptions)
+		suspended := "no"
+		if !s.SuspendedAt.IsZero() {
+			suspended = fmt.Sprint(s.SuspendedAt.UnixNano())
+		}
+		return fmt.Sprintf("%s agent=%s acp=%s cwd=%s owner=%s created=%d mode=%q options=%v suspended=%s",
+			s.ID, s.Agent, s.ACPSessionID, s.Cwd, s.Owner, s.CreatedAt.UnixNano(), s.Mode, s.ConfigOptions, suspended)
 	}
 	var g, w []string
 	for _, s := range got {

@@ -622,8 +622,20 @@ type Agent struct {
 	// The URL prefixes a caller's HTTP or SSE MCP server must start with
 	// (`mcp.allowed_url_prefixes`); empty: no remote MCP server is allowed.
 	McpUrlPrefixes []string `protobuf:"bytes,27,rep,name=mcp_url_prefixes,json=mcpUrlPrefixes,proto3" json:"mcp_url_prefixes,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Whether one process of the agent may serve several sessions
+	// (`reuse_process`): sessions of one principal in one working directory
+	// then share a process, its memory, files and caches, up to
+	// `max_sessions_per_process`, and a crash of the process ends them all.
+	// False: every session has a process of its own.
+	ReuseProcess bool `protobuf:"varint,20,opt,name=reuse_process,json=reuseProcess,proto3" json:"reuse_process,omitempty"`
+	// With `reuse_process`, the most sessions one process serves; a further
+	// session starts another process. 0 without `reuse_process`.
+	MaxSessionsPerProcess uint32 `protobuf:"varint,21,opt,name=max_sessions_per_process,json=maxSessionsPerProcess,proto3" json:"max_sessions_per_process,omitempty"`
+	// With `reuse_process`, the agent's processes now serving sessions that
+	// others may join; 0 without it.
+	SharedProcesses uint32 `protobuf:"varint,22,opt,name=shared_processes,json=sharedProcesses,proto3" json:"shared_processes,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Agent) Reset() {
@@ -759,6 +771,27 @@ func (x *Agent) GetMcpUrlPrefixes() []string {
 		return x.McpUrlPrefixes
 	}
 	return nil
+}
+
+func (x *Agent) GetReuseProcess() bool {
+	if x != nil {
+		return x.ReuseProcess
+	}
+	return false
+}
+
+func (x *Agent) GetMaxSessionsPerProcess() uint32 {
+	if x != nil {
+		return x.MaxSessionsPerProcess
+	}
+	return 0
+}
+
+func (x *Agent) GetSharedProcesses() uint32 {
+	if x != nil {
+		return x.SharedProcesses
+	}
+	return 0
 }
 
 // StartupFailure is an agent start-up that failed.
@@ -2775,7 +2808,7 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"updated_at\x18\x04 \x01(\tR\tupdatedAt\"\x13\n" +
 	"\x11ListAgentsRequest\"?\n" +
 	"\x12ListAgentsResponse\x12)\n" +
-	"\x06agents\x18\x01 \x03(\v2\x11.acpgate.v1.AgentR\x06agents\"\x84\x05\n" +
+	"\x06agents\x18\x01 \x03(\v2\x11.acpgate.v1.AgentR\x06agents\"\x8d\x06\n" +
 	"\x05Agent\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12A\n" +
@@ -2795,7 +2828,10 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\vmcp_offered\x18\x19 \x03(\tR\n" +
 	"mcpOffered\x12%\n" +
 	"\x0emcp_transports\x18\x1a \x03(\tR\rmcpTransports\x12(\n" +
-	"\x10mcp_url_prefixes\x18\x1b \x03(\tR\x0emcpUrlPrefixes\"\x8d\x01\n" +
+	"\x10mcp_url_prefixes\x18\x1b \x03(\tR\x0emcpUrlPrefixes\x12#\n" +
+	"\rreuse_process\x18\x14 \x01(\bR\freuseProcess\x127\n" +
+	"\x18max_sessions_per_process\x18\x15 \x01(\rR\x15maxSessionsPerProcess\x12)\n" +
+	"\x10shared_processes\x18\x16 \x01(\rR\x0fsharedProcesses\"\x8d\x01\n" +
 	"\x0eStartupFailure\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\tR\amessage\x12*\n" +
 	"\x02at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x125\n" +
