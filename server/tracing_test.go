@@ -145,7 +145,10 @@ func TestATurnsSpansContinueTheCallersTraceFromSpawnThroughTheHandshakeToTheProm
 		t.Fatalf("the turn did not complete: %v", events[len(events)-1])
 	}
 	turnID := events[0].GetStarted().GetTurnId()
-	spans := waitForSpan(t, exp, server.SpanTurn)
+	// The call's span ends once gRPC has sent the status, which the
+	// client may see first: wait for it as for the turn's.
+	waitForSpan(t, exp, server.SpanTurn)
+	spans := waitForSpan(t, exp, "acpgate.v1.AgentGateway/Prompt")
 
 	for _, s := range spans {
 		if got := s.SpanContext.TraceID().String(); got != callerTraceID {
