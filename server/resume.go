@@ -64,12 +64,17 @@ func (g *Gateway) register(ctx context.Context, live *liveSession, o *opening) b
 		return g.sessions.reopened(live, susp)
 	}
 	g.sessions.add(live)
-	if live.oneShot || o.tempDir != "" {
+	// Replicas find every session through its record; a gateway on its
+	// own records only those it can re-open.
+	if live.oneShot || (o.tempDir != "" && g.replicas == nil) {
 		return true
 	}
 	st := live.sess.Settings()
 	rec := store.Session{ID: live.id, Agent: live.agent.cfg.Name, ACPSessionID: live.sess.ID(), Cwd: o.rel, Owner: live.owner, CreatedAt: live.created,
 		Mode: st.CurrentMode, ConfigOptions: st.Values()}
+	if o.tempDir != "" {
+		rec.Cwd = "" // a temporary directory: the session cannot be re-opened
+	}
 	if err := g.store.PutSession(ctx, rec); err != nil {
 		g.log.ErrorContext(ctx, "the session could not be recorded; it will not survive its agent or a restart", "session", live.id, "err", err)
 		return true
@@ -182,7 +187,7 @@ func (g *Gateway) forget(susp *suspendedSession) {
 // agent can re-open it; it reports false (and does nothing) otherwise.
 func (g *Gateway) suspend(live *liveSession, why string) bool {
 	rec := live.record()
-	if rec == nil || live.sess.Info().ReopenMethod() == "" {
+	if rec == nil || live.tempDir != "" || live.sess.Info().ReopenMethod() == "" {
 		return false
 	}
 	if !g.sessions.suspend(live, newSuspended(*rec, live.agent.cfg.Workspace)) {

@@ -116,6 +116,9 @@ type Config struct {
 	// Tracing is the OpenTelemetry trace export; off unless
 	// Tracing.Enabled.
 	Tracing Tracing
+	// Cluster makes the gateway one of several replicas on one
+	// PostgreSQL store; off unless Cluster.Advertise is set.
+	Cluster Cluster
 	// Admin is grpc-go's admin services (channelz); off unless
 	// Admin.Listen is set.
 	Admin Admin
@@ -152,6 +155,9 @@ const (
 	StoreSQLite StoreKind = "sqlite"
 	// StoreMemory keeps turns in memory: nothing survives the process.
 	StoreMemory StoreKind = "memory"
+	// StorePostgres keeps turns and sessions in PostgreSQL, which several
+	// replicas share.
+	StorePostgres StoreKind = "postgres"
 )
 
 // DefaultStateDir is where the sqlite store lives when state_dir is not
@@ -475,6 +481,7 @@ func defaults() *Config {
 		TurnRetention:     DefaultTurnRetention,
 		Audit:             Audit{Enabled: true},
 		Tracing:           Tracing{SamplingRatio: DefaultSamplingRatio},
+		Cluster:           Cluster{LeaseTTL: DefaultLeaseTTL},
 	}
 }
 

@@ -162,6 +162,7 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 			})
 		},
 		"tracing": func(v *yaml.Node) { d.tracing(v, &c.Tracing) },
+		"cluster": func(v *yaml.Node) { d.cluster(v, &c.Cluster) },
 		"admin": func(v *yaml.Node) {
 			f := field{"admin", "admin"}
 			d.fields(v, f, "in admin", map[string]func(*yaml.Node){

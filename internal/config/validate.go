@@ -132,6 +132,7 @@ func (v *checker) config(c *Config) {
 	v.security(c)
 	v.quotas(c.Quotas)
 	v.tracing(c.Tracing)
+	v.cluster(c)
 }
 
 // at is " (line N)" for the line of path, or "" when it has none.
