@@ -115,6 +115,7 @@ func (g *Gateway) turnProto(rec store.Turn) (*acpgatev1.Turn, error) {
 		State:     acpgatev1.TurnState_TURN_STATE_RUNNING,
 		StartedAt: timestamppb.New(rec.StartedAt),
 		LastSeq:   rec.LastSeq,
+		Replica:   rec.Replica,
 	}
 	if live := g.turns.get(rec.ID); live != nil {
 		_, _, _, last, _ := live.j.read(^uint64(0), 0)

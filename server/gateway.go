@@ -487,6 +487,9 @@ func (g *Gateway) start(ctx context.Context, o *opening, oneShot bool) (*liveSes
 	}
 	now := time.Now()
 	live := &liveSession{sess: sess, agent: entry, slot: o.slot, owner: o.owner, oneShot: oneShot, tempDir: o.tempDir, created: now, lastActive: now, resumed: o.loadID != ""}
+	if g.replicas != nil {
+		live.replica = g.replicas.self
+	}
 	entry.m.SessionOpened()
 	if !g.register(ctx, live, o) {
 		live.close()

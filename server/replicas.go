@@ -157,7 +157,7 @@ func (g *Gateway) listReplicaSessions(ctx context.Context) (*acpgatev1.ListSessi
 		}
 		p := newSuspended(rec, g.workspaceOf(rec.Agent)).proto()
 		if slices.ContainsFunc(peers, func(r store.Replica) bool { return r.ID == rec.Replica }) {
-			p.State = acpgatev1.SessionState_SESSION_STATE_IDLE
+			p.State, p.Replica = acpgatev1.SessionState_SESSION_STATE_IDLE, rec.Replica
 		}
 		resp.Sessions = append(resp.Sessions, p)
 	}

@@ -18,7 +18,7 @@ from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x61\x63pgate/v1/gateway.proto\x12\nacpgate.v1\x1a\x17\x61\x63pgate/v1/events.proto\x1a\x18\x61\x63pgate/v1/outcome.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"B\n\x19\x44\x65leteAgentSessionRequest\x12\r\n\x05\x61gent\x18\x01 \x01(\t\x12\x16\n\x0e\x61\x63p_session_id\x18\x02 \x01(\t\"\x1c\n\x1a\x44\x65leteAgentSessionResponse\"J\n\x18ListAgentSessionsRequest\x12\r\n\x05\x61gent\x18\x01 \x01(\t\x12\x0b\n\x03\x63wd\x18\x02 \x01(\t\x12\x12\n\npage_token\x18\x03 \x01(\t\"`\n\x19ListAgentSessionsResponse\x12*\n\x08sessions\x18\x01 \x03(\x0b\x32\x18.acpgate.v1.AgentSession\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"V\n\x0c\x41gentSession\x12\x16\n\x0e\x61\x63p_session_id\x18\x01 \x01(\t\x12\x0b\n\x03\x63wd\x18\x02 \x01(\t\x12\r\n\x05title\x18\x03 \x01(\t\x12\x12\n\nupdated_at\x18\x04 \x01(\t\"\x13\n\x11ListAgentsRequest\"7\n\x12ListAgentsResponse\x12!\n\x06\x61gents\x18\x01 \x03(\x0b\x32\x11.acpgate.v1.Agent\"\xed\x02\n\x05\x41gent\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x33\n\x0c\x63\x61pabilities\x18\x03 \x01(\x0b\x32\x1d.acpgate.v1.AgentCapabilities\x12\x19\n\x11permission_policy\x18\x04 \x01(\t\x12\x0f\n\x07\x66s_read\x18\x05 \x01(\x08\x12\x10\n\x08\x66s_write\x18\x06 \x01(\x08\x12\x13\n\x0bwarm_target\x18\x07 \x01(\r\x12\x12\n\nwarm_ready\x18\x08 \x01(\r\x12\x15\n\rwarm_starting\x18\t \x01(\r\x12\x38\n\x15last_startup_duration\x18\n \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x38\n\x14last_startup_failure\x18\x0b \x01(\x0b\x32\x1a.acpgate.v1.StartupFailure\x12\x1a\n\x12\x65licitation_policy\x18\x0c \x01(\t\"w\n\x0eStartupFailure\x12\x0f\n\x07message\x18\x01 \x01(\t\x12&\n\x02\x61t\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08retry_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x82\x02\n\x11\x41gentCapabilities\x12\x18\n\x10protocol_version\x18\x01 \x01(\x05\x12\x12\n\nagent_name\x18\x02 \x01(\t\x12\x15\n\ragent_version\x18\x03 \x01(\t\x12\x14\n\x0cload_session\x18\x04 \x01(\x08\x12\x14\n\x0cprompt_image\x18\x05 \x01(\x08\x12\x14\n\x0cprompt_audio\x18\x06 \x01(\x08\x12\x1f\n\x17prompt_embedded_context\x18\x07 \x01(\x08\x12\x14\n\x0c\x61uth_methods\x18\x08 \x03(\t\x12/\n\x0bobserved_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xdf\x01\n\x14\x43reateSessionRequest\x12\r\n\x05\x61gent\x18\x01 \x01(\t\x12\x0b\n\x03\x63wd\x18\x02 \x01(\t\x12\x17\n\x0fload_session_id\x18\x03 \x01(\t\x12\x0f\n\x07mode_id\x18\x04 \x01(\t\x12K\n\x0e\x63onfig_options\x18\x05 \x03(\x0b\x32\x33.acpgate.v1.CreateSessionRequest.ConfigOptionsEntry\x1a\x34\n\x12\x43onfigOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xce\x03\n\x07Session\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05\x61gent\x18\x02 \x01(\t\x12\x0b\n\x03\x63wd\x18\x03 \x01(\t\x12\'\n\x05state\x18\x04 \x01(\x0e\x32\x18.acpgate.v1.SessionState\x12.\n\ncreated_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0elast_active_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05turns\x18\x07 \x01(\x04\x12\x17\n\x0f\x63urrent_turn_id\x18\x08 \x01(\t\x12\x39\n\x12\x61vailable_commands\x18\t \x01(\x0b\x32\x1d.acpgate.v1.AvailableCommands\x12\x16\n\x0e\x61\x63p_session_id\x18\n \x01(\t\x12 \n\x05usage\x18\x0b \x01(\x0b\x32\x11.acpgate.v1.Usage\x12&\n\x05modes\x18\x0c \x03(\x0b\x32\x17.acpgate.v1.SessionMode\x12\x17\n\x0f\x63urrent_mode_id\x18\r \x01(\t\x12\x30\n\x0e\x63onfig_options\x18\x0e \x03(\x0b\x32\x18.acpgate.v1.ConfigOption\"<\n\x0bSessionMode\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\"<\n\x15SetSessionModeRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0f\n\x07mode_id\x18\x02 \x01(\t\"U\n\x1dSetSessionConfigOptionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x11\n\toption_id\x18\x02 \x01(\t\x12\r\n\x05value\x18\x03 \x01(\t\"\'\n\x11GetSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"\x15\n\x13ListSessionsRequest\"=\n\x14ListSessionsResponse\x12%\n\x08sessions\x18\x01 \x03(\x0b\x32\x13.acpgate.v1.Session\")\n\x13\x43loseSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"\x16\n\x14\x43loseSessionResponse\"\xd4\x02\n\rPromptRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05\x61gent\x18\x02 \x01(\t\x12(\n\x06prompt\x18\x03 \x03(\x0b\x32\x18.acpgate.v1.ContentBlock\x12\x0c\n\x04text\x18\x04 \x01(\t\x12\x0b\n\x03\x63wd\x18\x05 \x01(\t\x12\x19\n\x11omit_outcome_text\x18\x06 \x01(\x08\x12\x17\n\x0f\x63oalesce_chunks\x18\x07 \x01(\x08\x12\x12\n\nrequest_id\x18\x08 \x01(\t\x12\x33\n\ron_disconnect\x18\t \x01(\x0e\x32\x1c.acpgate.v1.DisconnectPolicy\x12\x31\n\x04meta\x18\n \x03(\x0b\x32#.acpgate.v1.PromptRequest.MetaEntry\x1a+\n\tMetaEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"6\n\x10WatchTurnRequest\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\x12\x11\n\tafter_seq\x18\x02 \x01(\x04\"!\n\x0eGetTurnRequest\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\"\\\n\x10ListTurnsRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05\x61gent\x18\x02 \x01(\t\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"M\n\x11ListTurnsResponse\x12\x1f\n\x05turns\x18\x01 \x03(\x0b\x32\x10.acpgate.v1.Turn\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\xa0\x02\n\x04Turn\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x03 \x01(\r\x12\r\n\x05\x61gent\x18\x04 \x01(\t\x12\x12\n\nsession_id\x18\x05 \x01(\t\x12$\n\x05state\x18\x06 \x01(\x0e\x32\x15.acpgate.v1.TurnState\x12.\n\nstarted_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08\x65nded_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08last_seq\x18\t \x01(\x04\x12)\n\x08terminal\x18\n \x01(\x0b\x32\x17.acpgate.v1.PromptEvent\"#\n\rCancelRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"#\n\x0e\x43\x61ncelResponse\x12\x11\n\tcancelled\x18\x01 \x01(\x08\"U\n\x18ResolvePermissionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12\x11\n\toption_id\x18\x03 \x01(\t\"\x1b\n\x19ResolvePermissionResponse\"\x9c\x01\n\x19ResolveElicitationRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12-\n\x06\x61\x63tion\x18\x03 \x01(\x0e\x32\x1d.acpgate.v1.ElicitationAction\x12(\n\x07\x63ontent\x18\x04 \x01(\x0b\x32\x17.google.protobuf.Struct\"\x1c\n\x1aResolveElicitationResponse*\x97\x01\n\x0cSessionState\x12\x1d\n\x19SESSION_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12SESSION_STATE_IDLE\x10\x01\x12\x19\n\x15SESSION_STATE_RUNNING\x10\x02\x12\x18\n\x14SESSION_STATE_CLOSED\x10\x03\x12\x1b\n\x17SESSION_STATE_SUSPENDED\x10\x04*s\n\x10\x44isconnectPolicy\x12!\n\x1d\x44ISCONNECT_POLICY_UNSPECIFIED\x10\x00\x12\x1c\n\x18\x44ISCONNECT_POLICY_CANCEL\x10\x01\x12\x1e\n\x1a\x44ISCONNECT_POLICY_CONTINUE\x10\x02*U\n\tTurnState\x12\x1a\n\x16TURN_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12TURN_STATE_RUNNING\x10\x01\x12\x14\n\x10TURN_STATE_ENDED\x10\x02\x32\x87\n\n\x0c\x41gentGateway\x12K\n\nListAgents\x12\x1d.acpgate.v1.ListAgentsRequest\x1a\x1e.acpgate.v1.ListAgentsResponse\x12\x46\n\rCreateSession\x12 .acpgate.v1.CreateSessionRequest\x1a\x13.acpgate.v1.Session\x12@\n\nGetSession\x12\x1d.acpgate.v1.GetSessionRequest\x1a\x13.acpgate.v1.Session\x12Q\n\x0cListSessions\x12\x1f.acpgate.v1.ListSessionsRequest\x1a .acpgate.v1.ListSessionsResponse\x12Q\n\x0c\x43loseSession\x12\x1f.acpgate.v1.CloseSessionRequest\x1a .acpgate.v1.CloseSessionResponse\x12>\n\x06Prompt\x12\x19.acpgate.v1.PromptRequest\x1a\x17.acpgate.v1.PromptEvent0\x01\x12?\n\x06\x43\x61ncel\x12\x19.acpgate.v1.CancelRequest\x1a\x1a.acpgate.v1.CancelResponse\x12`\n\x11ResolvePermission\x12$.acpgate.v1.ResolvePermissionRequest\x1a%.acpgate.v1.ResolvePermissionResponse\x12\x63\n\x12ResolveElicitation\x12%.acpgate.v1.ResolveElicitationRequest\x1a&.acpgate.v1.ResolveElicitationResponse\x12\x44\n\tWatchTurn\x12\x1c.acpgate.v1.WatchTurnRequest\x1a\x17.acpgate.v1.PromptEvent0\x01\x12\x37\n\x07GetTurn\x12\x1a.acpgate.v1.GetTurnRequest\x1a\x10.acpgate.v1.Turn\x12H\n\tListTurns\x12\x1c.acpgate.v1.ListTurnsRequest\x1a\x1d.acpgate.v1.ListTurnsResponse\x12H\n\x0eSetSessionMode\x12!.acpgate.v1.SetSessionModeRequest\x1a\x13.acpgate.v1.Session\x12X\n\x16SetSessionConfigOption\x12).acpgate.v1.SetSessionConfigOptionRequest\x1a\x13.acpgate.v1.Session\x12`\n\x11ListAgentSessions\x12$.acpgate.v1.ListAgentSessionsRequest\x1a%.acpgate.v1.ListAgentSessionsResponse\x12\x63\n\x12\x44\x65leteAgentSession\x12%.acpgate.v1.DeleteAgentSessionRequest\x1a&.acpgate.v1.DeleteAgentSessionResponseB5Z3github.com/acpgate/acpgate/gen/acpgate/v1;acpgatev1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x61\x63pgate/v1/gateway.proto\x12\nacpgate.v1\x1a\x17\x61\x63pgate/v1/events.proto\x1a\x18\x61\x63pgate/v1/outcome.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"B\n\x19\x44\x65leteAgentSessionRequest\x12\r\n\x05\x61gent\x18\x01 \x01(\t\x12\x16\n\x0e\x61\x63p_session_id\x18\x02 \x01(\t\"\x1c\n\x1a\x44\x65leteAgentSessionResponse\"J\n\x18ListAgentSessionsRequest\x12\r\n\x05\x61gent\x18\x01 \x01(\t\x12\x0b\n\x03\x63wd\x18\x02 \x01(\t\x12\x12\n\npage_token\x18\x03 \x01(\t\"`\n\x19ListAgentSessionsResponse\x12*\n\x08sessions\x18\x01 \x03(\x0b\x32\x18.acpgate.v1.AgentSession\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"V\n\x0c\x41gentSession\x12\x16\n\x0e\x61\x63p_session_id\x18\x01 \x01(\t\x12\x0b\n\x03\x63wd\x18\x02 \x01(\t\x12\r\n\x05title\x18\x03 \x01(\t\x12\x12\n\nupdated_at\x18\x04 \x01(\t\"\x13\n\x11ListAgentsRequest\"7\n\x12ListAgentsResponse\x12!\n\x06\x61gents\x18\x01 \x03(\x0b\x32\x11.acpgate.v1.Agent\"\xed\x02\n\x05\x41gent\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x33\n\x0c\x63\x61pabilities\x18\x03 \x01(\x0b\x32\x1d.acpgate.v1.AgentCapabilities\x12\x19\n\x11permission_policy\x18\x04 \x01(\t\x12\x0f\n\x07\x66s_read\x18\x05 \x01(\x08\x12\x10\n\x08\x66s_write\x18\x06 \x01(\x08\x12\x13\n\x0bwarm_target\x18\x07 \x01(\r\x12\x12\n\nwarm_ready\x18\x08 \x01(\r\x12\x15\n\rwarm_starting\x18\t \x01(\r\x12\x38\n\x15last_startup_duration\x18\n \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x38\n\x14last_startup_failure\x18\x0b \x01(\x0b\x32\x1a.acpgate.v1.StartupFailure\x12\x1a\n\x12\x65licitation_policy\x18\x0c \x01(\t\"w\n\x0eStartupFailure\x12\x0f\n\x07message\x18\x01 \x01(\t\x12&\n\x02\x61t\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08retry_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x82\x02\n\x11\x41gentCapabilities\x12\x18\n\x10protocol_version\x18\x01 \x01(\x05\x12\x12\n\nagent_name\x18\x02 \x01(\t\x12\x15\n\ragent_version\x18\x03 \x01(\t\x12\x14\n\x0cload_session\x18\x04 \x01(\x08\x12\x14\n\x0cprompt_image\x18\x05 \x01(\x08\x12\x14\n\x0cprompt_audio\x18\x06 \x01(\x08\x12\x1f\n\x17prompt_embedded_context\x18\x07 \x01(\x08\x12\x14\n\x0c\x61uth_methods\x18\x08 \x03(\t\x12/\n\x0bobserved_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xdf\x01\n\x14\x43reateSessionRequest\x12\r\n\x05\x61gent\x18\x01 \x01(\t\x12\x0b\n\x03\x63wd\x18\x02 \x01(\t\x12\x17\n\x0fload_session_id\x18\x03 \x01(\t\x12\x0f\n\x07mode_id\x18\x04 \x01(\t\x12K\n\x0e\x63onfig_options\x18\x05 \x03(\x0b\x32\x33.acpgate.v1.CreateSessionRequest.ConfigOptionsEntry\x1a\x34\n\x12\x43onfigOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xdf\x03\n\x07Session\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05\x61gent\x18\x02 \x01(\t\x12\x0b\n\x03\x63wd\x18\x03 \x01(\t\x12\'\n\x05state\x18\x04 \x01(\x0e\x32\x18.acpgate.v1.SessionState\x12.\n\ncreated_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0elast_active_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05turns\x18\x07 \x01(\x04\x12\x17\n\x0f\x63urrent_turn_id\x18\x08 \x01(\t\x12\x39\n\x12\x61vailable_commands\x18\t \x01(\x0b\x32\x1d.acpgate.v1.AvailableCommands\x12\x16\n\x0e\x61\x63p_session_id\x18\n \x01(\t\x12 \n\x05usage\x18\x0b \x01(\x0b\x32\x11.acpgate.v1.Usage\x12&\n\x05modes\x18\x0c \x03(\x0b\x32\x17.acpgate.v1.SessionMode\x12\x17\n\x0f\x63urrent_mode_id\x18\r \x01(\t\x12\x30\n\x0e\x63onfig_options\x18\x0e \x03(\x0b\x32\x18.acpgate.v1.ConfigOption\x12\x0f\n\x07replica\x18\x1e \x01(\t\"<\n\x0bSessionMode\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\"<\n\x15SetSessionModeRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0f\n\x07mode_id\x18\x02 \x01(\t\"U\n\x1dSetSessionConfigOptionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x11\n\toption_id\x18\x02 \x01(\t\x12\r\n\x05value\x18\x03 \x01(\t\"\'\n\x11GetSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"\x15\n\x13ListSessionsRequest\"=\n\x14ListSessionsResponse\x12%\n\x08sessions\x18\x01 \x03(\x0b\x32\x13.acpgate.v1.Session\")\n\x13\x43loseSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"\x16\n\x14\x43loseSessionResponse\"\xd4\x02\n\rPromptRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05\x61gent\x18\x02 \x01(\t\x12(\n\x06prompt\x18\x03 \x03(\x0b\x32\x18.acpgate.v1.ContentBlock\x12\x0c\n\x04text\x18\x04 \x01(\t\x12\x0b\n\x03\x63wd\x18\x05 \x01(\t\x12\x19\n\x11omit_outcome_text\x18\x06 \x01(\x08\x12\x17\n\x0f\x63oalesce_chunks\x18\x07 \x01(\x08\x12\x12\n\nrequest_id\x18\x08 \x01(\t\x12\x33\n\ron_disconnect\x18\t \x01(\x0e\x32\x1c.acpgate.v1.DisconnectPolicy\x12\x31\n\x04meta\x18\n \x03(\x0b\x32#.acpgate.v1.PromptRequest.MetaEntry\x1a+\n\tMetaEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"6\n\x10WatchTurnRequest\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\x12\x11\n\tafter_seq\x18\x02 \x01(\x04\"!\n\x0eGetTurnRequest\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\"\\\n\x10ListTurnsRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05\x61gent\x18\x02 \x01(\t\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"M\n\x11ListTurnsResponse\x12\x1f\n\x05turns\x18\x01 \x03(\x0b\x32\x10.acpgate.v1.Turn\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\xb1\x02\n\x04Turn\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x03 \x01(\r\x12\r\n\x05\x61gent\x18\x04 \x01(\t\x12\x12\n\nsession_id\x18\x05 \x01(\t\x12$\n\x05state\x18\x06 \x01(\x0e\x32\x15.acpgate.v1.TurnState\x12.\n\nstarted_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08\x65nded_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08last_seq\x18\t \x01(\x04\x12)\n\x08terminal\x18\n \x01(\x0b\x32\x17.acpgate.v1.PromptEvent\x12\x0f\n\x07replica\x18\x14 \x01(\t\"#\n\rCancelRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"#\n\x0e\x43\x61ncelResponse\x12\x11\n\tcancelled\x18\x01 \x01(\x08\"U\n\x18ResolvePermissionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12\x11\n\toption_id\x18\x03 \x01(\t\"\x1b\n\x19ResolvePermissionResponse\"\x9c\x01\n\x19ResolveElicitationRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12-\n\x06\x61\x63tion\x18\x03 \x01(\x0e\x32\x1d.acpgate.v1.ElicitationAction\x12(\n\x07\x63ontent\x18\x04 \x01(\x0b\x32\x17.google.protobuf.Struct\"\x1c\n\x1aResolveElicitationResponse*\x97\x01\n\x0cSessionState\x12\x1d\n\x19SESSION_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12SESSION_STATE_IDLE\x10\x01\x12\x19\n\x15SESSION_STATE_RUNNING\x10\x02\x12\x18\n\x14SESSION_STATE_CLOSED\x10\x03\x12\x1b\n\x17SESSION_STATE_SUSPENDED\x10\x04*s\n\x10\x44isconnectPolicy\x12!\n\x1d\x44ISCONNECT_POLICY_UNSPECIFIED\x10\x00\x12\x1c\n\x18\x44ISCONNECT_POLICY_CANCEL\x10\x01\x12\x1e\n\x1a\x44ISCONNECT_POLICY_CONTINUE\x10\x02*U\n\tTurnState\x12\x1a\n\x16TURN_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12TURN_STATE_RUNNING\x10\x01\x12\x14\n\x10TURN_STATE_ENDED\x10\x02\x32\x87\n\n\x0c\x41gentGateway\x12K\n\nListAgents\x12\x1d.acpgate.v1.ListAgentsRequest\x1a\x1e.acpgate.v1.ListAgentsResponse\x12\x46\n\rCreateSession\x12 .acpgate.v1.CreateSessionRequest\x1a\x13.acpgate.v1.Session\x12@\n\nGetSession\x12\x1d.acpgate.v1.GetSessionRequest\x1a\x13.acpgate.v1.Session\x12Q\n\x0cListSessions\x12\x1f.acpgate.v1.ListSessionsRequest\x1a .acpgate.v1.ListSessionsResponse\x12Q\n\x0c\x43loseSession\x12\x1f.acpgate.v1.CloseSessionRequest\x1a .acpgate.v1.CloseSessionResponse\x12>\n\x06Prompt\x12\x19.acpgate.v1.PromptRequest\x1a\x17.acpgate.v1.PromptEvent0\x01\x12?\n\x06\x43\x61ncel\x12\x19.acpgate.v1.CancelRequest\x1a\x1a.acpgate.v1.CancelResponse\x12`\n\x11ResolvePermission\x12$.acpgate.v1.ResolvePermissionRequest\x1a%.acpgate.v1.ResolvePermissionResponse\x12\x63\n\x12ResolveElicitation\x12%.acpgate.v1.ResolveElicitationRequest\x1a&.acpgate.v1.ResolveElicitationResponse\x12\x44\n\tWatchTurn\x12\x1c.acpgate.v1.WatchTurnRequest\x1a\x17.acpgate.v1.PromptEvent0\x01\x12\x37\n\x07GetTurn\x12\x1a.acpgate.v1.GetTurnRequest\x1a\x10.acpgate.v1.Turn\x12H\n\tListTurns\x12\x1c.acpgate.v1.ListTurnsRequest\x1a\x1d.acpgate.v1.ListTurnsResponse\x12H\n\x0eSetSessionMode\x12!.acpgate.v1.SetSessionModeRequest\x1a\x13.acpgate.v1.Session\x12X\n\x16SetSessionConfigOption\x12).acpgate.v1.SetSessionConfigOptionRequest\x1a\x13.acpgate.v1.Session\x12`\n\x11ListAgentSessions\x12$.acpgate.v1.ListAgentSessionsRequest\x1a%.acpgate.v1.ListAgentSessionsResponse\x12\x63\n\x12\x44\x65leteAgentSession\x12%.acpgate.v1.DeleteAgentSessionRequest\x1a&.acpgate.v1.DeleteAgentSessionResponseB5Z3github.com/acpgate/acpgate/gen/acpgate/v1;acpgatev1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'acpgate.v1.gateway_pb2', globals())
@@ -30,12 +30,12 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _CREATESESSIONREQUEST_CONFIGOPTIONSENTRY._serialized_options = b'8\001'
   _PROMPTREQUEST_METAENTRY._options = None
   _PROMPTREQUEST_METAENTRY._serialized_options = b'8\001'
-  _SESSIONSTATE._serialized_start=3748
-  _SESSIONSTATE._serialized_end=3899
-  _DISCONNECTPOLICY._serialized_start=3901
-  _DISCONNECTPOLICY._serialized_end=4016
-  _TURNSTATE._serialized_start=4018
-  _TURNSTATE._serialized_end=4103
+  _SESSIONSTATE._serialized_start=3782
+  _SESSIONSTATE._serialized_end=3933
+  _DISCONNECTPOLICY._serialized_start=3935
+  _DISCONNECTPOLICY._serialized_end=4050
+  _TURNSTATE._serialized_start=4052
+  _TURNSTATE._serialized_end=4137
   _DELETEAGENTSESSIONREQUEST._serialized_start=186
   _DELETEAGENTSESSIONREQUEST._serialized_end=252
   _DELETEAGENTSESSIONRESPONSE._serialized_start=254
@@ -61,49 +61,49 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _CREATESESSIONREQUEST_CONFIGOPTIONSENTRY._serialized_start=1546
   _CREATESESSIONREQUEST_CONFIGOPTIONSENTRY._serialized_end=1598
   _SESSION._serialized_start=1601
-  _SESSION._serialized_end=2063
-  _SESSIONMODE._serialized_start=2065
-  _SESSIONMODE._serialized_end=2125
-  _SETSESSIONMODEREQUEST._serialized_start=2127
-  _SETSESSIONMODEREQUEST._serialized_end=2187
-  _SETSESSIONCONFIGOPTIONREQUEST._serialized_start=2189
-  _SETSESSIONCONFIGOPTIONREQUEST._serialized_end=2274
-  _GETSESSIONREQUEST._serialized_start=2276
-  _GETSESSIONREQUEST._serialized_end=2315
-  _LISTSESSIONSREQUEST._serialized_start=2317
-  _LISTSESSIONSREQUEST._serialized_end=2338
-  _LISTSESSIONSRESPONSE._serialized_start=2340
-  _LISTSESSIONSRESPONSE._serialized_end=2401
-  _CLOSESESSIONREQUEST._serialized_start=2403
-  _CLOSESESSIONREQUEST._serialized_end=2444
-  _CLOSESESSIONRESPONSE._serialized_start=2446
-  _CLOSESESSIONRESPONSE._serialized_end=2468
-  _PROMPTREQUEST._serialized_start=2471
-  _PROMPTREQUEST._serialized_end=2811
-  _PROMPTREQUEST_METAENTRY._serialized_start=2768
-  _PROMPTREQUEST_METAENTRY._serialized_end=2811
-  _WATCHTURNREQUEST._serialized_start=2813
-  _WATCHTURNREQUEST._serialized_end=2867
-  _GETTURNREQUEST._serialized_start=2869
-  _GETTURNREQUEST._serialized_end=2902
-  _LISTTURNSREQUEST._serialized_start=2904
-  _LISTTURNSREQUEST._serialized_end=2996
-  _LISTTURNSRESPONSE._serialized_start=2998
-  _LISTTURNSRESPONSE._serialized_end=3075
-  _TURN._serialized_start=3078
-  _TURN._serialized_end=3366
-  _CANCELREQUEST._serialized_start=3368
-  _CANCELREQUEST._serialized_end=3403
-  _CANCELRESPONSE._serialized_start=3405
-  _CANCELRESPONSE._serialized_end=3440
-  _RESOLVEPERMISSIONREQUEST._serialized_start=3442
-  _RESOLVEPERMISSIONREQUEST._serialized_end=3527
-  _RESOLVEPERMISSIONRESPONSE._serialized_start=3529
-  _RESOLVEPERMISSIONRESPONSE._serialized_end=3556
-  _RESOLVEELICITATIONREQUEST._serialized_start=3559
-  _RESOLVEELICITATIONREQUEST._serialized_end=3715
-  _RESOLVEELICITATIONRESPONSE._serialized_start=3717
-  _RESOLVEELICITATIONRESPONSE._serialized_end=3745
-  _AGENTGATEWAY._serialized_start=4106
-  _AGENTGATEWAY._serialized_end=5393
+  _SESSION._serialized_end=2080
+  _SESSIONMODE._serialized_start=2082
+  _SESSIONMODE._serialized_end=2142
+  _SETSESSIONMODEREQUEST._serialized_start=2144
+  _SETSESSIONMODEREQUEST._serialized_end=2204
+  _SETSESSIONCONFIGOPTIONREQUEST._serialized_start=2206
+  _SETSESSIONCONFIGOPTIONREQUEST._serialized_end=2291
+  _GETSESSIONREQUEST._serialized_start=2293
+  _GETSESSIONREQUEST._serialized_end=2332
+  _LISTSESSIONSREQUEST._serialized_start=2334
+  _LISTSESSIONSREQUEST._serialized_end=2355
+  _LISTSESSIONSRESPONSE._serialized_start=2357
+  _LISTSESSIONSRESPONSE._serialized_end=2418
+  _CLOSESESSIONREQUEST._serialized_start=2420
+  _CLOSESESSIONREQUEST._serialized_end=2461
+  _CLOSESESSIONRESPONSE._serialized_start=2463
+  _CLOSESESSIONRESPONSE._serialized_end=2485
+  _PROMPTREQUEST._serialized_start=2488
+  _PROMPTREQUEST._serialized_end=2828
+  _PROMPTREQUEST_METAENTRY._serialized_start=2785
+  _PROMPTREQUEST_METAENTRY._serialized_end=2828
+  _WATCHTURNREQUEST._serialized_start=2830
+  _WATCHTURNREQUEST._serialized_end=2884
+  _GETTURNREQUEST._serialized_start=2886
+  _GETTURNREQUEST._serialized_end=2919
+  _LISTTURNSREQUEST._serialized_start=2921
+  _LISTTURNSREQUEST._serialized_end=3013
+  _LISTTURNSRESPONSE._serialized_start=3015
+  _LISTTURNSRESPONSE._serialized_end=3092
+  _TURN._serialized_start=3095
+  _TURN._serialized_end=3400
+  _CANCELREQUEST._serialized_start=3402
+  _CANCELREQUEST._serialized_end=3437
+  _CANCELRESPONSE._serialized_start=3439
+  _CANCELRESPONSE._serialized_end=3474
+  _RESOLVEPERMISSIONREQUEST._serialized_start=3476
+  _RESOLVEPERMISSIONREQUEST._serialized_end=3561
+  _RESOLVEPERMISSIONRESPONSE._serialized_start=3563
+  _RESOLVEPERMISSIONRESPONSE._serialized_end=3590
+  _RESOLVEELICITATIONREQUEST._serialized_start=3593
+  _RESOLVEELICITATIONREQUEST._serialized_end=3749
+  _RESOLVEELICITATIONRESPONSE._serialized_start=3751
+  _RESOLVEELICITATIONRESPONSE._serialized_end=3779
+  _AGENTGATEWAY._serialized_start=4140
+  _AGENTGATEWAY._serialized_end=5427
 # @@protoc_insertion_point(module_scope)
