@@ -123,7 +123,9 @@ func OpenPostgres(ctx context.Context, opts PostgresOptions) (_ *Postgres, err e
 	}
 	listenCfg := cfg.ConnConfig.Copy()
 	listenCfg.RuntimeParams["application_name"] = listenerName
-	p.listen = startListener(listenCfg)
+	if p.listen, err = startListener(ctx, listenCfg); err != nil {
+		return nil, fmt.Errorf("postgres store: listening for notifications: %w", err)
+	}
 	return p, nil
 }
 

@@ -15,9 +15,9 @@ import (
 // LISTEN per reader would cost a connection each.
 //
 // A notification can be lost only while the connection is down. So when
-// the connection is (re)established and LISTENing, every reader is woken:
-// each re-reads the store, which has everything committed by then, and
-// subscribes again. Reconnecting backs off from listenRetryMin to
+// the connection is established again and LISTENing, every reader is
+// woken: each re-reads the store, which has everything committed by then,
+// and subscribes again. Reconnecting backs off from listenRetryMin to
 // listenRetryMax, so that a database that is down is not hammered.
 type pgListener struct {
 	cfg    *pgx.ConnConfig
@@ -49,12 +49,39 @@ const (
 	listenCloseTimeout = time.Second
 )
 
-// startListener starts the listening goroutine, which runs until close.
-func startListener(cfg *pgx.ConnConfig) *pgListener {
-	ctx, cancel := context.WithCancel(context.Background())
+// startListener connects and LISTENs, within ctx, and then starts the
+// listening goroutine, which runs until close. Listening before the store
+// is handed out means a reader never misses a write made after OpenPostgres
+// returned, and is never woken for nothing by the first connection.
+func startListener(ctx context.Context, cfg *pgx.ConnConfig) (*pgListener, error) {
+	conn, err := listenOn(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
 	l := &pgListener{cfg: cfg, cancel: cancel, done: make(chan struct{}), subs: map[string]map[*pgSub]struct{}{}}
-	go l.run(ctx)
-	return l
+	go l.run(runCtx, conn)
+	return l, nil
+}
+
+// listenOn opens a connection that LISTENs on notifyChannel.
+func listenOn(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, error) {
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+		closeConn(conn)
+		return nil, err
+	}
+	return conn, nil
+}
+
+// closeConn closes conn within listenCloseTimeout.
+func closeConn(conn *pgx.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), listenCloseTimeout)
+	defer cancel()
+	conn.Close(ctx)
 }
 
 // Changed subscribes to turnID. ctx is not used: a subscription ends by
@@ -109,11 +136,15 @@ func (l *pgListener) wakeAll() {
 	}
 }
 
-func (l *pgListener) run(ctx context.Context) {
+// run receives on conn until it fails, then connects again, backing off,
+// until ctx ends.
+func (l *pgListener) run(ctx context.Context, conn *pgx.Conn) {
 	defer close(l.done)
 	backoff := listenRetryMin
 	for {
-		if l.listen(ctx) {
+		if conn != nil {
+			l.receive(ctx, conn)
+			closeConn(conn)
 			backoff = listenRetryMin
 		}
 		select {
@@ -121,31 +152,25 @@ func (l *pgListener) run(ctx context.Context) {
 			return
 		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, listenRetryMax)
+		var err error
+		if conn, err = listenOn(ctx, l.cfg); err != nil {
+			conn = nil
+			backoff = min(2*backoff, listenRetryMax)
+			continue
+		}
+		// Listening again: whatever was written while the connection
+		// was down, readers find by reading.
+		l.wakeAll()
 	}
 }
 
-// listen connects, LISTENs, wakes every reader and then wakes readers as
-// notifications come, until the connection fails or ctx ends. It reports
-// whether it got as far as listening.
-func (l *pgListener) listen(ctx context.Context) bool {
-	conn, err := pgx.ConnectConfig(ctx, l.cfg)
-	if err != nil {
-		return false
-	}
-	defer func() {
-		closeCtx, cancel := context.WithTimeout(context.Background(), listenCloseTimeout)
-		defer cancel()
-		conn.Close(closeCtx)
-	}()
-	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
-		return false
-	}
-	l.wakeAll()
+// receive wakes the readers of each notified turn until conn fails or
+// ctx ends.
+func (l *pgListener) receive(ctx context.Context, conn *pgx.Conn) {
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
-			return true
+			return
 		}
 		l.wake(n.Payload)
 	}
