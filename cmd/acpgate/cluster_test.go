@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"net"
 	"os"
@@ -52,7 +51,7 @@ type testCluster struct {
 
 func startCluster(t *testing.T, n int, extra string) *testCluster {
 	t.Helper()
-	dsn := testpg.DSN(t)
+	dsn := testpg.Start(t)
 	secret := filepath.Join(t.TempDir(), "secret")
 	if err := os.WriteFile(secret, []byte("a secret the replicas share, 1234567890"), 0o600); err != nil {
 		t.Fatal(err)
@@ -164,7 +163,7 @@ func TestASessionCreatedOnOneReplicaIsPromptedThroughAnotherAndCancelledThroughA
 		t.Fatalf("Cancel through c = %v, %v; want cancelled", resp, err)
 	}
 	rest := drain(t, stream)
-	if e := rest[len(rest)-1].GetError(); e.GetCancelled() == nil {
+	if e := rest[len(rest)-1].GetError(); !e.GetHarness().GetCancelled() {
 		t.Errorf("the turn cancelled through c ended %v, want cancelled", rest[len(rest)-1])
 	}
 	if _, err := cc.client.CloseSession(ctx, &acpgatev1.CloseSessionRequest{SessionId: sess.GetId()}); err != nil {

@@ -4,6 +4,14 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/acpgate/acpgate/internal/testpg"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// withPostgres runs the tests and then stops the PostgreSQL server the
+// replica tests started, if any.
+type withPostgres struct{ m *testing.M }
+
+func (w withPostgres) Run() int { return testpg.Main(w.m) }
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(withPostgres{m}) }
