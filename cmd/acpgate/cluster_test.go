@@ -153,7 +153,7 @@ func TestASessionCreatedOnOneReplicaIsPromptedThroughAnotherAndCancelledThroughA
 		}
 	}
 
-	stream, err := b.client.Prompt(ctx, &acpgatev1.PromptRequest{SessionId: sess.GetId(), Text: "chunk waiting\nsleep 60s\nchunk never"})
+	stream, err := b.client.Prompt(ctx, &acpgatev1.PromptRequest{SessionId: sess.GetId(), Text: "chunk waiting\nsleep 60000\nchunk never"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func TestAPermissionAskedOnOneReplicaIsResolvedThroughAnother(t *testing.T) {
 		t.Fatalf("ResolvePermission through c: %v", err)
 	}
 	rest := drain(t, stream)
-	if o := rest[len(rest)-1].GetOutcome(); o.GetText() != "after" {
+	if o := rest[len(rest)-1].GetOutcome(); o.GetText() != "permission:allowafter" {
 		t.Errorf("the turn whose permission c resolved ended %v", rest[len(rest)-1])
 	}
 }
@@ -211,7 +211,7 @@ func TestATurnRunningOnOneReplicaIsWatchedLiveThroughTheOthersWithIdenticalBytes
 	a := c.replicas[0]
 	var script strings.Builder
 	for i := range 20 {
-		fmt.Fprintf(&script, "chunk part%d\nsleep 50ms\n", i)
+		fmt.Fprintf(&script, "chunk part%d\nsleep 50\n", i)
 	}
 	stream, err := a.client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: "test", Text: script.String()})
 	if err != nil {
@@ -263,7 +263,7 @@ func TestOneRequestIDSubmittedAHundredTimesAcrossThreeReplicasRunsOneTurn(t *tes
 		go func() {
 			defer wg.Done()
 			r := c.replicas[i%len(c.replicas)]
-			stream, err := r.client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: "test", Text: "chunk once\nsleep 200ms\nchunk only", RequestId: "the-one-key"})
+			stream, err := r.client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: "test", Text: "chunk once\nsleep 200\nchunk only", RequestId: "the-one-key"})
 			if err != nil {
 				errs[i] = err
 				return
@@ -304,7 +304,7 @@ func TestAKilledReplicasTurnEndsWithGatewayStoppedForWatchersOnTheOthersAndStays
 	c := startCluster(t, 3, "")
 	a, b, cc := c.replicas[0], c.replicas[1], c.replicas[2]
 	ctx := testCtx(t)
-	stream, err := a.client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: "test", Text: "chunk before\nsleep 60s\nchunk never"})
+	stream, err := a.client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: "test", Text: "chunk before\nsleep 60000\nchunk never"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,5 +364,25 @@ func TestACreateSessionSentToAReplicaAtItsLimitOpensOnAnother(t *testing.T) {
 	}
 	if _, err := a.client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: "test"}); status.Code(err) != codes.ResourceExhausted {
 		t.Errorf("a third CreateSession with every replica full: %v, want RESOURCE_EXHAUSTED", err)
+	}
+}
+
+func TestASessionOfAKilledReplicaIsSuspendedAndResumedThroughAnotherReplica(t *testing.T) {
+	c := startCluster(t, 2, "")
+	a, b := c.replicas[0], c.replicas[1]
+	ctx := testCtx(t)
+	sess := sessionWithATurn(ctx, t, a.client)
+	a.stop(t, syscall.SIGKILL)
+	killed := time.Now()
+	got := wantState(ctx, t, b.client, sess.GetId(), acpgatev1.SessionState_SESSION_STATE_SUSPENDED)
+	t.Logf("suspended through b %v after the kill", time.Since(killed).Round(time.Millisecond))
+	if got.GetReplica() != "" || got.GetAcpSessionId() != sess.GetAcpSessionId() {
+		t.Errorf("the lost replica's session through b: %v", got)
+	}
+	resumeAt := time.Now()
+	wantResumed(ctx, t, b.client, sess.GetId(), "session/resume")
+	t.Logf("resumed in %v", time.Since(resumeAt).Round(time.Millisecond))
+	if s, err := b.client.GetSession(ctx, &acpgatev1.GetSessionRequest{SessionId: sess.GetId()}); err != nil || s.GetReplica() != "b" {
+		t.Errorf("the resumed session: %v, %v; want it on b", s, err)
 	}
 }
