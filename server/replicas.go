@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -62,7 +63,15 @@ func (g *Gateway) startReplicas(ctx context.Context) error {
 			return fmt.Errorf("cluster: no replica_id, and the host name is unknown: %w", err)
 		}
 	}
-	r := &replicas{st: st, peers: cluster.NewPeers(), secret: secret, self: id, lost: make(chan error, 1)}
+	var dial []grpc.DialOption
+	if g.cfg.TLS.Enabled() {
+		opt, err := cluster.TLSDial(c.CAFile, g.cfg.TLS.CertFile, g.cfg.TLS.KeyFile)
+		if err != nil {
+			return err
+		}
+		dial = append(dial, opt)
+	}
+	r := &replicas{st: st, peers: cluster.NewPeers(dial...), secret: secret, self: id, lost: make(chan error, 1)}
 	r.lease, err = cluster.StartLease(ctx, cluster.LeaseOptions{
 		Store:    st,
 		Self:     store.Replica{ID: id, Address: c.Advertise, MaxSessions: g.cfg.Limits.MaxSessions},

@@ -19,6 +19,7 @@ import (
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/testpg"
+	"github.com/acpgate/acpgate/internal/testpki"
 )
 
 // The tests in this file run several replicas of the real binary on one
@@ -38,6 +39,7 @@ type replica struct {
 	cfg    string
 	conn   *grpc.ClientConn
 	client acpgatev1.AgentGatewayClient
+	dial   func(*testing.T, *served) *grpc.ClientConn // nil: plaintext
 }
 
 // testCluster is n replicas on one fresh database, sharing a workspace and
@@ -50,6 +52,19 @@ type testCluster struct {
 }
 
 func startCluster(t *testing.T, n int, extra string) *testCluster {
+	t.Helper()
+	return startClusterWith(t, n, clusterOpts{extra: extra})
+}
+
+// clusterOpts vary a test cluster: extra is appended to each replica's
+// configuration, inCluster to its cluster block, and dial, when set,
+// connects the test's client to a replica.
+type clusterOpts struct {
+	extra, inCluster string
+	dial             func(*testing.T, *served) *grpc.ClientConn
+}
+
+func startClusterWith(t *testing.T, n int, o clusterOpts) *testCluster {
 	t.Helper()
 	dsn := testpg.Start(t)
 	secret := filepath.Join(t.TempDir(), "secret")
@@ -71,6 +86,7 @@ cluster:
   advertise: 127.0.0.1:%d
   secret_file: %q
   lease_ttl: %s
+%s
 agents:
   - name: test
     command: "${ACPGATE_E2E_AGENT}"
@@ -78,8 +94,8 @@ agents:
     workspace: %q
     permission_policy: ask
     cancel_grace: 2s
-%s`, dsn, id, port, secret, leaseTTL, sessions, c.prompts, workspace, extra))
-		r := &replica{id: id, port: port, cfg: cfg}
+%s`, dsn, id, port, secret, leaseTTL, o.inCluster, sessions, c.prompts, workspace, o.extra))
+		r := &replica{id: id, port: port, cfg: cfg, dial: o.dial}
 		r.start(t)
 		c.replicas = append(c.replicas, r)
 	}
@@ -97,7 +113,11 @@ agents:
 func (r *replica) start(t *testing.T) {
 	t.Helper()
 	r.served = serve(t, "--config", r.cfg, "--listen", fmt.Sprintf("127.0.0.1:%d", r.port))
-	r.conn = dialTest(t, r.addr)
+	if r.dial != nil {
+		r.conn = r.dial(t, r.served)
+	} else {
+		r.conn = dialTest(t, r.addr)
+	}
 	r.client = acpgatev1.NewAgentGatewayClient(r.conn)
 }
 
@@ -384,5 +404,37 @@ func TestASessionOfAKilledReplicaIsSuspendedAndResumedThroughAnotherReplica(t *t
 	t.Logf("resumed in %v", time.Since(resumeAt).Round(time.Millisecond))
 	if s, err := b.client.GetSession(ctx, &acpgatev1.GetSessionRequest{SessionId: sess.GetId()}); err != nil || s.GetReplica() != "b" {
 		t.Errorf("the resumed session: %v, %v; want it on b", s, err)
+	}
+}
+
+func TestReplicasServingMTLSForwardCallsOverMTLSOnBehalfOfTheCallerTheyAuthenticated(t *testing.T) {
+	p := newPKI(t)
+	certFile, keyFile, err := p.issue(t, testpki.Leaf{CommonName: "replica", Server: true, AlsoClient: true}).WriteFiles(p.dir, "replica")
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := p.issue(t, testpki.Leaf{CommonName: "alice"})
+	bob := p.issue(t, testpki.Leaf{CommonName: "bob"})
+	c := startClusterWith(t, 2, clusterOpts{
+		extra:     fmt.Sprintf("tls: {cert_file: %s, key_file: %s, client_ca_file: %s}\nauth: {mode: mtls}\n", certFile, keyFile, p.caFile),
+		inCluster: fmt.Sprintf("  ca_file: %s", p.caFile),
+		dial:      func(t *testing.T, s *served) *grpc.ClientConn { return p.tlsClient(t, s, alice) },
+	})
+	a, b := c.replicas[0], c.replicas[1]
+	ctx := testCtx(t)
+	sess, err := a.client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := promptEvents(ctx, t, b.client, sess.GetId(), "chunk mine")
+	if o := events[len(events)-1].GetOutcome(); o.GetText() != "mine" {
+		t.Fatalf("alice's turn through b ended %v", events[len(events)-1])
+	}
+	asBob := acpgatev1.NewAgentGatewayClient(p.tlsClient(t, b.served, bob))
+	if _, err := asBob.GetSession(ctx, &acpgatev1.GetSessionRequest{SessionId: sess.GetId()}); status.Code(err) != codes.NotFound {
+		t.Errorf("bob asking b for alice's session on a: %v, want NOT_FOUND (a judges the caller b authenticated)", err)
+	}
+	if _, err := asBob.Cancel(ctx, &acpgatev1.CancelRequest{SessionId: sess.GetId()}); status.Code(err) != codes.NotFound {
+		t.Errorf("bob cancelling alice's session through b: %v, want NOT_FOUND", err)
 	}
 }

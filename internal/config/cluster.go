@@ -25,6 +25,12 @@ type Cluster struct {
 	// long after its last renewal, at the latest one renewal interval
 	// (LeaseTTL/3) later. DefaultLeaseTTL unless set.
 	LeaseTTL time.Duration
+	// CAFile holds the PEM CAs the other replicas' server certificates are
+	// verified against, when the gateway serves TLS (tls.cert_file): a
+	// replica then calls the others over TLS, presenting its own
+	// certificate (tls.cert_file) as its client certificate, which an
+	// mTLS listener verifies like any other. Required with tls.
+	CAFile string
 }
 
 // Enabled reports whether the gateway is one replica of several.
@@ -48,6 +54,7 @@ func (d *decoder) cluster(n *yaml.Node, c *Cluster) {
 		"advertise":   d.stringInto(&c.Advertise, f.child("advertise"), true),
 		"secret_file": d.stringInto(&c.SecretFile, f.child("secret_file"), true),
 		"lease_ttl":   d.durationInto(&c.LeaseTTL, f.child("lease_ttl")),
+		"ca_file":     d.stringInto(&c.CAFile, f.child("ca_file"), true),
 	})
 }
 
@@ -67,6 +74,14 @@ func (v *checker) cluster(c *Config) {
 		v.add("cluster.secret_file", "cluster.secret_file is required: replicas prove to each other with it that a forwarded call comes from one of them")
 	} else {
 		v.readable("cluster.secret_file", cl.SecretFile)
+	}
+	switch {
+	case c.TLS.Enabled() && cl.CAFile == "":
+		v.add("cluster.ca_file", "cluster.ca_file is required with tls: the replicas call each other over TLS and verify each other's certificates against it")
+	case !c.TLS.Enabled() && cl.CAFile != "":
+		v.add("cluster.ca_file", "cluster.ca_file is set but tls is not: replicas call each other over TLS only when they serve it")
+	default:
+		v.readable("cluster.ca_file", cl.CAFile)
 	}
 	if cl.LeaseTTL < MinLeaseTTL {
 		v.add("cluster.lease_ttl", "cluster.lease_ttl: %v is below the minimum of %v", cl.LeaseTTL, MinLeaseTTL)
