@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -437,4 +438,64 @@ func TestReplicasServingMTLSForwardCallsOverMTLSOnBehalfOfTheCallerTheyAuthentic
 	if _, err := asBob.Cancel(ctx, &acpgatev1.CancelRequest{SessionId: sess.GetId()}); status.Code(err) != codes.NotFound {
 		t.Errorf("bob cancelling alice's session through b: %v, want NOT_FOUND", err)
 	}
+}
+
+func TestAReplicaPausedPastItsLeaseFindsItsTurnEndedByAnotherAndStopsWithoutWritingToIt(t *testing.T) {
+	c := startCluster(t, 2, "")
+	a, b := c.replicas[0], c.replicas[1]
+	ctx := testCtx(t)
+	stream, err := a.client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: "test", Text: "chunk before\nsleep 3000\nchunk after"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	turnID := startedTurn(t, stream).GetTurnId()
+	// A paused process is a partition the test can make: a stops renewing
+	// its lease, and comes back believing it still owns the turn.
+	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	watch, err := b.client.WatchTurn(ctx, &acpgatev1.WatchTurnRequest{TurnId: turnID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := drain(t, watch)
+	ended := events[len(events)-1]
+	if ended.GetError().GetTransport().GetReason() != acpgatev1.TransportReason_TRANSPORT_REASON_GATEWAY_STOPPED {
+		t.Fatalf("the paused replica's turn ended %v for the watcher on b", ended)
+	}
+	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-a.exited:
+		if err == nil {
+			t.Errorf("the replica that lost its lease exited with status 0, want a failure its supervisor sees")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the replica that lost its lease is still running:\n%s", a.log())
+	}
+	if !strings.Contains(a.log(), "lost its lease") {
+		t.Errorf("the replica did not say it lost its lease:\n%s", a.log())
+	}
+	// The agent on a finished its turn ("chunk after") after the pause, and
+	// a may have tried to journal it: the store refused, and the turn is as
+	// b ended it.
+	got, err := b.client.GetTurn(ctx, &acpgatev1.GetTurnRequest{TurnId: turnID})
+	if err != nil || got.GetLastSeq() != ended.GetSeq() || got.GetTerminal().GetError().GetTransport() == nil {
+		t.Errorf("after a came back, GetTurn through b = %v, %v; want the turn as b ended it, at seq %d", got, err, ended.GetSeq())
+	}
+	replay := drain(t, mustWatch(ctx, t, b.client, turnID))
+	if len(replay) != len(events) {
+		t.Errorf("the turn's journal has %d events after a came back, %d before", len(replay), len(events))
+	}
+}
+
+// mustWatch opens a WatchTurn of the whole turn.
+func mustWatch(ctx context.Context, t *testing.T, client acpgatev1.AgentGatewayClient, turnID string) acpgatev1.AgentGateway_WatchTurnClient {
+	t.Helper()
+	w, err := client.WatchTurn(ctx, &acpgatev1.WatchTurnRequest{TurnId: turnID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
 }
