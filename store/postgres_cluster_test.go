@@ -84,6 +84,17 @@ func idsOf[T any](xs []T, id func(T) string) []string {
 	return ids
 }
 
+// twoReplicas opens two stores on a new database and joins them as a,
+// with a lease of aLease, and b, whose lease does not expire.
+func twoReplicas(t *testing.T, aLease time.Duration) (a, b *store.Postgres, ra store.Replica, dsn string) {
+	t.Helper()
+	dsn = testpg.Start(t)
+	a, b = openPostgres(t, dsn), openPostgres(t, dsn)
+	ra = join(t, a, "a", aLease)
+	join(t, b, "b", longLease)
+	return a, b, ra, dsn
+}
+
 func TestJoinMintsAGreaterEpochEachTimeAndReplicasListsTheLiveLeases(t *testing.T) {
 	ctx := context.Background()
 	dsn := testpg.Start(t)
@@ -119,10 +130,7 @@ func TestJoinMintsAGreaterEpochEachTimeAndReplicasListsTheLiveLeases(t *testing.
 
 func TestALeaseThatIsNotRenewedExpiresAndCannotBeRenewed(t *testing.T) {
 	ctx := context.Background()
-	dsn := testpg.Start(t)
-	a, b := openPostgres(t, dsn), openPostgres(t, dsn)
-	ra := join(t, a, "a", shortLease)
-	join(t, b, "b", longLease)
+	a, b, ra, _ := twoReplicas(t, shortLease)
 	waitExpired(t, b, ra)
 	if err := a.Renew(ctx, 0, 0, shortLease); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("Renew of an expired lease: %v, want ErrLeaseLost", err)
@@ -173,10 +181,7 @@ func TestARestartedReplicaSupersedesItsFormerLease(t *testing.T) {
 
 func TestTurnsAreStampedWithTheirReplicaAndFencedWhenItsLeaseExpires(t *testing.T) {
 	ctx := context.Background()
-	dsn := testpg.Start(t)
-	a, b := openPostgres(t, dsn), openPostgres(t, dsn)
-	ra := join(t, a, "a", shortLease)
-	join(t, b, "b", longLease)
+	a, b, ra, _ := twoReplicas(t, shortLease)
 	beginStarted(t, a, "t1")
 	if got, err := b.Get(ctx, "t1"); err != nil || got.Replica != "a" {
 		t.Fatalf("Get: replica %q, %v; want a", got.Replica, err)
@@ -219,10 +224,7 @@ func TestTurnsAreStampedWithTheirReplicaAndFencedWhenItsLeaseExpires(t *testing.
 
 func TestReapEndsALostReplicasTurnsReleasesItsSessionsAndWakesReaders(t *testing.T) {
 	ctx := context.Background()
-	dsn := testpg.Start(t)
-	a, b := openPostgres(t, dsn), openPostgres(t, dsn)
-	ra := join(t, a, "a", shortLease)
-	join(t, b, "b", longLease)
+	a, b, ra, _ := twoReplicas(t, shortLease)
 	beginStarted(t, a, "t1")
 	if err := a.Append(ctx, "t1", storetest.Events(2, 4)); err != nil {
 		t.Fatal(err)
@@ -356,10 +358,7 @@ func TestTwoReapersAtOnceReapEachLeaseOnce(t *testing.T) {
 
 func TestALeftReplicaIsNotReapedAndItsSessionsAreReleased(t *testing.T) {
 	ctx := context.Background()
-	dsn := testpg.Start(t)
-	a, b := openPostgres(t, dsn), openPostgres(t, dsn)
-	join(t, a, "a", longLease)
-	join(t, b, "b", longLease)
+	a, b, _, _ := twoReplicas(t, longLease)
 	beginStarted(t, a, "t1")
 	if err := a.End(ctx, "t1", store.Event{Seq: 2, Data: []byte("ok")}, time.Now()); err != nil {
 		t.Fatal(err)
@@ -389,10 +388,7 @@ func TestALeftReplicaIsNotReapedAndItsSessionsAreReleased(t *testing.T) {
 
 func TestALeaveWithTurnsStillRunningLeavesThemToTheReaper(t *testing.T) {
 	ctx := context.Background()
-	dsn := testpg.Start(t)
-	a, b := openPostgres(t, dsn), openPostgres(t, dsn)
-	join(t, a, "a", longLease)
-	join(t, b, "b", longLease)
+	a, b, _, _ := twoReplicas(t, longLease)
 	beginStarted(t, a, "t1")
 	if err := a.Leave(ctx); err != nil {
 		t.Fatalf("Leave: %v", err)
