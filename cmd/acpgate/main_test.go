@@ -8,10 +8,6 @@ import (
 	"github.com/acpgate/acpgate/internal/testpg"
 )
 
-// withPostgres runs the tests and then stops the PostgreSQL server the
-// replica tests started, if any.
-type withPostgres struct{ m *testing.M }
-
-func (w withPostgres) Run() int { return testpg.Main(w.m) }
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(withPostgres{m}) }
+// TestMain checks that the tests leak no goroutine, once the PostgreSQL
+// server of the tests that use one has stopped.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(testpg.Wrap(m)) }

@@ -170,6 +170,14 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 				"allow_remote": d.boolInto(&c.Admin.AllowRemote, f.child("allow_remote")),
 			})
 		},
+		"postgres": func(v *yaml.Node) {
+			f := field{"postgres", "postgres"}
+			d.fields(v, f, "in postgres", map[string]func(*yaml.Node){
+				"dsn":               d.stringInto(&c.Postgres.DSN, f.child("dsn"), true),
+				"max_conns":         d.intInto(&c.Postgres.MaxConns, f.child("max_conns")),
+				"statement_timeout": d.durationInto(&c.Postgres.StatementTimeout, f.child("statement_timeout")),
+			})
+		},
 		"store": func(v *yaml.Node) {
 			if s, ok := d.scalar(v, field{"store", "store"}); ok {
 				c.Store = StoreKind(s)

@@ -81,9 +81,12 @@ var the struct {
 	dbs     int
 }
 
+// M is what Main runs: a *testing.M, or what wraps one.
+type M interface{ Run() int }
+
 // Main runs m's tests and then stops the server, if a test started it.
 // It returns m.Run's exit code, for os.Exit.
-func Main(m *testing.M) int {
+func Main(m M) int {
 	the.mu.Lock()
 	the.main = true
 	the.mu.Unlock()
@@ -102,6 +105,15 @@ func Main(m *testing.M) int {
 	}
 	return code
 }
+
+// Wrap is m, run through Main: for a TestMain that hands its M on, as
+// goleak.VerifyTestMain(testpg.Wrap(m)) does, so that the server is
+// stopped before goroutines are checked for leaks.
+func Wrap(m M) M { return mainRunner{m} }
+
+type mainRunner struct{ m M }
+
+func (r mainRunner) Run() int { return Main(r.m) }
 
 // Start returns the DSN of a new, empty database on the test binary's
 // server, starting the server if need be; the database is dropped when t
