@@ -49,8 +49,10 @@ check-deploy:
 	promtool check rules deploy/prometheus/alerts.yaml
 	promtool test rules deploy/prometheus/alerts_test.yaml
 
+# PostgreSQL is required here (not skipped when missing): the postgres
+# store's suite and end-to-end tests run against a real server (make deps).
 go-test:
-	ACPGATE_REQUIRE_INTEROP=1 $(GO) test -race -count=1 ./...
+	ACPGATE_REQUIRE_INTEROP=1 ACPGATE_REQUIRE_POSTGRES=1 $(GO) test -race -count=1 ./...
 	$(BENCH) test -race -count=1 ./...
 
 ## fuzz: run each fuzz target for FUZZTIME (executions, or a duration).

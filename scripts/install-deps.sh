@@ -2,9 +2,11 @@
 # Installs what the full test suite needs beyond Go, pinned, and only what
 # is missing: grpcurl, the Node packages of the interop agent and the Node
 # client, Debian's Python gRPC packages and protoc for the Python client,
-# openssl for the smoke test's certificates, and Debian's prometheus (the
+# openssl for the smoke test's certificates, Debian's prometheus (the
 # server and promtool) for the alerting rules' checks and the real scrape
-# test.
+# test, and Debian's postgresql for the postgres store's tests (they start
+# a server of their own from its binaries; the package's own service is
+# not used).
 # Safe to run repeatedly. Debian packages need root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +28,7 @@ for dir in acp/testdata/tsagent clients/node; do
   fi
 done
 
-debs=(openssl protobuf-compiler protobuf-compiler-grpc libprotobuf-dev python3-grpcio python3-protobuf prometheus)
+debs=(openssl protobuf-compiler protobuf-compiler-grpc libprotobuf-dev python3-grpcio python3-protobuf prometheus postgresql)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

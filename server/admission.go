@@ -77,9 +77,9 @@ func (a *admission) reserveSession(principal, agent string, agentMax int) (*slot
 	case a.draining:
 		return nil, status.Error(codes.Unavailable, msgShuttingDown)
 	case a.open >= a.maxSessions:
-		return nil, status.Errorf(codes.ResourceExhausted, "the gateway is at its limit of %d open sessions", a.maxSessions)
+		return nil, sessionLimit("the gateway is at its limit of %d open sessions", a.maxSessions)
 	case agentMax > 0 && a.perAgent[agent] >= agentMax:
-		return nil, status.Errorf(codes.ResourceExhausted, "agent %q is at its limit of %d open sessions", agent, agentMax)
+		return nil, sessionLimit("agent %q is at its limit of %d open sessions", agent, agentMax)
 	}
 	if err := a.checkSessionQuota(principal); err != nil {
 		return nil, err

@@ -40,68 +40,89 @@ func (g *Gateway) follow(ctx context.Context, turnID string, after uint64, strea
 	heartbeat := time.NewTimer(g.cfg.HeartbeatInterval)
 	defer heartbeat.Stop()
 	for {
-		batch, more, done, err := g.nextEvents(ctx, turnID, after)
+		batch, more, release, done, err := g.nextEvents(ctx, turnID, after)
 		if err != nil {
 			return err
 		}
-		for _, e := range batch {
-			if err := stream.SendMsg(encodedEvent(e.Data)); err != nil {
-				return err
-			}
-			after = e.Seq
-		}
-		if len(batch) > 0 {
-			heartbeat.Reset(g.cfg.HeartbeatInterval)
-		}
-		if done(after) {
-			return nil
-		}
-		if len(batch) > 0 {
-			continue
-		}
-		select {
-		case <-more:
-		case <-heartbeat.C:
-			hb := &acpgatev1.PromptEvent{Time: timestamppb.Now(), Event: &acpgatev1.PromptEvent_Heartbeat{Heartbeat: &acpgatev1.Heartbeat{LastSeq: after}}}
-			if err := stream.SendMsg(hb); err != nil {
-				return err
-			}
-			heartbeat.Reset(g.cfg.HeartbeatInterval)
-		case <-ctx.Done():
-			return context.Cause(ctx)
+		err = g.sendAndWait(ctx, stream, batch, more, done, &after, heartbeat)
+		release()
+		if err != nil || done(after) {
+			return err
 		}
 	}
 }
 
+// sendAndWait sends batch, then, unless it ended the turn or there may be
+// more at once, waits for more, a heartbeat, or the end of the call.
+func (g *Gateway) sendAndWait(ctx context.Context, stream grpc.ServerStream, batch []store.Event, more <-chan struct{}, done func(uint64) bool, after *uint64, heartbeat *time.Timer) error {
+	for _, e := range batch {
+		if err := stream.SendMsg(encodedEvent(e.Data)); err != nil {
+			return err
+		}
+		*after = e.Seq
+	}
+	if len(batch) > 0 {
+		heartbeat.Reset(g.cfg.HeartbeatInterval)
+	}
+	if done(*after) || len(batch) > 0 {
+		return nil
+	}
+	select {
+	case <-more:
+	case <-heartbeat.C:
+		hb := &acpgatev1.PromptEvent{Time: timestamppb.Now(), Event: &acpgatev1.PromptEvent_Heartbeat{Heartbeat: &acpgatev1.Heartbeat{LastSeq: *after}}}
+		if err := stream.SendMsg(hb); err != nil {
+			return err
+		}
+		heartbeat.Reset(g.cfg.HeartbeatInterval)
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	return nil
+}
+
 // nextEvents reads the events of turnID after seq after. more is closed
-// when there may be more; done(seq) reports whether seq is the terminal's.
-func (g *Gateway) nextEvents(ctx context.Context, turnID string, after uint64) (batch []store.Event, more <-chan struct{}, done func(uint64) bool, err error) {
+// when there may be more; release ends the wait for it; done(seq) reports
+// whether seq is the terminal's.
+func (g *Gateway) nextEvents(ctx context.Context, turnID string, after uint64) (batch []store.Event, more <-chan struct{}, release func(), done func(uint64) bool, err error) {
 	if t := g.turns.get(turnID); t != nil {
 		events, more, inMemory, last, ended := t.j.read(after, followBatch)
 		if !inMemory {
 			if events, err = g.store.Events(ctx, turnID, after, followBatch, followBytes); err != nil {
-				return nil, nil, nil, status.Errorf(codes.Internal, "reading turn %q's journal: %v", turnID, err)
+				return nil, nil, nil, nil, status.Errorf(codes.Internal, "reading turn %q's journal: %v", turnID, err)
 			}
 		}
-		return events, more, func(seq uint64) bool { return ended && seq >= last }, nil
+		return events, more, func() {}, func(seq uint64) bool { return ended && seq >= last }, nil
+	}
+	// Not a turn of this gateway's: being set up, attached to before its
+	// journal was registered, or, with several replicas, another
+	// replica's. A store another process writes to says when it changed
+	// (subscribed before reading, so nothing falls between); any other is
+	// read again shortly.
+	if n, ok := g.store.(store.Notifier); ok {
+		more, release = n.Changed(ctx, turnID)
+	} else {
+		more, release = pollAfter(storePoll), func() {}
 	}
 	rec, err := g.store.Get(ctx, turnID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil, nil, status.Errorf(codes.NotFound, "no turn %q (unknown, or past its retention)", turnID)
+		release()
+		return nil, nil, nil, nil, status.Errorf(codes.NotFound, "no turn %q (unknown, or past its retention)", turnID)
 	}
 	if err != nil {
-		return nil, nil, nil, status.Errorf(codes.Internal, "reading turn %q: %v", turnID, err)
+		release()
+		return nil, nil, nil, nil, status.Errorf(codes.Internal, "reading turn %q: %v", turnID, err)
 	}
 	events, err := g.store.Events(ctx, turnID, after, followBatch, followBytes)
 	if err != nil {
-		return nil, nil, nil, status.Errorf(codes.Internal, "reading turn %q's journal: %v", turnID, err)
+		release()
+		return nil, nil, nil, nil, status.Errorf(codes.Internal, "reading turn %q's journal: %v", turnID, err)
 	}
 	if rec.Running() {
-		// Being set up, or started by a request that attached before the
-		// turn's journal was registered: look again shortly.
-		return events, pollAfter(storePoll), func(uint64) bool { return false }, nil
+		return events, more, release, func(uint64) bool { return false }, nil
 	}
-	return events, nil, func(seq uint64) bool { return seq >= rec.LastSeq }, nil
+	release()
+	return events, nil, func() {}, func(seq uint64) bool { return seq >= rec.LastSeq }, nil
 }
 
 // turnProto is a turn's record as the API shows it.
@@ -115,6 +136,7 @@ func (g *Gateway) turnProto(rec store.Turn) (*acpgatev1.Turn, error) {
 		State:     acpgatev1.TurnState_TURN_STATE_RUNNING,
 		StartedAt: timestamppb.New(rec.StartedAt),
 		LastSeq:   rec.LastSeq,
+		Replica:   rec.Replica,
 	}
 	if live := g.turns.get(rec.ID); live != nil {
 		_, _, _, last, _ := live.j.read(^uint64(0), 0)

@@ -94,6 +94,7 @@ type Gateway struct {
 	sessions *registry
 	store    store.Store
 	turns    turnTable
+	replicas *replicas // nil for a gateway on its own
 
 	metrics   *metrics.Metrics // nil: none
 	tracer    trace.Tracer     // records nothing without a TracerProvider
@@ -155,8 +156,16 @@ func New(opts Options) (*Gateway, error) {
 	if g.authz, err = newAuthz(opts.Config); err != nil {
 		return nil, err
 	}
-	if err := g.endStopped(context.Background()); err != nil {
-		return nil, fmt.Errorf("ending the turns that ran when the gateway last stopped: %w", err)
+	// A replica's turns and sessions of its last run are other replicas'
+	// business as much as its own: joining reaps them (startReplicas). A
+	// gateway on its own ends and suspends them itself.
+	if err := g.startReplicas(context.Background()); err != nil {
+		return nil, err
+	}
+	if g.replicas == nil {
+		if err := g.endStopped(context.Background()); err != nil {
+			return nil, fmt.Errorf("ending the turns that ran when the gateway last stopped: %w", err)
+		}
 	}
 
 	if g.tempDir == nil {
@@ -179,8 +188,10 @@ func New(opts Options) (*Gateway, error) {
 		g.agents = append(g.agents, entry)
 		g.byName[a.Name] = entry
 	}
-	if err := g.suspendRecorded(context.Background()); err != nil {
-		return nil, fmt.Errorf("reading the sessions open when the gateway last stopped: %w", err)
+	if g.replicas == nil {
+		if err := g.suspendRecorded(context.Background()); err != nil {
+			return nil, fmt.Errorf("reading the sessions open when the gateway last stopped: %w", err)
+		}
 	}
 	g.startPools()
 	interval := opts.JanitorInterval
@@ -302,8 +313,12 @@ func (g *Gateway) GetSession(ctx context.Context, req *acpgatev1.GetSessionReque
 	return nil, err
 }
 
-// ListSessions lists the open and suspended sessions, oldest first.
+// ListSessions lists the open and suspended sessions, oldest first: of
+// every replica, in a cluster.
 func (g *Gateway) ListSessions(ctx context.Context, _ *acpgatev1.ListSessionsRequest) (*acpgatev1.ListSessionsResponse, error) {
+	if g.replicas != nil {
+		return g.listReplicaSessions(ctx)
+	}
 	resp := &acpgatev1.ListSessionsResponse{}
 	for _, l := range g.sessions.listing() {
 		if !g.authz.sees(ctx, l.ownedBy()) {
@@ -487,6 +502,9 @@ func (g *Gateway) start(ctx context.Context, o *opening, oneShot bool) (*liveSes
 	}
 	now := time.Now()
 	live := &liveSession{sess: sess, agent: entry, slot: o.slot, owner: o.owner, oneShot: oneShot, tempDir: o.tempDir, created: now, lastActive: now, resumed: o.loadID != ""}
+	if g.replicas != nil {
+		live.replica = g.replicas.self
+	}
 	entry.m.SessionOpened()
 	if !g.register(ctx, live, o) {
 		live.close()
@@ -566,7 +584,7 @@ func (g *Gateway) removeWith(live *liveSession, stop func() bool) {
 	if stop() {
 		g.log.Info("session closed", "agent", live.agent.cfg.Name, "session", live.id)
 	}
-	if rec := live.record(); registered && rec != nil && !g.admit.isDraining() {
+	if rec := live.record(); registered && rec != nil && (!g.admit.isDraining() || live.tempDir != "") {
 		g.unrecord(rec.ID)
 	}
 }

@@ -91,7 +91,7 @@ func NewGRPCServer(g *Gateway, sec *Security) *GRPCServer {
 	}
 	// Authentication comes before anything looks at the request, so an
 	// unauthenticated caller learns nothing from validation messages.
-	if authUnary, authStream := sec.interceptors(); authUnary != nil {
+	if authUnary, authStream := g.peerAuth(sec.interceptors()); authUnary != nil {
 		unary, stream = append(unary, authUnary), append(stream, authStream)
 	}
 	if audit != nil {
@@ -104,8 +104,8 @@ func NewGRPCServer(g *Gateway, sec *Security) *GRPCServer {
 	unary, stream = g.metrics.Interceptors(unary, stream, ex)
 	opts := append(sec.serverOptions(),
 		grpc.ForceServerCodecV2(codec),
-		grpc.ChainUnaryInterceptor(append(unary, codec.checkUnary, validateUnary)...),
-		grpc.ChainStreamInterceptor(append(stream, codec.checkStream)...),
+		grpc.ChainUnaryInterceptor(append(unary, codec.checkUnary, validateUnary, g.forwardUnary)...),
+		grpc.ChainStreamInterceptor(append(stream, codec.checkStream, g.forwardStream)...),
 		grpc.KeepaliveEnforcementPolicy(keepaliveEnforcement),
 		grpc.KeepaliveParams(keepaliveParams),
 		grpc.MaxRecvMsgSize(g.cfg.Limits.MaxPromptBytes+recvMarginBytes),

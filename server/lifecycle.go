@@ -116,6 +116,7 @@ func (g *Gateway) Close() {
 	g.janitorWG.Wait()
 	g.stopPools(context.Background())
 	g.closeAll(context.Background())
+	g.stopReplicas(context.Background())
 }
 
 // closeAll closes every session concurrently; once ctx ends, the agents

@@ -220,6 +220,7 @@ type liveSession struct {
 	oneShot bool
 	tempDir string // removed on close; "" when the session runs in a configured workspace
 	created time.Time
+	replica string // the replica it runs on, with several; "" for a gateway on its own
 
 	mu         sync.Mutex
 	running    string // the running turn's id, "" when idle
@@ -342,6 +343,7 @@ func (l *liveSession) proto() *acpgatev1.Session {
 		CurrentTurnId:     l.running,
 		AvailableCommands: l.sess.AvailableCommands(),
 		Usage:             l.sess.Usage(),
+		Replica:           l.replica,
 	}
 	settingsProto(l.sess.Settings(), out)
 	return out

@@ -101,15 +101,20 @@ func (g *Gateway) register(ctx context.Context, live *liveSession, o *opening) b
 		return true
 	}
 	g.sessions.add(live)
-	if live.oneShot || o.tempDir != "" || len(o.mcp) > 0 {
-		// A session with a caller's MCP servers is not recorded: their
-		// headers may be secrets, which the gateway does not store, and
-		// re-opened without them the servers would be dropped silently.
+	// Replicas find every session through its record; a gateway on its
+	// own records only those it can re-open. A session with a caller's
+	// MCP servers is not recorded: their headers may be secrets, which the
+	// gateway does not store, and re-opened without them the servers would
+	// be dropped silently.
+	if live.oneShot || (o.tempDir != "" && g.replicas == nil) || len(o.mcp) > 0 {
 		return true
 	}
 	st := live.sess.Settings()
 	rec := store.Session{ID: live.id, Agent: live.agent.cfg.Name, ACPSessionID: live.sess.ID(), Cwd: o.rel, Owner: live.owner, CreatedAt: live.created,
 		Mode: st.CurrentMode, ConfigOptions: st.Values()}
+	if o.tempDir != "" {
+		rec.Cwd = "" // a temporary directory: the session cannot be re-opened
+	}
 	if err := g.store.PutSession(ctx, rec); err != nil {
 		g.log.ErrorContext(ctx, "the session could not be recorded; it will not survive its agent or a restart", "session", live.id, "err", err)
 		return true
@@ -222,7 +227,7 @@ func (g *Gateway) forget(susp *suspendedSession) {
 // agent can re-open it; it reports false (and does nothing) otherwise.
 func (g *Gateway) suspend(live *liveSession, why string) bool {
 	old := live.record()
-	if old == nil || live.sess.Info().ReopenMethod() == "" {
+	if old == nil || live.tempDir != "" || live.sess.Info().ReopenMethod() == "" {
 		return false
 	}
 	rec := *old

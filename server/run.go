@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"time"
 
 	"github.com/acpgate/acpgate/internal/config"
 	"github.com/acpgate/acpgate/metrics"
@@ -102,9 +103,15 @@ func Run(ctx context.Context, opts RunOptions) error {
 		gw.Close()
 		return err
 	}
+	var lost error
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down", "grace", opts.Config.ShutdownGrace)
+	case lost = <-gw.Lost():
+		// Another replica may already be ending this one's turns: stop
+		// serving, and let the supervisor start a new run, which joins
+		// with a new epoch.
+		log.Error("shutting down: this replica lost its lease", "err", lost, "grace", opts.Config.ShutdownGrace)
 	case err := <-served:
 		as.stop(context.Background())
 		ms.stop(context.Background())
@@ -123,15 +130,35 @@ func Run(ctx context.Context, opts RunOptions) error {
 		log.Warn("serve returned", "err", err)
 	}
 	log.Info("stopped")
+	if lost != nil {
+		return fmt.Errorf("this replica lost its lease: %w", lost)
+	}
 	return nil
 }
 
+// postgresOpenTimeout bounds connecting to the postgres store's database
+// and migrating its schema at start-up (waiting for another replica's
+// migration included): a database that cannot be reached fails the start
+// with its error rather than hanging it.
+const postgresOpenTimeout = time.Minute
+
 // OpenStore opens the turn store the configuration names: the sqlite file
-// in state_dir (created if missing), or memory.
+// in state_dir (created if missing), a PostgreSQL database, or memory.
 func OpenStore(cfg *config.Config, lookupEnv func(string) (string, bool), log *slog.Logger) (store.Store, error) {
-	if cfg.Store == config.StoreMemory {
+	switch cfg.Store {
+	case config.StoreMemory:
 		log.Info("turn store", "store", "memory", "durable", false)
 		return store.NewMemory(), nil
+	case config.StorePostgres:
+		ctx, cancel := context.WithTimeout(context.Background(), postgresOpenTimeout)
+		defer cancel()
+		st, err := store.OpenPostgres(ctx, store.PostgresOptions{
+			DSN: cfg.Postgres.DSN, MaxConns: cfg.Postgres.MaxConns, StatementTimeout: cfg.Postgres.StatementTimeout})
+		if err != nil {
+			return nil, err
+		}
+		log.Info("turn store", "store", "postgres", "max_conns", cfg.Postgres.MaxConns, "statement_timeout", cfg.Postgres.StatementTimeout)
+		return st, nil
 	}
 	if lookupEnv == nil {
 		lookupEnv = os.LookupEnv

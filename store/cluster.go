@@ -19,7 +19,14 @@ import (
 // lease of the epoch that owns it is live. A partitioned replica that comes
 // back can therefore neither extend a turn that was ended for it, nor keep
 // writing as the owner of anything it lost: its writes fail with
-// ErrFenced, and its Renew with ErrLeaseLost.
+// ErrFenced, and its Renew with ErrLeaseLost. A write to a turn that has
+// ended (reaped, or ended by its owner) fails with ErrEnded rather than
+// ErrFenced, whoever writes: that the turn takes no more events is the
+// more precise answer, and a writer stops on either.
+//
+// Before Join a store acts for no replica, as the store of a single
+// gateway: nothing is fenced, and the Replica of turns and sessions is
+// recorded as "".
 
 // ErrFenced is returned for a write on behalf of a replica whose lease
 // has expired, or for a turn or session this replica's epoch does not own.

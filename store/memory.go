@@ -48,7 +48,9 @@ func (m *Memory) Begin(_ context.Context, t Turn) (Turn, bool, error) {
 		}
 		m.byRequest[t.RequestID] = append(m.byRequest[t.RequestID], t.ID)
 	}
-	t.EndedAt, t.LastSeq, t.Terminal = time.Time{}, 0, nil
+	// Replica is the store's to set, and a store of one gateway acts for
+	// no replica.
+	t.EndedAt, t.LastSeq, t.Terminal, t.Replica = time.Time{}, 0, nil, ""
 	m.turns[t.ID] = &memTurn{rec: cloneTurn(t)}
 	return Turn{}, true, nil
 }
@@ -219,6 +221,7 @@ func (m *Memory) DeleteEnded(_ context.Context, before time.Time) (int, error) {
 func (m *Memory) PutSession(_ context.Context, s Session) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	s.Replica = "" // as a turn's: the store's to set, and none here
 	m.sessions[s.ID] = cloneSession(s)
 	return nil
 }

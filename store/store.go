@@ -6,11 +6,12 @@
 //
 // The gateway numbers and encodes events itself; a store keeps them as
 // opaque bytes in seq order, which is what makes a replay byte-identical to
-// what a live stream carried. Two implementations: Memory (nothing
-// survives the process) and SQLite (one file, the default). The interface
-// is small so that a shared database for several gateway replicas fits
-// behind it without changing callers; storetest holds the one test suite
-// every implementation passes.
+// what a live stream carried. Three implementations: Memory (nothing
+// survives the process), SQLite (one file, the default) and Postgres (a
+// database several gateway replicas share; see Cluster). The interface is
+// small so that the shared database fits behind it without changing
+// callers; storetest holds the one test suite every implementation
+// passes.
 package store
 
 import (
@@ -49,7 +50,9 @@ type Turn struct {
 	// Terminal is the terminal event, encoded; nil while the turn runs.
 	Terminal []byte
 	// Replica is the replica that runs the turn, in a store shared by
-	// several (see Cluster); "" otherwise. Set by the store at Begin.
+	// several (see Cluster); "" otherwise. Set by the store at Begin:
+	// what a caller gives is not kept, so a store acting for no replica
+	// (Memory, SQLite, Postgres before Join) always records "".
 	Replica string
 }
 
@@ -166,7 +169,8 @@ type Session struct {
 	SuspendedAt time.Time
 	// Replica is the replica whose agent process serves the session, in
 	// a store shared by several (see Cluster): set by the store at
-	// PutSession, "" once released. "" in a store of one gateway.
+	// PutSession, "" once released. What a caller gives is not kept: a
+	// store of one gateway (acting for no replica) always records "".
 	Replica string
 }
 

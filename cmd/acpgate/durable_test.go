@@ -310,17 +310,17 @@ func TestARetryableEndingLetsAResubmissionRunTheNextAttempt(t *testing.T) {
 	}
 }
 
-func TestAGatewayKilledMidTurnEndsTheTurnWithGatewayStoppedWhenItStartsAgain(t *testing.T) {
-	state := t.TempDir()
-	cfg, _ := durableConfig(t, fmt.Sprintf("state_dir: %q\n", state))
-	s := serve(t, "--config", cfg)
-	client := acpgatev1.NewAgentGatewayClient(dialTest(t, s.addr))
-	stream, err := client.Prompt(context.Background(), &acpgatev1.PromptRequest{Agent: "test", Text: "chunk a\nchunk b\nhang", RequestId: "crash-1"})
+// killMidTurn starts a turn on s, reads its stream until its chunks read
+// chunks, and kills s with SIGKILL once they are durable. It returns the
+// events read.
+func killMidTurn(t *testing.T, s *served, client acpgatev1.AgentGatewayClient, req *acpgatev1.PromptRequest, chunks string) []*acpgatev1.PromptEvent {
+	t.Helper()
+	stream, err := client.Prompt(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var seen []*acpgatev1.PromptEvent
-	for chunkTexts(seen) != "ab" {
+	for chunkTexts(seen) != chunks {
 		e, err := stream.Recv()
 		if err != nil {
 			t.Fatal(err)
@@ -331,6 +331,15 @@ func TestAGatewayKilledMidTurnEndsTheTurnWithGatewayStoppedWhenItStartsAgain(t *
 	time.Sleep(150 * time.Millisecond)
 	_ = s.cmd.Process.Signal(syscall.SIGKILL)
 	<-s.exited
+	return seen
+}
+
+func TestAGatewayKilledMidTurnEndsTheTurnWithGatewayStoppedWhenItStartsAgain(t *testing.T) {
+	state := t.TempDir()
+	cfg, _ := durableConfig(t, fmt.Sprintf("state_dir: %q\n", state))
+	s := serve(t, "--config", cfg)
+	client := acpgatev1.NewAgentGatewayClient(dialTest(t, s.addr))
+	seen := killMidTurn(t, s, client, &acpgatev1.PromptRequest{Agent: "test", Text: "chunk a\nchunk b\nhang", RequestId: "crash-1"}, "ab")
 
 	again := serve(t, "--config", cfg)
 	client = acpgatev1.NewAgentGatewayClient(dialTest(t, again.addr))

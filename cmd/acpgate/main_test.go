@@ -4,6 +4,10 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/acpgate/acpgate/internal/testpg"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain checks that the tests leak no goroutine, once the PostgreSQL
+// server of the tests that use one has stopped.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(testpg.Wrap(m)) }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/acpgate/acpgate/acp"
+	"github.com/acpgate/acpgate/store"
 )
 
 // Defaults applied to settings a configuration file leaves out.
@@ -84,6 +85,11 @@ const (
 	// DefaultShutdownGrace is how long the gateway gives open sessions to end
 	// when it is asked to stop.
 	DefaultShutdownGrace = 10 * time.Second
+	// DefaultPostgresMaxConns and DefaultPostgresStatementTimeout are the
+	// postgres store's own defaults, so that one number is meant
+	// everywhere.
+	DefaultPostgresMaxConns         = store.DefaultPostgresMaxConns
+	DefaultPostgresStatementTimeout = store.DefaultPostgresStatementTimeout
 )
 
 // MinMaxFrameBytes is the smallest accepted limits.max_frame_bytes (64 KiB).
@@ -108,6 +114,8 @@ type Config struct {
 	// StateDir is the directory of the sqlite store; empty means
 	// DefaultStateDir's answer.
 	StateDir string
+	// Postgres is the database of the postgres store.
+	Postgres Postgres
 	// HeartbeatInterval is how long a Prompt or WatchTurn stream may send
 	// nothing before it gets a heartbeat event.
 	HeartbeatInterval time.Duration
@@ -132,6 +140,9 @@ type Config struct {
 	// Tracing is the OpenTelemetry trace export; off unless
 	// Tracing.Enabled.
 	Tracing Tracing
+	// Cluster makes the gateway one of several replicas on one
+	// PostgreSQL store; off unless Cluster.Advertise is set.
+	Cluster Cluster
 	// Admin is grpc-go's admin services (channelz); off unless
 	// Admin.Listen is set.
 	Admin Admin
@@ -186,7 +197,23 @@ const (
 	StoreSQLite StoreKind = "sqlite"
 	// StoreMemory keeps turns in memory: nothing survives the process.
 	StoreMemory StoreKind = "memory"
+	// StorePostgres keeps turns in a PostgreSQL database, which several
+	// gateway replicas may share.
+	StorePostgres StoreKind = "postgres"
 )
+
+// Postgres configures the postgres store's database connections.
+type Postgres struct {
+	// DSN is the connection string (a postgres:// URL or key=value
+	// pairs). ${VAR} references are expanded, so that the password can
+	// stay out of the file: dsn: ${ACPGATE_POSTGRES_DSN}.
+	DSN string
+	// MaxConns bounds the connection pool (the listening connection for
+	// notifications is one more).
+	MaxConns int
+	// StatementTimeout bounds every statement the store runs.
+	StatementTimeout time.Duration
+}
 
 // DefaultStateDir is where the sqlite store lives when state_dir is not
 // set: acpgate under $XDG_STATE_HOME, else under ~/.local/state.
@@ -526,11 +553,13 @@ func defaults() *Config {
 		ShutdownGrace:      DefaultShutdownGrace,
 		HandshakeTimeout:   DefaultHandshakeTimeout,
 		Store:              StoreSQLite,
+		Postgres:           Postgres{MaxConns: DefaultPostgresMaxConns, StatementTimeout: DefaultPostgresStatementTimeout},
 		HeartbeatInterval:  DefaultHeartbeatInterval,
 		TurnRetention:      DefaultTurnRetention,
 		SuspendedRetention: DefaultSuspendedRetention,
 		Audit:              Audit{Enabled: true},
 		Tracing:            Tracing{SamplingRatio: DefaultSamplingRatio},
+		Cluster:            Cluster{LeaseTTL: DefaultLeaseTTL},
 	}
 }
 

@@ -125,7 +125,7 @@ func TestParse(t *testing.T) {
 				Limits:           Limits{MaxSessions: 256, MaxWarm: DefaultMaxWarm, MaxSuspended: DefaultMaxSuspended, MaxPromptBytes: 1 << 20, MaxFrameBytes: 16 << 20, MaxAgentRequests: 16, MaxStreamsPerConnection: 100, MaxTurnBytes: DefaultMaxTurnBytes, MaxAnswerBytes: 512 << 20},
 				ShutdownGrace:    10 * time.Second,
 				HandshakeTimeout: 30 * time.Second,
-				Store:            StoreSQLite, HeartbeatInterval: DefaultHeartbeatInterval, TurnRetention: DefaultTurnRetention, SuspendedRetention: DefaultSuspendedRetention, Audit: Audit{Enabled: true}, Tracing: Tracing{SamplingRatio: DefaultSamplingRatio},
+				Postgres:         defaultPostgres, Store: StoreSQLite, HeartbeatInterval: DefaultHeartbeatInterval, TurnRetention: DefaultTurnRetention, SuspendedRetention: DefaultSuspendedRetention, Audit: Audit{Enabled: true}, Tracing: Tracing{SamplingRatio: DefaultSamplingRatio}, Cluster: Cluster{LeaseTTL: DefaultLeaseTTL},
 				TLS: TLS{ClientAuth: ClientAuthNone}, Auth: Auth{Mode: AuthNone, Public: []string{PublicHealth, PublicReflection}},
 			},
 		},
@@ -148,7 +148,7 @@ func TestParse(t *testing.T) {
 				Limits:           Limits{MaxSessions: 256, MaxWarm: DefaultMaxWarm, MaxSuspended: DefaultMaxSuspended, MaxPromptBytes: 1048576, MaxFrameBytes: 16777216, MaxAgentRequests: DefaultMaxAgentRequests, MaxStreamsPerConnection: DefaultMaxStreamsPerConnection, MaxTurnBytes: DefaultMaxTurnBytes, MaxAnswerBytes: 512 << 20},
 				ShutdownGrace:    10 * time.Second,
 				HandshakeTimeout: DefaultHandshakeTimeout,
-				Store:            StoreSQLite, HeartbeatInterval: DefaultHeartbeatInterval, TurnRetention: DefaultTurnRetention, SuspendedRetention: DefaultSuspendedRetention, Audit: Audit{Enabled: true}, Tracing: Tracing{SamplingRatio: DefaultSamplingRatio},
+				Postgres:         defaultPostgres, Store: StoreSQLite, HeartbeatInterval: DefaultHeartbeatInterval, TurnRetention: DefaultTurnRetention, SuspendedRetention: DefaultSuspendedRetention, Audit: Audit{Enabled: true}, Tracing: Tracing{SamplingRatio: DefaultSamplingRatio}, Cluster: Cluster{LeaseTTL: DefaultLeaseTTL},
 				TLS: TLS{ClientAuth: ClientAuthNone}, Auth: Auth{Mode: AuthNone, Public: []string{PublicHealth, PublicReflection}},
 			},
 		},
@@ -165,7 +165,7 @@ func TestParse(t *testing.T) {
 				Limits:           Limits{MaxSessions: DefaultMaxSessions, MaxWarm: DefaultMaxWarm, MaxSuspended: DefaultMaxSuspended, MaxPromptBytes: DefaultMaxPromptBytes, MaxFrameBytes: DefaultMaxFrameBytes, MaxAgentRequests: DefaultMaxAgentRequests, MaxStreamsPerConnection: DefaultMaxStreamsPerConnection, MaxTurnBytes: DefaultMaxTurnBytes, MaxAnswerBytes: 512 << 20},
 				ShutdownGrace:    DefaultShutdownGrace,
 				HandshakeTimeout: DefaultHandshakeTimeout,
-				Store:            StoreSQLite, HeartbeatInterval: DefaultHeartbeatInterval, TurnRetention: DefaultTurnRetention, SuspendedRetention: DefaultSuspendedRetention, Audit: Audit{Enabled: true}, Tracing: Tracing{SamplingRatio: DefaultSamplingRatio},
+				Postgres:         defaultPostgres, Store: StoreSQLite, HeartbeatInterval: DefaultHeartbeatInterval, TurnRetention: DefaultTurnRetention, SuspendedRetention: DefaultSuspendedRetention, Audit: Audit{Enabled: true}, Tracing: Tracing{SamplingRatio: DefaultSamplingRatio}, Cluster: Cluster{LeaseTTL: DefaultLeaseTTL},
 				TLS: TLS{ClientAuth: ClientAuthNone}, Auth: Auth{Mode: AuthNone, Public: []string{PublicHealth, PublicReflection}},
 			},
 		},
@@ -204,7 +204,7 @@ shutdown_grace: 250ms
 				Limits:           Limits{MaxSessions: 1, MaxWarm: DefaultMaxWarm, MaxSuspended: DefaultMaxSuspended, MaxPromptBytes: 65536, MaxFrameBytes: 65536, MaxAgentRequests: DefaultMaxAgentRequests, MaxStreamsPerConnection: DefaultMaxStreamsPerConnection, MaxTurnBytes: DefaultMaxTurnBytes, MaxAnswerBytes: 512 << 20},
 				ShutdownGrace:    250 * time.Millisecond,
 				HandshakeTimeout: DefaultHandshakeTimeout,
-				Store:            StoreSQLite, HeartbeatInterval: DefaultHeartbeatInterval, TurnRetention: DefaultTurnRetention, SuspendedRetention: DefaultSuspendedRetention, Audit: Audit{Enabled: true}, Tracing: Tracing{SamplingRatio: DefaultSamplingRatio},
+				Postgres:         defaultPostgres, Store: StoreSQLite, HeartbeatInterval: DefaultHeartbeatInterval, TurnRetention: DefaultTurnRetention, SuspendedRetention: DefaultSuspendedRetention, Audit: Audit{Enabled: true}, Tracing: Tracing{SamplingRatio: DefaultSamplingRatio}, Cluster: Cluster{LeaseTTL: DefaultLeaseTTL},
 				TLS: TLS{ClientAuth: ClientAuthNone}, Auth: Auth{Mode: AuthNone, Public: []string{PublicHealth, PublicReflection}},
 			},
 		},
@@ -235,7 +235,7 @@ shutdown_grace: 250ms
 				Limits:           Limits{MaxSessions: DefaultMaxSessions, MaxWarm: DefaultMaxWarm, MaxSuspended: DefaultMaxSuspended, MaxPromptBytes: DefaultMaxPromptBytes, MaxFrameBytes: DefaultMaxFrameBytes, MaxAgentRequests: DefaultMaxAgentRequests, MaxStreamsPerConnection: DefaultMaxStreamsPerConnection, MaxTurnBytes: DefaultMaxTurnBytes, MaxAnswerBytes: 512 << 20},
 				ShutdownGrace:    DefaultShutdownGrace,
 				HandshakeTimeout: DefaultHandshakeTimeout,
-				Store:            StoreSQLite, HeartbeatInterval: DefaultHeartbeatInterval, TurnRetention: DefaultTurnRetention, SuspendedRetention: DefaultSuspendedRetention, Audit: Audit{Enabled: true}, Tracing: Tracing{SamplingRatio: DefaultSamplingRatio},
+				Postgres:         defaultPostgres, Store: StoreSQLite, HeartbeatInterval: DefaultHeartbeatInterval, TurnRetention: DefaultTurnRetention, SuspendedRetention: DefaultSuspendedRetention, Audit: Audit{Enabled: true}, Tracing: Tracing{SamplingRatio: DefaultSamplingRatio}, Cluster: Cluster{LeaseTTL: DefaultLeaseTTL},
 				TLS: TLS{ClientAuth: ClientAuthNone}, Auth: Auth{Mode: AuthNone, Public: []string{PublicHealth, PublicReflection}},
 			},
 		},
@@ -250,6 +250,29 @@ shutdown_grace: 250ms
 				t.Errorf("Parse:\n got %+v\nwant %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+// defaultPostgres is the postgres block a configuration without one has.
+var defaultPostgres = Postgres{MaxConns: DefaultPostgresMaxConns, StatementTimeout: DefaultPostgresStatementTimeout}
+
+func TestThePostgresStoreTakesItsDSNFromTheEnvironmentAndHasDefaults(t *testing.T) {
+	yaml := "agents:\n  - name: a\n    command: /bin/a\nstore: postgres\npostgres:\n  dsn: ${PG_DSN}\n"
+	env := map[string]string{"PG_DSN": "postgres://acpgate:pa$$word@db/acpgate"}
+	cfg, err := Parse([]byte(yaml), "config.yaml", envOf(env))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	want := Postgres{DSN: "postgres://acpgate:pa$$word@db/acpgate", MaxConns: 8, StatementTimeout: 5 * time.Second}
+	if cfg.Store != StorePostgres || cfg.Postgres != want {
+		t.Errorf("store %q, postgres %+v; want postgres, %+v", cfg.Store, cfg.Postgres, want)
+	}
+	yaml += "  max_conns: 3\n  statement_timeout: 250ms\n"
+	if cfg, err = Parse([]byte(yaml), "config.yaml", envOf(env)); err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if got := cfg.Postgres; got.MaxConns != 3 || got.StatementTimeout != 250*time.Millisecond {
+		t.Errorf("postgres = %+v, want max_conns 3 and statement_timeout 250ms", got)
 	}
 }
 
@@ -285,6 +308,29 @@ func TestParseErrors(t *testing.T) {
 			name: "unknown key in limits",
 			yaml: agent("") + "limits:\n  max_session: 3\n",
 			want: []string{`config.yaml:5: unknown key "max_session" in limits (did you mean "max_sessions"?)`},
+		},
+		{
+			name: "store: postgres needs a dsn",
+			yaml: agent("") + "store: postgres\n",
+			want: []string{`config.yaml: postgres.dsn: store is postgres, and it needs a connection string (postgres://user@host/db, or ${VAR} to read it from the environment)`},
+		},
+		{
+			name: "a postgres dsn for another store is refused, not ignored",
+			yaml: agent("") + "postgres:\n  dsn: postgres://db/acpgate\n",
+			want: []string{`config.yaml:5: postgres.dsn: set, but store is sqlite; set store: postgres to use it`},
+		},
+		{
+			name: "postgres limits must be positive",
+			yaml: agent("") + "store: postgres\npostgres:\n  dsn: postgres://db/acpgate\n  max_conns: 0\n  statement_timeout: 0s\n",
+			want: []string{
+				`config.yaml:7: postgres.max_conns: must be positive, got 0`,
+				`config.yaml:8: postgres.statement_timeout: must be at least 1ms, got 0s`,
+			},
+		},
+		{
+			name: "unknown key in postgres",
+			yaml: agent("") + "store: postgres\npostgres:\n  dsn: postgres://db/acpgate\n  max_conn: 3\n",
+			want: []string{`config.yaml:7: unknown key "max_conn" in postgres (did you mean "max_conns"?)`},
 		},
 		{
 			name: "unknown key in metrics",
@@ -879,7 +925,7 @@ func TestDefault(t *testing.T) {
 		}},
 		Limits:        Limits{MaxSessions: 256, MaxWarm: DefaultMaxWarm, MaxSuspended: DefaultMaxSuspended, MaxPromptBytes: 1 << 20, MaxFrameBytes: 16 << 20, MaxAgentRequests: DefaultMaxAgentRequests, MaxStreamsPerConnection: DefaultMaxStreamsPerConnection, MaxTurnBytes: DefaultMaxTurnBytes, MaxAnswerBytes: 512 << 20},
 		ShutdownGrace: 10 * time.Second,
-		Store:         StoreSQLite, HeartbeatInterval: DefaultHeartbeatInterval, TurnRetention: DefaultTurnRetention, SuspendedRetention: DefaultSuspendedRetention, Audit: Audit{Enabled: true}, Tracing: Tracing{SamplingRatio: DefaultSamplingRatio},
+		Postgres:      defaultPostgres, Store: StoreSQLite, HeartbeatInterval: DefaultHeartbeatInterval, TurnRetention: DefaultTurnRetention, SuspendedRetention: DefaultSuspendedRetention, Audit: Audit{Enabled: true}, Tracing: Tracing{SamplingRatio: DefaultSamplingRatio}, Cluster: Cluster{LeaseTTL: DefaultLeaseTTL},
 		TLS: TLS{ClientAuth: ClientAuthNone}, Auth: Auth{Mode: AuthNone, Public: []string{PublicHealth, PublicReflection}},
 		HandshakeTimeout: DefaultHandshakeTimeout,
 	}

@@ -164,6 +164,7 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 			})
 		},
 		"tracing": func(v *yaml.Node) { d.tracing(v, &c.Tracing) },
+		"cluster": func(v *yaml.Node) { d.cluster(v, &c.Cluster) },
 		"admin": func(v *yaml.Node) {
 			f := field{"admin", "admin"}
 			d.fields(v, f, "in admin", map[string]func(*yaml.Node){
@@ -178,6 +179,14 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 				"offered": func(v *yaml.Node) {
 					c.MCP.Offered = d.mcpServers(v, f.child("offered"), "mcp")
 				},
+			})
+		},
+		"postgres": func(v *yaml.Node) {
+			f := field{"postgres", "postgres"}
+			d.fields(v, f, "in postgres", map[string]func(*yaml.Node){
+				"dsn":               d.stringInto(&c.Postgres.DSN, f.child("dsn"), true),
+				"max_conns":         d.intInto(&c.Postgres.MaxConns, f.child("max_conns")),
+				"statement_timeout": d.durationInto(&c.Postgres.StatementTimeout, f.child("statement_timeout")),
 			})
 		},
 		"store": func(v *yaml.Node) {

@@ -125,9 +125,10 @@ func (v *checker) config(c *Config) {
 	v.timeout("suspended_retention", "suspended_retention", c.SuspendedRetention)
 	v.positive("limits.max_turn_bytes", "limits.max_turn_bytes", int(c.Limits.MaxTurnBytes))
 	v.positive("limits.max_answer_bytes", "limits.max_answer_bytes", int(c.Limits.MaxAnswerBytes))
-	if c.Store != StoreSQLite && c.Store != StoreMemory {
-		v.add("store", "store: %q must be %s or %s", c.Store, StoreSQLite, StoreMemory)
+	if c.Store != StoreSQLite && c.Store != StoreMemory && c.Store != StorePostgres {
+		v.add("store", "store: %q must be %s, %s or %s", c.Store, StoreSQLite, StoreMemory, StorePostgres)
 	}
+	v.postgres(c)
 	if c.StateDir != "" && !filepath.IsAbs(c.StateDir) {
 		v.add("state_dir", "state_dir: %q must be an absolute path", c.StateDir)
 	}
@@ -135,6 +136,22 @@ func (v *checker) config(c *Config) {
 	v.mcp(c)
 	v.quotas(c.Quotas)
 	v.tracing(c.Tracing)
+	v.cluster(c)
+}
+
+// postgres checks the postgres block: a dsn when the store is postgres,
+// and no dsn for another store, where it would be silently unused.
+func (v *checker) postgres(c *Config) {
+	switch {
+	case c.Store == StorePostgres && c.Postgres.DSN == "":
+		v.add("postgres.dsn", "postgres.dsn: store is postgres, and it needs a connection string (postgres://user@host/db, or ${VAR} to read it from the environment)")
+	case c.Store != StorePostgres && c.Postgres.DSN != "":
+		v.add("postgres.dsn", "postgres.dsn: set, but store is %s; set store: postgres to use it", c.Store)
+	}
+	v.positive("postgres.max_conns", "postgres.max_conns", c.Postgres.MaxConns)
+	if t := c.Postgres.StatementTimeout; t < time.Millisecond {
+		v.add("postgres.statement_timeout", "postgres.statement_timeout: must be at least 1ms, got %s", t)
+	}
 }
 
 // at is " (line N)" for the line of path, or "" when it has none.

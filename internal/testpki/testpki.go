@@ -68,6 +68,9 @@ type Leaf struct {
 	// Server makes a server certificate for localhost and 127.0.0.1;
 	// otherwise a client certificate.
 	Server bool
+	// AlsoClient makes a server certificate usable as a client
+	// certificate too, as a gateway replica's is when it calls another.
+	AlsoClient bool
 	// NotBefore and NotAfter default to an hour ago and a day ahead.
 	NotBefore, NotAfter time.Time
 }
@@ -100,6 +103,9 @@ func (ca *CA) Issue(l Leaf) (*Issued, error) {
 	}
 	if l.Server {
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+		if l.AlsoClient {
+			tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageClientAuth)
+		}
 		tmpl.DNSNames = []string{"localhost"}
 		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
 	}

@@ -165,6 +165,16 @@ func testBegin(t *testing.T, open func(*testing.T) store.Store) {
 		}
 	})
 
+	t.Run("a store acting for no replica records a turn's replica as none whatever the caller gave", func(t *testing.T) {
+		st := open(t)
+		tr := NewTurn("t1", "r1", 1, 0)
+		tr.Replica = "someone"
+		mustBegin(t, st, tr)
+		if got, err := st.Get(ctx, "t1"); err != nil || got.Replica != "" {
+			t.Errorf("Get: replica %q, %v; want \"\" (Replica is the store's to set, and only in a cluster)", got.Replica, err)
+		}
+	})
+
 	t.Run("twenty concurrent submissions of one request id start one turn", func(t *testing.T) {
 		st := open(t)
 		const n = 20
@@ -697,6 +707,14 @@ func testSessions(t *testing.T, open func(*testing.T) store.Store) {
 		AssertSessions(t, mustSessions(t, st), []store.Session{s})
 	})
 
+	t.Run("a store acting for no replica records a session's replica as none whatever the caller gave", func(t *testing.T) {
+		st := open(t)
+		s := NewSession("s1", 0)
+		s.Replica = "someone"
+		mustPutSession(t, st, s)
+		AssertSessions(t, mustSessions(t, st), []store.Session{NewSession("s1", 0)})
+	})
+
 	t.Run("a deleted session is gone and deleting an unknown one is no error", func(t *testing.T) {
 		st := open(t)
 		keep, gone := NewSession("keep", 0), NewSession("gone", 1)
@@ -753,8 +771,8 @@ func mustSessions(t *testing.T, st store.Store) []store.Session {
 	return got
 }
 
-// AssertSessions compares records field by field; times as instants, and
-// an empty ConfigOptions as nil.
+// AssertSessions compares records field by field, Replica included; times
+// as instants, and an empty ConfigOptions as nil.
 func AssertSessions(t *testing.T, got, want []store.Session) {
 	t.Helper()
 	norm := func(s store.Session) string {
@@ -762,8 +780,8 @@ func AssertSessions(t *testing.T, got, want []store.Session) {
 		if !s.SuspendedAt.IsZero() {
 			suspended = fmt.Sprint(s.SuspendedAt.UnixNano())
 		}
-		return fmt.Sprintf("%s agent=%s acp=%s cwd=%s owner=%s created=%d mode=%q options=%v suspended=%s",
-			s.ID, s.Agent, s.ACPSessionID, s.Cwd, s.Owner, s.CreatedAt.UnixNano(), s.Mode, s.ConfigOptions, suspended)
+		return fmt.Sprintf("%s agent=%s acp=%s cwd=%s owner=%s created=%d mode=%q options=%v suspended=%s replica=%q",
+			s.ID, s.Agent, s.ACPSessionID, s.Cwd, s.Owner, s.CreatedAt.UnixNano(), s.Mode, s.ConfigOptions, suspended, s.Replica)
 	}
 	var g, w []string
 	for _, s := range got {
@@ -832,12 +850,13 @@ func turnIDs(turns []store.Turn) []string {
 	return ids
 }
 
-// assertTurn compares the fields Begin and Started set; times by instant,
+// assertTurn compares the fields Begin and Started set, Replica included
+// (NewTurn's is "", as a store outside a cluster records it); times by instant,
 // since a store need not keep a time's location or monotonic reading.
 func assertTurn(t *testing.T, got, want store.Turn) {
 	t.Helper()
 	if got.ID != want.ID || got.RequestID != want.RequestID || got.Attempt != want.Attempt ||
-		got.Agent != want.Agent || got.Target != want.Target || got.SessionID != want.SessionID || got.Owner != want.Owner ||
+		got.Agent != want.Agent || got.Target != want.Target || got.SessionID != want.SessionID || got.Owner != want.Owner || got.Replica != want.Replica ||
 		!bytes.Equal(got.PromptHash, want.PromptHash) || !got.StartedAt.Equal(want.StartedAt) {
 		t.Errorf("turn = %+v\nwant %+v", got, want)
 	}

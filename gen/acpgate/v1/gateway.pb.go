@@ -1396,6 +1396,12 @@ type Session struct {
 	// SUSPENDED session, the option values that re-opening sets again (with
 	// only `id` and `current_value` known).
 	ConfigOptions []*ConfigOption `protobuf:"bytes,14,rep,name=config_options,json=configOptions,proto3" json:"config_options,omitempty"`
+	// With several gateway replicas (config `cluster`), the replica whose
+	// agent process serves the session (its `cluster.replica_id`); empty for
+	// a SUSPENDED session, which the next replica to need it re-opens, and
+	// for a gateway on its own. Informational: any replica serves any call
+	// about the session.
+	Replica       string `protobuf:"bytes,30,opt,name=replica,proto3" json:"replica,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1526,6 +1532,13 @@ func (x *Session) GetConfigOptions() []*ConfigOption {
 		return x.ConfigOptions
 	}
 	return nil
+}
+
+func (x *Session) GetReplica() string {
+	if x != nil {
+		return x.Replica
+	}
+	return ""
 }
 
 // SessionMode is a mode an agent can run a session in (ACP SessionMode):
@@ -2373,7 +2386,12 @@ type Turn struct {
 	// The `seq` of the turn's last journaled event so far.
 	LastSeq uint64 `protobuf:"varint,9,opt,name=last_seq,json=lastSeq,proto3" json:"last_seq,omitempty"`
 	// The turn's terminal event (`outcome` or `error`) once it has ended.
-	Terminal      *PromptEvent `protobuf:"bytes,10,opt,name=terminal,proto3" json:"terminal,omitempty"`
+	Terminal *PromptEvent `protobuf:"bytes,10,opt,name=terminal,proto3" json:"terminal,omitempty"`
+	// With several gateway replicas, the replica that ran (or runs) the
+	// turn; empty for a gateway on its own. A turn whose replica was lost
+	// ends with the `gateway_stopped` transport error, written by another
+	// replica.
+	Replica       string `protobuf:"bytes,20,opt,name=replica,proto3" json:"replica,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2476,6 +2494,13 @@ func (x *Turn) GetTerminal() *PromptEvent {
 		return x.Terminal
 	}
 	return nil
+}
+
+func (x *Turn) GetReplica() string {
+	if x != nil {
+		return x.Replica
+	}
+	return ""
 }
 
 // CancelRequest names the session whose turn to cancel.
@@ -2871,7 +2896,7 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\aheaders\x18\x03 \x03(\v2\x15.acpgate.v1.McpHeaderR\aheaders\"5\n" +
 	"\tMcpHeader\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value\"\xe1\x04\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\"\xfb\x04\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05agent\x18\x02 \x01(\tR\x05agent\x12\x10\n" +
@@ -2888,7 +2913,8 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\x05usage\x18\v \x01(\v2\x11.acpgate.v1.UsageR\x05usage\x12-\n" +
 	"\x05modes\x18\f \x03(\v2\x17.acpgate.v1.SessionModeR\x05modes\x12&\n" +
 	"\x0fcurrent_mode_id\x18\r \x01(\tR\rcurrentModeId\x12?\n" +
-	"\x0econfig_options\x18\x0e \x03(\v2\x18.acpgate.v1.ConfigOptionR\rconfigOptions\"S\n" +
+	"\x0econfig_options\x18\x0e \x03(\v2\x18.acpgate.v1.ConfigOptionR\rconfigOptions\x12\x18\n" +
+	"\areplica\x18\x1e \x01(\tR\areplica\"S\n" +
 	"\vSessionMode\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12 \n" +
@@ -2945,7 +2971,7 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"page_token\x18\x04 \x01(\tR\tpageToken\"c\n" +
 	"\x11ListTurnsResponse\x12&\n" +
 	"\x05turns\x18\x01 \x03(\v2\x10.acpgate.v1.TurnR\x05turns\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xfc\x02\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x96\x03\n" +
 	"\x04Turn\x12\x17\n" +
 	"\aturn_id\x18\x01 \x01(\tR\x06turnId\x12\x1d\n" +
 	"\n" +
@@ -2960,7 +2986,8 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\bended_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\aendedAt\x12\x19\n" +
 	"\blast_seq\x18\t \x01(\x04R\alastSeq\x123\n" +
 	"\bterminal\x18\n" +
-	" \x01(\v2\x17.acpgate.v1.PromptEventR\bterminal\".\n" +
+	" \x01(\v2\x17.acpgate.v1.PromptEventR\bterminal\x12\x18\n" +
+	"\areplica\x18\x14 \x01(\tR\areplica\".\n" +
 	"\rCancelRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\".\n" +

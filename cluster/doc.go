@@ -1,0 +1,11 @@
+// Package cluster is what one gateway replica needs of the others: a lease
+// in the shared store that says it is alive (Lease), connections to the
+// other replicas (Peers), and the credential a forwarded call carries
+// (Secret), so that the replica that runs a session's agent can trust the
+// caller another replica authenticated.
+//
+// The coordination itself is PostgreSQL's (see store.Cluster): leases,
+// epochs, the constraint that makes an idempotency key run once, and the
+// notifications that wake a watcher on another replica. Nothing here
+// votes, gossips or elects.
+package cluster

@@ -1,0 +1,116 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/acpgate/acpgate/store"
+)
+
+// LeaseOptions configure a Lease.
+type LeaseOptions struct {
+	// Store is the shared store.
+	Store store.Cluster
+	// Self is this replica: its ID, Address and MaxSessions.
+	Self store.Replica
+	// TTL is how long the lease lasts unrenewed; it is renewed, and lost
+	// replicas are reaped, every TTL/3.
+	TTL time.Duration
+	// Load reports this replica's open sessions and running turns, for
+	// placement.
+	Load func() (sessions, runningTurns int)
+	// Terminal is the terminal of a turn a lost replica left running.
+	Terminal func(store.Turn) store.Event
+	// Lost is called once if the lease is lost (expired before it was
+	// renewed, or superseded): the replica no longer owns its turns and
+	// sessions and must stop serving them.
+	Lost func(error)
+	// Logger receives what the lease does.
+	Logger *slog.Logger
+}
+
+// Lease holds this replica's lease: joined by Start, renewed until Stop,
+// reaping the replicas whose leases expire.
+type Lease struct {
+	o    LeaseOptions
+	stop chan struct{}
+	done chan struct{}
+}
+
+// StartLease joins the cluster and starts renewing. Before it returns,
+// every replica already lost has been reaped once, so that a restarted
+// replica finds the turns of its previous run ended.
+func StartLease(ctx context.Context, o LeaseOptions) (*Lease, error) {
+	if _, err := o.Store.Join(ctx, o.Self, o.TTL); err != nil {
+		return nil, fmt.Errorf("joining the cluster as %s: %w", o.Self.ID, err)
+	}
+	l := &Lease{o: o, stop: make(chan struct{}), done: make(chan struct{})}
+	l.reap(ctx)
+	go l.run()
+	return l, nil
+}
+
+// Self is the replica as it joined (with its epoch).
+func (l *Lease) Self() store.Replica { return l.o.Store.Self() }
+
+func (l *Lease) run() {
+	defer close(l.done)
+	t := time.NewTicker(l.o.TTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), l.o.TTL/3)
+		sessions, running := l.o.Load()
+		err := l.o.Store.Renew(ctx, sessions, running, l.o.TTL)
+		if errors.Is(err, store.ErrLeaseLost) {
+			cancel()
+			l.o.Logger.Error("this replica lost its lease: another replica may have ended its turns; it stops serving them", "replica", l.o.Self.ID, "err", err)
+			l.o.Lost(err)
+			return
+		}
+		if err != nil {
+			// The database is unreachable: keep trying until the lease
+			// would have run out; by then Renew says it is lost.
+			l.o.Logger.Warn("renewing the replica's lease failed", "replica", l.o.Self.ID, "err", err)
+		}
+		l.reap(ctx)
+		cancel()
+	}
+}
+
+// reap ends the leases that expired, and their turns.
+func (l *Lease) reap(ctx context.Context) {
+	reaped, ended, err := l.o.Store.Reap(ctx, l.o.Terminal)
+	if err != nil {
+		l.o.Logger.Warn("reaping lost replicas failed", "err", err)
+		return
+	}
+	for _, r := range reaped {
+		l.o.Logger.Warn("a replica's lease expired: its running turns end and its sessions are released", "lost_replica", r.ID, "epoch", r.Epoch)
+	}
+	for _, t := range ended {
+		l.o.Logger.Warn("a turn of a lost replica has ended", "turn", t.ID, "agent", t.Agent, "lost_replica", t.Replica, "last_seq", t.LastSeq)
+	}
+}
+
+// Stop stops renewing and leaves the cluster: called after the replica has
+// ended its turns, so that nothing of it is left to reap.
+func (l *Lease) Stop(ctx context.Context) {
+	select {
+	case <-l.stop:
+		return
+	default:
+	}
+	close(l.stop)
+	<-l.done
+	if err := l.o.Store.Leave(ctx); err != nil {
+		l.o.Logger.Warn("leaving the cluster failed; the other replicas will reap this replica when its lease expires", "err", err)
+	}
+}

@@ -1,0 +1,501 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+	"github.com/acpgate/acpgate/internal/testpg"
+	"github.com/acpgate/acpgate/internal/testpki"
+)
+
+// The tests in this file run several replicas of the real binary on one
+// real PostgreSQL (Debian's, started by package testpg): any replica serves
+// any call, an idempotency key runs once across replicas, and a replica
+// killed mid-turn is reported by the others.
+
+// leaseTTL is the replicas' lease in these tests: short, so that a lost
+// replica is reaped within seconds.
+const leaseTTL = time.Second
+
+// replica is one running replica of a test cluster.
+type replica struct {
+	*served
+	id     string
+	port   int
+	cfg    string
+	conn   *grpc.ClientConn
+	client acpgatev1.AgentGatewayClient
+	dial   func(*testing.T, *served) *grpc.ClientConn // nil: plaintext
+}
+
+// testCluster is n replicas on one fresh database, sharing a workspace and
+// the test agent's sessions directory (storage shared by the replicas, so
+// that a lost replica's sessions can be re-opened elsewhere) and the
+// agent's prompt count.
+type testCluster struct {
+	replicas []*replica
+	prompts  string
+}
+
+func startCluster(t *testing.T, n int, extra string) *testCluster {
+	t.Helper()
+	return startClusterWith(t, n, clusterOpts{extra: extra})
+}
+
+// clusterOpts vary a test cluster: extra is appended to each replica's
+// configuration, inCluster to its cluster block, and dial, when set,
+// connects the test's client to a replica.
+type clusterOpts struct {
+	extra, inCluster string
+	dial             func(*testing.T, *served) *grpc.ClientConn
+}
+
+func startClusterWith(t *testing.T, n int, o clusterOpts) *testCluster {
+	t.Helper()
+	dsn := testpg.Start(t)
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("a secret the replicas share, 1234567890"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	workspace, sessions := t.TempDir(), t.TempDir()
+	c := &testCluster{prompts: filepath.Join(t.TempDir(), "prompts")}
+	for i := range n {
+		id := string(rune('a' + i))
+		port := freePort(t)
+		cfg := writeConfig(t, fmt.Sprintf(`
+shutdown_grace: 5s
+store: postgres
+postgres:
+  dsn: %q
+cluster:
+  replica_id: %s
+  advertise: 127.0.0.1:%d
+  secret_file: %q
+  lease_ttl: %s
+%s
+agents:
+  - name: test
+    command: "${ACPGATE_E2E_AGENT}"
+    args: [--unique-sessions, --load-session, --resume-session, --sessions-dir, %q, --count-prompts, %q]
+    workspace: %q
+    permission_policy: ask
+    cancel_grace: 2s
+%s`, dsn, id, port, secret, leaseTTL, o.inCluster, sessions, c.prompts, workspace, o.extra))
+		r := &replica{id: id, port: port, cfg: cfg, dial: o.dial}
+		r.start(t)
+		c.replicas = append(c.replicas, r)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, r := range c.replicas {
+				t.Logf("replica %s:\n%s", r.id, r.log())
+			}
+		}
+	})
+	return c
+}
+
+// start serves the replica (again).
+func (r *replica) start(t *testing.T) {
+	t.Helper()
+	r.served = serve(t, "--config", r.cfg, "--listen", fmt.Sprintf("127.0.0.1:%d", r.port))
+	if r.dial != nil {
+		r.conn = r.dial(t, r.served)
+	} else {
+		r.conn = dialTest(t, r.addr)
+	}
+	r.client = acpgatev1.NewAgentGatewayClient(r.conn)
+}
+
+// freePort is a loopback port nothing listens on (for a replica's
+// advertised address, which its configuration names before it listens).
+func freePort(t *testing.T) int {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	return lis.Addr().(*net.TCPAddr).Port
+}
+
+// startedTurn reads a Prompt stream up to its TurnStarted.
+func startedTurn(t *testing.T, stream acpgatev1.AgentGateway_PromptClient) *acpgatev1.TurnStarted {
+	t.Helper()
+	for {
+		e, err := stream.Recv()
+		if err != nil {
+			t.Fatalf("before TurnStarted: %v", err)
+		}
+		if s := e.GetStarted(); s != nil {
+			return s
+		}
+	}
+}
+
+func TestASessionCreatedOnOneReplicaIsPromptedThroughAnotherAndCancelledThroughAThird(t *testing.T) {
+	c := startCluster(t, 3, "")
+	a, b, cc := c.replicas[0], c.replicas[1], c.replicas[2]
+	ctx := testCtx(t)
+	sess, err := a.client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess.GetReplica() != "a" {
+		t.Errorf("a session created through replica a runs on %q", sess.GetReplica())
+	}
+	events := promptEvents(ctx, t, b.client, sess.GetId(), "chunk one")
+	if o := events[len(events)-1].GetOutcome(); o.GetText() != "one" {
+		t.Fatalf("the turn prompted through b ended %v", events[len(events)-1])
+	}
+	for _, r := range c.replicas {
+		got, err := r.client.GetSession(ctx, &acpgatev1.GetSessionRequest{SessionId: sess.GetId()})
+		if err != nil || got.GetTurns() != 1 || got.GetReplica() != "a" || got.GetAcpSessionId() != sess.GetAcpSessionId() {
+			t.Errorf("GetSession through %s = %v, %v; want the session on a with one turn", r.id, got, err)
+		}
+		list, err := r.client.ListSessions(ctx, &acpgatev1.ListSessionsRequest{})
+		if err != nil || len(list.GetSessions()) != 1 || list.GetSessions()[0].GetId() != sess.GetId() || list.GetSessions()[0].GetReplica() != "a" {
+			t.Errorf("ListSessions through %s = %v, %v; want the one session, on a", r.id, list, err)
+		}
+	}
+
+	stream, err := b.client.Prompt(ctx, &acpgatev1.PromptRequest{SessionId: sess.GetId(), Text: "chunk waiting\nsleep 60000\nchunk never"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startedTurn(t, stream)
+	resp, err := cc.client.Cancel(ctx, &acpgatev1.CancelRequest{SessionId: sess.GetId()})
+	if err != nil || !resp.GetCancelled() {
+		t.Fatalf("Cancel through c = %v, %v; want cancelled", resp, err)
+	}
+	rest := drain(t, stream)
+	if e := rest[len(rest)-1].GetError(); !e.GetHarness().GetCancelled() {
+		t.Errorf("the turn cancelled through c ended %v, want cancelled", rest[len(rest)-1])
+	}
+	if _, err := cc.client.CloseSession(ctx, &acpgatev1.CloseSessionRequest{SessionId: sess.GetId()}); err != nil {
+		t.Fatalf("CloseSession through c: %v", err)
+	}
+	for _, r := range c.replicas {
+		if _, err := r.client.GetSession(ctx, &acpgatev1.GetSessionRequest{SessionId: sess.GetId()}); status.Code(err) != codes.NotFound {
+			t.Errorf("after CloseSession, GetSession through %s: %v, want NOT_FOUND", r.id, err)
+		}
+	}
+}
+
+func TestAPermissionAskedOnOneReplicaIsResolvedThroughAnother(t *testing.T) {
+	c := startCluster(t, 3, "")
+	a, cc := c.replicas[0], c.replicas[2]
+	ctx := testCtx(t)
+	sess, err := a.client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := a.client.Prompt(ctx, &acpgatev1.PromptRequest{SessionId: sess.GetId(), Text: "permission tool-1\nchunk after"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked *acpgatev1.PermissionRequest
+	for asked == nil {
+		e, err := stream.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		asked = e.GetPermissionRequested()
+	}
+	if _, err := cc.client.ResolvePermission(ctx, &acpgatev1.ResolvePermissionRequest{SessionId: sess.GetId(), RequestId: asked.GetRequestId(), OptionId: "allow"}); err != nil {
+		t.Fatalf("ResolvePermission through c: %v", err)
+	}
+	rest := drain(t, stream)
+	if o := rest[len(rest)-1].GetOutcome(); o.GetText() != "permission:allowafter" {
+		t.Errorf("the turn whose permission c resolved ended %v", rest[len(rest)-1])
+	}
+}
+
+func TestATurnRunningOnOneReplicaIsWatchedLiveThroughTheOthersWithIdenticalBytes(t *testing.T) {
+	c := startCluster(t, 3, "")
+	ctx := testCtx(t)
+	a := c.replicas[0]
+	var script strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&script, "chunk part%d\nsleep 50\n", i)
+	}
+	stream, err := a.client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: "test", Text: script.String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	turnID := startedTurn(t, stream).GetTurnId()
+	watched := make([][][]byte, len(c.replicas))
+	errs := make([]error, len(c.replicas))
+	var wg sync.WaitGroup
+	for i, r := range c.replicas {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			watched[i], errs[i] = rawStream(t, r.conn, "/acpgate.v1.AgentGateway/WatchTurn", &acpgatev1.WatchTurnRequest{TurnId: turnID})
+		}()
+	}
+	drain(t, stream)
+	wg.Wait()
+	for i, r := range c.replicas {
+		if errs[i] != nil {
+			t.Fatalf("watching through %s: %v", r.id, errs[i])
+		}
+		events := decodeEvents(t, watched[i])
+		checkSeqs(t, events, 1)
+		if o := events[len(events)-1].GetOutcome(); o == nil {
+			t.Fatalf("the watch through %s ended %v", r.id, events[len(events)-1])
+		}
+		if len(watched[i]) != len(watched[0]) || !slices.EqualFunc(watched[i], watched[0], bytes.Equal) {
+			t.Errorf("the watch through %s differs from the one through a (%d events, %d)", r.id, len(watched[i]), len(watched[0]))
+		}
+	}
+	for _, r := range c.replicas {
+		got, err := r.client.GetTurn(ctx, &acpgatev1.GetTurnRequest{TurnId: turnID})
+		if err != nil || got.GetState() != acpgatev1.TurnState_TURN_STATE_ENDED || got.GetReplica() != "a" {
+			t.Errorf("GetTurn through %s = %v, %v", r.id, got, err)
+		}
+	}
+}
+
+func TestOneRequestIDSubmittedAHundredTimesAcrossThreeReplicasRunsOneTurn(t *testing.T) {
+	c := startCluster(t, 3, "")
+	ctx := testCtx(t)
+	const n = 100
+	results := make([][]*acpgatev1.PromptEvent, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := c.replicas[i%len(c.replicas)]
+			stream, err := r.client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: "test", Text: "chunk once\nsleep 200\nchunk only", RequestId: "the-one-key"})
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			for {
+				e, err := stream.Recv()
+				if err != nil {
+					if status.Code(err) != codes.OK && !strings.Contains(err.Error(), "EOF") {
+						errs[i] = err
+					}
+					return
+				}
+				results[i] = append(results[i], e)
+			}
+		}()
+	}
+	wg.Wait()
+	turns := map[string]bool{}
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("submission %d: %v", i, errs[i])
+		}
+		ev := results[i]
+		if len(ev) == 0 || ev[len(ev)-1].GetOutcome().GetText() != "onceonly" {
+			t.Fatalf("submission %d got %v", i, ev)
+		}
+		turns[ev[0].GetStarted().GetTurnId()] = true
+	}
+	if len(turns) != 1 {
+		t.Errorf("the submissions saw %d turns, want 1: %v", len(turns), turns)
+	}
+	if got := promptsSeen(t, c.prompts); got != 1 {
+		t.Errorf("the agent was prompted %d times, want once", got)
+	}
+}
+
+func TestAKilledReplicasTurnEndsWithGatewayStoppedForWatchersOnTheOthersAndStaysEnded(t *testing.T) {
+	c := startCluster(t, 3, "")
+	a, b, cc := c.replicas[0], c.replicas[1], c.replicas[2]
+	ctx := testCtx(t)
+	stream, err := a.client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: "test", Text: "chunk before\nsleep 60000\nchunk never"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	turnID := startedTurn(t, stream).GetTurnId()
+	watch, err := b.client.WatchTurn(ctx, &acpgatev1.WatchTurnRequest{TurnId: turnID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := watch.Recv(); err != nil {
+		t.Fatalf("the watch through b: %v", err)
+	}
+	killed := time.Now()
+	a.stop(t, syscall.SIGKILL)
+	events := drain(t, watch)
+	took := time.Since(killed)
+	last := events[len(events)-1].GetError()
+	if last.GetTransport().GetReason() != acpgatev1.TransportReason_TRANSPORT_REASON_GATEWAY_STOPPED || !last.GetRetryable() {
+		t.Fatalf("the watcher on b got %v, want the retryable gateway-stopped terminal", events[len(events)-1])
+	}
+	// The lease runs out leaseTTL after its last renewal (at most
+	// leaseTTL/3 before the kill), and a replica reaps at its next
+	// renewal, leaseTTL/3 later: 2 s is the stated bound plus a margin for
+	// a loaded machine.
+	if took > leaseTTL+leaseTTL/3+2*time.Second {
+		t.Errorf("the watcher learned of the loss %v after the kill", took)
+	}
+	t.Logf("the watcher on b got the gateway-stopped terminal %v after replica a was killed", took.Round(time.Millisecond))
+	got, err := cc.client.GetTurn(ctx, &acpgatev1.GetTurnRequest{TurnId: turnID})
+	if err != nil || got.GetState() != acpgatev1.TurnState_TURN_STATE_ENDED || got.GetTerminal().GetError().GetTransport() == nil {
+		t.Fatalf("GetTurn through c = %v, %v", got, err)
+	}
+	a.start(t)
+	again, err := a.client.GetTurn(ctx, &acpgatev1.GetTurnRequest{TurnId: turnID})
+	if err != nil || again.GetState() != acpgatev1.TurnState_TURN_STATE_ENDED || again.GetLastSeq() != got.GetLastSeq() {
+		t.Errorf("after a's restart, GetTurn through a = %v, %v; want the turn ended as c saw it (last seq %d)", again, err, got.GetLastSeq())
+	}
+}
+
+func TestACreateSessionSentToAReplicaAtItsLimitOpensOnAnother(t *testing.T) {
+	c := startCluster(t, 2, "limits:\n  max_sessions: 1\n")
+	a := c.replicas[0]
+	ctx := testCtx(t)
+	first, err := a.client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := a.client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: "test"})
+	if err != nil {
+		t.Fatalf("a second CreateSession to a, at its limit: %v", err)
+	}
+	if first.GetReplica() != "a" || second.GetReplica() != "b" {
+		t.Errorf("the sessions run on %q and %q, want a and b", first.GetReplica(), second.GetReplica())
+	}
+	events := promptEvents(ctx, t, a.client, second.GetId(), "chunk placed")
+	if o := events[len(events)-1].GetOutcome(); o.GetText() != "placed" {
+		t.Errorf("the placed session's turn ended %v", events[len(events)-1])
+	}
+	if _, err := a.client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: "test"}); status.Code(err) != codes.ResourceExhausted {
+		t.Errorf("a third CreateSession with every replica full: %v, want RESOURCE_EXHAUSTED", err)
+	}
+}
+
+func TestASessionOfAKilledReplicaIsSuspendedAndResumedThroughAnotherReplica(t *testing.T) {
+	c := startCluster(t, 2, "")
+	a, b := c.replicas[0], c.replicas[1]
+	ctx := testCtx(t)
+	sess := sessionWithATurn(ctx, t, a.client)
+	a.stop(t, syscall.SIGKILL)
+	killed := time.Now()
+	got := wantState(ctx, t, b.client, sess.GetId(), acpgatev1.SessionState_SESSION_STATE_SUSPENDED)
+	t.Logf("suspended through b %v after the kill", time.Since(killed).Round(time.Millisecond))
+	if got.GetReplica() != "" || got.GetAcpSessionId() != sess.GetAcpSessionId() {
+		t.Errorf("the lost replica's session through b: %v", got)
+	}
+	resumeAt := time.Now()
+	wantResumed(ctx, t, b.client, sess.GetId(), "session/resume")
+	t.Logf("resumed in %v", time.Since(resumeAt).Round(time.Millisecond))
+	if s, err := b.client.GetSession(ctx, &acpgatev1.GetSessionRequest{SessionId: sess.GetId()}); err != nil || s.GetReplica() != "b" {
+		t.Errorf("the resumed session: %v, %v; want it on b", s, err)
+	}
+}
+
+func TestReplicasServingMTLSForwardCallsOverMTLSOnBehalfOfTheCallerTheyAuthenticated(t *testing.T) {
+	p := newPKI(t)
+	certFile, keyFile, err := p.issue(t, testpki.Leaf{CommonName: "replica", Server: true, AlsoClient: true}).WriteFiles(p.dir, "replica")
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := p.issue(t, testpki.Leaf{CommonName: "alice"})
+	bob := p.issue(t, testpki.Leaf{CommonName: "bob"})
+	c := startClusterWith(t, 2, clusterOpts{
+		extra:     fmt.Sprintf("tls: {cert_file: %s, key_file: %s, client_ca_file: %s}\nauth: {mode: mtls}\n", certFile, keyFile, p.caFile),
+		inCluster: fmt.Sprintf("  ca_file: %s", p.caFile),
+		dial:      func(t *testing.T, s *served) *grpc.ClientConn { return p.tlsClient(t, s, alice) },
+	})
+	a, b := c.replicas[0], c.replicas[1]
+	ctx := testCtx(t)
+	sess, err := a.client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := promptEvents(ctx, t, b.client, sess.GetId(), "chunk mine")
+	if o := events[len(events)-1].GetOutcome(); o.GetText() != "mine" {
+		t.Fatalf("alice's turn through b ended %v", events[len(events)-1])
+	}
+	asBob := acpgatev1.NewAgentGatewayClient(p.tlsClient(t, b.served, bob))
+	if _, err := asBob.GetSession(ctx, &acpgatev1.GetSessionRequest{SessionId: sess.GetId()}); status.Code(err) != codes.NotFound {
+		t.Errorf("bob asking b for alice's session on a: %v, want NOT_FOUND (a judges the caller b authenticated)", err)
+	}
+	if _, err := asBob.Cancel(ctx, &acpgatev1.CancelRequest{SessionId: sess.GetId()}); status.Code(err) != codes.NotFound {
+		t.Errorf("bob cancelling alice's session through b: %v, want NOT_FOUND", err)
+	}
+}
+
+func TestAReplicaPausedPastItsLeaseFindsItsTurnEndedByAnotherAndStopsWithoutWritingToIt(t *testing.T) {
+	c := startCluster(t, 2, "")
+	a, b := c.replicas[0], c.replicas[1]
+	ctx := testCtx(t)
+	stream, err := a.client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: "test", Text: "chunk before\nsleep 3000\nchunk after"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	turnID := startedTurn(t, stream).GetTurnId()
+	// A paused process is a partition the test can make: a stops renewing
+	// its lease, and comes back believing it still owns the turn.
+	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	watch, err := b.client.WatchTurn(ctx, &acpgatev1.WatchTurnRequest{TurnId: turnID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := drain(t, watch)
+	ended := events[len(events)-1]
+	if ended.GetError().GetTransport().GetReason() != acpgatev1.TransportReason_TRANSPORT_REASON_GATEWAY_STOPPED {
+		t.Fatalf("the paused replica's turn ended %v for the watcher on b", ended)
+	}
+	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-a.exited:
+		if err == nil {
+			t.Errorf("the replica that lost its lease exited with status 0, want a failure its supervisor sees")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the replica that lost its lease is still running:\n%s", a.log())
+	}
+	if !strings.Contains(a.log(), "lost its lease") {
+		t.Errorf("the replica did not say it lost its lease:\n%s", a.log())
+	}
+	// The agent on a finished its turn ("chunk after") after the pause, and
+	// a may have tried to journal it: the store refused, and the turn is as
+	// b ended it.
+	got, err := b.client.GetTurn(ctx, &acpgatev1.GetTurnRequest{TurnId: turnID})
+	if err != nil || got.GetLastSeq() != ended.GetSeq() || got.GetTerminal().GetError().GetTransport() == nil {
+		t.Errorf("after a came back, GetTurn through b = %v, %v; want the turn as b ended it, at seq %d", got, err, ended.GetSeq())
+	}
+	replay := drain(t, mustWatch(ctx, t, b.client, turnID))
+	if len(replay) != len(events) {
+		t.Errorf("the turn's journal has %d events after a came back, %d before", len(replay), len(events))
+	}
+}
+
+// mustWatch opens a WatchTurn of the whole turn.
+func mustWatch(ctx context.Context, t *testing.T, client acpgatev1.AgentGatewayClient, turnID string) acpgatev1.AgentGateway_WatchTurnClient {
+	t.Helper()
+	w, err := client.WatchTurn(ctx, &acpgatev1.WatchTurnRequest{TurnId: turnID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}

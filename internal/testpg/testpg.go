@@ -1,0 +1,398 @@
+// Package testpg runs a real PostgreSQL server for tests: one per test
+// binary, from Debian's postgresql package (the binaries under
+// /usr/lib/postgresql/VERSION/bin), in a temporary data directory, with a
+// fresh database for each caller. Tests of the PostgreSQL store and
+// end-to-end tests of several acpgate processes use it; mocking the
+// database would test nothing of what matters (locks, constraints,
+// notifications, the clock).
+//
+// A test binary that uses it calls Main from its TestMain, so that the
+// server is stopped and its directory removed when the tests end, however
+// they end:
+//
+//	func TestMain(m *testing.M) { os.Exit(testpg.Main(m)) }
+//
+// The server runs as a user other than root when the tests run as root
+// (PostgreSQL refuses root): the postgres system user, else nobody. It
+// listens on a unix socket in its directory and on 127.0.0.1 with a free
+// port, trusts every local connection, and runs with fsync off: the data
+// is the tests' and is thrown away. It is killed if the test binary dies
+// (the kernel's parent-death signal), so a crashed test leaves no server
+// behind.
+//
+// Without the binaries, Start skips the test, unless ACPGATE_REQUIRE_POSTGRES
+// is 1 (as in make go-test), where a missing PostgreSQL is a failure rather
+// than a silently smaller suite.
+package testpg
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// RequireEnv names the environment variable that makes a missing
+// PostgreSQL a failure.
+const RequireEnv = "ACPGATE_REQUIRE_POSTGRES"
+
+// binGlob finds Debian's PostgreSQL binaries, one directory per version.
+const binGlob = "/usr/lib/postgresql/*/bin"
+
+// superuser is the role initdb creates; every database is reached as it.
+const superuser = "acpgate"
+
+// Bounds of the server's life.
+const (
+	// readyTimeout bounds the wait for a new server to take
+	// connections (initdb is not in it).
+	readyTimeout = 30 * time.Second
+	// stopTimeout bounds a fast shutdown before the server is killed.
+	stopTimeout = 10 * time.Second
+	// startAttempts: the free port is found before the server binds it,
+	// and another process may take it in between.
+	startAttempts = 3
+)
+
+// the is the test binary's server, started by the first Start and
+// stopped by Main: one per process is the point, so it is the one piece
+// of package state.
+var the struct {
+	mu      sync.Mutex
+	main    bool // Main is running the tests
+	started bool
+	srv     *server
+	err     error // why the server could not start; the same for every caller
+	skip    string
+	dbs     int
+}
+
+// M is what Main runs: a *testing.M, or what wraps one.
+type M interface{ Run() int }
+
+// Main runs m's tests and then stops the server, if a test started it.
+// It returns m.Run's exit code, for os.Exit.
+func Main(m M) int {
+	the.mu.Lock()
+	the.main = true
+	the.mu.Unlock()
+	code := m.Run()
+	the.mu.Lock()
+	srv := the.srv
+	the.srv = nil
+	the.mu.Unlock()
+	if srv != nil {
+		if err := srv.stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "testpg:", err)
+			if code == 0 {
+				code = 1
+			}
+		}
+	}
+	return code
+}
+
+// Wrap is m, run through Main: for a TestMain that hands its M on, as
+// goleak.VerifyTestMain(testpg.Wrap(m)) does, so that the server is
+// stopped before goroutines are checked for leaks.
+func Wrap(m M) M { return mainRunner{m} }
+
+type mainRunner struct{ m M }
+
+func (r mainRunner) Run() int { return Main(r.m) }
+
+// Start returns the DSN of a new, empty database on the test binary's
+// server, starting the server if need be; the database is dropped when t
+// ends. The DSN is a postgres:// URL over TCP to 127.0.0.1, so another
+// process (an acpgate under test) can use it as it is.
+func Start(t testing.TB) string {
+	t.Helper()
+	srv, err := server0(t)
+	if err != nil {
+		t.Fatalf("testpg: %v", err)
+	}
+	the.mu.Lock()
+	the.dbs++
+	name := fmt.Sprintf("test_%d", the.dbs)
+	the.mu.Unlock()
+	if err := srv.admin(fmt.Sprintf(`CREATE DATABASE %s`, name)); err != nil {
+		t.Fatalf("testpg: creating a database: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := srv.admin(fmt.Sprintf(`DROP DATABASE IF EXISTS %s WITH (FORCE)`, name)); err != nil {
+			t.Errorf("testpg: dropping database %s: %v", name, err)
+		}
+	})
+	return srv.dsn(name)
+}
+
+// server0 is the running server, started on first use.
+func server0(t testing.TB) (*server, error) {
+	t.Helper()
+	the.mu.Lock()
+	defer the.mu.Unlock()
+	if !the.main {
+		return nil, errors.New("the test binary does not run testpg.Main from its TestMain, so the server would outlive it")
+	}
+	if !the.started {
+		the.started = true
+		bin, skip := findBin()
+		if skip != "" {
+			the.skip = skip
+		} else {
+			the.srv, the.err = start(bin)
+		}
+	}
+	if the.skip != "" {
+		if os.Getenv(RequireEnv) == "1" {
+			return nil, fmt.Errorf("%s, and %s=1 requires it (install Debian's postgresql package: make deps)", the.skip, RequireEnv)
+		}
+		t.Skipf("testpg: %s (install Debian's postgresql package to run this test)", the.skip)
+	}
+	return the.srv, the.err
+}
+
+// findBin is the directory of the newest PostgreSQL version installed, or
+// why there is none.
+func findBin() (dir, missing string) {
+	dirs, _ := filepath.Glob(binGlob)
+	version := func(d string) int {
+		n, _ := strconv.Atoi(filepath.Base(filepath.Dir(d)))
+		return n
+	}
+	slices.SortFunc(dirs, func(a, b string) int { return version(a) - version(b) })
+	for _, d := range slices.Backward(dirs) {
+		if isExecutable(filepath.Join(d, "initdb")) && isExecutable(filepath.Join(d, "postgres")) {
+			return d, ""
+		}
+	}
+	return "", "no PostgreSQL server binaries in " + binGlob
+}
+
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
+// server is a running PostgreSQL.
+type server struct {
+	dir  string // the temporary directory: data/, the socket, the log
+	port int
+	cmd  *exec.Cmd
+	// exited is closed once the process has been waited for; waitErr
+	// is then its result.
+	exited  chan struct{}
+	waitErr error
+	log     *os.File
+
+	mu   sync.Mutex // guards conn: one admin statement at a time
+	conn *pgx.Conn
+}
+
+// start makes a data directory with initdb and starts postgres on it.
+func start(bin string) (_ *server, err error) {
+	cred, err := credential()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "acpgate-pg-")
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(dir)
+		}
+	}()
+	if cred != nil {
+		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+			return nil, err
+		}
+	}
+	data := filepath.Join(dir, "data")
+	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", superuser, "-A", "trust", "-E", "UTF8",
+		"--locale=C", "--no-sync", "--no-instructions")
+	initdb.Env = env()
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
+	if out, err := initdb.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("initdb: %v\n%s", err, out)
+	}
+	log, err := os.Create(filepath.Join(dir, "server.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			log.Close()
+		}
+	}()
+	for attempt := 1; ; attempt++ {
+		srv, err := run(bin, dir, cred, log)
+		if err == nil || attempt == startAttempts {
+			return srv, err
+		}
+	}
+}
+
+// credential is whom the server runs as: nil (the tests' user) unless the
+// tests run as root.
+func credential() (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	for _, name := range []string{"postgres", "nobody"} {
+		u, err := user.Lookup(name)
+		if err != nil {
+			continue
+		}
+		uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+		gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+		if err1 == nil && err2 == nil && uid != 0 {
+			return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+		}
+	}
+	return nil, errors.New("running as root, and neither a postgres nor a nobody user to run PostgreSQL as")
+}
+
+// env is the server's environment: nothing of the tests'.
+func env() []string { return []string{"LC_ALL=C", "TZ=UTC", "PATH=/usr/bin:/bin"} }
+
+// run starts postgres on a free port and waits until it takes
+// connections.
+func run(bin, dir string, cred *syscall.Credential, log *os.File) (*server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	s := &server{dir: dir, port: port, exited: make(chan struct{}), log: log}
+	s.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", filepath.Join(dir, "data"),
+		"-k", dir, "-h", "127.0.0.1", "-p", strconv.Itoa(port),
+		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+		"-c", "max_connections=300", "-c", "log_min_messages=warning")
+	s.cmd.Env = env()
+	s.cmd.Stdout, s.cmd.Stderr = log, log
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
+	started := make(chan error)
+	// The parent-death signal is sent when the thread that started the
+	// child exits, not the process: this goroutine holds its thread
+	// until the server has exited, and reaps it.
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := s.cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		s.waitErr = s.cmd.Wait()
+		close(s.exited)
+	}()
+	if err := <-started; err != nil {
+		return nil, fmt.Errorf("starting postgres: %w", err)
+	}
+	if err := s.ready(); err != nil {
+		s.kill()
+		return nil, err
+	}
+	return s, nil
+}
+
+// freePort is a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// ready waits, up to readyTimeout, until the server takes a connection,
+// which it keeps for admin statements.
+func (s *server) ready() error {
+	deadline := time.Now().Add(readyTimeout)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		conn, err := pgx.Connect(ctx, fmt.Sprintf("host=%s port=%d user=%s dbname=postgres sslmode=disable", s.dir, s.port, superuser))
+		cancel()
+		if err == nil {
+			s.conn = conn
+			return nil
+		}
+		select {
+		case <-s.exited:
+			return fmt.Errorf("postgres exited (%v) before taking connections; its log:\n%s", s.waitErr, s.logTail())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("postgres took no connection within %s (%v); its log:\n%s", readyTimeout, err, s.logTail())
+		}
+	}
+}
+
+// logTail is the end of the server's log, for a failure's message.
+func (s *server) logTail() string {
+	b, _ := os.ReadFile(s.log.Name())
+	if len(b) > 4096 {
+		b = b[len(b)-4096:]
+	}
+	return string(bytes.TrimSpace(b))
+}
+
+// admin runs a statement as the superuser on the postgres database.
+func (s *server) admin(stmt string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	defer cancel()
+	_, err := s.conn.Exec(ctx, stmt)
+	return err
+}
+
+// dsn is the URL of database name over TCP.
+func (s *server) dsn(name string) string {
+	return fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", superuser, s.port, name)
+}
+
+// kill stops the server at once and waits for it.
+func (s *server) kill() {
+	s.cmd.Process.Kill()
+	<-s.exited
+}
+
+// stop shuts the server down (a fast shutdown: SIGINT), killing it after
+// stopTimeout, and removes its directory.
+func (s *server) stop() error {
+	if s.conn != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		s.conn.Close(ctx)
+		cancel()
+	}
+	var errs []error
+	s.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-s.exited:
+	case <-time.After(stopTimeout):
+		errs = append(errs, fmt.Errorf("postgres did not stop within %s of SIGINT; killed", stopTimeout))
+		s.kill()
+	}
+	s.log.Close()
+	if err := os.RemoveAll(s.dir); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,170 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// The PostgreSQL store's journals: Started, Append and End write a batch
+// of events, the turn's record and a NOTIFY in one statement (so one
+// transaction and one round trip), and Events reads them back.
+//
+// Fencing: a store acting for a replica writes a turn only while the turn
+// is its epoch's and that lease is live, checked in the UPDATE's WHERE, so
+// that the check and the write are one step. A reaper ending the turn
+// holds the turn's row, and a write after it finds the turn ended. When a
+// write is refused, ErrEnded wins over ErrFenced: a turn that has ended
+// takes no events from anyone, which is the more precise answer, and the
+// gateway stops writing on either.
+
+// pgJournal is the statement of a journal write: $1 turn id, $2 the last
+// seq it must have, $3 the last seq after the batch, $4 and $5 the
+// batch's seqs and data, $6 the epoch that must own it (0: no fencing);
+// more arguments from $7 for the SET clause it is given.
+func pgJournal(set string) string {
+	return `WITH t AS (
+		UPDATE turns SET last_seq = $3` + set + `
+		WHERE id = $1 AND last_seq = $2 AND ended_at IS NULL
+			AND ($6::bigint = 0 OR (epoch = $6 AND lease_live($6)))
+		RETURNING id
+	), ins AS (
+		INSERT INTO events (turn_id, seq, data)
+		SELECT t.id, u.seq, u.data FROM t, unnest($4::bigint[], $5::bytea[]) AS u(seq, data)
+	)
+	SELECT pg_notify('` + notifyChannel + `', t.id) FROM t`
+}
+
+var (
+	pgAppend  = pgJournal("")
+	pgStarted = pgJournal(", session_id = $7")
+	pgEnd     = pgJournal(", ended_at = $7")
+)
+
+func (p *Postgres) Started(ctx context.Context, turnID, sessionID string, started Event) error {
+	return writeJournal(ctx, p.pool, "journal the start of turn "+turnID, pgStarted, turnID, []Event{started}, p.Self().Epoch, sessionID)
+}
+
+func (p *Postgres) Append(ctx context.Context, turnID string, events []Event) error {
+	op := "journal events of turn " + turnID
+	if len(events) == 0 {
+		// Nothing to journal, but the caller still learns of a turn
+		// that ended, never was, or is not its own.
+		return opError(op, refusal(ctx, p.pool, turnID, nil, p.Self().Epoch))
+	}
+	return writeJournal(ctx, p.pool, op, pgAppend, turnID, events, p.Self().Epoch)
+}
+
+// End journals the terminal as the turn's last event, where alone it is
+// kept (Get reads it from there).
+func (p *Postgres) End(ctx context.Context, turnID string, terminal Event, endedAt time.Time) error {
+	return writeJournal(ctx, p.pool, "end turn "+turnID, pgEnd, turnID, []Event{terminal}, p.Self().Epoch, endedAt.UnixNano())
+}
+
+// execer is what a journal write needs of a pool or a transaction.
+type execer interface {
+	queryer
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// writeJournal runs the journal write stmt for a batch of events whose seqs
+// follow one another; when it changes nothing, refusal says why.
+func writeJournal(ctx context.Context, db execer, op, stmt, turnID string, events []Event, epoch int64, more ...any) error {
+	first := events[0].Seq
+	seqs := make([]int64, len(events))
+	data := make([][]byte, len(events))
+	for i, e := range events {
+		if e.Seq != first+uint64(i) {
+			return opError(op, fmt.Errorf("event seq %d does not follow %d", e.Seq, first+uint64(i)-1))
+		}
+		seqs[i], data[i] = int64(e.Seq), nonNil(e.Data)
+	}
+	if first == 0 {
+		return opError(op, errors.New("event seq 0: seqs start at 1"))
+	}
+	last := first + uint64(len(events)) - 1
+	args := append([]any{turnID, int64(first - 1), int64(last), seqs, data, epoch}, more...)
+	tag, err := db.Exec(ctx, stmt, args...)
+	if err != nil {
+		return opError(op, err)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	return opError(op, refusal(ctx, db, turnID, &first, epoch))
+}
+
+// refusal says why a journal write of turnID, whose first event would have
+// seq *first (nil for an empty write), is not taken: ErrNotFound,
+// ErrEnded, ErrFenced, or a seq that does not follow; nil when nothing
+// stands in its way (an empty write to a turn that may take events).
+func refusal(ctx context.Context, db queryer, turnID string, first *uint64, epoch int64) error {
+	var lastSeq, owner int64
+	var ended, live bool
+	err := db.QueryRow(ctx, `SELECT last_seq, ended_at IS NOT NULL, coalesce(epoch, 0), lease_live($2) FROM turns WHERE id = $1`,
+		turnID, epoch).Scan(&lastSeq, &ended, &owner, &live)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return ErrNotFound
+	case err != nil:
+		return err
+	case ended:
+		return ErrEnded
+	case epoch != 0 && (owner != epoch || !live):
+		return ErrFenced
+	case first != nil && *first != uint64(lastSeq)+1:
+		return fmt.Errorf("event seq %d does not follow %d", *first, lastSeq)
+	case first != nil:
+		// The turn changed between the write and this read (a
+		// concurrent writer of one turn, which the gateway never is).
+		return errors.New("the turn changed while its events were written")
+	}
+	return nil
+}
+
+// Events reads a page, bounded by limit and, past its first event, by
+// maxBytes: the running total of the events' sizes (octet_length does not
+// read a stored value's bytes) cuts the page in the query, so that the
+// events past the bound are not sent.
+func (p *Postgres) Events(ctx context.Context, turnID string, afterSeq uint64, limit, maxBytes int) ([]Event, error) {
+	op := "read the journal of turn " + turnID
+	var out []Event
+	if limit > 0 && afterSeq < 1<<63 {
+		rows, err := p.pool.Query(ctx, `SELECT seq, data FROM (
+				SELECT seq, data, row_number() OVER w AS n, sum(octet_length(data)) OVER w AS total
+				FROM events WHERE turn_id = $1 AND seq > $2
+				WINDOW w AS (ORDER BY seq)
+				ORDER BY seq LIMIT $3
+			) page WHERE n = 1 OR $4 <= 0 OR total <= $4 ORDER BY seq`,
+			turnID, int64(afterSeq), limit, maxBytes)
+		if err != nil {
+			return nil, opError(op, err)
+		}
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Event, error) {
+			var e Event
+			var seq int64
+			err := r.Scan(&seq, &e.Data)
+			e.Seq = uint64(seq)
+			return e, err
+		})
+		if err != nil {
+			return nil, opError(op, err)
+		}
+	}
+	if len(out) > 0 {
+		return out, nil
+	}
+	// No events: say whether the turn exists.
+	var exists bool
+	if err := p.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM turns WHERE id = $1)`, turnID).Scan(&exists); err != nil {
+		return nil, opError(op, err)
+	}
+	if !exists {
+		return nil, ErrNotFound
+	}
+	return nil, nil
+}

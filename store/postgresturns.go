@@ -1,0 +1,190 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The PostgreSQL store's turn records: Begin, and the reads of records.
+
+// pgSelectTurn reads turn records (as t) with their terminal: the journal's
+// event at last_seq of an ended turn, which the events table alone keeps.
+const pgSelectTurn = `SELECT t.id, t.request_id, t.attempt, t.agent, t.session_id, t.target, t.prompt_hash, t.owner,
+	t.started_at, t.ended_at, t.last_seq, t.replica, e.data
+	FROM turns t LEFT JOIN events e ON t.ended_at IS NOT NULL AND e.turn_id = t.id AND e.seq = t.last_seq`
+
+func scanPgTurn(r pgx.Row) (Turn, error) {
+	var t Turn
+	var attempt, startedAt, lastSeq int64
+	var endedAt *int64
+	if err := r.Scan(&t.ID, &t.RequestID, &attempt, &t.Agent, &t.SessionID, &t.Target, &t.PromptHash, &t.Owner,
+		&startedAt, &endedAt, &lastSeq, &t.Replica, &t.Terminal); err != nil {
+		return Turn{}, err
+	}
+	t.Attempt = uint32(attempt)
+	t.StartedAt = time.Unix(0, startedAt)
+	if endedAt != nil {
+		t.EndedAt = time.Unix(0, *endedAt)
+	}
+	t.LastSeq = uint64(lastSeq)
+	return t, nil
+}
+
+// queryer is what reads need of a pool or a transaction.
+type queryer interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// pgTurns runs a query of pgSelectTurn's columns.
+func pgTurns(ctx context.Context, q queryer, sql string, args ...any) ([]Turn, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Turn, error) { return scanPgTurn(r) })
+}
+
+// latestTurn is the latest attempt of requestID; ErrNotFound for none.
+func latestTurn(ctx context.Context, q queryer, requestID string) (Turn, error) {
+	t, err := scanPgTurn(q.QueryRow(ctx, pgSelectTurn+` WHERE t.request_id = $1 ORDER BY t.attempt DESC LIMIT 1`, requestID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Turn{}, ErrNotFound
+	}
+	return t, err
+}
+
+// Begin checks for a later attempt and inserts in one transaction; the
+// unique index on (request_id, attempt) decides between two concurrent
+// Begins of one attempt, on one replica or two: the second waits for the
+// first's commit, inserts nothing, and returns the first's turn. After
+// Join the turn is stamped with this store's replica and epoch, while the
+// lease is held (FOR SHARE) so that a reaper cannot end the lease between
+// the check and the commit and miss the turn.
+func (p *Postgres) Begin(ctx context.Context, t Turn) (Turn, bool, error) {
+	self := p.Self()
+	var existing Turn
+	created := false
+	err := p.inTx(ctx, "begin turn "+t.ID, func(tx pgx.Tx) error {
+		if self.Epoch != 0 {
+			if err := holdLease(ctx, tx, self.Epoch); err != nil {
+				return err
+			}
+		}
+		if t.RequestID != "" {
+			latest, err := latestTurn(ctx, tx, t.RequestID)
+			if err == nil && latest.Attempt >= t.Attempt {
+				existing = latest
+				return nil
+			}
+			if err != nil && !errors.Is(err, ErrNotFound) {
+				return err
+			}
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO turns (id, request_id, attempt, agent, session_id, target, prompt_hash, owner, started_at, replica, epoch)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+			ON CONFLICT (request_id, attempt) WHERE request_id <> '' DO NOTHING`,
+			t.ID, t.RequestID, int64(t.Attempt), t.Agent, t.SessionID, t.Target, nonNil(t.PromptHash), t.Owner, t.StartedAt.UnixNano(),
+			self.ID, nullEpoch(self.Epoch))
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 1 {
+			created = true
+			return nil
+		}
+		// Another Begin of this attempt committed first: a statement
+		// under READ COMMITTED sees it.
+		existing, err = latestTurn(ctx, tx, t.RequestID)
+		return err
+	})
+	return existing, created, err
+}
+
+// nullEpoch is epoch as a column value: NULL for a store outside a
+// cluster.
+func nullEpoch(epoch int64) *int64 {
+	if epoch == 0 {
+		return nil
+	}
+	return &epoch
+}
+
+func (p *Postgres) Get(ctx context.Context, turnID string) (Turn, error) {
+	t, err := scanPgTurn(p.pool.QueryRow(ctx, pgSelectTurn+` WHERE t.id = $1`, turnID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Turn{}, ErrNotFound
+	}
+	return t, opError("get turn "+turnID, err)
+}
+
+func (p *Postgres) Latest(ctx context.Context, requestID string) (Turn, error) {
+	if requestID == "" {
+		return Turn{}, ErrNotFound
+	}
+	t, err := latestTurn(ctx, p.pool, requestID)
+	return t, opError("find request "+requestID, err)
+}
+
+func (p *Postgres) List(ctx context.Context, f Filter, limit int, from *Position) ([]Turn, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	var where []string
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	if f.SessionID != "" {
+		where = append(where, "t.session_id = "+arg(f.SessionID))
+	}
+	if f.Agent != "" {
+		where = append(where, "t.agent = "+arg(f.Agent))
+	}
+	if f.Owner != nil {
+		where = append(where, "t.owner = "+arg(*f.Owner))
+	}
+	if from != nil {
+		// Strictly after from in List's order; ids compare as bytes
+		// (COLLATE "C"), as ComparePositions does.
+		where = append(where, "(t.started_at, t.id) < ("+arg(from.StartedAt.UnixNano())+", "+arg(from.ID)+")")
+	}
+	q := pgSelectTurn
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	q += ` ORDER BY t.started_at DESC, t.id DESC LIMIT ` + arg(limit)
+	out, err := pgTurns(ctx, p.pool, q, args...)
+	return out, opError("list turns", err)
+}
+
+func (p *Postgres) Running(ctx context.Context) ([]Turn, error) {
+	out, err := pgTurns(ctx, p.pool, pgSelectTurn+` WHERE t.ended_at IS NULL`)
+	return out, opError("list running turns", err)
+}
+
+// DeleteEnded deletes in statements of deleteBatch turns (their events go
+// with them, ON DELETE CASCADE), so that no statement runs long; SKIP
+// LOCKED lets replicas delete at once without waiting for each other.
+func (p *Postgres) DeleteEnded(ctx context.Context, before time.Time) (int, error) {
+	total := 0
+	for {
+		tag, err := p.pool.Exec(ctx, `DELETE FROM turns WHERE id IN (
+			SELECT id FROM turns WHERE ended_at < $1 ORDER BY ended_at, id LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+			before.UnixNano(), deleteBatch)
+		if err != nil {
+			return total, opError("delete ended turns", err)
+		}
+		n := int(tag.RowsAffected())
+		total += n
+		if n < deleteBatch {
+			return total, nil
+		}
+	}
+}
