@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -97,8 +98,12 @@ func TestReplicasStartingTogetherOnAnEmptyDatabaseCreateOneSchema(t *testing.T) 
 		(SELECT count(*) FROM pg_tables WHERE tablename = 'turns')`).Scan(&applied, &turnsTables); err != nil {
 		t.Fatal(err)
 	}
-	if applied != 1 || turnsTables != 1 {
-		t.Errorf("after %d concurrent opens: %d versions recorded and %d turns tables, want 1 and 1", n, applied, turnsTables)
+	migrations, err := filepath.Glob(filepath.Join("postgresmigrations", "*.sql"))
+	if err != nil || len(migrations) == 0 {
+		t.Fatalf("the migrations: %v, %v", migrations, err)
+	}
+	if applied != len(migrations) || turnsTables != 1 {
+		t.Errorf("after %d concurrent opens: %d versions recorded and %d turns tables, want %d and 1", n, applied, turnsTables, len(migrations))
 	}
 	// Every store works on the one schema.
 	for i, s := range stores {

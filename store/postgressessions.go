@@ -16,15 +16,18 @@ import (
 // one over.
 
 // pgSelectSession reads session records in scanPgSession's order.
-const pgSelectSession = `SELECT id, agent, acp_session_id, cwd, owner, created_at, mode, config_options, replica FROM sessions`
+const pgSelectSession = `SELECT id, agent, acp_session_id, cwd, owner, created_at, mode, config_options, replica, suspended_at FROM sessions`
 
 func scanPgSession(r pgx.Row) (Session, error) {
 	var s Session
-	var createdAt int64
-	if err := r.Scan(&s.ID, &s.Agent, &s.ACPSessionID, &s.Cwd, &s.Owner, &createdAt, &s.Mode, &s.ConfigOptions, &s.Replica); err != nil {
+	var createdAt, suspendedAt int64
+	if err := r.Scan(&s.ID, &s.Agent, &s.ACPSessionID, &s.Cwd, &s.Owner, &createdAt, &s.Mode, &s.ConfigOptions, &s.Replica, &suspendedAt); err != nil {
 		return Session{}, err
 	}
 	s.CreatedAt = time.Unix(0, createdAt)
+	if suspendedAt != 0 {
+		s.SuspendedAt = time.Unix(0, suspendedAt)
+	}
 	if len(s.ConfigOptions) == 0 {
 		s.ConfigOptions = nil
 	}
@@ -44,13 +47,13 @@ func (p *Postgres) PutSession(ctx context.Context, s Session) error {
 	if options == nil {
 		options = map[string]string{}
 	}
-	tag, err := p.pool.Exec(ctx, `INSERT INTO sessions (id, agent, acp_session_id, cwd, owner, created_at, mode, config_options, replica, epoch)
-		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10 WHERE $10::bigint IS NULL OR lease_live($10)
+	tag, err := p.pool.Exec(ctx, `INSERT INTO sessions (id, agent, acp_session_id, cwd, owner, created_at, mode, config_options, replica, epoch, suspended_at)
+		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11 WHERE $10::bigint IS NULL OR lease_live($10)
 		ON CONFLICT (id) DO UPDATE SET agent = excluded.agent, acp_session_id = excluded.acp_session_id, cwd = excluded.cwd,
 			owner = excluded.owner, created_at = excluded.created_at, mode = excluded.mode, config_options = excluded.config_options,
-			replica = excluded.replica, epoch = excluded.epoch
+			replica = excluded.replica, epoch = excluded.epoch, suspended_at = excluded.suspended_at
 		WHERE `+pgMayChangeSession("$10"),
-		s.ID, s.Agent, s.ACPSessionID, s.Cwd, s.Owner, s.CreatedAt.UnixNano(), s.Mode, options, self.ID, nullEpoch(self.Epoch))
+		s.ID, s.Agent, s.ACPSessionID, s.Cwd, s.Owner, s.CreatedAt.UnixNano(), s.Mode, options, self.ID, nullEpoch(self.Epoch), unixNanoOrZero(s.SuspendedAt))
 	if err != nil {
 		return opError(op, err)
 	}
@@ -108,7 +111,7 @@ func (p *Postgres) ClaimSession(ctx context.Context, id string) (Session, bool, 
 	}
 	s, err := scanPgSession(p.pool.QueryRow(ctx, `UPDATE sessions SET replica = $2, epoch = $3
 		WHERE id = $1 AND `+pgMayChangeSession("$3")+`
-		RETURNING id, agent, acp_session_id, cwd, owner, created_at, mode, config_options, replica`, id, self.ID, self.Epoch))
+		RETURNING id, agent, acp_session_id, cwd, owner, created_at, mode, config_options, replica, suspended_at`, id, self.ID, self.Epoch))
 	if err == nil {
 		return s, true, nil
 	}
