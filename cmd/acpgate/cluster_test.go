@@ -499,3 +499,26 @@ func mustWatch(ctx context.Context, t *testing.T, client acpgatev1.AgentGatewayC
 	}
 	return w
 }
+
+func TestAClientThatGoesAwayFromARelayedPromptCancelsTheTurnOnTheOwner(t *testing.T) {
+	c := startCluster(t, 2, "")
+	a, b := c.replicas[0], c.replicas[1]
+	ctx := testCtx(t)
+	sess, err := a.client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	callCtx, goAway := context.WithCancel(ctx)
+	stream, err := b.client.Prompt(callCtx, &acpgatev1.PromptRequest{SessionId: sess.GetId(), Text: "chunk waiting\nsleep 60000\nchunk never"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	turnID := startedTurn(t, stream).GetTurnId()
+	goAway()
+	gone := time.Now()
+	events := drain(t, mustWatch(ctx, t, a.client, turnID))
+	t.Logf("the turn ended %v after its client went away", time.Since(gone).Round(time.Millisecond))
+	if e := events[len(events)-1].GetError(); !e.GetHarness().GetCancelled() {
+		t.Errorf("the relayed turn whose client went away ended %v, want cancelled", events[len(events)-1])
+	}
+}
