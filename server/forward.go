@@ -195,15 +195,14 @@ func (g *Gateway) ownerOf(ctx context.Context, id string) (string, error) {
 
 // sessionRecord reads the record of session id from the store.
 func (g *Gateway) sessionRecord(ctx context.Context, id string) (store.Session, bool, error) {
-	recs, err := g.store.Sessions(ctx)
-	if err != nil {
-		return store.Session{}, false, status.Errorf(codes.Unavailable, "reading the session records: %v", err)
-	}
-	i := slices.IndexFunc(recs, func(r store.Session) bool { return r.ID == id })
-	if i < 0 {
+	rec, err := g.store.Session(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
 		return store.Session{}, false, nil
 	}
-	return recs[i], true, nil
+	if err != nil {
+		return store.Session{}, false, status.Errorf(codes.Unavailable, "reading the record of session %q: %v", id, err)
+	}
+	return rec, true, nil
 }
 
 // adopt claims a session no live replica runs and registers it here as

@@ -233,6 +233,16 @@ func (m *Memory) DeleteSession(_ context.Context, id string) error {
 	return nil
 }
 
+func (m *Memory) Session(_ context.Context, id string) (Session, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.sessions[id]
+	if !ok {
+		return Session{}, ErrNotFound
+	}
+	return cloneSession(s), nil
+}
+
 func (m *Memory) Sessions(context.Context) ([]Session, error) {
 	m.mu.Lock()
 	out := make([]Session, 0, len(m.sessions))

@@ -90,6 +90,14 @@ func (p *Postgres) DeleteSession(ctx context.Context, id string) error {
 	return nil
 }
 
+func (p *Postgres) Session(ctx context.Context, id string) (Session, error) {
+	s, err := scanPgSession(p.pool.QueryRow(ctx, pgSelectSession+` WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Session{}, ErrNotFound
+	}
+	return s, opError("read the record of session "+id, err)
+}
+
 func (p *Postgres) Sessions(ctx context.Context) ([]Session, error) {
 	rows, err := p.pool.Query(ctx, pgSelectSession+` ORDER BY created_at, id`)
 	if err != nil {

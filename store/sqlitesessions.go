@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -35,31 +36,53 @@ func (s *SQLite) DeleteSession(ctx context.Context, id string) error {
 	})
 }
 
+// sqliteSelectSession reads session records in scanSQLiteSession's order.
+const sqliteSelectSession = `SELECT id, agent, acp_session_id, cwd, owner, created_at, mode, config_options, suspended_at FROM sessions`
+
+// scanSQLiteSession reads one session record.
+func scanSQLiteSession(r interface{ Scan(...any) error }) (Session, error) {
+	var sess Session
+	var createdAt, suspendedAt int64
+	var options string
+	if err := r.Scan(&sess.ID, &sess.Agent, &sess.ACPSessionID, &sess.Cwd, &sess.Owner, &createdAt, &sess.Mode, &options, &suspendedAt); err != nil {
+		return Session{}, err
+	}
+	sess.CreatedAt = time.Unix(0, createdAt)
+	if suspendedAt != 0 {
+		sess.SuspendedAt = time.Unix(0, suspendedAt)
+	}
+	if err := json.Unmarshal([]byte(options), &sess.ConfigOptions); err != nil {
+		return Session{}, fmt.Errorf("session %s: its config options do not decode: %w", sess.ID, err)
+	}
+	if len(sess.ConfigOptions) == 0 {
+		sess.ConfigOptions = nil
+	}
+	return sess, nil
+}
+
+func (s *SQLite) Session(ctx context.Context, id string) (Session, error) {
+	sess, err := scanSQLiteSession(s.read.QueryRowContext(ctx, sqliteSelectSession+` WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Session{}, ErrNotFound
+	}
+	if err != nil {
+		return Session{}, s.opError("read the record of session "+id, err)
+	}
+	return sess, nil
+}
+
 func (s *SQLite) Sessions(ctx context.Context) ([]Session, error) {
 	const op = "list session records"
-	rows, err := s.read.QueryContext(ctx, `SELECT id, agent, acp_session_id, cwd, owner, created_at, mode, config_options, suspended_at
-		FROM sessions ORDER BY created_at, id`)
+	rows, err := s.read.QueryContext(ctx, sqliteSelectSession+` ORDER BY created_at, id`)
 	if err != nil {
 		return nil, s.opError(op, err)
 	}
 	defer rows.Close()
 	var out []Session
 	for rows.Next() {
-		var sess Session
-		var createdAt, suspendedAt int64
-		var options string
-		if err := rows.Scan(&sess.ID, &sess.Agent, &sess.ACPSessionID, &sess.Cwd, &sess.Owner, &createdAt, &sess.Mode, &options, &suspendedAt); err != nil {
+		sess, err := scanSQLiteSession(rows)
+		if err != nil {
 			return nil, s.opError(op, err)
-		}
-		sess.CreatedAt = time.Unix(0, createdAt)
-		if suspendedAt != 0 {
-			sess.SuspendedAt = time.Unix(0, suspendedAt)
-		}
-		if err := json.Unmarshal([]byte(options), &sess.ConfigOptions); err != nil {
-			return nil, s.opError(op, fmt.Errorf("session %s: its config options do not decode: %w", sess.ID, err))
-		}
-		if len(sess.ConfigOptions) == 0 {
-			sess.ConfigOptions = nil
 		}
 		out = append(out, sess)
 	}

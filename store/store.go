@@ -185,4 +185,8 @@ type Sessions interface {
 	// Sessions returns every recorded session, oldest first (by
 	// CreatedAt, then by ID).
 	Sessions(ctx context.Context) ([]Session, error)
+	// Session returns the record of session id, or ErrNotFound: one
+	// lookup, for the replica that must find a session's owner on every
+	// call about it.
+	Session(ctx context.Context, id string) (Session, error)
 }

@@ -692,6 +692,24 @@ func testSessions(t *testing.T, open func(*testing.T) store.Store) {
 		AssertSessions(t, mustSessions(t, st), []store.Session{older, sameTime, newer})
 	})
 
+	t.Run("one session record is found by its id, and an unknown id is not found", func(t *testing.T) {
+		st := open(t)
+		want := NewSession("s1", 1)
+		want.Mode = "ask"
+		want.ConfigOptions = map[string]string{"model": "small"}
+		want.SuspendedAt = base.Add(time.Hour)
+		mustPutSession(t, st, want)
+		mustPutSession(t, st, NewSession("s2", 2))
+		got, err := st.Session(ctx, "s1")
+		if err != nil {
+			t.Fatalf("Session(s1): %v", err)
+		}
+		AssertSessions(t, []store.Session{got}, []store.Session{want})
+		if _, err := st.Session(ctx, "s3"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("Session of an unknown id: %v, want ErrNotFound", err)
+		}
+	})
+
 	t.Run("putting a session again replaces its record", func(t *testing.T) {
 		st := open(t)
 		s := NewSession("s1", 0)
