@@ -24,14 +24,21 @@ CREATE TABLE replicas (
 CREATE INDEX replicas_open ON replicas (expires_at) WHERE left_at IS NULL AND reaped_at IS NULL;
 CREATE INDEX replicas_by_id ON replicas (id);
 
--- lease_live is the one definition of a live lease, which every fenced
--- write and every placement read uses.
+-- lease_is_live is the one definition of a live lease, on its row:
+-- statements that lock or update the row itself test it there, so that
+-- PostgreSQL tests it again on the row as it is after waiting for another
+-- transaction's lock (a reaper's, say). lease_live finds the row of an
+-- epoch, for the writes it fences.
+-- +goose StatementBegin
+CREATE FUNCTION lease_is_live(r replicas) RETURNS boolean
+LANGUAGE sql STABLE AS $$
+    SELECT r.expires_at > now() AND r.left_at IS NULL AND r.reaped_at IS NULL
+$$;
+-- +goose StatementEnd
 -- +goose StatementBegin
 CREATE FUNCTION lease_live(e bigint) RETURNS boolean
 LANGUAGE sql STABLE AS $$
-    SELECT EXISTS (
-        SELECT 1 FROM replicas r
-        WHERE r.epoch = e AND r.expires_at > now() AND r.left_at IS NULL AND r.reaped_at IS NULL)
+    SELECT EXISTS (SELECT 1 FROM replicas r WHERE r.epoch = e AND lease_is_live(r))
 $$;
 -- +goose StatementEnd
 
