@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acpgate/acpgate/internal/testpg"
 	"github.com/acpgate/acpgate/store"
 	"github.com/acpgate/acpgate/store/storetest"
 )
@@ -24,6 +25,10 @@ var benchStores = []struct {
 }{
 	{"memory", func(*testing.B) store.Store { return store.NewMemory() }},
 	{"sqlite", func(b *testing.B) store.Store { return openBenchSQLite(b) }},
+	// A server on this machine (testpg: fsync off, a unix socket's
+	// neighbour over TCP), so the figures are the store's and the
+	// protocol's costs, not a network's or a disk's.
+	{"postgres", func(b *testing.B) store.Store { return openPostgres(b, testpg.Start(b)) }},
 }
 
 func openBenchSQLite(b *testing.B) *store.SQLite {

@@ -259,29 +259,42 @@ func TestTwoStoresBeginningOneRequestIDAtOnceStartOneTurn(t *testing.T) {
 	}
 }
 
-func TestDeletingEndedTurnsDeletesTheirEventRows(t *testing.T) {
+func TestDeletingEndedTurnsPurgesTheirEventsEvenPastACrash(t *testing.T) {
 	ctx := context.Background()
 	dsn := testpg.Start(t)
 	s := openPostgres(t, dsn)
-	for _, id := range []string{"gone", "kept"} {
+	conn := rawConn(t, dsn)
+	// "long" has more events than one purge statement deletes.
+	const long = 25_000
+	for id, n := range map[string]uint64{"long": long, "short": 9, "kept": 9} {
 		if _, _, err := s.Begin(ctx, storetest.NewTurn(id, "", 1, 0)); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.Started(ctx, id, "s1", storetest.Events(1, 1)[0]); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Append(ctx, id, storetest.Events(2, 9)); err != nil {
-			t.Fatal(err)
+		for from := uint64(2); from <= n; from += 1000 {
+			if err := s.Append(ctx, id, storetest.Events(from, min(from+999, n))); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
-	if err := s.End(ctx, "gone", store.Event{Seq: 10, Data: []byte("end")}, time.Unix(0, 1)); err != nil {
+	// A crash after "short" was deleted and before its events were:
+	// its record is gone, its events wait in the table.
+	if _, err := conn.Exec(ctx, `DELETE FROM turns WHERE id = 'short'; INSERT INTO deleted_journals VALUES ('short')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Events(ctx, "short", 0, 10, 0); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Events of a deleted turn whose events are not purged yet: %v, want ErrNotFound", err)
+	}
+	if err := s.End(ctx, "long", store.Event{Seq: long + 1, Data: []byte("end")}, time.Unix(0, 1)); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := s.DeleteEnded(ctx, time.Unix(0, 2)); err != nil || n != 1 {
 		t.Fatalf("DeleteEnded = %d, %v; want 1", n, err)
 	}
 	rows := map[string]int{}
-	r, err := rawConn(t, dsn).Query(ctx, `SELECT turn_id, count(*) FROM events GROUP BY turn_id`)
+	r, err := conn.Query(ctx, `SELECT turn_id, count(*) FROM events GROUP BY turn_id`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,6 +308,10 @@ func TestDeletingEndedTurnsDeletesTheirEventRows(t *testing.T) {
 	}
 	if len(rows) != 1 || rows["kept"] != 9 {
 		t.Errorf("event rows by turn after DeleteEnded = %v, want only kept's 9", rows)
+	}
+	var waiting int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM deleted_journals`).Scan(&waiting); err != nil || waiting != 0 {
+		t.Errorf("%d journals still wait to be purged (%v), want none", waiting, err)
 	}
 }
 

@@ -13,8 +13,8 @@ import (
 // The PostgreSQL store's side of Cluster: one row per Join in replicas,
 // whose epoch comes from a sequence (so it is greater than every earlier
 // one, whichever replica minted it) and whose lease is the database's
-// clock: expires_at against now(). lease_live, in the schema, is the one
-// definition of a live lease.
+// clock: expires_at against now(). lease_is_live, in the schema, is the
+// one definition of a live lease.
 
 // replicaRetention is how long the row of a lease that ended (by Leave or
 // by Reap) is kept, for an operator to see which replicas came and went.
@@ -42,7 +42,7 @@ func pgInterval(d time.Duration) int64 { return d.Microseconds() }
 // later round, the turns tx wrote included.
 func holdLease(ctx context.Context, tx pgx.Tx, epoch int64) error {
 	var one int
-	err := tx.QueryRow(ctx, `SELECT 1 FROM replicas WHERE epoch = $1 AND expires_at > now() AND left_at IS NULL AND reaped_at IS NULL FOR SHARE`, epoch).Scan(&one)
+	err := tx.QueryRow(ctx, `SELECT 1 FROM replicas r WHERE epoch = $1 AND lease_is_live(r) FOR SHARE`, epoch).Scan(&one)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ErrFenced
 	}
@@ -69,8 +69,7 @@ func (p *Postgres) Join(ctx context.Context, r Replica, ttl time.Duration) (Repl
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `UPDATE replicas SET expires_at = now()
-			WHERE id = $1 AND epoch <> $2 AND expires_at > now() AND left_at IS NULL AND reaped_at IS NULL`, r.ID, out.Epoch)
+		_, err = tx.Exec(ctx, `UPDATE replicas r SET expires_at = now() WHERE id = $1 AND epoch <> $2 AND lease_is_live(r)`, r.ID, out.Epoch)
 		return err
 	})
 	if err != nil {
@@ -92,8 +91,8 @@ func (p *Postgres) Renew(ctx context.Context, sessions, runningTurns int, ttl ti
 		return fmt.Errorf("postgres store: %s: the lease must be positive, got %s", op, ttl)
 	}
 	var expires time.Time
-	err := p.pool.QueryRow(ctx, `UPDATE replicas SET sessions = $2, running_turns = $3, expires_at = now() + $4 * interval '1 microsecond'
-		WHERE epoch = $1 AND lease_live($1) RETURNING expires_at`, self.Epoch, sessions, runningTurns, pgInterval(ttl)).Scan(&expires)
+	err := p.pool.QueryRow(ctx, `UPDATE replicas r SET sessions = $2, running_turns = $3, expires_at = now() + $4 * interval '1 microsecond'
+		WHERE epoch = $1 AND lease_is_live(r) RETURNING expires_at`, self.Epoch, sessions, runningTurns, pgInterval(ttl)).Scan(&expires)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("postgres store: %s (epoch %d): %w", op, self.Epoch, ErrLeaseLost)
 	}
@@ -144,7 +143,7 @@ func releaseSessions(ctx context.Context, tx pgx.Tx, epoch int64) error {
 }
 
 func (p *Postgres) Replicas(ctx context.Context) ([]Replica, error) {
-	rows, err := p.pool.Query(ctx, pgSelectReplica+` WHERE lease_live(epoch) ORDER BY id, epoch`)
+	rows, err := p.pool.Query(ctx, pgSelectReplica+` r WHERE lease_is_live(r) ORDER BY id, epoch`)
 	if err != nil {
 		return nil, opError("list replicas", err)
 	}

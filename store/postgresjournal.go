@@ -126,21 +126,34 @@ func refusal(ctx context.Context, db queryer, turnID string, first *uint64, epoc
 	return nil
 }
 
-// Events reads a page, bounded by limit and, past its first event, by
-// maxBytes: the running total of the events' sizes (octet_length does not
-// read a stored value's bytes) cuts the page in the query, so that the
-// events past the bound are not sent.
+// pgEventsPage reads up to $3 events of turn $1 after seq $2: only while
+// the turn's record exists, since a deleted turn's events may wait a while
+// to be purged (see DeleteEnded).
+const pgEventsPage = `SELECT seq, data FROM events
+	WHERE turn_id = $1 AND seq > $2 AND EXISTS (SELECT 1 FROM turns WHERE id = $1)
+	ORDER BY seq LIMIT $3`
+
+// pgEventsBounded is pgEventsPage cut, past its first event, before the
+// events' sizes pass $4 bytes in total: the running total (octet_length
+// does not read a stored value's bytes) cuts the page in the query, so
+// that the events past the bound are not sent.
+const pgEventsBounded = `SELECT seq, data FROM (
+		SELECT seq, data, row_number() OVER w AS n, sum(octet_length(data)) OVER w AS total
+		FROM (` + pgEventsPage + `) page
+		WINDOW w AS (ORDER BY seq)
+	) bounded WHERE n = 1 OR total <= $4 ORDER BY seq`
+
+// Events reads a page, bounded by limit and, when maxBytes is positive,
+// by pgEventsBounded's byte bound.
 func (p *Postgres) Events(ctx context.Context, turnID string, afterSeq uint64, limit, maxBytes int) ([]Event, error) {
 	op := "read the journal of turn " + turnID
 	var out []Event
 	if limit > 0 && afterSeq < 1<<63 {
-		rows, err := p.pool.Query(ctx, `SELECT seq, data FROM (
-				SELECT seq, data, row_number() OVER w AS n, sum(octet_length(data)) OVER w AS total
-				FROM events WHERE turn_id = $1 AND seq > $2
-				WINDOW w AS (ORDER BY seq)
-				ORDER BY seq LIMIT $3
-			) page WHERE n = 1 OR $4 <= 0 OR total <= $4 ORDER BY seq`,
-			turnID, int64(afterSeq), limit, maxBytes)
+		query, args := pgEventsPage, []any{turnID, int64(afterSeq), limit}
+		if maxBytes > 0 {
+			query, args = pgEventsBounded, append(args, maxBytes)
+		}
+		rows, err := p.pool.Query(ctx, query, args...)
 		if err != nil {
 			return nil, opError(op, err)
 		}

@@ -169,22 +169,53 @@ func (p *Postgres) Running(ctx context.Context) ([]Turn, error) {
 	return out, opError("list running turns", err)
 }
 
-// DeleteEnded deletes in statements of deleteBatch turns (their events go
-// with them, ON DELETE CASCADE), so that no statement runs long; SKIP
-// LOCKED lets replicas delete at once without waiting for each other.
+// DeleteEnded deletes records in statements of deleteBatch turns, each of
+// which also lists the turns in deleted_journals; SKIP LOCKED lets
+// replicas delete at once without waiting for each other. The events go
+// after, in statements of purgeBatch rows (purgeJournals). A deleted
+// turn's events are never seen: Events reads only those of a turn whose
+// record exists.
 func (p *Postgres) DeleteEnded(ctx context.Context, before time.Time) (int, error) {
+	const op = "delete ended turns"
 	total := 0
 	for {
-		tag, err := p.pool.Exec(ctx, `DELETE FROM turns WHERE id IN (
-			SELECT id FROM turns WHERE ended_at < $1 ORDER BY ended_at, id LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+		tag, err := p.pool.Exec(ctx, `WITH gone AS (
+				DELETE FROM turns WHERE id IN (
+					SELECT id FROM turns WHERE ended_at < $1 ORDER BY ended_at, id LIMIT $2 FOR UPDATE SKIP LOCKED)
+				RETURNING id)
+			INSERT INTO deleted_journals (turn_id) SELECT id FROM gone ON CONFLICT DO NOTHING`,
 			before.UnixNano(), deleteBatch)
 		if err != nil {
-			return total, opError("delete ended turns", err)
+			return total, opError(op, err)
 		}
 		n := int(tag.RowsAffected())
 		total += n
+		if err := p.purgeJournals(ctx); err != nil {
+			return total, opError(op, err)
+		}
 		if n < deleteBatch {
 			return total, nil
 		}
 	}
+}
+
+// purgeBatch bounds the events one statement of purgeJournals deletes: a
+// few tens of milliseconds of work, far below statement_timeout.
+const purgeBatch = 10_000
+
+// purgeJournals deletes the events of the turns in deleted_journals, and
+// then the turns from it.
+func (p *Postgres) purgeJournals(ctx context.Context) error {
+	for {
+		tag, err := p.pool.Exec(ctx, `DELETE FROM events WHERE (turn_id, seq) IN (
+			SELECT e.turn_id, e.seq FROM deleted_journals d JOIN events e ON e.turn_id = d.turn_id LIMIT $1)`, purgeBatch)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() < purgeBatch {
+			break
+		}
+	}
+	_, err := p.pool.Exec(ctx, `DELETE FROM deleted_journals d WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.turn_id = d.turn_id)`)
+	return err
 }

@@ -24,14 +24,21 @@ CREATE TABLE replicas (
 CREATE INDEX replicas_open ON replicas (expires_at) WHERE left_at IS NULL AND reaped_at IS NULL;
 CREATE INDEX replicas_by_id ON replicas (id);
 
--- lease_live is the one definition of a live lease, which every fenced
--- write and every placement read uses.
+-- lease_is_live is the one definition of a live lease, on its row:
+-- statements that lock or update the row itself test it there, so that
+-- PostgreSQL tests it again on the row as it is after waiting for another
+-- transaction's lock (a reaper's, say). lease_live finds the row of an
+-- epoch, for the writes it fences.
+-- +goose StatementBegin
+CREATE FUNCTION lease_is_live(r replicas) RETURNS boolean
+LANGUAGE sql STABLE AS $$
+    SELECT r.expires_at > now() AND r.left_at IS NULL AND r.reaped_at IS NULL
+$$;
+-- +goose StatementEnd
 -- +goose StatementBegin
 CREATE FUNCTION lease_live(e bigint) RETURNS boolean
 LANGUAGE sql STABLE AS $$
-    SELECT EXISTS (
-        SELECT 1 FROM replicas r
-        WHERE r.epoch = e AND r.expires_at > now() AND r.left_at IS NULL AND r.reaped_at IS NULL)
+    SELECT EXISTS (SELECT 1 FROM replicas r WHERE r.epoch = e AND lease_is_live(r))
 $$;
 -- +goose StatementEnd
 
@@ -63,12 +70,23 @@ CREATE INDEX turns_ended ON turns (ended_at) WHERE ended_at IS NOT NULL;
 CREATE INDEX turns_running ON turns (epoch) WHERE ended_at IS NULL;
 
 -- The journals: every event of a turn, its terminal included (kept here
--- only: Get reads it as the event at the turn's last_seq).
+-- only: Get reads it as the event at the turn's last_seq). No foreign key
+-- to turns: its check, a lookup of the turn per inserted event, cost more
+-- than half of a journal write's time, and the one statement that inserts
+-- events does so only for the turn row it has just updated.
 CREATE TABLE events (
-    turn_id text COLLATE "C" NOT NULL REFERENCES turns (id) ON DELETE CASCADE,
+    turn_id text COLLATE "C" NOT NULL,
     seq     bigint NOT NULL,
     data    bytea NOT NULL,
     PRIMARY KEY (turn_id, seq)
+);
+
+-- The journals of deleted turns, still to be purged: DeleteEnded deletes
+-- a turn's record at once (readers see it gone) and its events in bounded
+-- statements after, so that no statement runs into statement_timeout on a
+-- long journal; what a crash interrupts, the next DeleteEnded finishes.
+CREATE TABLE deleted_journals (
+    turn_id text COLLATE "C" PRIMARY KEY
 );
 
 CREATE TABLE sessions (
