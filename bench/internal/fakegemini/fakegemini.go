@@ -48,7 +48,7 @@ type Counts struct {
 
 // Server is the stand-in; it is an http.Handler.
 type Server struct {
-	opts                                  Options
+	opts                                   Options
 	stream, generate, countTokens, unknown atomic.Int64
 }
 
@@ -67,36 +67,39 @@ func (s *Server) Counts() Counts {
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	status := s.serve(w, r)
+	status, contents := s.serve(w, r)
 	if s.opts.Log != nil {
-		fmt.Fprintf(s.opts.Log, "fakegemini: %s %s -> %d\n", r.Method, r.URL.RequestURI(), status)
+		fmt.Fprintf(s.opts.Log, "fakegemini: %s %s -> %d (%d contents)\n", r.Method, r.URL.RequestURI(), status, contents)
 	}
 }
 
-// serve answers r and returns the status it answered with.
-func (s *Server) serve(w http.ResponseWriter, r *http.Request) int {
+// serve answers r and returns the status it answered with and the number
+// of contents (turns of the conversation) the request carried: a resumed
+// conversation shows in it.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) (int, int) {
 	_, call, ok := strings.Cut(r.URL.Path, ":")
 	if r.Method != http.MethodPost || !ok || !strings.Contains(r.URL.Path, "/models/") {
 		s.unknown.Add(1)
-		return apiError(w, http.StatusNotFound, "NOT_FOUND", "the stand-in model API does not serve "+r.Method+" "+r.URL.Path)
+		return apiError(w, http.StatusNotFound, "NOT_FOUND", "the stand-in model API does not serve "+r.Method+" "+r.URL.Path), 0
 	}
 	var req request
 	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<20)).Decode(&req); err != nil {
-		return apiError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "request body: "+err.Error())
+		return apiError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "request body: "+err.Error()), 0
 	}
+	n := len(req.Contents)
 	switch call {
 	case "streamGenerateContent":
 		s.stream.Add(1)
-		return s.streamAnswer(w, req)
+		return s.streamAnswer(w, req), n
 	case "generateContent":
 		s.generate.Add(1)
-		return writeJSON(w, s.response(req, s.answerFor(req)))
+		return writeJSON(w, s.response(req, s.answerFor(req))), n
 	case "countTokens":
 		s.countTokens.Add(1)
-		return writeJSON(w, map[string]any{"totalTokens": tokens(req)})
+		return writeJSON(w, map[string]any{"totalTokens": tokens(req)}), n
 	default:
 		s.unknown.Add(1)
-		return apiError(w, http.StatusNotFound, "NOT_FOUND", "the stand-in model API does not serve :"+call)
+		return apiError(w, http.StatusNotFound, "NOT_FOUND", "the stand-in model API does not serve :"+call), n
 	}
 }
 
