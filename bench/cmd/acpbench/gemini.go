@@ -198,7 +198,7 @@ func (r *report) geminiMD(w func(string, ...any)) {
 		w("Not measured in this run: %s. See [`bench/README.md`](../bench/README.md).\n\n", g.Skipped)
 		return
 	}
-	w("Gemini CLI %s (`gemini --acp`, Node %s) behind one gateway, answering from a stand-in for its model API served by the harness (`bench/internal/fakegemini`: a fixed one-chunk answer at once), with an isolated `HOME` (%d runs, each after the pool is full again). Warm: a one-shot `Prompt` on an agent with `warm: 2`, which takes a started, initialized and authenticated process and runs only `session/new`. Open session: the same prompt on a session already open. Cold: a one-shot `Prompt` on the same agent without a pool, which starts Node and Gemini CLI first.\n\n",
+	w("Gemini CLI %s (`gemini --acp`, Node %s) behind one gateway, answering from a stand-in for its model API served by the harness (`bench/internal/fakegemini`: a fixed one-chunk answer at once), with an isolated `HOME` (%d runs, each after the pool is full again and each turn on a quiet machine, as far as the machine became quiet: see above; with 20 runs, p99 is the slowest). Warm: a one-shot `Prompt` on an agent with `warm: 2`, which takes a started, initialized and authenticated process and runs only `session/new`. Open session: the same prompt on a session already open. Cold: a one-shot `Prompt` on the same agent without a pool, which starts Node and Gemini CLI first.\n\n",
 		g.Version, g.Node, len(g.Warm))
 	if len(g.Warm) == 0 {
 		return

@@ -97,9 +97,12 @@ type starts struct {
 }
 
 // compareStarts runs s.runs rounds of the three turns, each round after the
-// pool is full again and the machine quiet, and returns each turn's time to
-// its first chunk (ns). The open session is opened on s.cold and closed at
-// the end.
+// pool is full again, each turn on a quiet machine, and returns each turn's
+// time to its first chunk (ns). For a real agent the quiet matters: the
+// process a one-shot turn leaves behind is stopped after the turn, and a
+// warm take starts a refill, each seconds of CPU that would otherwise slow
+// the next turn. The open session is opened on s.cold and closed at the
+// end.
 func (d *driver) compareStarts(ctx context.Context, client acpgatev1.AgentGatewayClient, s starts) (warm, open, cold []float64, err error) {
 	sess, err := client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: s.cold})
 	if err != nil {
@@ -110,16 +113,16 @@ func (d *driver) compareStarts(ctx context.Context, client acpgatev1.AgentGatewa
 		if err := waitWarm(ctx, client, s.warm, s.pool); err != nil {
 			return nil, nil, nil, err
 		}
-		d.waitQuiet()
 		for _, v := range []struct {
 			into *[]float64
 			req  *acpgatev1.PromptRequest
 		}{
-			{&warm, &acpgatev1.PromptRequest{Agent: s.warm}},
-			{&open, &acpgatev1.PromptRequest{SessionId: sess.GetId()}},
 			{&cold, &acpgatev1.PromptRequest{Agent: s.cold}},
+			{&open, &acpgatev1.PromptRequest{SessionId: sess.GetId()}},
+			{&warm, &acpgatev1.PromptRequest{Agent: s.warm}},
 		} {
 			v.req.Text = s.text
+			d.waitQuiet()
 			took, err := firstChunk(ctx, client, v.req)
 			if err != nil {
 				return nil, nil, nil, fmt.Errorf("run %d: %w", run+1, err)
