@@ -39,6 +39,8 @@ type plan struct {
 	warmRuns    int           // one-shot turns warm, cold and on an open session
 	warmSustain time.Duration // how long the sustained one-shot rate runs
 
+	geminiRuns int // Gemini CLI's one-shot turns warm, cold and on an open session
+
 	concStreams, concN, concRuns int
 
 	idleSessions int
@@ -78,6 +80,7 @@ func fullPlan(runs int) plan {
 		breakSeconds: 2,
 		ttfcRuns:     20,
 		warmRuns:     20, warmSustain: 20 * time.Second,
+		geminiRuns:  20,
 		concStreams: 200, concN: 1_000, concRuns: 3,
 		idleSessions: 1_000,
 		bpN:          2_500, bpSize: 64 << 10, bpReadRate: 100,
@@ -108,6 +111,7 @@ func smokePlan() plan {
 		breakSeconds: 0.2,
 		ttfcRuns:     2,
 		warmRuns:     2, warmSustain: 3 * time.Second,
+		geminiRuns:  2,
 		concStreams: 10, concN: 100, concRuns: 1,
 		idleSessions: 20,
 		bpN:          30, bpSize: 64 << 10, bpReadRate: 100,
@@ -131,6 +135,9 @@ type driver struct {
 	gwBin string
 	agent string
 	keep  bool // keep the working directory, stores included
+	// gemini is the Gemini CLI binary the gemini section measures; empty:
+	// the section is skipped.
+	gemini string
 
 	rep      report
 	failures []string
@@ -161,8 +168,9 @@ func runDriver(args []string) int {
 	out := fs.String("out", "", "write the report (Markdown) here; default the repository's docs/benchmarks.md, none with -smoke")
 	rawOut := fs.String("json", "", "also write every raw result here, as JSON")
 	keep := fs.Bool("keep", false, "keep the working directory (binaries, configuration, gateway logs, profiles)")
-	only := fs.String("sections", "", "run only these sections (comma-separated: throughput,paced,breaks,ttfc,warm,concurrency,idle,backpressure,store,stall,instrumentation,profiles)")
+	only := fs.String("sections", "", "run only these sections (comma-separated: throughput,paced,breaks,ttfc,warm,gemini,concurrency,idle,backpressure,store,stall,instrumentation,profiles)")
 	quiet := fs.Duration("quiet", 30*time.Second, "before each measurement, wait up to this long for other processes to leave the CPU idle")
+	gemini := fs.String("gemini", os.Getenv(geminiEnv), "the Gemini CLI binary the gemini section measures (default $"+geminiEnv+"); without one the section is skipped")
 	retries := fs.Int("retries", 2, "repeat a measurement up to this many times when other processes used the CPU during it")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -179,7 +187,7 @@ func runDriver(args []string) int {
 			*retries = 0
 		}
 	}
-	d := &driver{smoke: *smoke, keep: *keep, quietWait: *quiet, retries: *retries, only: map[string]bool{}}
+	d := &driver{smoke: *smoke, keep: *keep, gemini: *gemini, quietWait: *quiet, retries: *retries, only: map[string]bool{}}
 	for _, name := range strings.Split(*only, ",") {
 		if name = strings.TrimSpace(name); name != "" {
 			d.only[name] = true
@@ -210,6 +218,7 @@ func runDriver(args []string) int {
 	d.section("breaks", d.breakScan)
 	d.section("ttfc", d.ttfc)
 	d.section("warm", d.warmSection)
+	d.section("gemini", d.geminiSection)
 	d.section("concurrency", d.concurrency)
 	d.section("idle", d.idle)
 	d.section("backpressure", d.backpressure)

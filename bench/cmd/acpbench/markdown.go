@@ -390,6 +390,7 @@ func (r *report) markdown() string {
 	r.breaksMD(w)
 	r.ttfcMD(w)
 	r.warmMD(w)
+	r.geminiMD(w)
 	r.concMD(w)
 	r.idleMD(w)
 	r.bpMD(w)

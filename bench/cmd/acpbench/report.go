@@ -23,6 +23,7 @@ type report struct {
 	Breaks       []breakResult `json:"breaks"`
 	TTFC         *ttfcResult   `json:"ttfc"`
 	Warm         *warmResult   `json:"warm"`
+	Gemini       *geminiResult `json:"gemini"`
 	Concurrency  *concResult   `json:"concurrency"`
 	Idle         *idleResult   `json:"idle"`
 	Backpressure *bpResult     `json:"backpressure"`

@@ -65,33 +65,12 @@ func (d *driver) warmSection() error {
 
 func (d *driver) warmOn(ctx context.Context, _ *gatewayProc, client acpgatev1.AgentGatewayClient) error {
 	res := warmResult{Delay: warmInitDelay}
-	sess, err := client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: coldAgent})
+	var err error
+	res.Warm, res.Open, res.Cold, err = d.compareStarts(ctx, client, starts{
+		warm: warmAgent, cold: coldAgent, pool: 2, runs: d.plan.warmRuns, text: "chunk hello\nstop end_turn",
+	})
 	if err != nil {
-		return fmt.Errorf("opening the session for the open-session turns: %w", err)
-	}
-	defer client.CloseSession(ctx, &acpgatev1.CloseSessionRequest{SessionId: sess.GetId()}) //nolint:errcheck // the gateway stops next
-	for run := range d.plan.warmRuns {
-		if err := waitWarm(ctx, client, warmAgent, 2); err != nil {
-			return err
-		}
-		d.waitQuiet()
-		for _, v := range []struct {
-			into *[]float64
-			req  *acpgatev1.PromptRequest
-		}{
-			{&res.Warm, &acpgatev1.PromptRequest{Agent: warmAgent}},
-			{&res.Open, &acpgatev1.PromptRequest{SessionId: sess.GetId()}},
-			{&res.Cold, &acpgatev1.PromptRequest{Agent: coldAgent}},
-		} {
-			v.req.Text = "chunk hello\nstop end_turn"
-			took, err := firstChunk(ctx, client, v.req)
-			if err != nil {
-				return fmt.Errorf("run %d: %w", run+1, err)
-			}
-			*v.into = append(*v.into, float64(took))
-		}
-		d.logf("   run %d: warm %s, open session %s, cold %s", run+1,
-			fmtDurF(res.Warm[run]), fmtDurF(res.Open[run]), fmtDurF(res.Cold[run]))
+		return err
 	}
 	if err := waitWarm(ctx, client, sustainAgent, 4); err != nil {
 		return err
@@ -105,6 +84,55 @@ func (d *driver) warmOn(ctx context.Context, _ *gatewayProc, client acpgatev1.Ag
 	}
 	d.rep.Warm = &res
 	return nil
+}
+
+// starts is what compareStarts compares: one-shot turns on an agent kept
+// warm by pool processes, the same turn on a session already open, and
+// one-shot turns on the same agent without a pool.
+type starts struct {
+	warm, cold string // the agents: with `warm: pool`, and without a pool
+	pool       uint32
+	runs       int
+	text       string // the prompt of every turn
+}
+
+// compareStarts runs s.runs rounds of the three turns, each round after the
+// pool is full again, each turn on a quiet machine, and returns each turn's
+// time to its first chunk (ns). For a real agent the quiet matters: the
+// process a one-shot turn leaves behind is stopped after the turn, and a
+// warm take starts a refill, each seconds of CPU that would otherwise slow
+// the next turn. The open session is opened on s.cold and closed at the
+// end.
+func (d *driver) compareStarts(ctx context.Context, client acpgatev1.AgentGatewayClient, s starts) (warm, open, cold []float64, err error) {
+	sess, err := client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: s.cold})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("opening the session for the open-session turns: %w", err)
+	}
+	defer client.CloseSession(ctx, &acpgatev1.CloseSessionRequest{SessionId: sess.GetId()}) //nolint:errcheck // the gateway stops next
+	for run := range s.runs {
+		if err := waitWarm(ctx, client, s.warm, s.pool); err != nil {
+			return nil, nil, nil, err
+		}
+		for _, v := range []struct {
+			into *[]float64
+			req  *acpgatev1.PromptRequest
+		}{
+			{&cold, &acpgatev1.PromptRequest{Agent: s.cold}},
+			{&open, &acpgatev1.PromptRequest{SessionId: sess.GetId()}},
+			{&warm, &acpgatev1.PromptRequest{Agent: s.warm}},
+		} {
+			v.req.Text = s.text
+			d.waitQuiet()
+			took, err := firstChunk(ctx, client, v.req)
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("run %d: %w", run+1, err)
+			}
+			*v.into = append(*v.into, float64(took))
+		}
+		d.logf("   run %d: warm %s, open session %s, cold %s", run+1,
+			fmtDurF(warm[run]), fmtDurF(open[run]), fmtDurF(cold[run]))
+	}
+	return warm, open, cold, nil
 }
 
 // waitWarm waits, up to a minute, for agent to have n warm processes ready.
