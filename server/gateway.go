@@ -557,6 +557,10 @@ func (e *agentEntry) noteCapabilities(info acp.AgentInfo) {
 		PromptEmbeddedContext: info.Capabilities.PromptCapabilities.EmbeddedContext,
 		AuthMethods:           info.AuthMethods,
 		ObservedAt:            timestamppb.Now(),
+		SessionResume:         info.Capabilities.SessionCapabilities.Resume != nil,
+		SessionList:           info.Capabilities.SessionCapabilities.List != nil,
+		SessionClose:          info.Capabilities.SessionCapabilities.Close != nil,
+		SessionDelete:         info.DeleteSessions,
 	}
 	var transports []string
 	if info.Capabilities.McpCapabilities.Http {

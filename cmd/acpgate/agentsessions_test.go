@@ -74,6 +74,19 @@ agents:
 	if _, err := client.DeleteAgentSession(ctx, &acpgatev1.DeleteAgentSessionRequest{Agent: "lister"}); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("DeleteAgentSession without a session id: %v; want INVALID_ARGUMENT", err)
 	}
+	// ListAgents says what each agent advertised, as the calls found it.
+	agents, err := client.ListAgents(ctx, &acpgatev1.ListAgentsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range agents.GetAgents() {
+		c := a.GetCapabilities()
+		want := a.GetName() == "lister"
+		if c.GetSessionList() != want || c.GetSessionDelete() != want || c.GetSessionResume() || c.GetSessionClose() {
+			t.Errorf("ListAgents shows %s's session capabilities as list %v, delete %v, resume %v, close %v; want list and delete %v, no resume or close",
+				a.GetName(), c.GetSessionList(), c.GetSessionDelete(), c.GetSessionResume(), c.GetSessionClose(), want)
+		}
+	}
 	// The agents started for the calls are gone: no session is open.
 	sessions, err := client.ListSessions(ctx, &acpgatev1.ListSessionsRequest{})
 	if err != nil || len(sessions.GetSessions()) != 0 {

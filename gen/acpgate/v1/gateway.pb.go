@@ -879,7 +879,15 @@ type AgentCapabilities struct {
 	// The authentication methods the agent advertised, by id.
 	AuthMethods []string `protobuf:"bytes,8,rep,name=auth_methods,json=authMethods,proto3" json:"auth_methods,omitempty"`
 	// When the gateway learned this.
-	ObservedAt    *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=observed_at,json=observedAt,proto3" json:"observed_at,omitempty"`
+	ObservedAt *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=observed_at,json=observedAt,proto3" json:"observed_at,omitempty"`
+	// The `agentCapabilities.sessionCapabilities` the agent advertised:
+	// `session/resume` (preferred over `session/load` to re-open a session),
+	// `session/list` (ListAgentSessions), `session/close` (sent by
+	// CloseSession) and `session/delete` (DeleteAgentSession).
+	SessionResume bool `protobuf:"varint,10,opt,name=session_resume,json=sessionResume,proto3" json:"session_resume,omitempty"`
+	SessionList   bool `protobuf:"varint,11,opt,name=session_list,json=sessionList,proto3" json:"session_list,omitempty"`
+	SessionClose  bool `protobuf:"varint,12,opt,name=session_close,json=sessionClose,proto3" json:"session_close,omitempty"`
+	SessionDelete bool `protobuf:"varint,13,opt,name=session_delete,json=sessionDelete,proto3" json:"session_delete,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -975,6 +983,34 @@ func (x *AgentCapabilities) GetObservedAt() *timestamppb.Timestamp {
 		return x.ObservedAt
 	}
 	return nil
+}
+
+func (x *AgentCapabilities) GetSessionResume() bool {
+	if x != nil {
+		return x.SessionResume
+	}
+	return false
+}
+
+func (x *AgentCapabilities) GetSessionList() bool {
+	if x != nil {
+		return x.SessionList
+	}
+	return false
+}
+
+func (x *AgentCapabilities) GetSessionClose() bool {
+	if x != nil {
+		return x.SessionClose
+	}
+	return false
+}
+
+func (x *AgentCapabilities) GetSessionDelete() bool {
+	if x != nil {
+		return x.SessionDelete
+	}
+	return false
 }
 
 // CreateSessionRequest opens a session.
@@ -2860,7 +2896,7 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\x0eStartupFailure\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\tR\amessage\x12*\n" +
 	"\x02at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x125\n" +
-	"\bretry_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\aretryAt\"\x83\x03\n" +
+	"\bretry_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\aretryAt\"\x99\x04\n" +
 	"\x11AgentCapabilities\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\x05R\x0fprotocolVersion\x12\x1d\n" +
 	"\n" +
@@ -2872,7 +2908,12 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\x17prompt_embedded_context\x18\a \x01(\bR\x15promptEmbeddedContext\x12!\n" +
 	"\fauth_methods\x18\b \x03(\tR\vauthMethods\x12;\n" +
 	"\vobserved_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"observedAt\"\xd5\x02\n" +
+	"observedAt\x12%\n" +
+	"\x0esession_resume\x18\n" +
+	" \x01(\bR\rsessionResume\x12!\n" +
+	"\fsession_list\x18\v \x01(\bR\vsessionList\x12#\n" +
+	"\rsession_close\x18\f \x01(\bR\fsessionClose\x12%\n" +
+	"\x0esession_delete\x18\r \x01(\bR\rsessionDelete\"\xd5\x02\n" +
 	"\x14CreateSessionRequest\x12\x14\n" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x10\n" +
 	"\x03cwd\x18\x02 \x01(\tR\x03cwd\x12&\n" +
