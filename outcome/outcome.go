@@ -245,7 +245,7 @@ func (in Interpreter) rpcError(method string, t Turn) Result {
 		return in.fail(t.Text, msg, protocol(msg))
 	}
 	code := int32(rpc.Code)
-	failure := &acpgatev1.HarnessFailure{RpcCode: &code, RpcMessage: rpc.Message}
+	failure := &acpgatev1.HarnessFailure{RpcCode: &code, RpcMessage: rpc.Message, RpcData: rpc.Data}
 	var msg string
 	switch rpc.Code {
 	case CodeAuthRequired:
@@ -280,7 +280,12 @@ type rpcErrorObject struct {
 type decodedRPCError struct {
 	Code    int64
 	Message string
+	Data    string // the error's data, as JSON, cut at maxRPCData bytes
 }
+
+// maxRPCData bounds the error data a terminal carries: an agent's data
+// may be a stack trace or a whole document.
+const maxRPCData = 4096
 
 func decodeRPCError(raw json.RawMessage) (decodedRPCError, string) {
 	var obj rpcErrorObject
@@ -300,7 +305,14 @@ func decodeRPCError(raw json.RawMessage) (decodedRPCError, string) {
 	if obj.Message != nil {
 		message = *obj.Message
 	}
-	return decodedRPCError{Code: code, Message: message}, ""
+	data := string(bytes.TrimSpace(obj.Data))
+	if data == "null" {
+		data = ""
+	}
+	if len(data) > maxRPCData {
+		data = data[:maxRPCData]
+	}
+	return decodedRPCError{Code: code, Message: message, Data: data}, ""
 }
 
 func decodePromptResponse(raw json.RawMessage) (acpsdk.PromptResponse, string) {

@@ -215,12 +215,21 @@ var table = []struct {
 		},
 	},
 	{
+		name: "an_error_s_data_is_carried_cut_at_4096_bytes",
+		turn: answered("", `{"code":-32603,"message":"Internal error","data":"`+strings.Repeat("d", 5000)+`"}`, ""),
+		check: func(t *testing.T, r outcome.Result) {
+			if got := mustError(t, r).GetHarness().GetRpcData(); len(got) != 4096 || !strings.HasPrefix(got, `"ddd`) {
+				t.Errorf("rpc_data of %d bytes (%.10q...), want the first 4096", len(got), got)
+			}
+		},
+	},
+	{
 		name: "any_other_error_code_is_a_harness_failure_carrying_code_and_message",
 		turn: answered("", `{"code":-32603,"message":"the model exploded","data":{"why":"x"}}`, "some text"),
 		check: func(t *testing.T, r outcome.Result) {
 			e := mustError(t, r)
 			h := e.GetHarness()
-			if h.RpcCode == nil || h.GetRpcCode() != -32603 || h.GetAuthRequired() || h.GetCancelled() {
+			if h.RpcCode == nil || h.GetRpcCode() != -32603 || h.GetAuthRequired() || h.GetCancelled() || h.GetRpcData() != `{"why":"x"}` {
 				t.Errorf("harness %v", h)
 			}
 			mustContain(t, e.GetMessage(), "-32603", "the model exploded", "partial output: some text")

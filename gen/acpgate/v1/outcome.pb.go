@@ -1088,7 +1088,12 @@ type HarnessFailure struct {
 	// True when the agent requires authentication (error code -32000). An
 	// unattended gateway cannot complete an interactive login: configure the
 	// agent's credentials (environment or `auth_method`) for the gateway.
-	AuthRequired  bool `protobuf:"varint,5,opt,name=auth_required,json=authRequired,proto3" json:"auth_required,omitempty"`
+	AuthRequired bool `protobuf:"varint,5,opt,name=auth_required,json=authRequired,proto3" json:"auth_required,omitempty"`
+	// The JSON-RPC error's `data`, as the JSON the agent sent, when it sent
+	// any: agents put the real cause there (a generic "Internal error" as the
+	// message, the reason in `data`). At most 4096 bytes: a longer one is cut
+	// there and no longer valid JSON.
+	RpcData       string `protobuf:"bytes,6,opt,name=rpc_data,json=rpcData,proto3" json:"rpc_data,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1156,6 +1161,13 @@ func (x *HarnessFailure) GetAuthRequired() bool {
 		return x.AuthRequired
 	}
 	return false
+}
+
+func (x *HarnessFailure) GetRpcData() string {
+	if x != nil {
+		return x.RpcData
+	}
+	return ""
 }
 
 // PolicyRefusal means the agent refused the prompt.
@@ -1375,14 +1387,15 @@ const file_acpgate_v1_outcome_proto_rawDesc = "" +
 	"\n" +
 	"_exit_code\"+\n" +
 	"\x11ProtocolViolation\x12\x16\n" +
-	"\x06detail\x18\x01 \x01(\tR\x06detail\"\xd4\x01\n" +
+	"\x06detail\x18\x01 \x01(\tR\x06detail\"\xef\x01\n" +
 	"\x0eHarnessFailure\x121\n" +
 	"\tstop_kind\x18\x01 \x01(\x0e2\x14.acpgate.v1.StopKindR\bstopKind\x12\x1e\n" +
 	"\brpc_code\x18\x02 \x01(\x05H\x00R\arpcCode\x88\x01\x01\x12\x1f\n" +
 	"\vrpc_message\x18\x03 \x01(\tR\n" +
 	"rpcMessage\x12\x1c\n" +
 	"\tcancelled\x18\x04 \x01(\bR\tcancelled\x12#\n" +
-	"\rauth_required\x18\x05 \x01(\bR\fauthRequiredB\v\n" +
+	"\rauth_required\x18\x05 \x01(\bR\fauthRequired\x12\x19\n" +
+	"\brpc_data\x18\x06 \x01(\tR\arpcDataB\v\n" +
 	"\t_rpc_code\"K\n" +
 	"\rPolicyRefusal\x12:\n" +
 	"\tdetection\x18\x01 \x01(\x0e2\x1c.acpgate.v1.RefusalDetectionR\tdetection\"6\n" +
