@@ -222,9 +222,9 @@ func (g *Gateway) adopt(ctx context.Context, id string) (bool, error) {
 	}
 	entry, ok := g.byName[rec.Agent]
 	if !ok || entry.cfg.Workspace == "" || rec.Cwd == "" {
-		g.log.WarnContext(ctx, "a session of a lost replica cannot be re-opened here (its agent has no workspace here); it has ended", "session", id, "agent", rec.Agent, "lost_replica", rec.Replica)
+		g.log.WarnContext(ctx, "a session no live replica runs cannot be re-opened here (it ran in a temporary directory, or its agent has no workspace here); it has ended", "session", id, "agent", rec.Agent)
 		g.unrecord(id)
-		return true, nil
+		return false, status.Errorf(codes.FailedPrecondition, "session %q has ended: the replica that ran it is gone, and it cannot be re-opened elsewhere (it ran in a temporary directory, or agent %q has no workspace here)", id, rec.Agent)
 	}
 	g.sessions.addSuspended(newSuspended(rec, entry.cfg.Workspace))
 	g.log.InfoContext(ctx, "adopted a session no live replica runs; it is suspended until its next prompt", "session", id, "agent", rec.Agent)

@@ -95,6 +95,9 @@ agents:
     workspace: %q
     permission_policy: ask
     cancel_grace: 2s
+  - name: scratch
+    command: "${ACPGATE_E2E_AGENT}"
+    args: [--unique-sessions, --load-session]
 %s`, dsn, id, port, secret, leaseTTL, o.inCluster, sessions, c.prompts, workspace, o.extra))
 		r := &replica{id: id, port: port, cfg: cfg, dial: o.dial}
 		r.start(t)
@@ -520,5 +523,39 @@ func TestAClientThatGoesAwayFromARelayedPromptCancelsTheTurnOnTheOwner(t *testin
 	t.Logf("the turn ended %v after its client went away", time.Since(gone).Round(time.Millisecond))
 	if e := events[len(events)-1].GetError(); !e.GetHarness().GetCancelled() {
 		t.Errorf("the relayed turn whose client went away ended %v, want cancelled", events[len(events)-1])
+	}
+}
+
+func TestASessionOfAKilledReplicaInATemporaryDirectoryEndsSayingWhy(t *testing.T) {
+	c := startCluster(t, 2, "")
+	a, b := c.replicas[0], c.replicas[1]
+	ctx := testCtx(t)
+	sess, err := a.client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: "scratch"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.client.GetSession(ctx, &acpgatev1.GetSessionRequest{SessionId: sess.GetId()}); err != nil || got.GetReplica() != "a" {
+		t.Fatalf("a session in a temporary directory, through b: %v, %v; want it found on a", got, err)
+	}
+	a.stop(t, syscall.SIGKILL)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		stream, err := b.client.Prompt(ctx, &acpgatev1.PromptRequest{SessionId: sess.GetId(), Text: "chunk hi"})
+		if err == nil {
+			_, err = stream.Recv()
+		}
+		if status.Code(err) == codes.FailedPrecondition {
+			if !strings.Contains(err.Error(), "cannot be re-opened elsewhere") {
+				t.Errorf("the refusal does not say why: %v", err)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a prompt on the lost replica's session: %v, want FAILED_PRECONDITION once a is reaped", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := b.client.GetSession(ctx, &acpgatev1.GetSessionRequest{SessionId: sess.GetId()}); status.Code(err) != codes.NotFound {
+		t.Errorf("the ended session afterwards: %v, want NOT_FOUND", err)
 	}
 }
