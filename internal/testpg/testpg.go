@@ -23,6 +23,10 @@
 // Without the binaries, Start skips the test, unless ACPGATE_REQUIRE_POSTGRES
 // is 1 (as in make go-test), where a missing PostgreSQL is a failure rather
 // than a silently smaller suite.
+//
+// Programs that are not tests (the benchmark harness) start a server of
+// their own with StartServer, make databases on it with CreateDatabase and
+// stop it with Stop; Start and Main are that, for a test binary.
 package testpg
 
 import (
@@ -68,6 +72,12 @@ const (
 	startAttempts = 3
 )
 
+// ErrNotInstalled is what StartServer returns (wrapped, with where it
+// looked) when PostgreSQL's server binaries are not installed: a caller
+// that can do without PostgreSQL tells this apart from a server that
+// failed to start.
+var ErrNotInstalled = errors.New("PostgreSQL's server binaries are not installed (Debian's postgresql package)")
+
 // the is the test binary's server, started by the first Start and
 // stopped by Main: one per process is the point, so it is the one piece
 // of package state.
@@ -75,7 +85,7 @@ var the struct {
 	mu      sync.Mutex
 	main    bool // Main is running the tests
 	started bool
-	srv     *server
+	srv     *Server
 	err     error // why the server could not start; the same for every caller
 	skip    string
 	dbs     int
@@ -96,7 +106,7 @@ func Main(m M) int {
 	the.srv = nil
 	the.mu.Unlock()
 	if srv != nil {
-		if err := srv.stop(); err != nil {
+		if err := srv.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "testpg:", err)
 			if code == 0 {
 				code = 1
@@ -129,19 +139,20 @@ func Start(t testing.TB) string {
 	the.dbs++
 	name := fmt.Sprintf("test_%d", the.dbs)
 	the.mu.Unlock()
-	if err := srv.admin(fmt.Sprintf(`CREATE DATABASE %s`, name)); err != nil {
-		t.Fatalf("testpg: creating a database: %v", err)
+	dsn, err := srv.CreateDatabase(name)
+	if err != nil {
+		t.Fatalf("testpg: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := srv.admin(fmt.Sprintf(`DROP DATABASE IF EXISTS %s WITH (FORCE)`, name)); err != nil {
-			t.Errorf("testpg: dropping database %s: %v", name, err)
+		if err := srv.DropDatabase(name); err != nil {
+			t.Errorf("testpg: %v", err)
 		}
 	})
-	return srv.dsn(name)
+	return dsn
 }
 
 // server0 is the running server, started on first use.
-func server0(t testing.TB) (*server, error) {
+func server0(t testing.TB) (*Server, error) {
 	t.Helper()
 	the.mu.Lock()
 	defer the.mu.Unlock()
@@ -150,11 +161,9 @@ func server0(t testing.TB) (*server, error) {
 	}
 	if !the.started {
 		the.started = true
-		bin, skip := findBin()
-		if skip != "" {
-			the.skip = skip
-		} else {
-			the.srv, the.err = start(bin)
+		the.srv, the.err = StartServer("")
+		if errors.Is(the.err, ErrNotInstalled) {
+			the.skip = the.err.Error()
 		}
 	}
 	if the.skip != "" {
@@ -167,8 +176,8 @@ func server0(t testing.TB) (*server, error) {
 }
 
 // findBin is the directory of the newest PostgreSQL version installed, or
-// why there is none.
-func findBin() (dir, missing string) {
+// an error wrapping ErrNotInstalled.
+func findBin() (string, error) {
 	dirs, _ := filepath.Glob(binGlob)
 	version := func(d string) int {
 		n, _ := strconv.Atoi(filepath.Base(filepath.Dir(d)))
@@ -177,10 +186,10 @@ func findBin() (dir, missing string) {
 	slices.SortFunc(dirs, func(a, b string) int { return version(a) - version(b) })
 	for _, d := range slices.Backward(dirs) {
 		if isExecutable(filepath.Join(d, "initdb")) && isExecutable(filepath.Join(d, "postgres")) {
-			return d, ""
+			return d, nil
 		}
 	}
-	return "", "no PostgreSQL server binaries in " + binGlob
+	return "", fmt.Errorf("%w: no initdb and postgres in %s", ErrNotInstalled, binGlob)
 }
 
 func isExecutable(path string) bool {
@@ -188,8 +197,12 @@ func isExecutable(path string) bool {
 	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
-// server is a running PostgreSQL.
-type server struct {
+// Server is a running PostgreSQL, started by StartServer, on which
+// CreateDatabase makes databases; Stop ends it and removes its directory.
+// It is killed if the program that started it dies (the kernel's
+// parent-death signal), so a crashed program leaves no server behind,
+// though its directory stays.
+type Server struct {
 	dir  string // the temporary directory: data/, the socket, the log
 	port int
 	cmd  *exec.Cmd
@@ -203,13 +216,21 @@ type server struct {
 	conn *pgx.Conn
 }
 
-// start makes a data directory with initdb and starts postgres on it.
-func start(bin string) (_ *server, err error) {
+// StartServer makes a data directory with initdb, in a new directory
+// under parent (the system's temporary directory when ""), and starts
+// postgres on it: the newest version of Debian's binaries installed, or an
+// error wrapping ErrNotInstalled. Run as root, the server runs as another
+// user (see the package's doc), who must be able to reach parent.
+func StartServer(parent string) (_ *Server, err error) {
+	bin, err := findBin()
+	if err != nil {
+		return nil, err
+	}
 	cred, err := credential()
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "acpgate-pg-")
+	dir, err := os.MkdirTemp(parent, "acpgate-pg-")
 	if err != nil {
 		return nil, err
 	}
@@ -273,12 +294,12 @@ func env() []string { return []string{"LC_ALL=C", "TZ=UTC", "PATH=/usr/bin:/bin"
 
 // run starts postgres on a free port and waits until it takes
 // connections.
-func run(bin, dir string, cred *syscall.Credential, log *os.File) (*server, error) {
+func run(bin, dir string, cred *syscall.Credential, log *os.File) (*Server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
-	s := &server{dir: dir, port: port, exited: make(chan struct{}), log: log}
+	s := &Server{dir: dir, port: port, exited: make(chan struct{}), log: log}
 	s.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", filepath.Join(dir, "data"),
 		"-k", dir, "-h", "127.0.0.1", "-p", strconv.Itoa(port),
 		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
@@ -323,7 +344,7 @@ func freePort() (int, error) {
 
 // ready waits, up to readyTimeout, until the server takes a connection,
 // which it keeps for admin statements.
-func (s *server) ready() error {
+func (s *Server) ready() error {
 	deadline := time.Now().Add(readyTimeout)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -345,7 +366,7 @@ func (s *server) ready() error {
 }
 
 // logTail is the end of the server's log, for a failure's message.
-func (s *server) logTail() string {
+func (s *Server) logTail() string {
 	b, _ := os.ReadFile(s.log.Name())
 	if len(b) > 4096 {
 		b = b[len(b)-4096:]
@@ -354,7 +375,7 @@ func (s *server) logTail() string {
 }
 
 // admin runs a statement as the superuser on the postgres database.
-func (s *server) admin(stmt string) error {
+func (s *Server) admin(stmt string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
@@ -363,20 +384,55 @@ func (s *server) admin(stmt string) error {
 	return err
 }
 
-// dsn is the URL of database name over TCP.
-func (s *server) dsn(name string) string {
-	return fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", superuser, s.port, name)
+// CreateDatabase makes an empty database called name (an SQL
+// identifier's characters: letters, digits, underscores) and returns its
+// DSN: a postgres:// URL over TCP to 127.0.0.1, so that another process
+// (an acpgate) can use it as it is.
+func (s *Server) CreateDatabase(name string) (string, error) {
+	if !isIdentifier(name) {
+		return "", fmt.Errorf("creating database %q: a name of letters, digits and underscores, not starting with a digit, is needed", name)
+	}
+	if err := s.admin(`CREATE DATABASE ` + name); err != nil {
+		return "", fmt.Errorf("creating database %s: %w", name, err)
+	}
+	return fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", superuser, s.port, name), nil
 }
 
+// DropDatabase drops database name, closing its connections first.
+func (s *Server) DropDatabase(name string) error {
+	if !isIdentifier(name) {
+		return fmt.Errorf("dropping database %q: not a database CreateDatabase could have made", name)
+	}
+	if err := s.admin(`DROP DATABASE IF EXISTS ` + name + ` WITH (FORCE)`); err != nil {
+		return fmt.Errorf("dropping database %s: %w", name, err)
+	}
+	return nil
+}
+
+// isIdentifier reports whether name can go into a statement as it is:
+// CREATE DATABASE takes no parameters.
+func isIdentifier(name string) bool {
+	for i, c := range name {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return name != ""
+}
+
+// Pid is the server's process (the postmaster), whose children are its
+// backends and workers: a benchmark counts their CPU as its own.
+func (s *Server) Pid() int { return s.cmd.Process.Pid }
+
 // kill stops the server at once and waits for it.
-func (s *server) kill() {
+func (s *Server) kill() {
 	s.cmd.Process.Kill()
 	<-s.exited
 }
 
-// stop shuts the server down (a fast shutdown: SIGINT), killing it after
+// Stop shuts the server down (a fast shutdown: SIGINT), killing it after
 // stopTimeout, and removes its directory.
-func (s *server) stop() error {
+func (s *Server) Stop() error {
 	if s.conn != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		s.conn.Close(ctx)

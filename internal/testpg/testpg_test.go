@@ -3,6 +3,7 @@ package testpg_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -155,4 +156,59 @@ func parentPID(t *testing.T, pid int) int {
 	}
 	t.Fatal("no PPid line")
 	return 0
+}
+
+func TestAServerStartedOutsideATestMakesDatabasesOfIdentifierNamesAndStopRemovesIt(t *testing.T) {
+	ctx := context.Background()
+	srv, err := testpg.StartServer("")
+	if errors.Is(err, testpg.ErrNotInstalled) && os.Getenv(testpg.RequireEnv) != "1" {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			srv.Stop()
+		}
+	}()
+	dsn, err := srv.CreateDatabase("bench_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(dsn, "postgres://") || !strings.HasSuffix(strings.Split(dsn, "?")[0], "/bench_1") {
+		t.Errorf("DSN %q is not a URL of database bench_1", dsn)
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dataDir string
+	err = conn.QueryRow(ctx, `SELECT current_setting('data_directory')`).Scan(&dataDir)
+	conn.Close(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.CreateDatabase("bench_1"); err == nil {
+		t.Error("creating bench_1 twice succeeded")
+	}
+	for _, name := range []string{"", "x; DROP DATABASE postgres", "1abc", "a-b", `"q"`} {
+		if _, err := srv.CreateDatabase(name); err == nil {
+			t.Errorf("CreateDatabase(%q) succeeded: the name goes into the statement as it is", name)
+		}
+	}
+	if err := srv.DropDatabase("bench_1"); err != nil {
+		t.Errorf("dropping bench_1: %v", err)
+	}
+	stopped = true
+	if err := srv.Stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if err := syscall.Kill(srv.Pid(), 0); err == nil {
+		t.Errorf("the server %d still runs after Stop", srv.Pid())
+	}
+	if _, err := os.Stat(filepath.Dir(dataDir)); !os.IsNotExist(err) {
+		t.Errorf("the server's directory %s is still there after Stop (%v)", filepath.Dir(dataDir), err)
+	}
 }
