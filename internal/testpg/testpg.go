@@ -34,7 +34,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -48,6 +47,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/acpgate/acpgate/internal/testutil"
 )
 
 // RequireEnv names the environment variable that makes a missing
@@ -295,7 +296,7 @@ func env() []string { return []string{"LC_ALL=C", "TZ=UTC", "PATH=/usr/bin:/bin"
 // run starts postgres on a free port and waits until it takes
 // connections.
 func run(bin, dir string, cred *syscall.Credential, log *os.File) (*Server, error) {
-	port, err := freePort()
+	port, err := testutil.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -330,16 +331,6 @@ func run(bin, dir string, cred *syscall.Credential, log *os.File) (*Server, erro
 		return nil, err
 	}
 	return s, nil
-}
-
-// freePort is a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // ready waits, up to readyTimeout, until the server takes a connection,

@@ -90,3 +90,29 @@ func TestRatiosPairRuns(t *testing.T) {
 		t.Fatalf("%v", got)
 	}
 }
+
+func TestAForwardedFloodUnderSevenTenthsOfTheLocalOneMissesItsTarget(t *testing.T) {
+	run := func(turn int64) Result { return Result{Chunks: 100, Turn: turn} }
+	flood := func(forwarded int64) verdict {
+		r := report{Cluster: &clusterResult{Flood: shape{Size: 64}, Session: map[string][]Result{
+			pathLocal:     {run(1e9), run(1e9)},
+			pathForwarded: {run(forwarded), run(forwarded)},
+		}}}
+		for _, v := range r.clusterVerdicts() {
+			if strings.Contains(v.Figure, "forwarded / local") {
+				return v
+			}
+		}
+		t.Fatal("no verdict of the forwarded flood")
+		return verdict{}
+	}
+	if v := flood(1.25e9); !v.Known || !v.Met {
+		t.Errorf("forwarded at 0.8 of local: %+v, want met", v)
+	}
+	if v := flood(1.6e9); !v.Known || v.Met {
+		t.Errorf("forwarded at 0.625 of local: %+v, want missed", v)
+	}
+	if got := fmtSigned(-1_500_000) + " " + fmtSigned(2_500_000); got != "-1.50 ms +2.50 ms" {
+		t.Errorf("fmtSigned: %q", got)
+	}
+}

@@ -53,6 +53,8 @@ type plan struct {
 
 	instrFlood shape // gateway-stream with metrics and tracing on and off
 
+	clusterTurns int // turns on a session per path (owner, forwarded) for the time to first chunk
+
 	profile []shape // floods run through a profiling acpgate serve
 }
 
@@ -92,6 +94,7 @@ func fullPlan(runs int) plan {
 			{"64 B flood", 200_000, 64, 2, ""},
 			{"64 KiB flood", 2_000, 64 << 10, 2, ""},
 		},
+		clusterTurns: 500,
 	}
 }
 
@@ -122,6 +125,7 @@ func smokePlan() plan {
 		profile: []shape{
 			{"64 B flood", 2_000, 64, 1, ""},
 		},
+		clusterTurns: 10,
 	}
 }
 
@@ -147,6 +151,12 @@ type driver struct {
 	quietWait    time.Duration
 	retries      int
 	interference interference
+
+	// besides, when a section sets it, is the CPU time so far of the
+	// processes it runs beside the gateway a job measures (PostgreSQL,
+	// another replica, a session's agent), which are the harness's own
+	// load, not foreign: all of it but what attempt reads of g itself.
+	besides func(g *gatewayProc) time.Duration
 }
 
 // interference counts what other processes on the machine did to the
@@ -168,7 +178,7 @@ func runDriver(args []string) int {
 	out := fs.String("out", "", "write the report (Markdown) here; default the repository's docs/benchmarks.md, none with -smoke")
 	rawOut := fs.String("json", "", "also write every raw result here, as JSON")
 	keep := fs.Bool("keep", false, "keep the working directory (binaries, configuration, gateway logs, profiles)")
-	only := fs.String("sections", "", "run only these sections (comma-separated: throughput,paced,breaks,ttfc,warm,gemini,concurrency,idle,backpressure,store,stall,instrumentation,profiles)")
+	only := fs.String("sections", "", "run only these sections (comma-separated: throughput,paced,breaks,ttfc,warm,gemini,concurrency,idle,backpressure,store,stall,instrumentation,cluster,profiles)")
 	quiet := fs.Duration("quiet", 30*time.Second, "before each measurement, wait up to this long for other processes to leave the CPU idle")
 	gemini := fs.String("gemini", os.Getenv(geminiEnv), "the Gemini CLI binary the gemini section measures (default $"+geminiEnv+"); without one the section is skipped")
 	retries := fs.Int("retries", 2, "repeat a measurement up to this many times when other processes used the CPU during it")
@@ -225,6 +235,7 @@ func runDriver(args []string) int {
 	d.section("store", d.storeSection)
 	d.section("stall", d.stallSection)
 	d.section("instrumentation", d.instrumentationSection)
+	d.section("cluster", d.clusterSection)
 	d.section("profiles", d.profiles)
 	d.rep.Interference = d.interference
 	d.rep.Duration = time.Since(began)
@@ -327,6 +338,7 @@ type gatewayConf struct {
 	maxTurnBytes int64  // limits.max_turn_bytes; 0: the gateway's default
 	otlpURL      string // metrics on, and tracing to this OTLP/HTTP URL; "": both off
 	agents       string // YAML of more agents, after the flood agent
+	more         string // top-level YAML after the store (its postgres block, a cluster block)
 }
 
 // config is the configuration of one gateway, whose store (if it keeps one
@@ -340,6 +352,7 @@ func (d *driver) config(c gatewayConf, stateDir string) string {
 	if c.store != "" {
 		store = "store: " + c.store + "\n"
 	}
+	store += c.more
 	return fmt.Sprintf(`# acpbench: the test agent behind the gateway.
 listen: 127.0.0.1:0
 shutdown_grace: 10s
@@ -484,6 +497,10 @@ func (d *driver) attempt(g *gatewayProc, j Job) Result {
 		gw0, _ = readTreeCPU(g.pid())
 	}
 	self0 := selfCPU()
+	var besides0 time.Duration
+	if d.besides != nil {
+		besides0 = d.besides(g)
+	}
 	sys0, _ := readSysBusy()
 	start := time.Now()
 	out, err := cmd.Output()
@@ -503,6 +520,9 @@ func (d *driver) attempt(g *gatewayProc, j Job) Result {
 	if g != nil {
 		gw1, _ := readTreeCPU(g.pid())
 		ours += gw1 - gw0
+	}
+	if d.besides != nil {
+		ours += d.besides(g) - besides0
 	}
 	r := Result{Client: j.Client}
 	if err != nil {

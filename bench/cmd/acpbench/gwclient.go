@@ -80,7 +80,11 @@ func gatewayTurn(ctx context.Context, client acpgatev1.AgentGatewayClient, j Job
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	asStream := j.Client == gatewayStream || j.Client == gatewayStreamMemory
-	st, err := client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: floodAgent, Text: j.script(), OmitOutcomeText: asStream, CoalesceChunks: asStream})
+	req := &acpgatev1.PromptRequest{Agent: floodAgent, Text: j.script(), OmitOutcomeText: asStream, CoalesceChunks: asStream}
+	if j.SessionID != "" {
+		req.Agent, req.SessionId = "", j.SessionID
+	}
+	st, err := client.Prompt(ctx, req)
 	if err != nil {
 		s.err = err
 		return

@@ -22,6 +22,9 @@ type Job struct {
 	GatewayPID int `json:"gateway_pid,omitempty"`
 	// TurnID is, for watch, the finished turn to replay.
 	TurnID string `json:"turn_id,omitempty"`
+	// SessionID is, for the gateway clients, an open session to prompt
+	// instead of a one-shot turn of the flood agent.
+	SessionID string `json:"session_id,omitempty"`
 	// Load is, for floor-loaded, the CPU in cores that each of a set of
 	// busy-loop processes burns during the turn: the gateway's and its
 	// client's share of the machine in the same run, so that the floor

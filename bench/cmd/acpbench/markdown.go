@@ -138,7 +138,8 @@ func (r *report) verdicts() []verdict {
 	out = append(out, bp)
 	out = append(out, r.storeVerdicts()...)
 	out = append(out, r.warmVerdict())
-	return append(out, r.instrumentationVerdicts()...)
+	out = append(out, r.instrumentationVerdicts()...)
+	return append(out, r.clusterVerdicts()...)
 }
 
 func p99(r Result) float64 {
@@ -396,6 +397,7 @@ func (r *report) markdown() string {
 	r.bpMD(w)
 	r.storeMD(w)
 	r.instrumentationMD(w)
+	r.clusterMD(w)
 	r.profileMD(w)
 	ghzMD(w)
 	w("## Reproducing\n\n")

@@ -31,6 +31,7 @@ type report struct {
 	BackpressureOmit *bpResult       `json:"backpressure_omit"`
 	Store            *storeResult    `json:"store"`
 	Instrumentation  *instrResult    `json:"instrumentation"`
+	Cluster          *clusterResult  `json:"cluster"`
 	Profiles         []profileResult `json:"profiles"`
 	Interference     interference    `json:"interference"`
 }

@@ -393,6 +393,17 @@ func floodTable(w func(string, ...any), first string, runs map[string][]Result, 
 	}
 }
 
+// pacedTable writes the table of paced runs, keyed by the rows' keys, one
+// row per store.
+func pacedTable(w func(string, ...any), runs map[string][]Result, rows []labelled) {
+	w("| store | achieved chunks/s | p50 | p99 | max | runs |\n|---|---|---|---|---|---|\n")
+	for _, c := range rows {
+		rs := runs[c.key]
+		w("| %s | %s | %s | %s | %s | completed %d of %d |\n", c.label, mmm(oks(rs, Result.streamRate), fmtInt),
+			fmtDurF(median(oks(rs, p50))), mmm(oks(rs, p99), fmtDurF), fmtDurF(median(oks(rs, pmax))), len(oks(rs, p99)), len(rs))
+	}
+}
+
 // p99Diffs pairs run i of a and b and returns the differences of their p99.
 func p99Diffs(a, b []Result) []float64 {
 	var d []float64
@@ -425,12 +436,7 @@ func (r *report) storeMD(w func(string, ...any)) {
 
 	if len(st.Paced) > 0 {
 		w("### Paced %s chunks/s, %s × %s\n\n", fmtInt(float64(st.PacedRate)), fmtInt(float64(st.PacedN)), size(r.pacedSize()))
-		w("| store | achieved chunks/s | p50 | p99 | max | runs |\n|---|---|---|---|---|---|\n")
-		for _, c := range []struct{ key, label string }{{gatewayStream, "`store: sqlite`"}, {gatewayStreamMemory, "`store: memory`"}} {
-			rs := st.Paced[c.key]
-			w("| %s | %s | %s | %s | %s | completed %d of %d |\n", c.label, mmm(oks(rs, Result.streamRate), fmtInt),
-				fmtDurF(median(oks(rs, p50))), mmm(oks(rs, p99), fmtDurF), fmtDurF(median(oks(rs, pmax))), len(oks(rs, p99)), len(rs))
-		}
+		pacedTable(w, st.Paced, []labelled{{gatewayStream, "`store: sqlite`"}, {gatewayStreamMemory, "`store: memory`"}})
 		w("\nsqlite p99 − memory p99, run by run: %s.\n\n", mmm(p99Diffs(st.Paced[gatewayStream], st.Paced[gatewayStreamMemory]), fmtDurF))
 	}
 
