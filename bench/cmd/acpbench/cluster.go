@@ -57,6 +57,11 @@ type clusterResult struct {
 	Flood   shape               `json:"flood"`
 	Session map[string][]Result `json:"session"`
 	Journal map[string][]Result `json:"journal"`
+	// JournalServerCPU is the CPU time (ns) PostgreSQL's processes used
+	// while the unpaced journal runs ran, those of both stores (it is all
+	// but idle during the sqlite ones): the server's share of a postgres
+	// journal, which acpgate's CPU does not include.
+	JournalServerCPU int64 `json:"journal_server_cpu"`
 	// Paced is gateway-stream at PacedRate on each store.
 	PacedRate int                 `json:"paced_rate"`
 	PacedN    int                 `json:"paced_n"`
@@ -174,8 +179,10 @@ func (d *driver) clusterSection() error {
 	running = append(running, sqw)
 	stores := [2]side{{storeSQLite, sqw}, {storePostgres, pgw}}
 	sh := p.storeFlood
+	server0 := liveTreeCPU(pg.Pid())
 	res.Journal = d.alternate("journal "+sh.Name, sh.Runs, stores,
 		Job{Client: gatewayStream, N: sh.N, Size: sh.Size, Timeout: 5 * time.Minute})
+	res.JournalServerCPU = int64(liveTreeCPU(pg.Pid()) - server0)
 	res.Paced = d.alternate(fmt.Sprintf("journal %d/s", p.storePacedRate), p.runs, stores,
 		Job{Client: gatewayStream, N: res.PacedN, Size: p.pacedSize, Rate: p.storePacedRate, Latency: true, Timeout: 5 * time.Minute})
 	return nil
@@ -394,6 +401,9 @@ func (r *report) clusterMD(w func(string, ...any)) {
 		w("Two gateways started side by side, one with `store: postgres` (a database of its own on the same server, no `cluster:` block) and one with `store: sqlite` (the default: records in SQLite, events in append-only files), each running one-shot gateway-stream turns, alternating which goes first. Every event of a postgres turn is a row, written with its turn's record and a `NOTIFY` in one statement per batch.\n\n")
 		floodPair(w, "store", c.Journal, [2]labelled{{storeSQLite, "`store: sqlite`"}, {storePostgres, "`store: postgres`"}},
 			"Journal write throughput, postgres / sqlite", "")
+		if _, _, chunks := lostOf(c.Journal[storePostgres]); chunks > 0 && c.JournalServerCPU > 0 {
+			w("PostgreSQL's own processes used %s µs of CPU per chunk of the postgres runs (all they used while the runs of both stores ran, over the postgres runs' chunks), on top of acpgate's.\n\n", fmtUs(float64(c.JournalServerCPU)/1e3/float64(chunks)))
+		}
 	}
 	if len(c.Paced) > 0 {
 		w("#### Paced %s chunks/s, %s × %s\n\n", fmtInt(float64(c.PacedRate)), fmtInt(float64(c.PacedN)), size(r.pacedSize()))
