@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,6 +20,7 @@ import (
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/testpg"
 	"github.com/acpgate/acpgate/internal/testpki"
+	"github.com/acpgate/acpgate/internal/testutil"
 )
 
 // The tests in this file run several replicas of the real binary on one
@@ -129,12 +129,11 @@ func (r *replica) start(t *testing.T) {
 // advertised address, which its configuration names before it listens).
 func freePort(t *testing.T) int {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := testutil.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lis.Close()
-	return lis.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // startedTurn reads a Prompt stream up to its TurnStarted.
