@@ -128,6 +128,16 @@ func (m *Memory) Get(_ context.Context, turnID string) (Turn, error) {
 	return cloneTurn(mt.rec), nil
 }
 
+func (m *Memory) Extent(_ context.Context, turnID string) (uint64, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mt, ok := m.turns[turnID]
+	if !ok {
+		return 0, false, ErrNotFound
+	}
+	return mt.rec.LastSeq, !mt.rec.Running(), nil
+}
+
 func (m *Memory) Latest(_ context.Context, requestID string) (Turn, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -605,6 +605,19 @@ func (s *SQLite) Get(ctx context.Context, turnID string) (Turn, error) {
 	return Turn{}, s.opError("get turn "+turnID, err)
 }
 
+func (s *SQLite) Extent(ctx context.Context, turnID string) (uint64, bool, error) {
+	var lastSeq int64
+	var ended bool
+	err := s.read.QueryRowContext(ctx, `SELECT last_seq, ended_at IS NOT NULL FROM turns WHERE id = ?`, turnID).Scan(&lastSeq, &ended)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, false, ErrNotFound
+	case err != nil:
+		return 0, false, s.opError("read the extent of turn "+turnID, err)
+	}
+	return uint64(lastSeq), ended, nil
+}
+
 func (s *SQLite) Latest(ctx context.Context, requestID string) (Turn, error) {
 	if requestID == "" {
 		return Turn{}, ErrNotFound

@@ -110,6 +110,13 @@ type Store interface {
 	End(ctx context.Context, turnID string, terminal Event, endedAt time.Time) error
 	// Get returns a turn's record.
 	Get(ctx context.Context, turnID string) (Turn, error)
+	// Extent returns how far a turn's journal goes: the seq of its last
+	// event and whether that is the terminal (the turn has ended). It is
+	// what a stream following a turn asks before each page, and unlike
+	// Get it does not read the terminal, which for a completed turn
+	// repeats the whole answer (twice): a slow reader of a 156 MiB answer
+	// that asked Get read 312 MiB per page.
+	Extent(ctx context.Context, turnID string) (lastSeq uint64, ended bool, err error)
 	// Latest returns the latest attempt of the turns with requestID, or
 	// ErrNotFound.
 	Latest(ctx context.Context, requestID string) (Turn, error)

@@ -283,6 +283,7 @@ func testJournal(t *testing.T, open func(*testing.T) store.Store) {
 				got.Running(), got.EndedAt, got.Terminal, got.LastSeq, endedAt, terminal.Data)
 		}
 		assertEvents(t, st, "t1", append(Events(1, 3), terminal))
+		assertExtent(t, st, "t1", 4, true)
 	})
 
 	t.Run("a large terminal is kept whole and read back by every method", func(t *testing.T) {
@@ -314,6 +315,7 @@ func testJournal(t *testing.T, open func(*testing.T) store.Store) {
 		if events, err := st.Events(ctx, "t1", 3, 10, 100); err != nil || len(events) != 1 || !bytes.Equal(events[0].Data, terminal.Data) {
 			t.Errorf("Events after 3 with a small byte bound: %d events, %v; want the terminal alone", len(events), err)
 		}
+		assertExtent(t, st, "t1", 4, true)
 	})
 
 	t.Run("an end whose seq does not follow is an error and leaves the turn running", func(t *testing.T) {
@@ -358,6 +360,7 @@ func testJournal(t *testing.T, open func(*testing.T) store.Store) {
 			"End":             st.End(ctx, "nope", Events(1, 1)[0], base),
 		}
 		_, checks["Get"] = st.Get(ctx, "nope")
+		_, _, checks["Extent"] = st.Extent(ctx, "nope")
 		_, checks["Events"] = st.Events(ctx, "nope", 0, 10, 0)
 		for method, err := range checks {
 			if !errors.Is(err, store.ErrNotFound) {
@@ -816,6 +819,17 @@ func assertLastSeq(t *testing.T, st store.Store, id string, want uint64) {
 	got, err := st.Get(context.Background(), id)
 	if err != nil || got.LastSeq != want {
 		t.Errorf("LastSeq of %s = %d, %v; want %d", id, got.LastSeq, err, want)
+	}
+	assertExtent(t, st, id, want, !got.Running())
+}
+
+// assertExtent checks that Extent agrees with what the test expects, which
+// Get shows too.
+func assertExtent(t *testing.T, st store.Store, id string, lastSeq uint64, ended bool) {
+	t.Helper()
+	gotSeq, gotEnded, err := st.Extent(context.Background(), id)
+	if err != nil || gotSeq != lastSeq || gotEnded != ended {
+		t.Errorf("Extent(%s) = %d, ended %v, %v; want %d, ended %v", id, gotSeq, gotEnded, err, lastSeq, ended)
 	}
 }
 
