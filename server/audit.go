@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
@@ -171,13 +172,47 @@ func asEvent(m any) *acpgatev1.PromptEvent {
 	case *acpgatev1.PromptEvent:
 		return m
 	case encodedEvent:
-		e := &acpgatev1.PromptEvent{}
-		if proto.Unmarshal(m, e) != nil {
-			return nil
-		}
-		return e
+		return decodeForAudit(m)
 	}
 	return nil
+}
+
+// outcomeField is PromptEvent.outcome's field number.
+var outcomeField = (&acpgatev1.PromptEvent{}).ProtoReflect().Descriptor().Fields().ByName("outcome").Number()
+
+// decodeForAudit decodes an encoded event, except that a completed turn's
+// outcome decodes empty: the audit needs to know only that it is there,
+// and the outcome repeats the turn's answer, twice for a one-message turn.
+// Decoding it whole copied both strings out of the encoding: 312 MiB more
+// at the end of a 156 MiB answer, live beside the encoding being sent.
+// nil when the bytes do not decode.
+func decodeForAudit(b []byte) *acpgatev1.PromptEvent {
+	var rest []byte
+	completed := false
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b[n:])
+		if m < 0 {
+			return nil
+		}
+		if num == outcomeField && typ == protowire.BytesType {
+			completed = true
+		} else {
+			rest = append(rest, b[:n+m]...)
+		}
+		b = b[n+m:]
+	}
+	e := &acpgatev1.PromptEvent{}
+	if proto.Unmarshal(rest, e) != nil {
+		return nil
+	}
+	if completed {
+		e.Event = &acpgatev1.PromptEvent_Outcome{Outcome: &acpgatev1.PromptOutcome{}}
+	}
+	return e
 }
 
 // stringField is m's string field name, or "" when it has none.
