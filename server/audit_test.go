@@ -21,7 +21,7 @@ func TestTheAuditLearnsATurnCompletedWithoutCopyingItsAnswer(t *testing.T) {
 
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	got := asEvent(encodedEvent(ev.Data))
+	got := asEvent(encodedEvent(ev))
 	runtime.ReadMemStats(&after)
 
 	if got.GetOutcome() == nil || got.GetSeq() != 7 {
@@ -44,11 +44,11 @@ func TestTheAuditDecodesEveryOtherEventWhole(t *testing.T) {
 		if err := proto.Unmarshal(ev.Data, want); err != nil {
 			t.Fatal(err)
 		}
-		if got := asEvent(encodedEvent(ev.Data)); !proto.Equal(got, want) {
+		if got := asEvent(encodedEvent(ev)); !proto.Equal(got, want) {
 			t.Errorf("%s: decoded for the audit as %v; want %v", name, got, want)
 		}
 	}
-	if got := asEvent(encodedEvent([]byte{0xff})); got != nil {
+	if got := asEvent(encodedEvent{Data: []byte{0xff}}); got != nil {
 		t.Errorf("bytes that do not decode: %v; want nil", got)
 	}
 }

@@ -56,7 +56,7 @@ func (g *Gateway) follow(ctx context.Context, turnID string, after uint64, strea
 // more at once, waits for more, a heartbeat, or the end of the call.
 func (g *Gateway) sendAndWait(ctx context.Context, stream grpc.ServerStream, batch []store.Event, more <-chan struct{}, done func(uint64) bool, after *uint64, heartbeat *time.Timer) error {
 	for _, e := range batch {
-		if err := stream.SendMsg(encodedEvent(e.Data)); err != nil {
+		if err := stream.SendMsg(encodedEvent(e)); err != nil {
 			return err
 		}
 		*after = e.Seq

@@ -370,13 +370,13 @@ func (g *Gateway) pump(ctx context.Context, q *eventQueue, j *journal, coalesce 
 				}
 				end := encodeEvent(e, seq)
 				j.end(end)
-				return pumpStats{events: events, bytes: size, terminal: int64(len(end.Data))}
+				return pumpStats{events: events, bytes: size, terminal: int64(end.Len())}
 			}
 			if over {
 				continue
 			}
 			ev := encodeEvent(e, seq)
-			if size += int64(len(ev.Data)); size > limit {
+			if size += int64(ev.Len()); size > limit {
 				over = true
 				cause := fmt.Sprintf("the turn's journal reached limits.max_turn_bytes (%d bytes)", limit)
 				g.log.WarnContext(ctx, "cancelling a turn whose journal is full", "turn", j.id, "limit", limit)
@@ -386,7 +386,7 @@ func (g *Gateway) pump(ctx context.Context, q *eventQueue, j *journal, coalesce 
 			out = append(out, ev)
 			seq++
 			events++
-			am.Chunk(len(ev.Data))
+			am.Chunk(ev.Len())
 			if !firstSeen && isAgentMessageChunk(e) {
 				firstSeen = true
 				am.FirstChunk(time.Since(began))

@@ -87,7 +87,7 @@ func (m *Memory) End(_ context.Context, turnID string, terminal Event, endedAt t
 		return err
 	}
 	mt.rec.EndedAt = endedAt
-	mt.rec.Terminal = bytes.Clone(terminal.Data)
+	mt.rec.Terminal = terminal.Bytes()
 	return nil
 }
 
@@ -112,7 +112,7 @@ func (mt *memTurn) append(events []Event) error {
 		}
 	}
 	for _, e := range events {
-		mt.events = append(mt.events, Event{Seq: e.Seq, Data: bytes.Clone(e.Data)})
+		mt.events = append(mt.events, Event{Seq: e.Seq, Data: e.Bytes()})
 	}
 	mt.rec.LastSeq += uint64(len(events))
 	return nil

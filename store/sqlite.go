@@ -485,7 +485,7 @@ func (s *SQLite) End(ctx context.Context, turnID string, terminal Event, endedAt
 	// The terminal is kept once: in the record when it is small (Get
 	// and List read it there), else as the journal files' last event,
 	// the record's terminal then NULL.
-	if len(terminal.Data) > inlineTerminal {
+	if terminal.Len() > inlineTerminal {
 		return s.journal(ctx, "end turn "+turnID, turnID, []Event{terminal}, true, func(tx *sql.Tx) error {
 			_, err := tx.ExecContext(ctx, `UPDATE turns SET ended_at = ?, terminal = NULL WHERE id = ?`, endedAt.UnixNano(), turnID)
 			return err
@@ -493,7 +493,7 @@ func (s *SQLite) End(ctx context.Context, turnID string, terminal Event, endedAt
 	}
 	return s.journal(ctx, "end turn "+turnID, turnID, []Event{terminal}, false, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE turns SET ended_at = ?, terminal = ? WHERE id = ?`,
-			endedAt.UnixNano(), nonNil(terminal.Data), turnID)
+			endedAt.UnixNano(), nonNil(terminal.Flat()), turnID)
 		return err
 	})
 }

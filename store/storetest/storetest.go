@@ -318,6 +318,24 @@ func testJournal(t *testing.T, open func(*testing.T) store.Store) {
 		assertExtent(t, st, "t1", 4, true)
 	})
 
+	t.Run("a terminal in pieces is kept as their concatenation and read back in one piece", func(t *testing.T) {
+		for _, size := range []int{10, 40_000} { // held by the record, and too large for it
+			st := open(t)
+			startTurn(t, st, "t1")
+			answer := bytes.Repeat([]byte("answer "), size)
+			terminal := store.Event{Seq: 2, Data: []byte("head "), More: [][]byte{answer, {}, []byte(" mid "), answer, []byte(" tail")}}
+			want := store.Event{Seq: 2, Data: slices.Concat(terminal.Data, answer, []byte(" mid "), answer, []byte(" tail"))}
+			if err := st.End(ctx, "t1", terminal, base); err != nil {
+				t.Fatalf("End: %v", err)
+			}
+			answer[0] = 'X' // the caller's memory, after End: the store must not share it
+			if got, err := st.Get(ctx, "t1"); err != nil || !bytes.Equal(got.Terminal, want.Data) {
+				t.Errorf("%d: Get: terminal of %d bytes, %v; want %d bytes", size, len(got.Terminal), err, len(want.Data))
+			}
+			assertEvents(t, st, "t1", append(Events(1, 1), want))
+		}
+	})
+
 	t.Run("an end whose seq does not follow is an error and leaves the turn running", func(t *testing.T) {
 		st := open(t)
 		startTurn(t, st, "t1")
@@ -888,7 +906,9 @@ func assertEvents(t *testing.T, st store.Store, id string, want []store.Event) {
 }
 
 func equalEvents(a, b []store.Event) bool {
-	return slices.EqualFunc(a, b, func(x, y store.Event) bool { return x.Seq == y.Seq && bytes.Equal(x.Data, y.Data) })
+	return slices.EqualFunc(a, b, func(x, y store.Event) bool {
+		return x.Seq == y.Seq && bytes.Equal(x.Data, y.Data) && len(x.More) == 0 && len(y.More) == 0
+	})
 }
 
 func seqs(events []store.Event) string {
