@@ -16,7 +16,7 @@ import "runtime/debug"
 // took the gateway from 530 MiB to over 1 GiB. A collection when the turn
 // is over paces the next one from what is live again, and hands the
 // turn's memory back at once. It costs one collection per turn of this
-// size, whose own encoding alone takes a good part of a second.
+// size, which has just written at least as much to its journal.
 const releaseAfter = 32 << 20
 
 // releaseAfterTurn returns memory to the system after a turn whose terminal
