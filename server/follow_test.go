@@ -2,8 +2,6 @@ package server_test
 
 import (
 	"context"
-	"errors"
-	"io"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -52,17 +50,7 @@ func TestAStreamBehindAnEndedTurnReadsItsPagesWithoutItsTerminal(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	before := st.gets.Load()
-	events := []*acpgatev1.PromptEvent{first}
-	for {
-		e, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("the stream ended with %v after %d events", err, len(events))
-		}
-		events = append(events, e)
-	}
+	events := receive(t, stream, []*acpgatev1.PromptEvent{first})
 	checkInvariants(t, events)
 	if got := len(last(events).GetOutcome().GetText()); got != 100*50000 {
 		t.Errorf("the outcome's text has %d bytes; want %d", got, 100*50000)
