@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/binary"
 	"log/slog"
 	"strings"
 	"sync"
@@ -9,12 +10,14 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/acpgate/acpgate/auth"
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/outcome"
+	"github.com/acpgate/acpgate/store"
 )
 
 // auditor writes the audit log: one INFO record, msg "audit", per RPC,
@@ -171,13 +174,55 @@ func asEvent(m any) *acpgatev1.PromptEvent {
 	case *acpgatev1.PromptEvent:
 		return m
 	case encodedEvent:
-		e := &acpgatev1.PromptEvent{}
-		if proto.Unmarshal(m, e) != nil {
-			return nil
-		}
-		return e
+		return decodeForAudit(store.Event(m).Pieces())
 	}
 	return nil
+}
+
+// decodeForAudit decodes an encoded event, given in pieces, except that a
+// completed turn's outcome decodes empty: the audit needs to know only
+// that it is there, and the outcome repeats the turn's answer, twice for a
+// one-message turn. Decoding it whole copied both strings out of the
+// encoding: 312 MiB more at the end of a 156 MiB answer, live beside the
+// encoding being sent. nil when the bytes do not decode.
+func decodeForAudit(pieces [][]byte) *acpgatev1.PromptEvent {
+	r := pieceReader{pieces: pieces}
+	var rest []byte
+	completed := false
+	for !r.empty() {
+		// A field's tag and, for a length-delimited one, its length
+		// come first, each at most a varint's size.
+		head := r.peek(2 * binary.MaxVarintLen64)
+		num, typ, n := protowire.ConsumeTag(head)
+		if n < 0 {
+			return nil
+		}
+		m := protowire.ConsumeFieldValue(num, typ, head[n:])
+		if typ == protowire.BytesType {
+			size, sizeLen := protowire.ConsumeVarint(head[n:])
+			if sizeLen < 0 || uint64(n+sizeLen)+size > uint64(r.len()) {
+				return nil
+			}
+			m = sizeLen + int(size)
+		}
+		if m < 0 {
+			return nil
+		}
+		if num == outcomeField && typ == protowire.BytesType {
+			completed = true
+			r.next(n+m, nil)
+		} else {
+			r.next(n+m, func(b []byte) { rest = append(rest, b...) })
+		}
+	}
+	e := &acpgatev1.PromptEvent{}
+	if proto.Unmarshal(rest, e) != nil {
+		return nil
+	}
+	if completed {
+		e.Event = &acpgatev1.PromptEvent_Outcome{Outcome: &acpgatev1.PromptOutcome{}}
+	}
+	return e
 }
 
 // stringField is m's string field name, or "" when it has none.
@@ -202,4 +247,54 @@ func promptText(p *acpgatev1.PromptRequest) string {
 		}
 	}
 	return strings.Join(parts, "\n")
+}
+
+// pieceReader reads an encoding given in pieces from the front.
+type pieceReader struct {
+	pieces [][]byte
+}
+
+func (r *pieceReader) empty() bool { return r.len() == 0 }
+
+func (r *pieceReader) len() int {
+	n := 0
+	for _, p := range r.pieces {
+		n += len(p)
+	}
+	return n
+}
+
+// peek returns up to n bytes from the front: the first piece's own bytes
+// when it holds them, else a copy across pieces.
+func (r *pieceReader) peek(n int) []byte {
+	if len(r.pieces) == 0 || len(r.pieces[0]) >= n {
+		if len(r.pieces) == 0 {
+			return nil
+		}
+		return r.pieces[0][:n]
+	}
+	var out []byte
+	for _, p := range r.pieces {
+		out = append(out, p[:min(len(p), n-len(out))]...)
+		if len(out) == n {
+			break
+		}
+	}
+	return out
+}
+
+// next consumes n bytes from the front, handing them to keep, piece by
+// piece, unless keep is nil. The caller has checked that there are n.
+func (r *pieceReader) next(n int, keep func([]byte)) {
+	for n > 0 {
+		k := min(n, len(r.pieces[0]))
+		if keep != nil {
+			keep(r.pieces[0][:k])
+		}
+		r.pieces[0] = r.pieces[0][k:]
+		if len(r.pieces[0]) == 0 {
+			r.pieces = r.pieces[1:]
+		}
+		n -= k
+	}
 }

@@ -10,6 +10,8 @@ import (
 	"google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
+
+	"github.com/acpgate/acpgate/store"
 )
 
 // requestCodec is gRPC's own proto codec with one difference: a request
@@ -73,12 +75,22 @@ func (s *checkedStream) RecvMsg(m any) error {
 
 // encodedEvent is a PromptEvent already encoded (a journaled event), sent
 // as it is: every stream of a turn carries the journal's bytes, and the
-// gateway does not encode an event twice.
-type encodedEvent []byte
+// gateway does not encode an event twice. An event in pieces (a completed
+// turn's outcome, see encodePieces) goes out as its pieces, which gRPC
+// writes to the connection without joining them first.
+type encodedEvent store.Event
 
 func (c *requestCodec) Marshal(v any) (mem.BufferSlice, error) {
 	if e, ok := v.(encodedEvent); ok {
-		return mem.BufferSlice{mem.SliceBuffer(e)}, nil
+		if len(e.More) == 0 {
+			return mem.BufferSlice{mem.SliceBuffer(e.Data)}, nil
+		}
+		pieces := store.Event(e).Pieces()
+		out := make(mem.BufferSlice, len(pieces))
+		for i, p := range pieces {
+			out[i] = mem.SliceBuffer(p)
+		}
+		return out, nil
 	}
 	return c.CodecV2.Marshal(v)
 }

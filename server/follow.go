@@ -56,7 +56,7 @@ func (g *Gateway) follow(ctx context.Context, turnID string, after uint64, strea
 // more at once, waits for more, a heartbeat, or the end of the call.
 func (g *Gateway) sendAndWait(ctx context.Context, stream grpc.ServerStream, batch []store.Event, more <-chan struct{}, done func(uint64) bool, after *uint64, heartbeat *time.Timer) error {
 	for _, e := range batch {
-		if err := stream.SendMsg(encodedEvent(e.Data)); err != nil {
+		if err := stream.SendMsg(encodedEvent(e)); err != nil {
 			return err
 		}
 		*after = e.Seq
@@ -104,7 +104,9 @@ func (g *Gateway) nextEvents(ctx context.Context, turnID string, after uint64) (
 	} else {
 		more, release = pollAfter(storePoll), func() {}
 	}
-	rec, err := g.store.Get(ctx, turnID)
+	// Extent, not Get: Get reads the terminal, the answer twice for a
+	// completed turn, and this runs before every page.
+	lastSeq, ended, err := g.store.Extent(ctx, turnID)
 	if errors.Is(err, store.ErrNotFound) {
 		release()
 		return nil, nil, nil, nil, status.Errorf(codes.NotFound, "no turn %q (unknown, or past its retention)", turnID)
@@ -118,11 +120,11 @@ func (g *Gateway) nextEvents(ctx context.Context, turnID string, after uint64) (
 		release()
 		return nil, nil, nil, nil, status.Errorf(codes.Internal, "reading turn %q's journal: %v", turnID, err)
 	}
-	if rec.Running() {
+	if !ended {
 		return events, more, release, func(uint64) bool { return false }, nil
 	}
 	release()
-	return events, nil, func() {}, func(seq uint64) bool { return seq >= rec.LastSeq }, nil
+	return events, nil, func() {}, func(seq uint64) bool { return seq >= lastSeq }, nil
 }
 
 // turnProto is a turn's record as the API shows it.

@@ -306,7 +306,7 @@ func (r *replicas) relay(ctx context.Context, ss grpc.ServerStream, addr string,
 			}
 			return err
 		}
-		if err := ss.SendMsg(encodedEvent(f)); err != nil {
+		if err := ss.SendMsg(encodedEvent{Data: f}); err != nil {
 			return err
 		}
 	}

@@ -173,19 +173,24 @@ func startWith(t *testing.T, set func(*server.Options)) *harness {
 // collect runs a Prompt to its end and checks the stream invariants.
 func collect(t *testing.T, stream grpc.ServerStreamingClient[acpgatev1.PromptEvent]) []*acpgatev1.PromptEvent {
 	t.Helper()
-	var events []*acpgatev1.PromptEvent
+	events := receive(t, stream, nil)
+	checkInvariants(t, events)
+	return events
+}
+
+// receive appends a stream's events to events until it ends.
+func receive(t *testing.T, stream grpc.ServerStreamingClient[acpgatev1.PromptEvent], events []*acpgatev1.PromptEvent) []*acpgatev1.PromptEvent {
+	t.Helper()
 	for {
 		e, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
-			break
+			return events
 		}
 		if err != nil {
 			t.Fatalf("the stream ended with %v after %d events", err, len(events))
 		}
 		events = append(events, e)
 	}
-	checkInvariants(t, events)
-	return events
 }
 
 func checkInvariants(t *testing.T, events []*acpgatev1.PromptEvent) {

@@ -85,10 +85,15 @@ func newJournal(id string, st store.Store, log *slog.Logger, m *metrics.Agent, c
 	return j
 }
 
-// encodeEvent numbers, stamps and encodes an event of a journal.
+// encodeEvent numbers, stamps and encodes an event of a journal: a
+// completed turn's outcome with an answer in pieces (see encodePieces),
+// anything else in one.
 func encodeEvent(e *acpgatev1.PromptEvent, seq uint64) store.Event {
 	e.Seq = seq
 	e.Time = timestamppb.Now()
+	if o := e.GetOutcome(); o.GetText() != "" || o.GetFinalMessage() != "" {
+		return encodePieces(e, o)
+	}
 	data, err := proto.Marshal(e)
 	if err != nil {
 		// A PromptEvent the gateway built always encodes.
@@ -111,7 +116,7 @@ func (j *journal) append(events []store.Event) {
 	j.recent = append(j.recent, events...)
 	j.lastSeq = events[len(events)-1].Seq
 	for _, e := range events {
-		j.pending += len(e.Data)
+		j.pending += e.Len()
 	}
 	j.broadcast()
 	j.mu.Unlock()
@@ -145,7 +150,7 @@ func (j *journal) noteWrite(began time.Time, events ...store.Event) {
 	}
 	size := 0
 	for _, e := range events {
-		size += len(e.Data)
+		size += e.Len()
 	}
 	j.m.JournalWrite(time.Since(began), size)
 }
@@ -216,7 +221,7 @@ func (j *journal) commit() error {
 	} else {
 		j.committed = pending[len(pending)-1].Seq
 		for _, e := range pending {
-			j.pending -= len(e.Data)
+			j.pending -= e.Len()
 		}
 		j.trim()
 	}
@@ -238,7 +243,7 @@ func (j *journal) trim() {
 			keep = len(j.recent) - i - 1
 			break
 		}
-		size += len(j.recent[i].Data)
+		size += j.recent[i].Len()
 	}
 	if keep < len(j.recent) {
 		j.recent = append(j.recent[:0:0], j.recent[len(j.recent)-keep:]...)

@@ -117,8 +117,9 @@ func (g *Gateway) turnSpan(ctx context.Context, r *runningTurn, oneShot bool) (c
 }
 
 // pumpStats are what a turn streamed: events journaled between its
-// started event and its terminal, and their encoded bytes.
-type pumpStats struct{ events, bytes int64 }
+// started event and its terminal, and their encoded bytes; and the encoded
+// size of its terminal.
+type pumpStats struct{ events, bytes, terminal int64 }
 
 // endTurnSpan records a turn's ending on its span and ends it. live is
 // the turn's session, nil when its agent did not start.

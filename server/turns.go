@@ -173,7 +173,11 @@ func (g *Gateway) begin(ctx context.Context, req *acpgatev1.PromptRequest, block
 		cancel()
 	})
 	g.turns.add(r)
-	go g.runTurn(ctx, r, plan)
+	go func() {
+		// Once runTurn has returned: while it runs, its frame holds the
+		// turn's answer and terminal.
+		releaseAfterTurn(g.runTurn(ctx, r, plan))
+	}()
 	return plan.rec.ID, nil
 }
 
@@ -212,8 +216,10 @@ func (g *Gateway) claimSession(ctx context.Context, id, turnID string) (*liveSes
 }
 
 // runTurn runs a planned turn to its terminal, journaling its events. It
-// owns the turn: it ends when the turn has ended, whoever is watching.
-func (g *Gateway) runTurn(ctx context.Context, r *runningTurn, plan *turnPlan) {
+// owns the turn: it ends when the turn has ended, whoever is watching. It
+// returns the encoded size of the terminal, 0 for the small terminal of a
+// turn that did not stream.
+func (g *Gateway) runTurn(ctx context.Context, r *runningTurn, plan *turnPlan) (terminalBytes int64) {
 	defer g.admit.turnEnded(r.rec.ID)
 	defer func() {
 		// A turn whose journal the store could not take stays readable
@@ -239,7 +245,7 @@ func (g *Gateway) runTurn(ctx context.Context, r *runningTurn, plan *turnPlan) {
 		}
 		if err != nil {
 			endTurnSpan(span, nil, g.endUnstarted(ctx, r, err), pumpStats{})
-			return
+			return 0
 		}
 		live.claim(id)
 		plan.live = live
@@ -253,7 +259,7 @@ func (g *Gateway) runTurn(ctx context.Context, r *runningTurn, plan *turnPlan) {
 		g.noteTurnEnd(r, live, result)
 		endTurnSpan(span, live, result, pumpStats{})
 		g.afterTurn(live, nil)
-		return
+		return 0
 	}
 	q := newEventQueue()
 	pumped := make(chan struct{})
@@ -289,6 +295,7 @@ func (g *Gateway) runTurn(ctx context.Context, r *runningTurn, plan *turnPlan) {
 	g.noteTurnEnd(r, live, result)
 	endTurnSpan(span, live, result, streamed)
 	g.afterTurn(live, result.Error)
+	return streamed.terminal
 }
 
 // afterTurn closes a one-shot session, and a session whose agent is gone.
@@ -361,14 +368,15 @@ func (g *Gateway) pump(ctx context.Context, q *eventQueue, j *journal, coalesce 
 					detail := fmt.Sprintf("the turn's journal reached limits.max_turn_bytes (%d bytes); the events after it were not journaled", limit)
 					e = terminal(outcome.Result{Error: g.interp.JournalFailed(detail, outcome.Text{})})
 				}
-				j.end(encodeEvent(e, seq))
-				return pumpStats{events: events, bytes: size}
+				end := encodeEvent(e, seq)
+				j.end(end)
+				return pumpStats{events: events, bytes: size, terminal: int64(end.Len())}
 			}
 			if over {
 				continue
 			}
 			ev := encodeEvent(e, seq)
-			if size += int64(len(ev.Data)); size > limit {
+			if size += int64(ev.Len()); size > limit {
 				over = true
 				cause := fmt.Sprintf("the turn's journal reached limits.max_turn_bytes (%d bytes)", limit)
 				g.log.WarnContext(ctx, "cancelling a turn whose journal is full", "turn", j.id, "limit", limit)
@@ -378,7 +386,7 @@ func (g *Gateway) pump(ctx context.Context, q *eventQueue, j *journal, coalesce 
 			out = append(out, ev)
 			seq++
 			events++
-			am.Chunk(len(ev.Data))
+			am.Chunk(ev.Len())
 			if !firstSeen && isAgentMessageChunk(e) {
 				firstSeen = true
 				am.FirstChunk(time.Since(began))

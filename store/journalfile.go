@@ -75,11 +75,9 @@ func (f *journalFiles) write(turnID string, count, size uint64, events []Event) 
 	end := size
 	bufs := make([][]byte, 0, len(events))
 	for _, e := range events {
-		end += uint64(len(e.Data))
+		end += uint64(e.Len())
 		index = binary.LittleEndian.AppendUint64(index, end)
-		if len(e.Data) > 0 {
-			bufs = append(bufs, e.Data)
-		}
+		bufs = append(bufs, e.Pieces()...)
 	}
 	if err := pwriteFile(dataPath, flags, bufs, int64(size)); err != nil {
 		return 0, err

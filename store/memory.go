@@ -87,7 +87,7 @@ func (m *Memory) End(_ context.Context, turnID string, terminal Event, endedAt t
 		return err
 	}
 	mt.rec.EndedAt = endedAt
-	mt.rec.Terminal = bytes.Clone(terminal.Data)
+	mt.rec.Terminal = terminal.Bytes()
 	return nil
 }
 
@@ -112,7 +112,7 @@ func (mt *memTurn) append(events []Event) error {
 		}
 	}
 	for _, e := range events {
-		mt.events = append(mt.events, Event{Seq: e.Seq, Data: bytes.Clone(e.Data)})
+		mt.events = append(mt.events, Event{Seq: e.Seq, Data: e.Bytes()})
 	}
 	mt.rec.LastSeq += uint64(len(events))
 	return nil
@@ -126,6 +126,16 @@ func (m *Memory) Get(_ context.Context, turnID string) (Turn, error) {
 		return Turn{}, ErrNotFound
 	}
 	return cloneTurn(mt.rec), nil
+}
+
+func (m *Memory) Extent(_ context.Context, turnID string) (uint64, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mt, ok := m.turns[turnID]
+	if !ok {
+		return 0, false, ErrNotFound
+	}
+	return mt.rec.LastSeq, !mt.rec.Running(), nil
 }
 
 func (m *Memory) Latest(_ context.Context, requestID string) (Turn, error) {

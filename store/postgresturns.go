@@ -123,6 +123,19 @@ func (p *Postgres) Get(ctx context.Context, turnID string) (Turn, error) {
 	return t, opError("get turn "+turnID, err)
 }
 
+func (p *Postgres) Extent(ctx context.Context, turnID string) (uint64, bool, error) {
+	var lastSeq int64
+	var ended bool
+	err := p.pool.QueryRow(ctx, `SELECT last_seq, ended_at IS NOT NULL FROM turns WHERE id = $1`, turnID).Scan(&lastSeq, &ended)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return 0, false, ErrNotFound
+	case err != nil:
+		return 0, false, opError("read the extent of turn "+turnID, err)
+	}
+	return uint64(lastSeq), ended, nil
+}
+
 func (p *Postgres) Latest(ctx context.Context, requestID string) (Turn, error) {
 	if requestID == "" {
 		return Turn{}, ErrNotFound

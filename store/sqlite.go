@@ -485,7 +485,7 @@ func (s *SQLite) End(ctx context.Context, turnID string, terminal Event, endedAt
 	// The terminal is kept once: in the record when it is small (Get
 	// and List read it there), else as the journal files' last event,
 	// the record's terminal then NULL.
-	if len(terminal.Data) > inlineTerminal {
+	if terminal.Len() > inlineTerminal {
 		return s.journal(ctx, "end turn "+turnID, turnID, []Event{terminal}, true, func(tx *sql.Tx) error {
 			_, err := tx.ExecContext(ctx, `UPDATE turns SET ended_at = ?, terminal = NULL WHERE id = ?`, endedAt.UnixNano(), turnID)
 			return err
@@ -493,7 +493,7 @@ func (s *SQLite) End(ctx context.Context, turnID string, terminal Event, endedAt
 	}
 	return s.journal(ctx, "end turn "+turnID, turnID, []Event{terminal}, false, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE turns SET ended_at = ?, terminal = ? WHERE id = ?`,
-			endedAt.UnixNano(), nonNil(terminal.Data), turnID)
+			endedAt.UnixNano(), nonNil(terminal.Flat()), turnID)
 		return err
 	})
 }
@@ -603,6 +603,19 @@ func (s *SQLite) Get(ctx context.Context, turnID string) (Turn, error) {
 		}
 	}
 	return Turn{}, s.opError("get turn "+turnID, err)
+}
+
+func (s *SQLite) Extent(ctx context.Context, turnID string) (uint64, bool, error) {
+	var lastSeq int64
+	var ended bool
+	err := s.read.QueryRowContext(ctx, `SELECT last_seq, ended_at IS NOT NULL FROM turns WHERE id = ?`, turnID).Scan(&lastSeq, &ended)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, false, ErrNotFound
+	case err != nil:
+		return 0, false, s.opError("read the extent of turn "+turnID, err)
+	}
+	return uint64(lastSeq), ended, nil
 }
 
 func (s *SQLite) Latest(ctx context.Context, requestID string) (Turn, error) {

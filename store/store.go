@@ -63,6 +63,54 @@ func (t Turn) Running() bool { return t.EndedAt.IsZero() }
 type Event struct {
 	Seq  uint64
 	Data []byte
+	// More continues Data: the encoding is Data followed by each of More.
+	// The gateway hands a completed turn's terminal over in pieces, some
+	// of them the answer's own memory, because the terminal repeats the
+	// answer (twice for a one-message turn) and one contiguous encoding of
+	// a 156 MiB answer is 312 MiB more. A store keeps the concatenation,
+	// never the pieces (which it must not write to), and the events it
+	// returns are always in one piece.
+	More [][]byte
+}
+
+// Len is the length of the event's encoding.
+func (e Event) Len() int {
+	n := len(e.Data)
+	for _, p := range e.More {
+		n += len(p)
+	}
+	return n
+}
+
+// Pieces is the event's encoding as Data and More, without empty pieces.
+func (e Event) Pieces() [][]byte {
+	out := make([][]byte, 0, 1+len(e.More))
+	for _, p := range append([][]byte{e.Data}, e.More...) {
+		if len(p) > 0 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Flat is the event's encoding in one piece: Data itself when More is
+// empty, else a copy of the pieces joined.
+func (e Event) Flat() []byte {
+	if len(e.More) == 0 {
+		return e.Data
+	}
+	return e.Bytes()
+}
+
+// Bytes is the event's encoding in one piece, which the caller may keep:
+// a copy, even of an event in one piece.
+func (e Event) Bytes() []byte {
+	out := make([]byte, 0, e.Len())
+	out = append(out, e.Data...)
+	for _, p := range e.More {
+		out = append(out, p...)
+	}
+	return out
 }
 
 // Filter selects turns for List; empty fields select everything.
@@ -110,6 +158,13 @@ type Store interface {
 	End(ctx context.Context, turnID string, terminal Event, endedAt time.Time) error
 	// Get returns a turn's record.
 	Get(ctx context.Context, turnID string) (Turn, error)
+	// Extent returns how far a turn's journal goes: the seq of its last
+	// event and whether that is the terminal (the turn has ended). It is
+	// what a stream following a turn asks before each page, and unlike
+	// Get it does not read the terminal, which for a completed turn
+	// repeats the whole answer (twice): a slow reader of a 156 MiB answer
+	// that asked Get read 312 MiB per page.
+	Extent(ctx context.Context, turnID string) (lastSeq uint64, ended bool, err error)
 	// Latest returns the latest attempt of the turns with requestID, or
 	// ErrNotFound.
 	Latest(ctx context.Context, requestID string) (Turn, error)

@@ -283,6 +283,7 @@ func testJournal(t *testing.T, open func(*testing.T) store.Store) {
 				got.Running(), got.EndedAt, got.Terminal, got.LastSeq, endedAt, terminal.Data)
 		}
 		assertEvents(t, st, "t1", append(Events(1, 3), terminal))
+		assertExtent(t, st, "t1", 4, true)
 	})
 
 	t.Run("a large terminal is kept whole and read back by every method", func(t *testing.T) {
@@ -313,6 +314,25 @@ func testJournal(t *testing.T, open func(*testing.T) store.Store) {
 		assertEvents(t, st, "t1", append(Events(1, 3), terminal))
 		if events, err := st.Events(ctx, "t1", 3, 10, 100); err != nil || len(events) != 1 || !bytes.Equal(events[0].Data, terminal.Data) {
 			t.Errorf("Events after 3 with a small byte bound: %d events, %v; want the terminal alone", len(events), err)
+		}
+		assertExtent(t, st, "t1", 4, true)
+	})
+
+	t.Run("a terminal in pieces is kept as their concatenation and read back in one piece", func(t *testing.T) {
+		for _, size := range []int{10, 40_000} { // held by the record, and too large for it
+			st := open(t)
+			startTurn(t, st, "t1")
+			answer := bytes.Repeat([]byte("answer "), size)
+			terminal := store.Event{Seq: 2, Data: []byte("head "), More: [][]byte{answer, {}, []byte(" mid "), answer, []byte(" tail")}}
+			want := store.Event{Seq: 2, Data: slices.Concat(terminal.Data, answer, []byte(" mid "), answer, []byte(" tail"))}
+			if err := st.End(ctx, "t1", terminal, base); err != nil {
+				t.Fatalf("End: %v", err)
+			}
+			answer[0] = 'X' // the caller's memory, after End: the store must not share it
+			if got, err := st.Get(ctx, "t1"); err != nil || !bytes.Equal(got.Terminal, want.Data) {
+				t.Errorf("%d: Get: terminal of %d bytes, %v; want %d bytes", size, len(got.Terminal), err, len(want.Data))
+			}
+			assertEvents(t, st, "t1", append(Events(1, 1), want))
 		}
 	})
 
@@ -358,6 +378,7 @@ func testJournal(t *testing.T, open func(*testing.T) store.Store) {
 			"End":             st.End(ctx, "nope", Events(1, 1)[0], base),
 		}
 		_, checks["Get"] = st.Get(ctx, "nope")
+		_, _, checks["Extent"] = st.Extent(ctx, "nope")
 		_, checks["Events"] = st.Events(ctx, "nope", 0, 10, 0)
 		for method, err := range checks {
 			if !errors.Is(err, store.ErrNotFound) {
@@ -835,6 +856,17 @@ func assertLastSeq(t *testing.T, st store.Store, id string, want uint64) {
 	if err != nil || got.LastSeq != want {
 		t.Errorf("LastSeq of %s = %d, %v; want %d", id, got.LastSeq, err, want)
 	}
+	assertExtent(t, st, id, want, !got.Running())
+}
+
+// assertExtent checks that Extent agrees with what the test expects, which
+// Get shows too.
+func assertExtent(t *testing.T, st store.Store, id string, lastSeq uint64, ended bool) {
+	t.Helper()
+	gotSeq, gotEnded, err := st.Extent(context.Background(), id)
+	if err != nil || gotSeq != lastSeq || gotEnded != ended {
+		t.Errorf("Extent(%s) = %d, ended %v, %v; want %d, ended %v", id, gotSeq, gotEnded, err, lastSeq, ended)
+	}
 }
 
 func mustStarted(t *testing.T, st store.Store, id string) {
@@ -892,7 +924,9 @@ func assertEvents(t *testing.T, st store.Store, id string, want []store.Event) {
 }
 
 func equalEvents(a, b []store.Event) bool {
-	return slices.EqualFunc(a, b, func(x, y store.Event) bool { return x.Seq == y.Seq && bytes.Equal(x.Data, y.Data) })
+	return slices.EqualFunc(a, b, func(x, y store.Event) bool {
+		return x.Seq == y.Seq && bytes.Equal(x.Data, y.Data) && len(x.More) == 0 && len(y.More) == 0
+	})
 }
 
 func seqs(events []store.Event) string {
