@@ -92,7 +92,7 @@ breaking:
 build:
 	$(GO) build ./...
 
-## bench: the benchmark harness (about 8 minutes on 2 cores); writes docs/benchmarks.md.
+## bench: the benchmark harness (about 25 minutes on 2 cores, with PostgreSQL for the cluster section); writes docs/benchmarks.md.
 bench:
 	$(BENCH) run ./cmd/acpbench run -out ../docs/benchmarks.md
 
