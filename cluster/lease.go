@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/acpgate/acpgate/metrics"
 	"github.com/acpgate/acpgate/store"
 )
 
@@ -30,6 +31,9 @@ type LeaseOptions struct {
 	Lost func(error)
 	// Logger receives what the lease does.
 	Logger *slog.Logger
+	// Metrics records the renewals that failed, the replicas reaped and
+	// the live replicas; nil records nothing.
+	Metrics *metrics.Cluster
 }
 
 // Lease holds this replica's lease: joined by Start, renewed until Stop,
@@ -71,6 +75,7 @@ func (l *Lease) run() {
 		err := l.o.Store.Renew(ctx, sessions, running, l.o.TTL)
 		if errors.Is(err, store.ErrLeaseLost) {
 			cancel()
+			l.o.Metrics.RenewalFailed()
 			l.o.Logger.Error("this replica lost its lease: another replica may have ended its turns; it stops serving them", "replica", l.o.Self.ID, "err", err)
 			l.o.Lost(err)
 			return
@@ -78,9 +83,13 @@ func (l *Lease) run() {
 		if err != nil {
 			// The database is unreachable: keep trying until the lease
 			// would have run out; by then Renew says it is lost.
+			l.o.Metrics.RenewalFailed()
 			l.o.Logger.Warn("renewing the replica's lease failed", "replica", l.o.Self.ID, "err", err)
 		}
 		l.reap(ctx)
+		if live, err := l.o.Store.Replicas(ctx); err == nil {
+			l.o.Metrics.LiveReplicas(len(live))
+		}
 		cancel()
 	}
 }
@@ -92,6 +101,7 @@ func (l *Lease) reap(ctx context.Context) {
 		l.o.Logger.Warn("reaping lost replicas failed", "err", err)
 		return
 	}
+	l.o.Metrics.Reaped(len(reaped))
 	for _, r := range reaped {
 		l.o.Logger.Warn("a replica's lease expired: its running turns end and its sessions are released", "lost_replica", r.ID, "epoch", r.Epoch)
 	}

@@ -43,8 +43,9 @@ type Limits struct {
 
 // Metrics is one gateway's registry and instruments.
 type Metrics struct {
-	reg  *prometheus.Registry
-	grpc *grpcprom.ServerMetrics
+	reg     *prometheus.Registry
+	grpc    *grpcprom.ServerMetrics
+	cluster *Cluster
 
 	turnsStarted     *prometheus.CounterVec
 	turnsEnded       *prometheus.CounterVec
@@ -153,6 +154,8 @@ func New(limits Limits) *Metrics {
 		m.warmReady, m.warmStarting, m.sessionStarts,
 		sessionsLimit, agentLimit,
 	)
+	m.cluster = newCluster()
+	reg.MustRegister(m.cluster.collectors()...)
 	return m
 }
 

@@ -275,6 +275,7 @@ func (r *replicas) unary(ctx context.Context, addr, method string, req any) (any
 	if err != nil {
 		return nil, err
 	}
+	r.metrics.Relayed(method)
 	if err := conn.Invoke(out, method, req, resp); err != nil {
 		return nil, err
 	}
@@ -294,6 +295,7 @@ func (r *replicas) relay(ctx context.Context, ss grpc.ServerStream, addr string,
 	if err != nil {
 		return err
 	}
+	r.metrics.Relayed(promptMethod)
 	cs, err := cluster.Stream(out, conn, promptMethod, req)
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/acpgate/acpgate/cluster"
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+	"github.com/acpgate/acpgate/metrics"
 	"github.com/acpgate/acpgate/outcome"
 	"github.com/acpgate/acpgate/store"
 )
@@ -33,11 +34,12 @@ import (
 //   - Fencing: a replica that lost its lease stops (Lost), and the store
 //     refuses its writes meanwhile (store.ErrFenced).
 type replicas struct {
-	st     store.Cluster
-	lease  *cluster.Lease
-	peers  *cluster.Peers
-	secret cluster.Secret
-	self   string
+	st      store.Cluster
+	lease   *cluster.Lease
+	peers   *cluster.Peers
+	secret  cluster.Secret
+	self    string
+	metrics *metrics.Cluster // nil: none
 
 	lost     chan error // receives the lease's loss, once
 	lostOnce sync.Once
@@ -71,7 +73,7 @@ func (g *Gateway) startReplicas(ctx context.Context) error {
 		}
 		dial = append(dial, opt)
 	}
-	r := &replicas{st: st, peers: cluster.NewPeers(dial...), secret: secret, self: id, lost: make(chan error, 1)}
+	r := &replicas{st: st, peers: cluster.NewPeers(dial...), secret: secret, self: id, metrics: g.metrics.Cluster(), lost: make(chan error, 1)}
 	r.lease, err = cluster.StartLease(ctx, cluster.LeaseOptions{
 		Store:    st,
 		Self:     store.Replica{ID: id, Address: c.Advertise, MaxSessions: g.cfg.Limits.MaxSessions},
@@ -81,7 +83,8 @@ func (g *Gateway) startReplicas(ctx context.Context) error {
 		Lost: func(err error) {
 			r.lostOnce.Do(func() { r.lost <- err })
 		},
-		Logger: g.log,
+		Logger:  g.log,
+		Metrics: g.metrics.Cluster(),
 	})
 	if err != nil {
 		r.peers.Close()

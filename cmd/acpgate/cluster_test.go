@@ -200,7 +200,7 @@ func TestASessionCreatedOnOneReplicaIsPromptedThroughAnotherAndCancelledThroughA
 }
 
 func TestAPermissionAskedOnOneReplicaIsResolvedThroughAnother(t *testing.T) {
-	c := startCluster(t, 3, "")
+	c := startCluster(t, 3, "metrics:\n  listen: 127.0.0.1:0\n")
 	a, cc := c.replicas[0], c.replicas[2]
 	ctx := testCtx(t)
 	sess, err := a.client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: "test"})
@@ -225,6 +225,10 @@ func TestAPermissionAskedOnOneReplicaIsResolvedThroughAnother(t *testing.T) {
 	rest := drain(t, stream)
 	if o := rest[len(rest)-1].GetOutcome(); o.GetText() != "permission:allowafter" {
 		t.Errorf("the turn whose permission c resolved ended %v", rest[len(rest)-1])
+	}
+	relayed := values(scrape(t, cc.metricsURL(t)), "acpgate_cluster_relayed_calls_total")
+	if relayed["method=/acpgate.v1.AgentGateway/ResolvePermission"] != 1 {
+		t.Errorf("c's relayed calls: %v; want the one ResolvePermission", relayed)
 	}
 }
 
@@ -324,7 +328,7 @@ func TestOneRequestIDSubmittedAHundredTimesAcrossThreeReplicasRunsOneTurn(t *tes
 }
 
 func TestAKilledReplicasTurnEndsWithGatewayStoppedForWatchersOnTheOthersAndStaysEnded(t *testing.T) {
-	c := startCluster(t, 3, "")
+	c := startCluster(t, 3, "metrics:\n  listen: 127.0.0.1:0\n")
 	a, b, cc := c.replicas[0], c.replicas[1], c.replicas[2]
 	ctx := testCtx(t)
 	stream, err := a.client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: "test", Text: "chunk before\nsleep 60000\nchunk never"})
@@ -358,6 +362,23 @@ func TestAKilledReplicasTurnEndsWithGatewayStoppedForWatchersOnTheOthersAndStays
 	got, err := cc.client.GetTurn(ctx, &acpgatev1.GetTurnRequest{TurnId: turnID})
 	if err != nil || got.GetState() != acpgatev1.TurnState_TURN_STATE_ENDED || got.GetTerminal().GetError().GetTransport() == nil {
 		t.Fatalf("GetTurn through c = %v, %v", got, err)
+	}
+	// Exactly one of b and c reaped a, and both count two live replicas.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		reaped, live := 0.0, map[string]float64{}
+		for _, r := range []*replica{b, cc} {
+			fams := scrape(t, r.metricsURL(t))
+			reaped += values(fams, "acpgate_cluster_replicas_reaped_total")[""]
+			live[r.id] = values(fams, "acpgate_cluster_replicas")[""]
+		}
+		if reaped == 1 && live["b"] == 2 && live["c"] == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the metrics say %v replicas reaped and %v live; want 1 reaped, 2 live on each", reaped, live)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	a.start(t)
 	again, err := a.client.GetTurn(ctx, &acpgatev1.GetTurnRequest{TurnId: turnID})
