@@ -218,41 +218,7 @@ func TestTwoStoresBeginningOneRequestIDAtOnceStartOneTurn(t *testing.T) {
 	ctx := context.Background()
 	dsn := testpg.Start(t)
 	stores := []*store.Postgres{openPostgres(t, dsn), openPostgres(t, dsn)}
-	const n = 60
-	type result struct {
-		existing store.Turn
-		created  bool
-		err      error
-	}
-	results := make([]result, n)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			e, c, err := stores[i%2].Begin(ctx, storetest.NewTurn(fmt.Sprintf("t%d", i), "r1", 1, i))
-			results[i] = result{e, c, err}
-		})
-	}
-	close(start)
-	wg.Wait()
-	winner := ""
-	for i, r := range results {
-		if r.err != nil {
-			t.Fatalf("Begin %d: %v", i, r.err)
-		}
-		if r.created {
-			if winner != "" {
-				t.Fatalf("both t%d and %s were created", i, winner)
-			}
-			winner = fmt.Sprintf("t%d", i)
-		}
-	}
-	for i, r := range results {
-		if !r.created && r.existing.ID != winner {
-			t.Errorf("Begin %d returned %q, want the created %q", i, r.existing.ID, winner)
-		}
-	}
+	storetest.OneBeginWins(t, 60, func(i int) store.Store { return stores[i%2] })
 	var turns int
 	if err := rawConn(t, dsn).QueryRow(ctx, `SELECT count(*) FROM turns`).Scan(&turns); err != nil || turns != 1 {
 		t.Errorf("%d turns in the database (%v), want 1", turns, err)

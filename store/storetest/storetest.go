@@ -177,48 +177,57 @@ func testBegin(t *testing.T, open func(*testing.T) store.Store) {
 
 	t.Run("twenty concurrent submissions of one request id start one turn", func(t *testing.T) {
 		st := open(t)
-		const n = 20
-		type result struct {
-			existing store.Turn
-			created  bool
-			err      error
-		}
-		results := make([]result, n)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := range n {
-			wg.Go(func() {
-				<-start
-				e, c, err := st.Begin(ctx, NewTurn(fmt.Sprintf("t%d", i), "r1", 1, i))
-				results[i] = result{e, c, err}
-			})
-		}
-		close(start)
-		wg.Wait()
-		winner := ""
-		for i, r := range results {
-			if r.err != nil {
-				t.Fatalf("Begin %d: %v", i, r.err)
-			}
-			if r.created {
-				if winner != "" {
-					t.Fatalf("both t%d and %s were created", i, winner)
-				}
-				winner = fmt.Sprintf("t%d", i)
-			}
-		}
-		if winner == "" {
-			t.Fatal("no Begin created a turn")
-		}
-		for i, r := range results {
-			if !r.created && r.existing.ID != winner {
-				t.Errorf("Begin %d returned %q, want the created %q", i, r.existing.ID, winner)
-			}
-		}
+		winner := OneBeginWins(t, 20, func(int) store.Store { return st })
 		if got := listIDs(t, st, store.Filter{}); !slices.Equal(got, []string{winner}) {
 			t.Errorf("List = %v, want [%s]", got, winner)
 		}
 	})
+}
+
+// OneBeginWins begins n turns t0..tn-1 of one request id at once, turn i
+// through storeOf(i), and checks that exactly one was created and that
+// every other Begin returned it; it returns the created turn's id.
+func OneBeginWins(t *testing.T, n int, storeOf func(i int) store.Store) string {
+	t.Helper()
+	ctx := context.Background()
+	type result struct {
+		existing store.Turn
+		created  bool
+		err      error
+	}
+	results := make([]result, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			e, c, err := storeOf(i).Begin(ctx, NewTurn(fmt.Sprintf("t%d", i), "r1", 1, i))
+			results[i] = result{e, c, err}
+		})
+	}
+	close(start)
+	wg.Wait()
+	winner := ""
+	for i, r := range results {
+		if r.err != nil {
+			t.Fatalf("Begin %d: %v", i, r.err)
+		}
+		if r.created {
+			if winner != "" {
+				t.Fatalf("both t%d and %s were created", i, winner)
+			}
+			winner = fmt.Sprintf("t%d", i)
+		}
+	}
+	if winner == "" {
+		t.Fatal("no Begin created a turn")
+	}
+	for i, r := range results {
+		if !r.created && r.existing.ID != winner {
+			t.Errorf("Begin %d returned %q, want the created %q", i, r.existing.ID, winner)
+		}
+	}
+	return winner
 }
 
 func testJournal(t *testing.T, open func(*testing.T) store.Store) {
