@@ -177,7 +177,7 @@ func (g *Gateway) ownerOf(ctx context.Context, id string) (string, error) {
 		if rec.Replica != "" && rec.Replica != g.replicas.self {
 			peers, err := g.replicas.live(ctx)
 			if err != nil {
-				return "", status.Errorf(codes.Unavailable, "reading the replicas: %v", err)
+				return "", err
 			}
 			if i := slices.IndexFunc(peers, func(p store.Replica) bool { return p.ID == rec.Replica }); i >= 0 {
 				return peers[i].Address, nil
@@ -237,7 +237,7 @@ func (g *Gateway) adopt(ctx context.Context, id string) (bool, error) {
 func (g *Gateway) placeElsewhere(ctx context.Context, call func(addr string) error) error {
 	peers, err := g.replicas.live(ctx)
 	if err != nil {
-		return status.Errorf(codes.Unavailable, "reading the replicas: %v", err)
+		return err
 	}
 	slices.SortStableFunc(peers, func(a, b store.Replica) int { return headroom(b) - headroom(a) })
 	for _, p := range peers {

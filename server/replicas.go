@@ -125,12 +125,12 @@ func (g *Gateway) stoppedTerminal(t store.Turn) store.Event {
 	return encodeEvent(terminal(outcome.Result{Error: g.interp.GatewayStopped(outcome.Text{})}), t.LastSeq+1)
 }
 
-// live is the other replicas with a live lease, by ID; the store's error
-// otherwise.
+// live is the other replicas with a live lease, by ID; UNAVAILABLE when
+// the store cannot say.
 func (r *replicas) live(ctx context.Context) ([]store.Replica, error) {
 	all, err := r.st.Replicas(ctx)
 	if err != nil {
-		return nil, err
+		return nil, status.Errorf(codes.Unavailable, "reading the replicas: %v", err)
 	}
 	return slices.DeleteFunc(all, func(x store.Replica) bool { return x.ID == r.self }), nil
 }
@@ -146,7 +146,7 @@ func (g *Gateway) listReplicaSessions(ctx context.Context) (*acpgatev1.ListSessi
 	}
 	peers, err := g.replicas.live(ctx)
 	if err != nil {
-		return nil, status.Errorf(codes.Unavailable, "reading the replicas: %v", err)
+		return nil, err
 	}
 	local := make(map[string]*acpgatev1.Session)
 	var order []string
