@@ -99,7 +99,7 @@ func encodeEvent(e *acpgatev1.PromptEvent, seq uint64) store.Event {
 		// A PromptEvent the gateway built always encodes.
 		panic(fmt.Sprintf("encoding a journal event: %v", err))
 	}
-	return store.Event{Seq: seq, Data: data}
+	return store.Event{Seq: seq, Data: data, Echo: chunkEcho(e, data)}
 }
 
 // append journals events that follow lastSeq. It waits while too many

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"strings"
 	"unsafe"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -75,6 +76,16 @@ func encodePieces(e *acpgatev1.PromptEvent, o *acpgatev1.PromptOutcome) store.Ev
 		ev.More = append(ev.More, prefix, unsafe.Slice(unsafe.StringData(f.s), len(f.s)))
 	}
 	ev.More = append(ev.More, append(value[:len(value):len(value)], b[end:]...))
+	// final_message is the answer's last message, the tail of text (all of
+	// it for a one-message turn): the journal need not keep it twice.
+	if o.FinalMessage != "" && strings.HasSuffix(o.Text, o.FinalMessage) {
+		textAt := len(head) + stringFieldSize(outcomeText, o.Text) - len(o.Text)
+		ev.Echo = store.Echo{
+			From: textAt + len(o.Text) - len(o.FinalMessage),
+			At:   textAt + len(o.Text) + stringFieldSize(outcomeFinal, o.FinalMessage) - len(o.FinalMessage),
+			Len:  len(o.FinalMessage),
+		}
+	}
 	return ev
 }
 

@@ -75,9 +75,12 @@ func (f *journalFiles) write(turnID string, count, size uint64, events []Event) 
 	end := size
 	bufs := make([][]byte, 0, len(events))
 	for _, e := range events {
-		end += uint64(e.Len())
+		n := len(bufs)
+		bufs = appendStored(bufs, e)
+		for _, b := range bufs[n:] {
+			end += uint64(len(b))
+		}
 		index = binary.LittleEndian.AppendUint64(index, end)
-		bufs = append(bufs, e.Pieces()...)
 	}
 	if err := pwriteFile(dataPath, flags, bufs, int64(size)); err != nil {
 		return 0, err
@@ -158,7 +161,12 @@ func (f *journalFiles) read(turnID string, after, n, size uint64, maxBytes int) 
 	events := make([]Event, n)
 	for i := range events {
 		b := data[ends[i]-start : ends[i+1]-start]
-		events[i] = Event{Seq: after + 1 + uint64(i), Data: b[:len(b):len(b)]}
+		seq := after + 1 + uint64(i)
+		full, err := expandStored(b[:len(b):len(b)])
+		if err != nil {
+			return nil, fmt.Errorf("%s is damaged: event %d: %w", dataPath, seq, err)
+		}
+		events[i] = Event{Seq: seq, Data: full}
 	}
 	return events, nil
 }

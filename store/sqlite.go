@@ -79,6 +79,11 @@ var migrations = []migration{
 	sqlMigration(schemaV4),
 	// When each suspended session was suspended, for its retention.
 	sqlMigration(schemaV5),
+	// The journal files may keep an event without the bytes it repeats
+	// (see stored.go). Nothing in the database changes: the version is
+	// there so that an acpgate that cannot read such files refuses the
+	// store instead of streaming its headers as events.
+	func(context.Context, *sql.Tx, *journalFiles) error { return nil },
 }
 
 // schemaV1 is the first schema; until version 3 it kept each event of a

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -443,5 +444,45 @@ func startedTurn(t *testing.T, s store.Store, id string) {
 	}
 	if err := s.Started(ctx, id, "s1", storetest.Events(1, 1)[0]); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestSQLiteKeepsAnEventsRepeatedBytesOnce(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openSQLite(t, dir)
+	defer s.Close()
+	if _, _, err := s.Begin(ctx, storetest.NewTurn("t1", "", 1, 0)); err != nil {
+		t.Fatalf("Begin: %v", err)
+	}
+	if err := s.Started(ctx, "t1", "s1", storetest.Events(1, 1)[0]); err != nil {
+		t.Fatalf("Started: %v", err)
+	}
+	text := bytes.Repeat([]byte("x"), 64<<10)
+	var events []store.Event
+	for seq := uint64(2); seq <= 11; seq++ {
+		data := slices.Concat([]byte("head"), text, []byte("mid"), text)
+		events = append(events, store.Event{Seq: seq, Data: data, Echo: store.Echo{From: 4, At: 4 + len(text) + 3, Len: len(text)}})
+	}
+	if err := s.Append(ctx, "t1", events); err != nil {
+		t.Fatalf("Append: %v", err)
+	}
+	var kept int64
+	entries, err := os.ReadDir(filepath.Join(dir, "journals"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && strings.HasSuffix(e.Name(), ".events") {
+			kept += info.Size()
+		}
+	}
+	// Ten events of 128 KiB and a bit: 64 KiB and a bit each in the files.
+	if whole := int64(10 * events[0].Len()); kept <= 0 || kept > whole/2+1024 {
+		t.Errorf("the journal files hold %d bytes of events whose encodings are %d; want about half", kept, whole)
+	}
+	got, err := s.Events(ctx, "t1", 1, 100, 0)
+	if err != nil || len(got) != 10 || !bytes.Equal(got[9].Data, events[9].Data) {
+		t.Errorf("Events: %d events, %v; want the ten whole", len(got), err)
 	}
 }

@@ -71,6 +71,29 @@ type Event struct {
 	// never the pieces (which it must not write to), and the events it
 	// returns are always in one piece.
 	More [][]byte
+	// Echo, when its Len is not zero, says that part of the encoding
+	// repeats an earlier part. A store may keep those bytes once; what it
+	// returns is always the whole encoding.
+	Echo Echo
+}
+
+// Echo is a repeated part of an event's encoding: the Len bytes at offset
+// At are those at offset From, which end at or before At.
+//
+// A text chunk's event carries its text twice (`text`, and again in
+// `content`), and a completed turn's outcome its answer twice (`text`, and
+// `final_message`, its tail): journaled as they are, a flood of 64 KiB
+// chunks wrote 132 KB to disk per chunk, and writing was half of the
+// gateway's CPU. The gateway knows where the copies are, since it put
+// them there; a store that keeps bytes rather than messages is told.
+type Echo struct {
+	From, At, Len int
+}
+
+// valid reports whether e describes a repeat inside an encoding of n
+// bytes.
+func (e Echo) valid(n int) bool {
+	return e.Len > 0 && e.From >= 0 && e.From+e.Len <= e.At && e.At+e.Len <= n
 }
 
 // Len is the length of the event's encoding.

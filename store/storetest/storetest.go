@@ -345,6 +345,47 @@ func testJournal(t *testing.T, open func(*testing.T) store.Store) {
 		}
 	})
 
+	t.Run("events with a repeated part are read back whole, however the repeat falls across pieces", func(t *testing.T) {
+		st := open(t)
+		startTurn(t, st, "t1")
+		text := bytes.Repeat([]byte("0123456789abcdef"), 64) // 1 KiB
+		whole := func(pieces ...[]byte) []byte { return slices.Concat(pieces...) }
+		// Each: the event given, whose encoding repeats text (or a tail of
+		// it) at Echo.At.
+		events := []store.Event{
+			// In one piece, as a chunk's event is.
+			{Data: whole([]byte("hd"), text, []byte("mid"), text, []byte("tl")), Echo: store.Echo{From: 2, At: 2 + len(text) + 3, Len: len(text)}},
+			// In pieces, the repeat a piece of its own, as an outcome's is.
+			{Data: []byte("hd"), More: [][]byte{text, []byte("mid"), text[512:], []byte("tl")}, Echo: store.Echo{From: 2 + 512, At: 2 + len(text) + 3, Len: 512}},
+			// The repeat across three pieces, and at the very end.
+			{Data: whole([]byte("h"), text[:100]), More: [][]byte{text[100:], text[:10], text[10:1000], text[1000:]}, Echo: store.Echo{From: 1, At: 1 + len(text), Len: len(text)}},
+			// Too short to be worth it, and an Echo that does not fit the
+			// encoding: both kept as they are.
+			{Data: whole([]byte("ab"), text[:8], text[:8]), Echo: store.Echo{From: 2, At: 10, Len: 8}},
+			{Data: whole([]byte("ab"), text), Echo: store.Echo{From: 0, At: 100, Len: 2000}},
+			// Bytes that start with a zero, which a store of opaque bytes
+			// must keep as they are too.
+			{Data: []byte{0, 1, 2, 3}},
+			{Data: whole([]byte{0}, text, text), Echo: store.Echo{From: 1, At: 1 + len(text), Len: len(text)}},
+		}
+		var want []store.Event
+		for i := range events {
+			events[i].Seq = uint64(2 + i)
+			want = append(want, store.Event{Seq: events[i].Seq, Data: events[i].Bytes()})
+		}
+		mustAppend(t, st, "t1", events)
+		terminal := store.Event{Seq: uint64(2 + len(events)), Data: []byte("end"), More: [][]byte{bytes.Repeat(text, 80), bytes.Repeat(text, 80)}}
+		terminal.Echo = store.Echo{From: 3, At: 3 + 80*len(text), Len: 80 * len(text)} // 80 KiB, held by the files
+		if err := st.End(ctx, "t1", terminal, base); err != nil {
+			t.Fatalf("End: %v", err)
+		}
+		want = append(want, store.Event{Seq: terminal.Seq, Data: terminal.Bytes()})
+		assertEvents(t, st, "t1", append(Events(1, 1), want...))
+		if got, err := st.Get(ctx, "t1"); err != nil || !bytes.Equal(got.Terminal, terminal.Bytes()) {
+			t.Errorf("Get: terminal of %d bytes, %v; want %d bytes", len(got.Terminal), err, terminal.Len())
+		}
+	})
+
 	t.Run("an end whose seq does not follow is an error and leaves the turn running", func(t *testing.T) {
 		st := open(t)
 		startTurn(t, st, "t1")

@@ -1,0 +1,59 @@
+package server
+
+import (
+	"bytes"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+	"github.com/acpgate/acpgate/store"
+)
+
+// Field numbers of a chunk event's text and of its copy in content.
+var (
+	agentChunkField   = fieldNumber(&acpgatev1.PromptEvent{}, "agent_message_chunk")
+	thoughtChunkField = fieldNumber(&acpgatev1.PromptEvent{}, "agent_thought_chunk")
+	userChunkField    = fieldNumber(&acpgatev1.PromptEvent{}, "user_message_chunk")
+	chunkText         = fieldNumber(&acpgatev1.MessageChunk{}, "text")
+	chunkContent      = fieldNumber(&acpgatev1.MessageChunk{}, "content")
+	blockText         = fieldNumber(&acpgatev1.ContentBlock{}, "text")
+)
+
+// chunkEcho finds, in the encoding b of an event, a text chunk's text and
+// its copy in the chunk's content, for the journal to keep once (see
+// store.Echo). No echo when the event is not a text chunk.
+func chunkEcho(e *acpgatev1.PromptEvent, b []byte) store.Echo {
+	var field protowire.Number
+	switch e.GetEvent().(type) {
+	case *acpgatev1.PromptEvent_AgentMessageChunk:
+		field = agentChunkField
+	case *acpgatev1.PromptEvent_AgentThoughtChunk:
+		field = thoughtChunkField
+	case *acpgatev1.PromptEvent_UserMessageChunk:
+		field = userChunkField
+	default:
+		return store.Echo{}
+	}
+	chunkAt, chunk := valueOf(b, field)
+	textAt, text := valueOf(chunk, chunkText)
+	contentAt, content := valueOf(chunk, chunkContent)
+	copyAt, copied := valueOf(content, blockText)
+	if len(text) == 0 || textAt < 0 || copyAt < 0 || !bytes.Equal(text, copied) {
+		return store.Echo{}
+	}
+	from, at := chunkAt+textAt, chunkAt+contentAt+copyAt
+	if at < from {
+		from, at = at, from
+	}
+	return store.Echo{From: from, At: at, Len: len(text)}
+}
+
+// valueOf is the offset in b and the value of the top-level
+// length-delimited field num; -1 and nil when it is not there.
+func valueOf(b []byte, num protowire.Number) (int, []byte) {
+	start, value, end := findField(b, num)
+	if start < 0 {
+		return -1, nil
+	}
+	return end - len(value), value
+}

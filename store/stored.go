@@ -1,0 +1,88 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+)
+
+// How the journal files keep an event: its encoding as it is, or, for an
+// event with an Echo worth dropping, a header and the encoding without the
+// repeated bytes:
+//
+//	0x00  uvarint(From)  uvarint(At)  uvarint(Len)  encoding[:At]  encoding[At+Len:]
+//
+// The leading zero byte tells the two apart: an encoded PromptEvent never
+// starts with it (it would be the tag of field 0, which protobuf forbids),
+// so the files an earlier acpgate wrote read as they are. An event given to
+// the store that does start with it (the store takes any bytes) is kept
+// with a header too, one whose Len is 0.
+const storedHeader = 0x00
+
+// minEcho is the shortest repeat worth a header and a copy on every read
+// of the event from the files: below it the bytes saved are noise beside
+// the write's own cost.
+const minEcho = 64
+
+// appendStored appends the pieces the files keep for e to bufs. They alias
+// e's pieces, which are written and never kept.
+func appendStored(bufs [][]byte, e Event) [][]byte {
+	echo := e.Echo
+	if echo.Len < minEcho || !echo.valid(e.Len()) {
+		echo = Echo{}
+	}
+	if echo.Len == 0 && (len(e.Data) == 0 || e.Data[0] != storedHeader) {
+		return append(bufs, e.Pieces()...)
+	}
+	head := []byte{storedHeader}
+	head = binary.AppendUvarint(head, uint64(echo.From))
+	head = binary.AppendUvarint(head, uint64(echo.At))
+	head = binary.AppendUvarint(head, uint64(echo.Len))
+	bufs = append(bufs, head)
+	// The pieces, with the bytes [At, At+Len) of their concatenation left
+	// out.
+	off, skipFrom, skipTo := 0, echo.At, echo.At+echo.Len
+	for _, p := range e.Pieces() {
+		start, end := off, off+len(p)
+		off = end
+		if end <= skipFrom || start >= skipTo || echo.Len == 0 {
+			bufs = append(bufs, p)
+			continue
+		}
+		if start < skipFrom {
+			bufs = append(bufs, p[:skipFrom-start])
+		}
+		if end > skipTo {
+			bufs = append(bufs, p[skipTo-start:])
+		}
+	}
+	return bufs
+}
+
+var errStored = errors.New("its header does not fit its bytes")
+
+// expandStored returns the encoding of an event as the files keep it: b
+// itself, or, for an event kept with a header, the whole encoding rebuilt
+// in a new buffer.
+func expandStored(b []byte) ([]byte, error) {
+	if len(b) == 0 || b[0] != storedHeader {
+		return b, nil
+	}
+	rest := b[1:]
+	var fields [3]uint64
+	for i := range fields {
+		v, n := binary.Uvarint(rest)
+		if n <= 0 {
+			return nil, errStored
+		}
+		fields[i], rest = v, rest[n:]
+	}
+	from, at, n := fields[0], fields[1], fields[2]
+	if at > uint64(len(rest)) || from > at || n > at-from {
+		return nil, errStored
+	}
+	out := make([]byte, len(rest)+int(n))
+	copy(out, rest[:at])
+	copy(out[at:at+n], out[from:from+n])
+	copy(out[at+n:], rest[at:])
+	return out, nil
+}
