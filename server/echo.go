@@ -1,8 +1,6 @@
 package server
 
 import (
-	"bytes"
-
 	"google.golang.org/protobuf/encoding/protowire"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
@@ -23,22 +21,15 @@ var (
 // its copy in the chunk's content, for the journal to keep once (see
 // store.Echo). No echo when the event is not a text chunk.
 func chunkEcho(e *acpgatev1.PromptEvent, b []byte) store.Echo {
-	var field protowire.Number
-	switch e.GetEvent().(type) {
-	case *acpgatev1.PromptEvent_AgentMessageChunk:
-		field = agentChunkField
-	case *acpgatev1.PromptEvent_AgentThoughtChunk:
-		field = thoughtChunkField
-	case *acpgatev1.PromptEvent_UserMessageChunk:
-		field = userChunkField
-	default:
+	field, c := chunkTexts(e)
+	if c == nil {
 		return store.Echo{}
 	}
 	chunkAt, chunk := valueOf(b, field)
 	textAt, text := valueOf(chunk, chunkText)
 	contentAt, content := valueOf(chunk, chunkContent)
 	copyAt, copied := valueOf(content, blockText)
-	if len(text) == 0 || textAt < 0 || copyAt < 0 || !bytes.Equal(text, copied) {
+	if textAt < 0 || copyAt < 0 || len(text) != len(c.Text) || len(copied) != len(c.Text) {
 		return store.Echo{}
 	}
 	from, at := chunkAt+textAt, chunkAt+contentAt+copyAt

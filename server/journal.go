@@ -86,13 +86,17 @@ func newJournal(id string, st store.Store, log *slog.Logger, m *metrics.Agent, c
 }
 
 // encodeEvent numbers, stamps and encodes an event of a journal: a
-// completed turn's outcome with an answer in pieces (see encodePieces),
+// completed turn's outcome with an answer in pieces (see encodePieces), a
+// long text chunk with its text in pieces (see encodeChunkPieces),
 // anything else in one.
 func encodeEvent(e *acpgatev1.PromptEvent, seq uint64) store.Event {
 	e.Seq = seq
 	e.Time = timestamppb.Now()
 	if o := e.GetOutcome(); o.GetText() != "" || o.GetFinalMessage() != "" {
 		return encodePieces(e, o)
+	}
+	if field, c := chunkTexts(e); c != nil && len(c.Text) >= minChunkPieces {
+		return encodeChunkPieces(e, field, c)
 	}
 	data, err := proto.Marshal(e)
 	if err != nil {
