@@ -43,6 +43,7 @@ type Conn struct {
 	rpc    *jsonrpc.Conn
 	cwd    string    // resolved, symlink-free: every session's
 	info   AgentInfo // set once by the handshake, before any session opens
+	ids    idCache   // the ids the agent's chunks repeat; notify's alone
 
 	// openMu lets one session open at a time (session/new, load or
 	// resume), so that updates the agent sends for a session whose id is
@@ -236,7 +237,7 @@ func (c *Conn) notify(method string, params json.RawMessage) bool {
 		c.log.Debug("ignoring a notification the gateway does not handle", "method", method)
 		return true
 	}
-	sessionID, u, err := decodeUpdate(params)
+	sessionID, u, err := decodeUpdate(params, &c.ids)
 	var syntax *json.SyntaxError
 	if errors.As(err, &syntax) {
 		return false

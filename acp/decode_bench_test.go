@@ -32,7 +32,7 @@ func BenchmarkDecodeChunk(b *testing.B) {
 				if err := json.Unmarshal(line, &env); err != nil {
 					b.Fatal(err)
 				}
-				_, u, err := decodeUpdate(env.Params)
+				_, u, err := decodeUpdate(env.Params, nil)
 				if err != nil || !u.hasChunk || len(u.chunk.text) != size {
 					b.Fatal(err)
 				}
@@ -50,6 +50,31 @@ func BenchmarkDecodeChunk(b *testing.B) {
 				}
 				if env.Params.Update.AgentMessageChunk == nil {
 					b.Fatal("no chunk")
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDecodeUpdate is the gateway's own share of a chunk line: the
+// update, once the envelope is split off (as acp/jsonrpc does without a
+// decode).
+func BenchmarkDecodeUpdate(b *testing.B) {
+	for _, size := range []int{64, 64 << 10} {
+		var env struct {
+			Params json.RawMessage `json:"params"`
+		}
+		if err := json.Unmarshal(chunkLine(size), &env); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
+			b.SetBytes(int64(len(env.Params)))
+			b.ReportAllocs()
+			var ids idCache // as a connection keeps
+			for b.Loop() {
+				_, u, err := decodeUpdate(env.Params, &ids)
+				if err != nil || !u.hasChunk || len(u.chunk.text) != size {
+					b.Fatal(err)
 				}
 			}
 		})

@@ -14,13 +14,10 @@ import (
 // key — and the caller then decodes with encoding/json, so the scanner never
 // decides what a message means, it only reads the common case faster. A
 // fuzz target holds it to encoding/json's answer.
-func scanTextChunk(params []byte) (p chunkParams, ok bool) {
+func scanTextChunk(params []byte, ids *idCache) (p textChunk, ok bool) {
 	s := scanner{b: params}
 	var seen [5]bool // sessionId, update, sessionUpdate, messageId, content
-	var content struct {
-		typ, text       string
-		hasType, hasTxt bool
-	}
+	hasType := false
 	if !s.object(func(key []byte) bool {
 		switch string(key) {
 		case "sessionId":
@@ -28,8 +25,8 @@ func scanTextChunk(params []byte) (p chunkParams, ok bool) {
 				return false
 			}
 			seen[0] = true
-			v, ok := s.str()
-			p.SessionID = v
+			v, ok := s.id(ids.slot(0))
+			p.sessionID = v
 			return ok
 		case "update":
 			if seen[1] {
@@ -44,38 +41,39 @@ func scanTextChunk(params []byte) (p chunkParams, ok bool) {
 					}
 					seen[2] = true
 					v, ok := s.str()
-					p.Update.SessionUpdate = v
+					p.kind = v
 					return ok
 				case "messageId":
 					if seen[3] {
 						return false
 					}
 					seen[3] = true
-					v, ok := s.str()
-					p.Update.MessageID = &v
+					v, ok := s.id(ids.slot(1))
+					p.messageID, p.hasMessageID = v, true
 					return ok
 				case "content":
 					if seen[4] {
 						return false
 					}
 					seen[4] = true
+					p.hasContent = true
 					return s.object(func(key []byte) bool {
 						switch string(key) {
 						case "type":
-							if content.hasType {
+							if hasType {
 								return false
 							}
-							content.hasType = true
+							hasType = true
 							v, ok := s.str()
-							content.typ = v
+							p.contentType = v
 							return ok
 						case "text":
-							if content.hasTxt {
+							if p.hasText {
 								return false
 							}
-							content.hasTxt = true
+							p.hasText = true
 							v, ok := s.str()
-							content.text = v
+							p.text = v
 							return ok
 						}
 						return false
@@ -86,17 +84,12 @@ func scanTextChunk(params []byte) (p chunkParams, ok bool) {
 		}
 		return false
 	}) {
-		return chunkParams{}, false
+		return textChunk{}, false
 	}
 	s.space()
-	if s.i != len(s.b) || !seen[4] || !content.hasType || !content.hasTxt {
-		return chunkParams{}, false
+	if s.i != len(s.b) || !seen[4] || !hasType || !p.hasText {
+		return textChunk{}, false
 	}
-	text := content.text
-	p.Update.Content = &struct {
-		Type string  `json:"type"`
-		Text *string `json:"text"`
-	}{Type: content.typ, Text: &text}
 	return p, true
 }
 
@@ -189,6 +182,36 @@ func (s *scanner) plainString() ([]byte, bool) {
 	}
 	s.i = start + end + 1
 	return raw, true
+}
+
+// idCache keeps the last session id and message id a connection's chunks
+// carried: every chunk of a message repeats both, and a string read anew
+// is an allocation a chunk. Used by one goroutine (the connection's
+// reader); nil keeps nothing.
+type idCache struct {
+	ids [2]string // session id, message id
+}
+
+func (c *idCache) slot(i int) *string {
+	if c == nil {
+		return nil
+	}
+	return &c.ids[i]
+}
+
+// id reads a string value like str, returning *last instead of a new
+// string when they are equal, and keeping the value in *last otherwise.
+func (s *scanner) id(last *string) (string, bool) {
+	start := s.i
+	raw, ok := s.plainString()
+	if !ok || last == nil {
+		s.i = start
+		return s.str()
+	}
+	if string(raw) != *last {
+		*last = string(raw)
+	}
+	return *last, true
 }
 
 // str reads a string value. A string with escapes is handed to

@@ -71,7 +71,7 @@ func TestTheSchemasSessionSettingsDecodeWithGroupsFlattenedAndUnknownTypesIgnore
 func TestAConfigOptionUpdateChangesTheSettingsAndBecomesAnEvent(t *testing.T) {
 	params := `{"sessionId":"s","update":{"sessionUpdate":"config_option_update","configOptions":[
 	  {"id":"model","name":"Model","type":"select","currentValue":"model-2","options":[{"value":"model-1","name":"Model 1"},{"value":"model-2","name":"Model 2"}]}]}}`
-	_, u, err := decodeUpdate(json.RawMessage(params))
+	_, u, err := decodeUpdate(json.RawMessage(params), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestAConfigOptionUpdateChangesTheSettingsAndBecomesAnEvent(t *testing.T) {
 	if got := describe(u.event.GetConfigOptions().GetOptions()); got != "model:select=model-2[model-1,model-2]" {
 		t.Errorf("the event carries %s", got)
 	}
-	_, u, err = decodeUpdate(json.RawMessage(`{"sessionId":"s","update":{"sessionUpdate":"current_mode_update","currentModeId":"code"}}`))
+	_, u, err = decodeUpdate(json.RawMessage(`{"sessionId":"s","update":{"sessionUpdate":"current_mode_update","currentModeId":"code"}}`), nil)
 	if err != nil || u.settings.mode != "code" || u.event.GetCurrentMode().GetModeId() != "code" {
 		t.Errorf("current_mode_update: %v, %v", u, err)
 	}

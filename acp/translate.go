@@ -74,47 +74,93 @@ type chunkParams struct {
 	} `json:"update"`
 }
 
+// textChunk is a text chunk update's params as the fast path uses them:
+// values, not pointers, so that reading a chunk allocates its strings and
+// nothing else (chunkParams' pointers cost three allocations a chunk).
+type textChunk struct {
+	sessionID, kind, messageID string
+	hasMessageID               bool
+	contentType, text          string
+	hasContent, hasText        bool
+	// meta and updateMeta are the _meta members, which only the
+	// encoding/json path reads.
+	meta, updateMeta json.RawMessage
+}
+
+// flat is p as a textChunk.
+func (p chunkParams) flat() textChunk {
+	c := textChunk{sessionID: p.SessionID, kind: p.Update.SessionUpdate, meta: p.Meta, updateMeta: p.Update.Meta}
+	if p.Update.MessageID != nil {
+		c.messageID, c.hasMessageID = *p.Update.MessageID, true
+	}
+	if ct := p.Update.Content; ct != nil {
+		c.hasContent, c.contentType = true, ct.Type
+		if ct.Text != nil {
+			c.text, c.hasText = *ct.Text, true
+		}
+	}
+	return c
+}
+
+// chunkEvent is a text chunk's event and the messages it points to,
+// allocated together: one allocation a chunk instead of five, for the
+// updates that are nearly all of an agent's traffic. They live and die
+// together anyway (the event is the only way to them).
+type chunkEvent struct {
+	event   acpgatev1.PromptEvent
+	chunk   acpgatev1.MessageChunk
+	content acpgatev1.ContentBlock
+	text    acpgatev1.ContentBlock_Text
+	agent   acpgatev1.PromptEvent_AgentMessageChunk
+	thought acpgatev1.PromptEvent_AgentThoughtChunk
+	user    acpgatev1.PromptEvent_UserMessageChunk
+}
+
 // decodeTextChunk is the fast path for text message chunks. ok is false for
 // anything else, which then takes the general path.
-func decodeTextChunk(params json.RawMessage) (sessionID string, u update, ok bool) {
-	p, scanned := scanTextChunk(params)
-	if !scanned && json.Unmarshal(params, &p) != nil {
+func decodeTextChunk(params json.RawMessage, ids *idCache) (sessionID string, u update, ok bool) {
+	p, scanned := scanTextChunk(params, ids)
+	if !scanned {
+		var slow chunkParams
+		if json.Unmarshal(params, &slow) != nil {
+			return "", update{}, false
+		}
+		p = slow.flat()
+	}
+	if !p.hasContent || p.contentType != "text" || !p.hasText {
 		return "", update{}, false
 	}
-	c := p.Update.Content
-	if c == nil || c.Type != "text" || c.Text == nil {
-		return "", update{}, false
-	}
-	chunk := &acpgatev1.MessageChunk{
-		Text:    *c.Text,
-		Content: &acpgatev1.ContentBlock{Block: &acpgatev1.ContentBlock_Text{Text: *c.Text}},
-	}
-	if p.Update.MessageID != nil {
-		chunk.MessageId = *p.Update.MessageID
-	}
-	switch p.Update.SessionUpdate {
+	ce := new(chunkEvent)
+	ce.text.Text = p.text
+	ce.content.Block = &ce.text
+	ce.chunk.Text, ce.chunk.Content, ce.chunk.MessageId = p.text, &ce.content, p.messageID
+	switch p.kind {
 	case "agent_message_chunk":
-		info := chunkInfo{messageID: chunk.MessageId, text: chunk.Text, isText: true}
-		u = update{chunk: info, hasChunk: true, event: &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_AgentMessageChunk{AgentMessageChunk: chunk}}}
+		ce.agent.AgentMessageChunk = &ce.chunk
+		ce.event.Event = &ce.agent
+		u = update{chunk: chunkInfo{messageID: p.messageID, text: p.text, isText: true}, hasChunk: true}
 	case "agent_thought_chunk":
-		u = update{event: &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_AgentThoughtChunk{AgentThoughtChunk: chunk}}}
+		ce.thought.AgentThoughtChunk = &ce.chunk
+		ce.event.Event = &ce.thought
 	case "user_message_chunk":
-		u = update{event: &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_UserMessageChunk{UserMessageChunk: chunk}}}
+		ce.user.UserMessageChunk = &ce.chunk
+		ce.event.Event = &ce.user
 	default:
 		return "", update{}, false
 	}
+	u.event = &ce.event
 	if !scanned {
-		u.event.Meta = objectStruct(p.Meta, p.Update.Meta)
+		u.event.Meta = objectStruct(p.meta, p.updateMeta)
 	}
-	return p.SessionID, u, true
+	return p.sessionID, u, true
 }
 
 // decodeUpdate decodes the params of a session/update notification. An
 // update kind this version does not model becomes a raw event, so nothing
 // is silently dropped; an update that does not decode as its kind also
 // passes through raw, with the decoding problem logged by the caller.
-func decodeUpdate(params json.RawMessage) (sessionID string, u update, err error) {
-	if sessionID, u, ok := decodeTextChunk(params); ok {
+func decodeUpdate(params json.RawMessage, ids *idCache) (sessionID string, u update, err error) {
+	if sessionID, u, ok := decodeTextChunk(params, ids); ok {
 		return sessionID, u, nil
 	}
 	var head updateHead

@@ -2,7 +2,10 @@ package acp
 
 import (
 	"encoding/json"
+	"fmt"
+	"reflect"
 	"testing"
+	"unsafe"
 
 	"google.golang.org/protobuf/proto"
 )
@@ -45,7 +48,7 @@ func FuzzTheChunkFastPathAgreesWithTheGeneralPath(f *testing.F) {
 
 func checkFastPathAgrees(t *testing.T, params []byte) {
 	t.Helper()
-	id, fast, ok := decodeTextChunk(params)
+	id, fast, ok := decodeTextChunk(params, nil)
 	if !ok {
 		return
 	}
@@ -70,7 +73,7 @@ var scanSamples = []string{
 
 func TestTheScannerReadsTheCommonShapesAndRefusesTheRest(t *testing.T) {
 	for _, sample := range scanSamples {
-		if _, ok := scanTextChunk([]byte(sample)); !ok {
+		if _, ok := scanTextChunk([]byte(sample), nil); !ok {
 			t.Errorf("the scanner refused a common shape: %s", sample)
 		}
 		checkScannerAgrees(t, []byte(sample))
@@ -83,7 +86,7 @@ func TestTheScannerReadsTheCommonShapesAndRefusesTheRest(t *testing.T) {
 		`{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"a"}}},`,
 		`{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"a` + "\x01" + `"}}}`,
 	} {
-		if _, ok := scanTextChunk([]byte(refused)); ok {
+		if _, ok := scanTextChunk([]byte(refused), nil); ok {
 			t.Errorf("the scanner accepted what it must leave to encoding/json: %s", refused)
 		}
 	}
@@ -98,7 +101,7 @@ func FuzzTheScannerAgreesWithEncodingJSON(f *testing.F) {
 
 func checkScannerAgrees(t *testing.T, params []byte) {
 	t.Helper()
-	got, ok := scanTextChunk(params)
+	got, ok := scanTextChunk(params, nil)
 	if !ok {
 		return
 	}
@@ -106,9 +109,31 @@ func checkScannerAgrees(t *testing.T, params []byte) {
 	if err := json.Unmarshal(params, &want); err != nil {
 		t.Fatalf("the scanner accepted what encoding/json rejects (%v): %q", err, params)
 	}
-	g, _ := json.Marshal(got)
-	w, _ := json.Marshal(want)
-	if string(g) != string(w) {
-		t.Fatalf("scanner and encoding/json disagree on %q:\n got %s\nwant %s", params, g, w)
+	if w := want.flat(); !reflect.DeepEqual(got, w) {
+		t.Fatalf("scanner and encoding/json disagree on %q:\n got %+v\nwant %+v", params, got, w)
+	}
+}
+
+func TestChunksDecodedThroughOneConnectionShareTheIdsTheyRepeat(t *testing.T) {
+	var ids idCache
+	chunk := func(session, message, text string) []byte {
+		return fmt.Appendf(nil, `{"sessionId":%q,"update":{"sessionUpdate":"agent_message_chunk","messageId":%q,"content":{"type":"text","text":%q}}}`, session, message, text)
+	}
+	lines := [][]byte{chunk("s1", "m1", "a"), chunk("s1", "m1", "b"), chunk("s1", "m2", "c"), chunk("s2", "m2", "d"), chunk("s\u00e9", "m\\u0031", "e")}
+	var prev update
+	var prevSession string
+	for i, line := range lines {
+		session, u, ok := decodeTextChunk(line, &ids)
+		if !ok {
+			t.Fatalf("line %d was refused: %s", i, line)
+		}
+		slowSession, slow, err := slowUpdate(line)
+		if err != nil || session != slowSession || !proto.Equal(u.event, slow.event) || u.chunk != slow.chunk {
+			t.Errorf("line %d: %s %v, the general path %s %v (%v)", i, session, u.event, slowSession, slow.event, err)
+		}
+		if i == 1 && (unsafe.StringData(session) != unsafe.StringData(prevSession) || unsafe.StringData(u.chunk.messageID) != unsafe.StringData(prev.chunk.messageID)) {
+			t.Errorf("the second chunk of a message read its session and message ids anew")
+		}
+		prev, prevSession = u, session
 	}
 }
