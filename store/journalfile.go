@@ -121,7 +121,8 @@ func pwriteFile(path string, flags int, bufs [][]byte, off int64) error {
 
 // read returns the events with seq after+1 to after+n of a turn whose
 // committed files end at byte size, fewer when maxBytes is positive and
-// they would pass it (never fewer than one). The events share one buffer.
+// they would pass it (never fewer than one). The events share one buffer,
+// and one kept without its repeated bytes comes in pieces of it.
 func (f *journalFiles) read(turnID string, after, n, size uint64, maxBytes int) ([]Event, error) {
 	if n == 0 {
 		return nil, nil
@@ -162,11 +163,11 @@ func (f *journalFiles) read(turnID string, after, n, size uint64, maxBytes int) 
 	for i := range events {
 		b := data[ends[i]-start : ends[i+1]-start]
 		seq := after + 1 + uint64(i)
-		full, err := expandStored(b[:len(b):len(b)])
+		e, err := expandStored(seq, b[:len(b):len(b)])
 		if err != nil {
 			return nil, fmt.Errorf("%s is damaged: event %d: %w", dataPath, seq, err)
 		}
-		events[i] = Event{Seq: seq, Data: full}
+		events[i] = e
 	}
 	return events, nil
 }

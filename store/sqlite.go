@@ -432,7 +432,7 @@ func (s *SQLite) complete(t scannedTurn) (Turn, error) {
 	if err != nil {
 		return Turn{}, fmt.Errorf("reading the terminal of turn %s: %w", t.ID, err)
 	}
-	t.Terminal = events[0].Data
+	t.Terminal = events[0].Flat()
 	return t.Turn, nil
 }
 

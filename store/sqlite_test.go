@@ -482,7 +482,7 @@ func TestSQLiteKeepsAnEventsRepeatedBytesOnce(t *testing.T) {
 		t.Errorf("the journal files hold %d bytes of events whose encodings are %d; want about half", kept, whole)
 	}
 	got, err := s.Events(ctx, "t1", 1, 100, 0)
-	if err != nil || len(got) != 10 || !bytes.Equal(got[9].Data, events[9].Data) {
+	if err != nil || len(got) != 10 || !bytes.Equal(got[9].Flat(), events[9].Data) {
 		t.Errorf("Events: %d events, %v; want the ten whole", len(got), err)
 	}
 }

@@ -68,8 +68,10 @@ type Event struct {
 	// of them the answer's own memory, because the terminal repeats the
 	// answer (twice for a one-message turn) and one contiguous encoding of
 	// a 156 MiB answer is 312 MiB more. A store keeps the concatenation,
-	// never the pieces (which it must not write to), and the events it
-	// returns are always in one piece.
+	// never the pieces (which it must not write to). The events it returns
+	// may be in pieces too (a store that keeps an Echo once returns it as
+	// a piece of what it read, not a copy), and the pieces are the
+	// caller's.
 	More [][]byte
 	// Echo, when its Len is not zero, says that part of the encoding
 	// repeats an earlier part. A store may keep those bytes once; what it

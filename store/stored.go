@@ -60,29 +60,33 @@ func appendStored(bufs [][]byte, e Event) [][]byte {
 
 var errStored = errors.New("its header does not fit its bytes")
 
-// expandStored returns the encoding of an event as the files keep it: b
-// itself, or, for an event kept with a header, the whole encoding rebuilt
-// in a new buffer.
-func expandStored(b []byte) ([]byte, error) {
+// expandStored returns the event the files keep in b: b itself, or, for
+// an event kept with a header, the whole encoding in pieces that alias b
+// (the repeated bytes come before the place they repeat at, so they are in
+// b already): reading a journal back copies nothing more than the read.
+func expandStored(seq uint64, b []byte) (Event, error) {
 	if len(b) == 0 || b[0] != storedHeader {
-		return b, nil
+		return Event{Seq: seq, Data: b}, nil
 	}
 	rest := b[1:]
 	var fields [3]uint64
 	for i := range fields {
 		v, n := binary.Uvarint(rest)
 		if n <= 0 {
-			return nil, errStored
+			return Event{}, errStored
 		}
 		fields[i], rest = v, rest[n:]
 	}
 	from, at, n := fields[0], fields[1], fields[2]
 	if at > uint64(len(rest)) || from > at || n > at-from {
-		return nil, errStored
+		return Event{}, errStored
 	}
-	out := make([]byte, len(rest)+int(n))
-	copy(out, rest[:at])
-	copy(out[at:at+n], out[from:from+n])
-	copy(out[at+n:], rest[at:])
-	return out, nil
+	e := Event{Seq: seq, Data: rest[:at:at]}
+	if n > 0 {
+		e.More = append(e.More, rest[from:from+n:from+n])
+	}
+	if at < uint64(len(rest)) {
+		e.More = append(e.More, rest[at:])
+	}
+	return e, nil
 }
