@@ -2,6 +2,7 @@ package acp
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"unicode/utf8"
 )
@@ -172,16 +173,36 @@ func (s *scanner) plainString() ([]byte, bool) {
 		return nil, false
 	}
 	raw := s.b[start : start+end]
-	for _, c := range raw {
-		if c < 0x20 || c == '\\' {
-			return nil, false
-		}
-	}
-	if !utf8.Valid(raw) {
+	if !literal(raw) || !utf8.Valid(raw) {
 		return nil, false
 	}
 	s.i = start + end + 1
 	return raw, true
+}
+
+// literal reports whether b has no control character and no backslash:
+// whether the bytes of a JSON string are its value. It tests eight bytes
+// at a time (a 64 KiB chunk's text is most of what the scanner reads, and
+// a byte at a time this loop was a seventh of the gateway's CPU on a flood
+// of such chunks): with ones = 0x0101…01, a word w has a byte below 0x20
+// exactly when (w − 0x20·ones) & ^w & 0x80·ones is not zero, and a
+// backslash exactly when w ^ 0x5c·ones has a zero byte, tested the same
+// way with 1 for 0x20.
+func literal(b []byte) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for ; len(b) >= 8; b = b[8:] {
+		w := binary.LittleEndian.Uint64(b)
+		bs := w ^ (ones * '\\')
+		if ((w-ones*0x20)&^w|(bs-ones)&^bs)&highs != 0 {
+			return false
+		}
+	}
+	for _, c := range b {
+		if c < 0x20 || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // idCache keeps the last session id and message id a connection's chunks

@@ -137,3 +137,22 @@ func TestChunksDecodedThroughOneConnectionShareTheIdsTheyRepeat(t *testing.T) {
 		prev, prevSession = u, session
 	}
 }
+
+// FuzzLiteralAgreesWithAByteLoop holds the eight-bytes-at-a-time test of a
+// JSON string's bytes to the plain loop it replaces.
+func FuzzLiteralAgreesWithAByteLoop(f *testing.F) {
+	for _, s := range []string{"", "plain text of some length", "a\\b", "tab\there", "\x1f", "\x20\x7f\x80\xff", "12345678\\", "1234567\x00", "\xc3\xa9\\\"", "0123456789abcdef\x19"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		want := true
+		for _, c := range b {
+			if c < 0x20 || c == '\\' {
+				want = false
+			}
+		}
+		if got := literal(b); got != want {
+			t.Fatalf("literal(%q) = %v, want %v", b, got, want)
+		}
+	})
+}
