@@ -16,27 +16,6 @@ import (
 // the pieces do.
 const minChunkPieces = 16 << 10
 
-// chunkTexts returns the field of e that holds a text chunk, and the
-// chunk, when e is a text chunk whose content repeats its text.
-func chunkTexts(e *acpgatev1.PromptEvent) (protowire.Number, *acpgatev1.MessageChunk) {
-	var field protowire.Number
-	var c *acpgatev1.MessageChunk
-	switch ev := e.GetEvent().(type) {
-	case *acpgatev1.PromptEvent_AgentMessageChunk:
-		field, c = agentChunkField, ev.AgentMessageChunk
-	case *acpgatev1.PromptEvent_AgentThoughtChunk:
-		field, c = thoughtChunkField, ev.AgentThoughtChunk
-	case *acpgatev1.PromptEvent_UserMessageChunk:
-		field, c = userChunkField, ev.UserMessageChunk
-	default:
-		return 0, nil
-	}
-	if c.GetText() == "" || c.GetContent().GetText() != c.GetText() {
-		return 0, nil
-	}
-	return field, c
-}
-
 // encodeChunkPieces encodes the event of a text chunk with its text as
 // pieces of their own, the string's own memory, twice (`text`, and the text
 // of `content`), between pieces that hold the rest of the encoding, and

@@ -17,6 +17,27 @@ var (
 	blockText         = fieldNumber(&acpgatev1.ContentBlock{}, "text")
 )
 
+// chunkTexts returns the field of e that holds a text chunk, and the
+// chunk, when e is a text chunk whose content repeats its text.
+func chunkTexts(e *acpgatev1.PromptEvent) (protowire.Number, *acpgatev1.MessageChunk) {
+	var field protowire.Number
+	var c *acpgatev1.MessageChunk
+	switch ev := e.GetEvent().(type) {
+	case *acpgatev1.PromptEvent_AgentMessageChunk:
+		field, c = agentChunkField, ev.AgentMessageChunk
+	case *acpgatev1.PromptEvent_AgentThoughtChunk:
+		field, c = thoughtChunkField, ev.AgentThoughtChunk
+	case *acpgatev1.PromptEvent_UserMessageChunk:
+		field, c = userChunkField, ev.UserMessageChunk
+	default:
+		return 0, nil
+	}
+	if c.GetText() == "" || c.GetContent().GetText() != c.GetText() {
+		return 0, nil
+	}
+	return field, c
+}
+
 // chunkEcho finds, in the encoding b of an event, a text chunk's text and
 // its copy in the chunk's content, for the journal to keep once (see
 // store.Echo). No echo when the event is not a text chunk.
