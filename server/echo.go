@@ -7,16 +7,6 @@ import (
 	"github.com/acpgate/acpgate/store"
 )
 
-// Field numbers of a chunk event's text and of its copy in content.
-var (
-	agentChunkField   = fieldNumber(&acpgatev1.PromptEvent{}, "agent_message_chunk")
-	thoughtChunkField = fieldNumber(&acpgatev1.PromptEvent{}, "agent_thought_chunk")
-	userChunkField    = fieldNumber(&acpgatev1.PromptEvent{}, "user_message_chunk")
-	chunkText         = fieldNumber(&acpgatev1.MessageChunk{}, "text")
-	chunkContent      = fieldNumber(&acpgatev1.MessageChunk{}, "content")
-	blockText         = fieldNumber(&acpgatev1.ContentBlock{}, "text")
-)
-
 // chunkTexts returns the field of e that holds a text chunk, and the
 // chunk, when e is a text chunk whose content repeats its text.
 func chunkTexts(e *acpgatev1.PromptEvent) (protowire.Number, *acpgatev1.MessageChunk) {
@@ -58,14 +48,4 @@ func chunkEcho(e *acpgatev1.PromptEvent, b []byte) store.Echo {
 		from, at = at, from
 	}
 	return store.Echo{From: from, At: at, Len: len(text)}
-}
-
-// valueOf is the offset in b and the value of the top-level
-// length-delimited field num; -1 and nil when it is not there.
-func valueOf(b []byte, num protowire.Number) (int, []byte) {
-	start, value, end := findField(b, num)
-	if start < 0 {
-		return -1, nil
-	}
-	return end - len(value), value
 }

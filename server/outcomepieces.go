@@ -7,27 +7,10 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/store"
 )
-
-// Field numbers of a completed turn's outcome and of its answer, in the
-// encoding of a PromptEvent.
-var (
-	outcomeField = fieldNumber(&acpgatev1.PromptEvent{}, "outcome")
-	outcomeText  = fieldNumber(&acpgatev1.PromptOutcome{}, "text")
-	outcomeFinal = fieldNumber(&acpgatev1.PromptOutcome{}, "final_message")
-)
-
-func fieldNumber(m proto.Message, name protoreflect.Name) protowire.Number {
-	f := m.ProtoReflect().Descriptor().Fields().ByName(name)
-	if f == nil {
-		panic(fmt.Sprintf("%T has no field %s", m, name))
-	}
-	return f.Number()
-}
 
 // encodePieces encodes an event that carries a completed turn's outcome
 // with its text and final message as pieces of their own, the strings'
@@ -87,35 +70,4 @@ func encodePieces(e *acpgatev1.PromptEvent, o *acpgatev1.PromptOutcome) store.Ev
 		}
 	}
 	return ev
-}
-
-// stringFieldSize is the encoded size of string field num holding s; 0 for
-// "", which proto3 does not encode.
-func stringFieldSize(num protowire.Number, s string) int {
-	if s == "" {
-		return 0
-	}
-	return protowire.SizeTag(num) + protowire.SizeBytes(len(s))
-}
-
-// findField finds the top-level length-delimited field num in the
-// encoding b: where it starts (its tag), its value, and where it ends.
-// start is -1 when it is not there.
-func findField(b []byte, num protowire.Number) (start int, value []byte, end int) {
-	for i := 0; i < len(b); {
-		n, typ, tagLen := protowire.ConsumeTag(b[i:])
-		if tagLen < 0 {
-			return -1, nil, 0
-		}
-		valLen := protowire.ConsumeFieldValue(n, typ, b[i+tagLen:])
-		if valLen < 0 {
-			return -1, nil, 0
-		}
-		if n == num && typ == protowire.BytesType {
-			v, _ := protowire.ConsumeBytes(b[i+tagLen:])
-			return i, v, i + tagLen + valLen
-		}
-		i += tagLen + valLen
-	}
-	return -1, nil, 0
 }
