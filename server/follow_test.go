@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/server"
@@ -57,5 +58,56 @@ func TestAStreamBehindAnEndedTurnReadsItsPagesWithoutItsTerminal(t *testing.T) {
 	}
 	if n := st.gets.Load() - before; n != 0 {
 		t.Errorf("the stream read the turn's record, terminal and all, %d times while it caught up; want none", n)
+	}
+}
+
+func TestWhenAClientHasATurnsTerminalTheStoreHasEveryEventItsStreamCarriedAndTheTerminal(t *testing.T) {
+	// A short turn's events are all still waiting for the store when it
+	// ends (they fit between two batches): the ending writes them with
+	// the terminal. Both shapes of terminal: a small one (the record
+	// keeps it) and one of over 64 KiB (the journal files keep it).
+	for _, tc := range []struct{ name, script string }{
+		{"a small terminal", "flood 100 64\nstop end_turn"},
+		{"a large terminal", "flood 1000 200\nstop end_turn"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := store.OpenSQLite(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			h := startWith(t, func(o *server.Options) { o.Store = st })
+			stream, err := h.client.Prompt(context.Background(), &acpgatev1.PromptRequest{Agent: "test", Text: tc.script})
+			if err != nil {
+				t.Fatal(err)
+			}
+			events := receive(t, stream, nil)
+			checkInvariants(t, events)
+			if last(events).GetOutcome() == nil {
+				t.Fatalf("the turn ended with %v", last(events))
+			}
+			turnID := events[0].GetStarted().GetTurnId()
+			ctx := context.Background()
+			rec, err := st.Get(ctx, turnID)
+			if err != nil || rec.Running() || rec.LastSeq != uint64(len(events)) {
+				t.Fatalf("the store's record once the client has the terminal: running %v, last seq %d, %v; want ended at seq %d", rec.Running(), rec.LastSeq, err, len(events))
+			}
+			stored, err := st.Events(ctx, turnID, 0, len(events)+1, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(stored) != len(events) {
+				t.Fatalf("the store has %d events; the stream carried %d", len(stored), len(events))
+			}
+			for i, e := range stored {
+				got := &acpgatev1.PromptEvent{}
+				if err := proto.Unmarshal(e.Flat(), got); err != nil || !proto.Equal(got, events[i]) {
+					t.Fatalf("stored event %d (%v) is not the one the stream carried: %v", i+1, err, got)
+				}
+			}
+			if terminal := (&acpgatev1.PromptEvent{}); proto.Unmarshal(rec.Terminal, terminal) != nil || !proto.Equal(terminal, last(events)) {
+				t.Errorf("the record's terminal is not the one the stream carried")
+			}
+		})
 	}
 }

@@ -132,7 +132,7 @@ func (j *journal) append(events []store.Event) {
 func (j *journal) start(ctx context.Context, sessionID string, started store.Event) error {
 	began := time.Now()
 	err := j.st.Started(ctx, j.id, sessionID, started)
-	j.noteWrite(began, started)
+	j.noteWrite(began, started.Len())
 	if err != nil {
 		j.mu.Lock()
 		j.failed = fmt.Errorf("journaling the turn's start: %w", err)
@@ -147,16 +147,21 @@ func (j *journal) start(ctx context.Context, sessionID string, started store.Eve
 	return nil
 }
 
-// noteWrite records a write of events to the store that began at began.
-func (j *journal) noteWrite(began time.Time, events ...store.Event) {
-	if j.m == nil {
-		return
+// noteWrite records a write of size bytes of events to the store that
+// began at began.
+func (j *journal) noteWrite(began time.Time, size int) {
+	if j.m != nil {
+		j.m.JournalWrite(time.Since(began), size)
 	}
+}
+
+// eventsLen is the length of the events' encodings.
+func eventsLen(events []store.Event) int {
 	size := 0
 	for _, e := range events {
 		size += e.Len()
 	}
-	j.m.JournalWrite(time.Since(began), size)
+	return size
 }
 
 // broadcast wakes the streams waiting for events; j.mu is held.
@@ -186,8 +191,7 @@ func (j *journal) commitLoop() {
 		select {
 		case <-j.flush:
 		case <-j.stop:
-			j.commit()
-			return
+			return // end writes what is left
 		}
 		// Let a burst gather into one write, unless it is already as
 		// large as the journal lets it be.
@@ -195,6 +199,7 @@ func (j *journal) commitLoop() {
 		case <-time.After(commitDelay):
 		case <-j.urgent:
 		case <-j.stop:
+			return
 		}
 		j.commit()
 	}
@@ -217,7 +222,7 @@ func (j *journal) commit() error {
 	}
 	began := time.Now()
 	err := j.st.Append(context.Background(), j.id, pending)
-	j.noteWrite(began, pending...)
+	j.noteWrite(began, eventsLen(pending))
 	j.mu.Lock()
 	if err != nil {
 		j.failed = fmt.Errorf("journaling events %d to %d: %w", pending[0].Seq, pending[len(pending)-1].Seq, err)
@@ -254,27 +259,42 @@ func (j *journal) trim() {
 	}
 }
 
-// end journals the terminal: everything before it and then it are written
-// to the store before any stream can read it. It returns the store's
-// failure, if any; the terminal is then still delivered to the streams
-// reading from memory.
+// end journals the terminal: the events the store does not have yet and
+// then it are written in one step, before any stream can read it. It
+// returns the store's failure, if any; the terminal is then still
+// delivered to the streams reading from memory.
+//
+// The committer is stopped first, not asked for one last batch: a short
+// turn (a burst of chunks well inside commitDelay) has all its events
+// still unwritten here, and a batch and then the terminal would be two
+// writes, one after the other, between the agent's last word and the
+// client's terminal.
 func (j *journal) end(terminal store.Event) error {
 	close(j.stop)
 	<-j.done
-	err := j.commit()
+	j.mu.Lock()
+	err := j.failed
+	var rest []store.Event
+	if n := int(j.lastSeq - j.committed); n > 0 {
+		rest = j.recent[len(j.recent)-n:]
+	}
+	j.mu.Unlock()
 	if err == nil {
 		began := time.Now()
-		err = j.st.End(context.Background(), j.id, terminal, began)
-		j.noteWrite(began, terminal)
+		err = j.st.End(context.Background(), j.id, rest, terminal, began)
+		j.noteWrite(began, eventsLen(rest)+terminal.Len())
 		if err != nil {
-			j.log.Error("the turn's terminal could not be journaled", "turn", j.id, "err", err)
+			j.log.Error("the turn's last events and terminal could not be journaled", "turn", j.id, "err", err)
 		}
 	}
 	j.mu.Lock()
 	j.recent = append(j.recent, terminal)
 	j.lastSeq = terminal.Seq
 	if err == nil {
-		j.committed = terminal.Seq
+		j.committed, j.pending = terminal.Seq, 0
+	} else if j.failed == nil {
+		// The turn stays readable from memory (see runTurn).
+		j.failed = fmt.Errorf("journaling the turn's last events and terminal: %w", err)
 	}
 	j.ended = true
 	j.broadcast()

@@ -411,7 +411,7 @@ func (g *Gateway) endStopped(ctx context.Context) error {
 	for _, rec := range running {
 		e := g.interp.GatewayStopped(outcome.Text{})
 		ev := encodeEvent(terminal(outcome.Result{Error: e}), rec.LastSeq+1)
-		if err := g.store.End(ctx, rec.ID, ev, time.Now()); err != nil {
+		if err := g.store.End(ctx, rec.ID, nil, ev, time.Now()); err != nil {
 			return fmt.Errorf("ending turn %s: %w", rec.ID, err)
 		}
 		g.log.Warn("a turn was running when the gateway stopped; it has ended", "turn", rec.ID, "agent", rec.Agent, "last_seq", rec.LastSeq)

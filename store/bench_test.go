@@ -101,7 +101,7 @@ func BenchmarkAppend(b *testing.B) {
 			for b.Loop() {
 				if n++; n%1000 == 0 {
 					b.StopTimer()
-					if err := st.End(ctx, id, store.Event{Seq: seq + 1}, time.Unix(0, 1)); err != nil {
+					if err := st.End(ctx, id, nil, store.Event{Seq: seq + 1}, time.Unix(0, 1)); err != nil {
 						b.Fatal(err)
 					}
 					if _, err := st.DeleteEnded(ctx, time.Unix(0, 2)); err != nil {
@@ -119,6 +119,57 @@ func BenchmarkAppend(b *testing.B) {
 			}
 			b.ReportMetric(float64(n*benchBatch)/b.Elapsed().Seconds(), "events/s")
 			b.SetBytes(benchBatch * benchEventSize)
+		})
+	}
+}
+
+// BenchmarkEndOfABurst ends a turn whose 1,000 events are all unwritten,
+// as a short burst's are when it ends (it fits between two batches): the
+// last step between the agent's last word and the client's terminal. "one
+// step" is End given the events; "append, then end" the two writes it
+// replaces, side by side. Turns are dropped every 100 so that the store
+// stays a small one.
+func BenchmarkEndOfABurst(b *testing.B) {
+	ctx := context.Background()
+	ways := []struct {
+		name string
+		end  func(st store.Store, id string, rest []store.Event, terminal store.Event) error
+	}{
+		{"one step", func(st store.Store, id string, rest []store.Event, terminal store.Event) error {
+			return st.End(ctx, id, rest, terminal, time.Unix(0, 1))
+		}},
+		{"append, then end", func(st store.Store, id string, rest []store.Event, terminal store.Event) error {
+			if err := st.Append(ctx, id, rest); err != nil {
+				return err
+			}
+			return st.End(ctx, id, nil, terminal, time.Unix(0, 1))
+		}},
+	}
+	for _, impl := range benchStores {
+		b.Run(impl.name, func(b *testing.B) {
+			st := impl.open(b)
+			defer st.Close()
+			n := 0
+			for _, way := range ways {
+				b.Run(way.name, func(b *testing.B) {
+					rest := benchEvents(1000)
+					terminal := store.Event{Data: bytes.Repeat([]byte{'t'}, 200)}
+					for b.Loop() {
+						b.StopTimer()
+						if n++; n%100 == 0 {
+							if _, err := st.DeleteEnded(ctx, time.Unix(0, 2)); err != nil {
+								b.Fatal(err)
+							}
+						}
+						id := benchID(n)
+						terminal.Seq = number(rest, benchTurn(b, st, id)) + 1
+						b.StartTimer()
+						if err := way.end(st, id, rest, terminal); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
 		})
 	}
 }

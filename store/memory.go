@@ -76,14 +76,14 @@ func (m *Memory) Append(_ context.Context, turnID string, events []Event) error 
 	return mt.append(events)
 }
 
-func (m *Memory) End(_ context.Context, turnID string, terminal Event, endedAt time.Time) error {
+func (m *Memory) End(_ context.Context, turnID string, rest []Event, terminal Event, endedAt time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	mt, err := m.running(turnID)
 	if err != nil {
 		return err
 	}
-	if err := mt.append([]Event{terminal}); err != nil {
+	if err := mt.append(append(rest[:len(rest):len(rest)], terminal)); err != nil {
 		return err
 	}
 	mt.rec.EndedAt = endedAt

@@ -190,7 +190,7 @@ func TestTurnsAreStampedWithTheirReplicaAndFencedWhenItsLeaseExpires(t *testing.
 	if err := b.Append(ctx, "t1", storetest.Events(2, 2)); !errors.Is(err, store.ErrFenced) {
 		t.Errorf("Append by another replica: %v, want ErrFenced", err)
 	}
-	if err := b.End(ctx, "t1", store.Event{Seq: 2, Data: []byte("x")}, time.Now()); !errors.Is(err, store.ErrFenced) {
+	if err := b.End(ctx, "t1", nil, store.Event{Seq: 2, Data: []byte("x")}, time.Now()); !errors.Is(err, store.ErrFenced) {
 		t.Errorf("End by another replica: %v, want ErrFenced", err)
 	}
 	waitExpired(t, b, ra)
@@ -198,7 +198,7 @@ func TestTurnsAreStampedWithTheirReplicaAndFencedWhenItsLeaseExpires(t *testing.
 	for name, err := range map[string]error{
 		"Append":          a.Append(ctx, "t1", storetest.Events(2, 2)),
 		"an empty Append": a.Append(ctx, "t1", nil),
-		"End":             a.End(ctx, "t1", store.Event{Seq: 2, Data: []byte("x")}, time.Now()),
+		"End":             a.End(ctx, "t1", nil, store.Event{Seq: 2, Data: []byte("x")}, time.Now()),
 	} {
 		if !errors.Is(err, store.ErrFenced) {
 			t.Errorf("%s on an expired lease: %v, want ErrFenced", name, err)
@@ -231,7 +231,7 @@ func TestReapEndsALostReplicasTurnsReleasesItsSessionsAndWakesReaders(t *testing
 	}
 	beginStarted(t, a, "t2")
 	beginStarted(t, a, "done")
-	if err := a.End(ctx, "done", store.Event{Seq: 2, Data: []byte("ok")}, time.Now()); err != nil {
+	if err := a.End(ctx, "done", nil, store.Event{Seq: 2, Data: []byte("ok")}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	beginStarted(t, b, "b's")
@@ -360,7 +360,7 @@ func TestALeftReplicaIsNotReapedAndItsSessionsAreReleased(t *testing.T) {
 	ctx := context.Background()
 	a, b, _, _ := twoReplicas(t, longLease)
 	beginStarted(t, a, "t1")
-	if err := a.End(ctx, "t1", store.Event{Seq: 2, Data: []byte("ok")}, time.Now()); err != nil {
+	if err := a.End(ctx, "t1", nil, store.Event{Seq: 2, Data: []byte("ok")}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.PutSession(ctx, storetest.NewSession("s1", 0)); err != nil {

@@ -253,7 +253,7 @@ func TestDeletingEndedTurnsPurgesTheirEventsEvenPastACrash(t *testing.T) {
 	if _, err := s.Events(ctx, "short", 0, 10, 0); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Events of a deleted turn whose events are not purged yet: %v, want ErrNotFound", err)
 	}
-	if err := s.End(ctx, "long", store.Event{Seq: long + 1, Data: []byte("end")}, time.Unix(0, 1)); err != nil {
+	if err := s.End(ctx, "long", nil, store.Event{Seq: long + 1, Data: []byte("end")}, time.Unix(0, 1)); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := s.DeleteEnded(ctx, time.Unix(0, 2)); err != nil || n != 1 {
@@ -297,7 +297,9 @@ func TestAWriteOnOneStoreWakesAReaderOfAnotherWithoutPolling(t *testing.T) {
 	}{
 		{"Started", func() error { return writer.Started(ctx, "t1", "s1", storetest.Events(1, 1)[0]) }},
 		{"Append", func() error { return writer.Append(ctx, "t1", storetest.Events(2, 3)) }},
-		{"End", func() error { return writer.End(ctx, "t1", store.Event{Seq: 4, Data: []byte("end")}, time.Unix(0, 1)) }},
+		{"End", func() error {
+			return writer.End(ctx, "t1", nil, store.Event{Seq: 4, Data: []byte("end")}, time.Unix(0, 1))
+		}},
 	}
 	for _, step := range steps {
 		changed, stop := reader.Changed(ctx, "t1")

@@ -60,9 +60,10 @@ func (p *Postgres) Append(ctx context.Context, turnID string, events []Event) er
 }
 
 // End journals the terminal as the turn's last event, where alone it is
-// kept (Get reads it from there).
-func (p *Postgres) End(ctx context.Context, turnID string, terminal Event, endedAt time.Time) error {
-	return writeJournal(ctx, p.pool, "end turn "+turnID, pgEnd, turnID, []Event{terminal}, p.Self().Epoch, endedAt.UnixNano())
+// kept (Get reads it from there), in the statement that writes rest.
+func (p *Postgres) End(ctx context.Context, turnID string, rest []Event, terminal Event, endedAt time.Time) error {
+	events := append(rest[:len(rest):len(rest)], terminal)
+	return writeJournal(ctx, p.pool, "end turn "+turnID, pgEnd, turnID, events, p.Self().Epoch, endedAt.UnixNano())
 }
 
 // execer is what a journal write needs of a pool or a transaction.

@@ -44,9 +44,12 @@ type SQLite struct {
 	// read has a few query-only connections: in WAL mode readers see the
 	// last commit without waiting for the writer, so a replay does not
 	// queue behind a busy turn's appends.
-	read  *sql.DB
-	lock  *os.File
-	files *journalFiles
+	read *sql.DB
+	// writeStmts and readStmts keep the statements of a turn's life
+	// prepared.
+	writeStmts, readStmts *stmtCache
+	lock                  *os.File
+	files                 *journalFiles
 }
 
 // SQLiteOptions tunes OpenSQLiteWith. The zero value is what OpenSQLite uses.
@@ -287,6 +290,13 @@ func OpenSQLiteWith(dir string, opts SQLiteOptions) (_ *SQLite, err error) {
 	}
 	s.read.SetMaxOpenConns(readConns)
 	s.read.SetMaxIdleConns(readConns)
+	ctx := context.Background()
+	if s.writeStmts, err = newStmtCache(ctx, s.write, sqliteWriteStmts); err != nil {
+		return nil, s.openError(err)
+	}
+	if s.readStmts, err = newStmtCache(ctx, s.read, sqliteReadStmts); err != nil {
+		return nil, s.openError(err)
+	}
 	return s, nil
 }
 
@@ -441,8 +451,7 @@ func (s *SQLite) Begin(ctx context.Context, t Turn) (Turn, bool, error) {
 	created := false
 	err := s.inTx(ctx, "begin turn "+t.ID, func(tx *sql.Tx) error {
 		if t.RequestID != "" {
-			latest, err := scanTurn(tx.QueryRowContext(ctx,
-				selectTurn+` WHERE request_id = ? ORDER BY attempt DESC LIMIT 1`, t.RequestID))
+			latest, err := scanTurn(s.writeStmts.queryRow(ctx, tx, sqlLatest, t.RequestID))
 			if err == nil && latest.Attempt >= t.Attempt {
 				existing, err = s.complete(latest)
 				return err
@@ -451,7 +460,7 @@ func (s *SQLite) Begin(ctx context.Context, t Turn) (Turn, bool, error) {
 				return err
 			}
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO turns (`+turnColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, 0, NULL, ?)`,
+		_, err := s.writeStmts.exec(ctx, tx, sqlInsertTurn,
 			t.ID, t.RequestID, t.Attempt, t.Agent, t.SessionID, t.Target, nonNil(t.PromptHash), t.StartedAt.UnixNano(), t.Owner)
 		created = err == nil
 		return err
@@ -460,8 +469,8 @@ func (s *SQLite) Begin(ctx context.Context, t Turn) (Turn, bool, error) {
 }
 
 func (s *SQLite) Started(ctx context.Context, turnID, sessionID string, started Event) error {
-	return s.journal(ctx, "journal the start of turn "+turnID, turnID, []Event{started}, true, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE turns SET session_id = ? WHERE id = ?`, sessionID, turnID)
+	return s.journal(ctx, "journal the start of turn "+turnID, turnID, []Event{started}, 1, func(tx *sql.Tx) error {
+		_, err := s.writeStmts.exec(ctx, tx, sqlSetSession, sessionID, turnID)
 		return err
 	})
 }
@@ -472,7 +481,7 @@ func (s *SQLite) Append(ctx context.Context, turnID string, events []Event) erro
 		// that ended or never was (without reading its terminal, which
 		// may be in the files).
 		var ended bool
-		err := s.read.QueryRowContext(ctx, `SELECT ended_at IS NOT NULL FROM turns WHERE id = ?`, turnID).Scan(&ended)
+		err := s.readStmts.queryRow(ctx, nil, sqlEnded, turnID).Scan(&ended)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			return ErrNotFound
@@ -483,21 +492,22 @@ func (s *SQLite) Append(ctx context.Context, turnID string, events []Event) erro
 		}
 		return nil
 	}
-	return s.journal(ctx, "journal events of turn "+turnID, turnID, events, true, nil)
+	return s.journal(ctx, "journal events of turn "+turnID, turnID, events, len(events), nil)
 }
 
-func (s *SQLite) End(ctx context.Context, turnID string, terminal Event, endedAt time.Time) error {
+func (s *SQLite) End(ctx context.Context, turnID string, rest []Event, terminal Event, endedAt time.Time) error {
 	// The terminal is kept once: in the record when it is small (Get
 	// and List read it there), else as the journal files' last event,
 	// the record's terminal then NULL.
+	events := append(rest[:len(rest):len(rest)], terminal)
 	if terminal.Len() > inlineTerminal {
-		return s.journal(ctx, "end turn "+turnID, turnID, []Event{terminal}, true, func(tx *sql.Tx) error {
-			_, err := tx.ExecContext(ctx, `UPDATE turns SET ended_at = ?, terminal = NULL WHERE id = ?`, endedAt.UnixNano(), turnID)
+		return s.journal(ctx, "end turn "+turnID, turnID, events, len(events), func(tx *sql.Tx) error {
+			_, err := s.writeStmts.exec(ctx, tx, sqlEndInFiles, endedAt.UnixNano(), turnID)
 			return err
 		})
 	}
-	return s.journal(ctx, "end turn "+turnID, turnID, []Event{terminal}, false, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE turns SET ended_at = ?, terminal = ? WHERE id = ?`,
+	return s.journal(ctx, "end turn "+turnID, turnID, events, len(rest), func(tx *sql.Tx) error {
+		_, err := s.writeStmts.exec(ctx, tx, sqlEndInRecord,
 			endedAt.UnixNano(), nonNil(terminal.Flat()), turnID)
 		return err
 	})
@@ -506,14 +516,14 @@ func (s *SQLite) End(ctx context.Context, turnID string, terminal Event, endedAt
 // journal appends events to a running turn's journal and runs also, in one
 // transaction: either the whole batch and its effect on the record are
 // kept or none of it is, so a failed write (a full disk) loses nothing the
-// caller believes kept, and a retry does not duplicate. The events' bytes
-// go to the turn's journal files (when toFiles), before the record that
-// commits them.
-func (s *SQLite) journal(ctx context.Context, op, turnID string, events []Event, toFiles bool, also func(*sql.Tx) error) error {
+// caller believes kept, and a retry does not duplicate. The bytes of the
+// first filed events go to the turn's journal files, before the record
+// that commits them; the others (a small terminal) are kept by also.
+func (s *SQLite) journal(ctx context.Context, op, turnID string, events []Event, filed int, also func(*sql.Tx) error) error {
 	return s.inTx(ctx, op, func(tx *sql.Tx) error {
 		var lastSeq, size int64
 		var endedAt sql.NullInt64
-		err := tx.QueryRowContext(ctx, `SELECT last_seq, ended_at, journal_bytes FROM turns WHERE id = ?`, turnID).Scan(&lastSeq, &endedAt, &size)
+		err := s.writeStmts.queryRow(ctx, tx, sqlJournalRecord, turnID).Scan(&lastSeq, &endedAt, &size)
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNotFound
 		}
@@ -529,12 +539,12 @@ func (s *SQLite) journal(ctx context.Context, op, turnID string, events []Event,
 			}
 		}
 		newSize := uint64(size)
-		if toFiles {
-			if newSize, err = s.files.write(turnID, uint64(lastSeq), uint64(size), events); err != nil {
+		if filed > 0 {
+			if newSize, err = s.files.write(turnID, uint64(lastSeq), uint64(size), events[:filed]); err != nil {
 				return err
 			}
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE turns SET last_seq = ?, journal_bytes = ? WHERE id = ?`,
+		if _, err := s.writeStmts.exec(ctx, tx, sqlJournalCommit,
 			lastSeq+int64(len(events)), int64(newSize), turnID); err != nil {
 			return err
 		}
@@ -597,7 +607,7 @@ func nonNil(b []byte) []byte {
 }
 
 func (s *SQLite) Get(ctx context.Context, turnID string) (Turn, error) {
-	t, err := scanTurn(s.read.QueryRowContext(ctx, selectTurn+` WHERE id = ?`, turnID))
+	t, err := scanTurn(s.readStmts.queryRow(ctx, nil, sqlGet, turnID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Turn{}, ErrNotFound
 	}
@@ -613,7 +623,7 @@ func (s *SQLite) Get(ctx context.Context, turnID string) (Turn, error) {
 func (s *SQLite) Extent(ctx context.Context, turnID string) (uint64, bool, error) {
 	var lastSeq int64
 	var ended bool
-	err := s.read.QueryRowContext(ctx, `SELECT last_seq, ended_at IS NOT NULL FROM turns WHERE id = ?`, turnID).Scan(&lastSeq, &ended)
+	err := s.readStmts.queryRow(ctx, nil, sqlExtent, turnID).Scan(&lastSeq, &ended)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return 0, false, ErrNotFound
@@ -627,8 +637,7 @@ func (s *SQLite) Latest(ctx context.Context, requestID string) (Turn, error) {
 	if requestID == "" {
 		return Turn{}, ErrNotFound
 	}
-	t, err := scanTurn(s.read.QueryRowContext(ctx,
-		selectTurn+` WHERE request_id = ? ORDER BY attempt DESC LIMIT 1`, requestID))
+	t, err := scanTurn(s.readStmts.queryRow(ctx, nil, sqlLatest, requestID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Turn{}, ErrNotFound
 	}
@@ -703,7 +712,7 @@ func (s *SQLite) Events(ctx context.Context, turnID string, afterSeq uint64, lim
 	op := "read the journal of turn " + turnID
 	var lastSeq, size int64
 	var ended, terminalInFiles bool
-	err := s.read.QueryRowContext(ctx, `SELECT last_seq, ended_at IS NOT NULL, journal_bytes, ended_at IS NOT NULL AND terminal IS NULL FROM turns WHERE id = ?`, turnID).Scan(&lastSeq, &ended, &size, &terminalInFiles)
+	err := s.readStmts.queryRow(ctx, nil, sqlEventsRecord, turnID).Scan(&lastSeq, &ended, &size, &terminalInFiles)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -735,7 +744,7 @@ func (s *SQLite) Events(ctx context.Context, turnID string, afterSeq uint64, lim
 	}
 	if ended && !terminalInFiles && len(out) < limit && afterSeq+uint64(len(out)) == inFiles {
 		terminal := Event{Seq: last}
-		err := s.read.QueryRowContext(ctx, `SELECT terminal FROM turns WHERE id = ?`, turnID).Scan(&terminal.Data)
+		err := s.readStmts.queryRow(ctx, nil, sqlTerminal, turnID).Scan(&terminal.Data)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, ErrNotFound
 		}
@@ -804,6 +813,11 @@ func (s *SQLite) DeleteEnded(ctx context.Context, before time.Time) (int, error)
 // gateway.
 func (s *SQLite) Close() error {
 	var errs []error
+	for _, c := range []*stmtCache{s.readStmts, s.writeStmts} {
+		if c != nil {
+			errs = append(errs, c.close())
+		}
+	}
 	for _, db := range []*sql.DB{s.read, s.write} {
 		if db != nil {
 			errs = append(errs, db.Close())

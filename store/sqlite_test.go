@@ -71,7 +71,7 @@ func TestSQLiteFile(t *testing.T) {
 			}
 		}
 		endedAt := time.Date(2026, 3, 1, 13, 0, 0, 1, time.UTC)
-		if err := s.End(ctx, "t1", store.Event{Seq: 51, Data: []byte("ended")}, endedAt); err != nil {
+		if err := s.End(ctx, "t1", nil, store.Event{Seq: 51, Data: []byte("ended")}, endedAt); err != nil {
 			t.Fatalf("End: %v", err)
 		}
 		if err := s.Close(); err != nil {
@@ -216,7 +216,7 @@ func TestSQLiteFile(t *testing.T) {
 		}
 		// A terminal this small lives in the record: 60 KB does not fit
 		// in what 24 pages leave after the schema.
-		err = s.End(ctx, "t1", store.Event{Seq: 2, Data: bytes.Repeat([]byte("y"), 60<<10)}, time.Now())
+		err = s.End(ctx, "t1", nil, store.Event{Seq: 2, Data: bytes.Repeat([]byte("y"), 60<<10)}, time.Now())
 		if err == nil || !strings.Contains(err.Error(), "full") || !strings.Contains(err.Error(), "acpgate.db") {
 			t.Fatalf("End on a full database: %v; want it to say the database is full, naming it", err)
 		}

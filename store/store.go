@@ -178,9 +178,13 @@ type Store interface {
 	// Append journals events of a running turn, in seq order, each seq
 	// following the last journaled one.
 	Append(ctx context.Context, turnID string, events []Event) error
-	// End journals the terminal event, which follows the last journaled
-	// event, and marks the turn ended at endedAt.
-	End(ctx context.Context, turnID string, terminal Event, endedAt time.Time) error
+	// End journals rest, events of the turn not journaled yet (often
+	// none), then the terminal event, and marks the turn ended at endedAt:
+	// one step, so that a turn's last events and its ending are kept
+	// together or not at all, and a short turn's ending waits for one
+	// write, not two (a burst of 1,000 chunks fits in the time between
+	// batches, so all of it is still unwritten when the turn ends).
+	End(ctx context.Context, turnID string, rest []Event, terminal Event, endedAt time.Time) error
 	// Get returns a turn's record.
 	Get(ctx context.Context, turnID string) (Turn, error)
 	// Extent returns how far a turn's journal goes: the seq of its last

@@ -280,7 +280,7 @@ func testJournal(t *testing.T, open func(*testing.T) store.Store) {
 		mustAppend(t, st, "t1", Events(2, 3))
 		terminal := store.Event{Seq: 4, Data: []byte("ended: ok")}
 		endedAt := base.Add(time.Minute + time.Nanosecond)
-		if err := st.End(ctx, "t1", terminal, endedAt); err != nil {
+		if err := st.End(ctx, "t1", nil, terminal, endedAt); err != nil {
 			t.Fatalf("End: %v", err)
 		}
 		got, err := st.Get(ctx, "t1")
@@ -304,7 +304,7 @@ func testJournal(t *testing.T, open func(*testing.T) store.Store) {
 		}
 		mustAppend(t, st, "t1", Events(2, 3))
 		terminal := store.Event{Seq: 4, Data: bytes.Repeat([]byte("outcome "), 40_000)} // 320 KB
-		if err := st.End(ctx, "t1", terminal, base.Add(time.Minute)); err != nil {
+		if err := st.End(ctx, "t1", nil, terminal, base.Add(time.Minute)); err != nil {
 			t.Fatalf("End: %v", err)
 		}
 		got, err := st.Get(ctx, "t1")
@@ -334,7 +334,7 @@ func testJournal(t *testing.T, open func(*testing.T) store.Store) {
 			answer := bytes.Repeat([]byte("answer "), size)
 			terminal := store.Event{Seq: 2, Data: []byte("head "), More: [][]byte{answer, {}, []byte(" mid "), answer, []byte(" tail")}}
 			want := store.Event{Seq: 2, Data: slices.Concat(terminal.Data, answer, []byte(" mid "), answer, []byte(" tail"))}
-			if err := st.End(ctx, "t1", terminal, base); err != nil {
+			if err := st.End(ctx, "t1", nil, terminal, base); err != nil {
 				t.Fatalf("End: %v", err)
 			}
 			answer[0] = 'X' // the caller's memory, after End: the store must not share it
@@ -376,7 +376,7 @@ func testJournal(t *testing.T, open func(*testing.T) store.Store) {
 		mustAppend(t, st, "t1", events)
 		terminal := store.Event{Seq: uint64(2 + len(events)), Data: []byte("end"), More: [][]byte{bytes.Repeat(text, 80), bytes.Repeat(text, 80)}}
 		terminal.Echo = store.Echo{From: 3, At: 3 + 80*len(text), Len: 80 * len(text)} // 80 KiB, held by the files
-		if err := st.End(ctx, "t1", terminal, base); err != nil {
+		if err := st.End(ctx, "t1", nil, terminal, base); err != nil {
 			t.Fatalf("End: %v", err)
 		}
 		want = append(want, store.Event{Seq: terminal.Seq, Data: terminal.Bytes()})
@@ -389,7 +389,7 @@ func testJournal(t *testing.T, open func(*testing.T) store.Store) {
 	t.Run("an end whose seq does not follow is an error and leaves the turn running", func(t *testing.T) {
 		st := open(t)
 		startTurn(t, st, "t1")
-		if err := st.End(ctx, "t1", store.Event{Seq: 3, Data: []byte("ended")}, base); err == nil {
+		if err := st.End(ctx, "t1", nil, store.Event{Seq: 3, Data: []byte("ended")}, base); err == nil {
 			t.Fatal("End with a gap: no error")
 		}
 		if got, _ := st.Get(ctx, "t1"); !got.Running() || got.LastSeq != 1 || got.Terminal != nil {
@@ -397,10 +397,47 @@ func testJournal(t *testing.T, open func(*testing.T) store.Store) {
 		}
 	})
 
+	t.Run("an end journals the events not yet journaled before its terminal", func(t *testing.T) {
+		// Both places a terminal is kept: a small one beside the turn's
+		// record, a large one after the events it follows.
+		for _, size := range []int{5, 200 << 10} {
+			st := open(t)
+			startTurn(t, st, "t1")
+			mustAppend(t, st, "t1", Events(2, 3))
+			terminal := store.Event{Seq: 504, Data: bytes.Repeat([]byte("e"), size)}
+			if err := st.End(ctx, "t1", Events(4, 503), terminal, base); err != nil {
+				t.Fatalf("End with 500 events and a terminal of %d bytes: %v", size, err)
+			}
+			assertEvents(t, st, "t1", append(Events(1, 503), terminal))
+			got, err := st.Get(ctx, "t1")
+			if err != nil || got.Running() || got.LastSeq != 504 || !bytes.Equal(got.Terminal, terminal.Data) {
+				t.Errorf("Get after End (terminal of %d bytes): running %v, last seq %d, terminal of %d bytes, %v", size, got.Running(), got.LastSeq, len(got.Terminal), err)
+			}
+		}
+	})
+
+	t.Run("an end whose events do not follow journals none of them and leaves the turn running", func(t *testing.T) {
+		st := open(t)
+		startTurn(t, st, "t1")
+		rest := append(Events(2, 5), Events(7, 7)...)
+		if err := st.End(ctx, "t1", rest, store.Event{Seq: 8, Data: []byte("ended")}, base); err == nil {
+			t.Fatal("End with a gap among its events: no error")
+		}
+		if got, _ := st.Get(ctx, "t1"); !got.Running() || got.LastSeq != 1 || got.Terminal != nil {
+			t.Errorf("after a refused End: running %v, last seq %d, terminal %q", got.Running(), got.LastSeq, got.Terminal)
+		}
+		assertEvents(t, st, "t1", Events(1, 1))
+		// The turn still takes the events, and its end.
+		if err := st.End(ctx, "t1", Events(2, 7), store.Event{Seq: 8, Data: []byte("ended")}, base); err != nil {
+			t.Fatalf("End after a refused one: %v", err)
+		}
+		assertEvents(t, st, "t1", append(Events(1, 7), store.Event{Seq: 8, Data: []byte("ended")}))
+	})
+
 	t.Run("an ended turn's journal takes no more events", func(t *testing.T) {
 		st := open(t)
 		startTurn(t, st, "t1")
-		if err := st.End(ctx, "t1", store.Event{Seq: 2, Data: []byte("ended")}, base); err != nil {
+		if err := st.End(ctx, "t1", nil, store.Event{Seq: 2, Data: []byte("ended")}, base); err != nil {
 			t.Fatalf("End: %v", err)
 		}
 		if err := st.Append(ctx, "t1", Events(3, 3)); !errors.Is(err, store.ErrEnded) {
@@ -409,7 +446,7 @@ func testJournal(t *testing.T, open func(*testing.T) store.Store) {
 		if err := st.Append(ctx, "t1", nil); !errors.Is(err, store.ErrEnded) {
 			t.Errorf("an empty Append after End: %v, want ErrEnded", err)
 		}
-		if err := st.End(ctx, "t1", store.Event{Seq: 3, Data: []byte("again")}, base); !errors.Is(err, store.ErrEnded) {
+		if err := st.End(ctx, "t1", nil, store.Event{Seq: 3, Data: []byte("again")}, base); !errors.Is(err, store.ErrEnded) {
 			t.Errorf("End after End: %v, want ErrEnded", err)
 		}
 		if err := st.Started(ctx, "t1", "s2", store.Event{Seq: 3}); !errors.Is(err, store.ErrEnded) {
@@ -425,7 +462,7 @@ func testJournal(t *testing.T, open func(*testing.T) store.Store) {
 			"Started":         st.Started(ctx, "nope", "s1", Events(1, 1)[0]),
 			"Append":          st.Append(ctx, "nope", Events(1, 1)),
 			"an empty Append": st.Append(ctx, "nope", nil),
-			"End":             st.End(ctx, "nope", Events(1, 1)[0], base),
+			"End":             st.End(ctx, "nope", nil, Events(1, 1)[0], base),
 		}
 		_, checks["Get"] = st.Get(ctx, "nope")
 		_, _, checks["Extent"] = st.Extent(ctx, "nope")
@@ -475,7 +512,7 @@ func testJournal(t *testing.T, open func(*testing.T) store.Store) {
 		}
 		mustAppend(t, st, "t1", batch)
 		terminal := store.Event{Seq: 6, Data: bytes.Repeat([]byte{'z'}, 300)}
-		if err := st.End(ctx, "t1", terminal, base); err != nil {
+		if err := st.End(ctx, "t1", nil, terminal, base); err != nil {
 			t.Fatalf("End: %v", err)
 		}
 		for _, c := range []struct {
@@ -620,7 +657,7 @@ func testRetention(t *testing.T, open func(*testing.T) store.Store) {
 			mustStarted(t, st, id)
 			mustAppend(t, st, id, Events(2, 5))
 			if !endedAt.IsZero() {
-				if err := st.End(ctx, id, store.Event{Seq: 6, Data: []byte("ended")}, endedAt); err != nil {
+				if err := st.End(ctx, id, nil, store.Event{Seq: 6, Data: []byte("ended")}, endedAt); err != nil {
 					t.Fatalf("End: %v", err)
 				}
 			}
@@ -678,7 +715,7 @@ func testRetention(t *testing.T, open func(*testing.T) store.Store) {
 		for i, id := range []string{"t1", "t2"} {
 			mustBegin(t, st, NewTurn(id, "r1", uint32(i+1), i))
 			mustStarted(t, st, id)
-			if err := st.End(ctx, id, store.Event{Seq: 2, Data: []byte("ended")}, base.Add(time.Duration(i)*time.Second)); err != nil {
+			if err := st.End(ctx, id, nil, store.Event{Seq: 2, Data: []byte("ended")}, base.Add(time.Duration(i)*time.Second)); err != nil {
 				t.Fatalf("End: %v", err)
 			}
 		}
@@ -705,7 +742,7 @@ func testCopies(t *testing.T, open func(*testing.T) store.Store) {
 		}
 		mustAppend(t, st, "t1", events[1:])
 		terminal := store.Event{Seq: 4, Data: []byte("ended")}
-		if err := st.End(ctx, "t1", terminal, base); err != nil {
+		if err := st.End(ctx, "t1", nil, terminal, base); err != nil {
 			t.Fatalf("End: %v", err)
 		}
 		for _, e := range events {
@@ -822,7 +859,7 @@ func testSessions(t *testing.T, open func(*testing.T) store.Store) {
 		s := NewSession("s1", 0)
 		mustPutSession(t, st, s)
 		startTurn(t, st, "t1")
-		if err := st.End(ctx, "t1", store.Event{Seq: 2, Data: []byte("end")}, base); err != nil {
+		if err := st.End(ctx, "t1", nil, store.Event{Seq: 2, Data: []byte("end")}, base); err != nil {
 			t.Fatalf("End: %v", err)
 		}
 		if _, err := st.DeleteEnded(ctx, base.Add(time.Hour)); err != nil {
