@@ -123,6 +123,35 @@ func BenchmarkAppend(b *testing.B) {
 	}
 }
 
+// BenchmarkStartOfATurn begins a turn and journals its started event:
+// what the store adds between a call and its first event. Turns are
+// dropped every 100 so that the store stays a small one.
+func BenchmarkStartOfATurn(b *testing.B) {
+	ctx := context.Background()
+	for _, impl := range benchStores {
+		b.Run(impl.name, func(b *testing.B) {
+			st := impl.open(b)
+			defer st.Close()
+			terminal := store.Event{Seq: 2, Data: []byte("ended")}
+			n := 0
+			for b.Loop() {
+				n++
+				benchTurn(b, st, benchID(n))
+				b.StopTimer()
+				if err := st.End(ctx, benchID(n), nil, terminal, time.Unix(0, 1)); err != nil {
+					b.Fatal(err)
+				}
+				if n%100 == 0 {
+					if _, err := st.DeleteEnded(ctx, time.Unix(0, 2)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StartTimer()
+			}
+		})
+	}
+}
+
 // BenchmarkEndOfABurst ends a turn whose 1,000 events are all unwritten,
 // as a short burst's are when it ends (it fits between two batches): the
 // last step between the agent's last word and the client's terminal. "one
