@@ -206,19 +206,16 @@ func (j *journal) commitLoop() {
 }
 
 // commit writes the events the store does not have yet.
-func (j *journal) commit() error {
+func (j *journal) commit() {
 	j.mu.Lock()
 	if j.failed != nil {
 		j.mu.Unlock()
-		return j.failed
+		return
 	}
-	var pending []store.Event
-	if n := int(j.lastSeq - j.committed); n > 0 {
-		pending = j.recent[len(j.recent)-n:]
-	}
+	pending := j.uncommitted()
 	j.mu.Unlock()
 	if len(pending) == 0 {
-		return nil
+		return
 	}
 	began := time.Now()
 	err := j.st.Append(context.Background(), j.id, pending)
@@ -240,7 +237,19 @@ func (j *journal) commit() error {
 		j.log.Error("the turn's journal could not be written; cancelling the turn", "turn", j.id, "err", err)
 		j.cancel("the gateway could not write the turn's journal")
 	}
-	return err
+}
+
+// uncommitted is the events the store does not have yet, the tail of
+// recent (trim keeps them); j.mu is held. They are read outside j.mu by
+// the one goroutine writing them to the store: an event's bytes are not
+// written after it is encoded, and recent changes only under j.mu (a
+// trim makes a new slice).
+func (j *journal) uncommitted() []store.Event {
+	n := int(j.lastSeq - j.committed)
+	if n <= 0 {
+		return nil
+	}
+	return j.recent[len(j.recent)-n:]
 }
 
 // trim drops committed events beyond the recent bounds; j.mu is held.
@@ -273,11 +282,7 @@ func (j *journal) end(terminal store.Event) error {
 	close(j.stop)
 	<-j.done
 	j.mu.Lock()
-	err := j.failed
-	var rest []store.Event
-	if n := int(j.lastSeq - j.committed); n > 0 {
-		rest = j.recent[len(j.recent)-n:]
-	}
+	err, rest := j.failed, j.uncommitted()
 	j.mu.Unlock()
 	if err == nil {
 		began := time.Now()

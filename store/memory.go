@@ -83,7 +83,7 @@ func (m *Memory) End(_ context.Context, turnID string, rest []Event, terminal Ev
 	if err != nil {
 		return err
 	}
-	if err := mt.append(append(rest[:len(rest):len(rest)], terminal)); err != nil {
+	if err := mt.append(endEvents(rest, terminal)); err != nil {
 		return err
 	}
 	mt.rec.EndedAt = endedAt

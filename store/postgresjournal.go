@@ -62,7 +62,7 @@ func (p *Postgres) Append(ctx context.Context, turnID string, events []Event) er
 // End journals the terminal as the turn's last event, where alone it is
 // kept (Get reads it from there), in the statement that writes rest.
 func (p *Postgres) End(ctx context.Context, turnID string, rest []Event, terminal Event, endedAt time.Time) error {
-	events := append(rest[:len(rest):len(rest)], terminal)
+	events := endEvents(rest, terminal)
 	return writeJournal(ctx, p.pool, "end turn "+turnID, pgEnd, turnID, events, p.Self().Epoch, endedAt.UnixNano())
 }
 

@@ -499,7 +499,7 @@ func (s *SQLite) End(ctx context.Context, turnID string, rest []Event, terminal 
 	// The terminal is kept once: in the record when it is small (Get
 	// and List read it there), else as the journal files' last event,
 	// the record's terminal then NULL.
-	events := append(rest[:len(rest):len(rest)], terminal)
+	events := endEvents(rest, terminal)
 	if terminal.Len() > inlineTerminal {
 		return s.journal(ctx, "end turn "+turnID, turnID, events, len(events), func(tx *sql.Tx) error {
 			_, err := s.writeStmts.exec(ctx, tx, sqlEndInFiles, endedAt.UnixNano(), turnID)
