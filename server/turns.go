@@ -342,6 +342,7 @@ func (g *Gateway) pump(ctx context.Context, q *eventQueue, j *journal, coalesce 
 	var (
 		m         merger
 		spare     []*acpgatev1.PromptEvent
+		out       []store.Event // a batch's encodings; the journal copies them
 		size      int64
 		events    int64
 		over      bool
@@ -351,7 +352,7 @@ func (g *Gateway) pump(ctx context.Context, q *eventQueue, j *journal, coalesce 
 	for {
 		batch, _ := q.take(context.Background(), spare)
 		seq := j.next()
-		var out []store.Event
+		out = out[:0]
 		for i := 0; i < len(batch); i++ {
 			e := batch[i]
 			if coalesce && isTextChunk(e.GetAgentMessageChunk()) {
@@ -396,6 +397,7 @@ func (g *Gateway) pump(ctx context.Context, q *eventQueue, j *journal, coalesce 
 			j.append(out)
 		}
 		clear(batch)
+		clear(out)
 		spare = batch
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -60,6 +61,20 @@ func benchEvents(n int) []store.Event {
 	batch := make([]store.Event, n)
 	for i := range batch {
 		batch[i].Data = bytes.Repeat([]byte{'e'}, benchEventSize)
+	}
+	return batch
+}
+
+// benchChunks returns n events shaped as the gateway's 64-byte text
+// chunks: the text twice in the encoding, the second an Echo of the
+// first. The caller renumbers.
+func benchChunks(n int) []store.Event {
+	text := bytes.Repeat([]byte{'t'}, 64)
+	data := slices.Concat(bytes.Repeat([]byte{'h'}, 20), text, []byte{0x12, 0x40}, text)
+	batch := make([]store.Event, n)
+	for i := range batch {
+		batch[i].Data = data
+		batch[i].Echo = store.Echo{From: 20, At: 86, Len: 64}
 	}
 	return batch
 }
@@ -159,8 +174,9 @@ func BenchmarkStartOfATurn(b *testing.B) {
 	}
 }
 
-// BenchmarkEndOfABurst ends a turn whose 1,000 events are all unwritten,
-// as a short burst's are when it ends (it fits between two batches): the
+// BenchmarkEndOfABurst ends a turn whose 1,000 text chunks (see
+// benchChunks) are all unwritten, as a short burst's are when it ends (it
+// fits between two batches): the
 // last step between the agent's last word and the client's terminal. "one
 // step" is End given the events; "append, then end" the two writes it
 // replaces, side by side. Turns are dropped every 100 so that the store
@@ -188,7 +204,7 @@ func BenchmarkEndOfABurst(b *testing.B) {
 			n := 0
 			for _, way := range ways {
 				b.Run(way.name, func(b *testing.B) {
-					rest := benchEvents(1000)
+					rest := benchChunks(1000)
 					terminal := store.Event{Data: bytes.Repeat([]byte{'t'}, 200)}
 					for b.Loop() {
 						b.StopTimer()

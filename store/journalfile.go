@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -29,7 +32,8 @@ import (
 // short) are not part of the journal: readers never look past the
 // committed length, and the next append overwrites them.
 type journalFiles struct {
-	dir string
+	dir     string
+	scratch sync.Pool // of *scratch
 }
 
 // journalsDir is the directory inside the store's dir that holds them.
@@ -61,34 +65,94 @@ func (f *journalFiles) paths(turnID string) (data, index string) {
 	return base + dataSuffix, base + indexSuffix
 }
 
+// gatherMax is the size below which an event is copied into one buffer
+// with its neighbours and written from there: a batch of small events is
+// then one buffer for the kernel, not up to three an event (a header and
+// the pieces either side of a repeat), and listing the buffers allocates
+// nothing an event. Longer events are written from their own memory,
+// where a copy would cost more than the buffers it saves.
+const gatherMax = 4 << 10
+
+// keepScratch is the largest gathering buffer kept for the next write: a
+// rare large batch does not pin its buffer.
+const keepScratch = 1 << 20
+
+// scratch is a write's working memory, reused from write to write.
+type scratch struct {
+	gather, index []byte
+	bufs, pieces  [][]byte
+}
+
 // write writes events to a turn's files after the first count events,
 // which end at byte size of the data file, and returns the data file's
 // new committed size once the caller commits. count 0 starts the journal
 // afresh (a file left by an earlier turn of the same id is overwritten).
-func (f *journalFiles) write(turnID string, count, size uint64, events []Event) (uint64, error) {
+func (f *journalFiles) write(turnID string, count, size uint64, events batch) (uint64, error) {
 	dataPath, indexPath := f.paths(turnID)
 	flags := os.O_WRONLY | os.O_CREATE
 	if count == 0 {
 		flags |= os.O_TRUNC
 	}
-	index := make([]byte, 0, indexEntry*len(events))
-	end := size
-	bufs := make([][]byte, 0, len(events))
-	for _, e := range events {
-		n := len(bufs)
-		bufs = appendStored(bufs, e)
-		for _, b := range bufs[n:] {
-			end += uint64(len(b))
-		}
-		index = binary.LittleEndian.AppendUint64(index, end)
+	w, _ := f.scratch.Get().(*scratch)
+	if w == nil {
+		w = new(scratch)
 	}
-	if err := pwriteFile(dataPath, flags, bufs, int64(size)); err != nil {
+	defer f.release(w)
+	// The gathered bytes never outgrow what is reserved here, so the
+	// buffers taken from them stay valid.
+	reserve := 0
+	for e := range events.all() {
+		reserve += maxStoredHeader
+		if n := e.Len(); n < gatherMax {
+			reserve += n
+		}
+	}
+	w.gather = slices.Grow(w.gather[:0], reserve)
+	w.index = slices.Grow(w.index[:0], indexEntry*events.len())
+	end, mark := size, 0 // mark: the gathered bytes before it are in w.bufs
+	for e := range events.all() {
+		before := len(w.gather)
+		w.gather, w.pieces = appendStored(w.gather, w.pieces[:0], e)
+		end += uint64(len(w.gather) - before)
+		if e.Len() < gatherMax {
+			for _, p := range w.pieces {
+				w.gather = append(w.gather, p...)
+				end += uint64(len(p))
+			}
+		} else {
+			if len(w.gather) > mark {
+				w.bufs = append(w.bufs, w.gather[mark:])
+			}
+			mark = len(w.gather)
+			for _, p := range w.pieces {
+				w.bufs = append(w.bufs, p)
+				end += uint64(len(p))
+			}
+		}
+		w.index = binary.LittleEndian.AppendUint64(w.index, end)
+	}
+	if len(w.gather) > mark {
+		w.bufs = append(w.bufs, w.gather[mark:])
+	}
+	if err := pwriteFile(dataPath, flags, w.bufs, int64(size)); err != nil {
 		return 0, err
 	}
-	if err := pwriteFile(indexPath, flags, [][]byte{index}, int64(indexEntry*count)); err != nil {
+	w.bufs = append(w.bufs[:0], w.index)
+	if err := pwriteFile(indexPath, flags, w.bufs, int64(indexEntry*count)); err != nil {
 		return 0, err
 	}
 	return end, nil
+}
+
+// release keeps w for the next write, holding none of the events' memory.
+func (f *journalFiles) release(w *scratch) {
+	clear(w.bufs[:cap(w.bufs)])
+	clear(w.pieces[:cap(w.pieces)])
+	w.bufs, w.pieces = w.bufs[:0], w.pieces[:0]
+	if cap(w.gather) > keepScratch {
+		w.gather = nil
+	}
+	f.scratch.Put(w)
 }
 
 // pwriteFile writes bufs at off in the file at path.
@@ -220,4 +284,45 @@ func (f *journalFiles) sweep(keep func(name string) bool) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// batch is events in seq order in consecutive slices: an ending's events,
+// the journal's unwritten tail and then the terminal, are written without
+// first copying the tail into a slice with room for the terminal.
+type batch [][]Event
+
+// len is the number of events.
+func (b batch) len() int {
+	n := 0
+	for _, s := range b {
+		n += len(s)
+	}
+	return n
+}
+
+// all yields the events in order.
+func (b batch) all() iter.Seq[Event] {
+	return func(yield func(Event) bool) {
+		for _, s := range b {
+			for _, e := range s {
+				if !yield(e) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// head is the first n events.
+func (b batch) head(n int) batch {
+	var out batch
+	for _, s := range b {
+		if n <= 0 {
+			break
+		}
+		s = s[:min(n, len(s))]
+		out = append(out, s)
+		n -= len(s)
+	}
+	return out
 }

@@ -180,18 +180,18 @@ func moveJournalsToFiles(ctx context.Context, tx *sql.Tx, files *journalFiles) e
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	const batch = 1024
+	const perRead = 1024
 	for _, t := range turns {
 		var size uint64
 		for count := int64(0); count < t.count; {
-			events, err := legacyEvents(ctx, tx, t.id, count, min(batch, t.count-count))
+			events, err := legacyEvents(ctx, tx, t.id, count, min(perRead, t.count-count))
 			if err != nil {
 				return err
 			}
 			if len(events) == 0 {
 				return fmt.Errorf("turn %s: its record counts %d events, its journal has %d", t.id, t.count, count)
 			}
-			if size, err = files.write(t.id, uint64(count), size, events); err != nil {
+			if size, err = files.write(t.id, uint64(count), size, batch{events}); err != nil {
 				return err
 			}
 			count += int64(len(events))
@@ -469,7 +469,7 @@ func (s *SQLite) Begin(ctx context.Context, t Turn) (Turn, bool, error) {
 }
 
 func (s *SQLite) Started(ctx context.Context, turnID, sessionID string, started Event) error {
-	return s.journal(ctx, "journal the start of turn "+turnID, turnID, []Event{started}, 1, func(tx *sql.Tx) error {
+	return s.journal(ctx, "journal the start of turn "+turnID, turnID, batch{{started}}, 1, func(tx *sql.Tx) error {
 		_, err := s.writeStmts.exec(ctx, tx, sqlSetSession, sessionID, turnID)
 		return err
 	})
@@ -492,16 +492,16 @@ func (s *SQLite) Append(ctx context.Context, turnID string, events []Event) erro
 		}
 		return nil
 	}
-	return s.journal(ctx, "journal events of turn "+turnID, turnID, events, len(events), nil)
+	return s.journal(ctx, "journal events of turn "+turnID, turnID, batch{events}, len(events), nil)
 }
 
 func (s *SQLite) End(ctx context.Context, turnID string, rest []Event, terminal Event, endedAt time.Time) error {
 	// The terminal is kept once: in the record when it is small (Get
 	// and List read it there), else as the journal files' last event,
 	// the record's terminal then NULL.
-	events := endEvents(rest, terminal)
+	events := batch{rest, {terminal}}
 	if terminal.Len() > inlineTerminal {
-		return s.journal(ctx, "end turn "+turnID, turnID, events, len(events), func(tx *sql.Tx) error {
+		return s.journal(ctx, "end turn "+turnID, turnID, events, events.len(), func(tx *sql.Tx) error {
 			_, err := s.writeStmts.exec(ctx, tx, sqlEndInFiles, endedAt.UnixNano(), turnID)
 			return err
 		})
@@ -513,13 +513,10 @@ func (s *SQLite) End(ctx context.Context, turnID string, rest []Event, terminal 
 	})
 }
 
-// journal appends events to a running turn's journal and runs also, in one
-// transaction: either the whole batch and its effect on the record are
-// kept or none of it is, so a failed write (a full disk) loses nothing the
-// caller believes kept, and a retry does not duplicate. The bytes of the
-// first filed events go to the turn's journal files, before the record
-// that commits them; the others (a small terminal) are kept by also.
-func (s *SQLite) journal(ctx context.Context, op, turnID string, events []Event, filed int, also func(*sql.Tx) error) error {
+// journal commits events to a turn's journal in one transaction: the
+// first filed of them to its files, the others (a terminal the record
+// keeps) counted in its record, and also's change to the record.
+func (s *SQLite) journal(ctx context.Context, op, turnID string, events batch, filed int, also func(*sql.Tx) error) error {
 	return s.inTx(ctx, op, func(tx *sql.Tx) error {
 		var lastSeq, size int64
 		var endedAt sql.NullInt64
@@ -533,19 +530,21 @@ func (s *SQLite) journal(ctx context.Context, op, turnID string, events []Event,
 		if endedAt.Valid {
 			return ErrEnded
 		}
-		for i, e := range events {
-			if prev := uint64(lastSeq) + uint64(i); e.Seq != prev+1 {
+		prev := uint64(lastSeq)
+		for e := range events.all() {
+			if e.Seq != prev+1 {
 				return fmt.Errorf("event seq %d does not follow %d", e.Seq, prev)
 			}
+			prev++
 		}
 		newSize := uint64(size)
 		if filed > 0 {
-			if newSize, err = s.files.write(turnID, uint64(lastSeq), uint64(size), events[:filed]); err != nil {
+			if newSize, err = s.files.write(turnID, uint64(lastSeq), uint64(size), events.head(filed)); err != nil {
 				return err
 			}
 		}
 		if _, err := s.writeStmts.exec(ctx, tx, sqlJournalCommit,
-			lastSeq+int64(len(events)), int64(newSize), turnID); err != nil {
+			int64(prev), int64(newSize), turnID); err != nil {
 			return err
 		}
 		if also != nil {

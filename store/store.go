@@ -117,13 +117,20 @@ func endEvents(rest []Event, terminal Event) []Event {
 
 // Pieces is the event's encoding as Data and More, without empty pieces.
 func (e Event) Pieces() [][]byte {
-	out := make([][]byte, 0, 1+len(e.More))
-	for _, p := range append([][]byte{e.Data}, e.More...) {
+	return e.appendPieces(make([][]byte, 0, 1+len(e.More)))
+}
+
+// appendPieces appends the event's non-empty pieces to bufs.
+func (e Event) appendPieces(bufs [][]byte) [][]byte {
+	if len(e.Data) > 0 {
+		bufs = append(bufs, e.Data)
+	}
+	for _, p := range e.More {
 		if len(p) > 0 {
-			out = append(out, p)
+			bufs = append(bufs, p)
 		}
 	}
-	return out
+	return bufs
 }
 
 // Flat is the event's encoding in one piece: Data itself when More is

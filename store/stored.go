@@ -23,37 +23,50 @@ const storedHeader = 0x00
 // the write's own cost.
 const minEcho = 64
 
-// appendStored appends the pieces the files keep for e to bufs. They alias
-// e's pieces, which are written and never kept.
-func appendStored(bufs [][]byte, e Event) [][]byte {
+// maxStoredHeader is the longest header appendStored writes.
+const maxStoredHeader = 1 + 3*binary.MaxVarintLen64
+
+// appendStored appends how the files keep e: its header, if it has one,
+// to head, and the pieces to write after it to bufs. The pieces alias e's,
+// which are written and never kept.
+func appendStored(head []byte, bufs [][]byte, e Event) ([]byte, [][]byte) {
 	echo := e.Echo
 	if echo.Len < minEcho || !echo.valid(e.Len()) {
 		echo = Echo{}
 	}
 	if echo.Len == 0 && (len(e.Data) == 0 || e.Data[0] != storedHeader) {
-		return append(bufs, e.Pieces()...)
+		return head, e.appendPieces(bufs)
 	}
-	head := []byte{storedHeader}
+	head = append(head, storedHeader)
 	head = binary.AppendUvarint(head, uint64(echo.From))
 	head = binary.AppendUvarint(head, uint64(echo.At))
 	head = binary.AppendUvarint(head, uint64(echo.Len))
-	bufs = append(bufs, head)
 	// The pieces, with the bytes [At, At+Len) of their concatenation left
 	// out.
-	off, skipFrom, skipTo := 0, echo.At, echo.At+echo.Len
-	for _, p := range e.Pieces() {
-		start, end := off, off+len(p)
-		off = end
-		if end <= skipFrom || start >= skipTo || echo.Len == 0 {
-			bufs = append(bufs, p)
-			continue
-		}
-		if start < skipFrom {
-			bufs = append(bufs, p[:skipFrom-start])
-		}
-		if end > skipTo {
-			bufs = append(bufs, p[skipTo-start:])
-		}
+	bufs = appendOutside(bufs, e.Data, 0, echo)
+	off := len(e.Data)
+	for _, p := range e.More {
+		bufs = appendOutside(bufs, p, off, echo)
+		off += len(p)
+	}
+	return head, bufs
+}
+
+// appendOutside appends to bufs what of p, which starts at offset off of
+// an encoding, lies outside the repeat echo.
+func appendOutside(bufs [][]byte, p []byte, off int, echo Echo) [][]byte {
+	start, end, skipFrom, skipTo := off, off+len(p), echo.At, echo.At+echo.Len
+	if len(p) == 0 {
+		return bufs
+	}
+	if end <= skipFrom || start >= skipTo {
+		return append(bufs, p)
+	}
+	if start < skipFrom {
+		bufs = append(bufs, p[:skipFrom-start])
+	}
+	if end > skipTo {
+		bufs = append(bufs, p[skipTo-start:])
 	}
 	return bufs
 }

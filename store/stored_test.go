@@ -33,7 +33,8 @@ func FuzzStored(f *testing.F) {
 				e.More = append(e.More, p)
 			}
 		}
-		stored := slices.Concat(appendStored(nil, e)...)
+		head, pieces := appendStored(nil, nil, e)
+		stored := slices.Concat(append([][]byte{head}, pieces...)...)
 		ev, err := expandStored(1, stored)
 		got := ev.Flat()
 		if err != nil || !bytes.Equal(got, enc) {
