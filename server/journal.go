@@ -128,23 +128,28 @@ func (j *journal) append(events []store.Event) {
 }
 
 // start journals the turn's started event, seq 1, and the session it runs
-// in, before any stream can read it.
+// in, before any stream can read it. When the store refuses it, the turn
+// is cancelled and stays readable from memory, as when a batch fails: the
+// started event is still the first a stream reads.
 func (j *journal) start(ctx context.Context, sessionID string, started store.Event) error {
 	began := time.Now()
 	err := j.st.Started(ctx, j.id, sessionID, started)
 	j.noteWrite(began, started.Len())
-	if err != nil {
-		j.mu.Lock()
-		j.failed = fmt.Errorf("journaling the turn's start: %w", err)
-		j.mu.Unlock()
-		return j.failed
-	}
 	j.mu.Lock()
 	j.recent = append(j.recent, started)
-	j.lastSeq, j.committed = started.Seq, started.Seq
+	j.lastSeq = started.Seq
+	if err == nil {
+		j.committed = started.Seq
+	} else {
+		j.failed = fmt.Errorf("journaling the turn's start: %w", err)
+		err = j.failed
+	}
 	j.broadcast()
 	j.mu.Unlock()
-	return nil
+	if err != nil {
+		j.cancel("the gateway could not write the turn's journal")
+	}
+	return err
 }
 
 // noteWrite records a write of size bytes of events to the store that

@@ -251,21 +251,23 @@ func (g *Gateway) runTurn(ctx context.Context, r *runningTurn, plan *turnPlan) (
 		plan.live = live
 	}
 	started := encodeEvent(started(id, live.id, live.agent.cfg.Name, live.takeResumed()), 1)
-	if err := r.j.start(ctx, live.id, started); err != nil {
-		live.release()
-		g.log.ErrorContext(ctx, "the turn could not be journaled", "turn", id, "err", err)
-		result := outcome.Result{Error: g.interp.JournalFailed(err.Error(), outcome.Text{})}
-		r.j.end(encodeEvent(terminal(result), 2))
-		g.noteTurnEnd(r, live, result)
-		endTurnSpan(span, live, result, pumpStats{})
-		g.afterTurn(live, nil)
-		return 0
-	}
 	q := newEventQueue()
+	journaled := make(chan struct{}) // closed once the store has taken or refused the started event
 	pumped := make(chan struct{})
 	var streamed pumpStats
 	go func() {
 		defer close(pumped)
+		// The started event is journaled while the agent takes the
+		// prompt, not before: the agent does not wait for the store's
+		// write. Its events wait in q meanwhile, since no stream may read
+		// one before the started event, nor that before the store has
+		// it. A refused start cancels the turn (see journal.start).
+		// Journaled without the turn's cancellation: a turn cancelled
+		// as it starts is a cancelled turn, not a journal that failed.
+		if err := r.j.start(context.WithoutCancel(ctx), live.id, started); err != nil {
+			g.log.ErrorContext(ctx, "the turn could not be journaled", "turn", id, "err", err)
+		}
+		close(journaled)
 		streamed = g.pump(ctx, q, r.j, plan.req.GetCoalesceChunks(), live, m, r.rec.StartedAt)
 	}()
 	result, err := live.sess.Prompt(ctx, plan.blocks, acp.PromptOptions{
@@ -282,6 +284,7 @@ func (g *Gateway) runTurn(ctx context.Context, r *runningTurn, plan *turnPlan) (
 		g.log.ErrorContext(ctx, "the turn could not start", "turn", id, "err", err)
 		result = outcome.Result{Error: g.interp.StaleTarget("the session ended before the turn could start: " + err.Error())}
 	}
+	<-journaled
 	if failed := r.j.failure(); failed != nil {
 		e := g.interp.JournalFailed(failed.Error(), outcome.Text{})
 		e.Partial = result.Error.GetPartial()
