@@ -116,3 +116,23 @@ func TestAForwardedFloodUnderSevenTenthsOfTheLocalOneMissesItsTarget(t *testing.
 		t.Errorf("fmtSigned: %q", got)
 	}
 }
+
+func TestABaselinesGatewayIsConfiguredWithoutStateDirAndItsResultsAreLabelled(t *testing.T) {
+	d := &driver{agent: "/bin/agent", plan: fullPlan(1), baseBin: "/bin/acpgate-baseline"}
+	own := d.config(gatewayConf{}, "/state/g1")
+	base := d.config(d.baselineConf(), "/state/g2")
+	if !strings.Contains(own, `state_dir: "/state/g1"`) {
+		t.Fatalf("the working tree's gateway has no state_dir:\n%s", own)
+	}
+	if strings.Contains(base, "state_dir") {
+		t.Fatalf("the baseline's gateway names a state_dir, which trees from before durable turns refuse:\n%s", base)
+	}
+	if strings.Replace(own, "state_dir: \"/state/g1\"\n", "", 1) != base {
+		t.Fatalf("the two configurations differ beyond state_dir:\n%s\n---\n%s", own, base)
+	}
+	for _, c := range []string{"gateway", gatewayStream} {
+		if l := onBaseline(c); l == c || jobClient(l) != c || jobClient(c) != c {
+			t.Fatalf("label %q of client %q runs %q", l, c, jobClient(l))
+		}
+	}
+}

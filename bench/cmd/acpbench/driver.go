@@ -144,8 +144,10 @@ type driver struct {
 	dir   string // binaries, configuration, logs
 	self  string
 	gwBin string
-	agent string
-	keep  bool // keep the working directory, stores included
+	// baseBin is acpgate built from the -baseline revision; "" without one.
+	baseBin string
+	agent   string
+	keep    bool // keep the working directory, stores included
 	// gemini is the Gemini CLI binary the gemini section measures; empty:
 	// the section is skipped.
 	gemini string
@@ -189,6 +191,7 @@ func runDriver(args []string) int {
 	quiet := fs.Duration("quiet", 30*time.Second, "before each measurement, wait up to this long for other processes to leave the CPU idle")
 	gemini := fs.String("gemini", os.Getenv(geminiEnv), "the Gemini CLI binary the gemini section measures (default $"+geminiEnv+"); without one the section is skipped")
 	retries := fs.Int("retries", 2, "repeat a measurement up to this many times when other processes used the CPU during it")
+	baseline := fs.String("baseline", "", "also measure the throughput section on acpgate built from this git revision, side by side with the working tree's in the same run")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -218,6 +221,12 @@ func runDriver(args []string) int {
 	if err := d.setup(); err != nil {
 		fmt.Fprintln(os.Stderr, "acpbench:", err)
 		return 1
+	}
+	if *baseline != "" {
+		if err := d.buildBaseline(*baseline); err != nil {
+			fmt.Fprintln(os.Stderr, "acpbench:", err)
+			return 1
+		}
 	}
 	if *out == "" && !*smoke {
 		*out = filepath.Join(d.root, "docs", "benchmarks.md")
@@ -346,6 +355,8 @@ type gatewayConf struct {
 	otlpURL      string // metrics on, and tracing to this OTLP/HTTP URL; "": both off
 	agents       string // YAML of more agents, after the flood agent
 	more         string // top-level YAML after the store (its postgres block, a cluster block)
+	bin          string // the acpgate binary; "": the working tree's
+	noStateDir   bool   // leave state_dir out (a baseline's trees may not know it)
 }
 
 // config is the configuration of one gateway, whose store (if it keeps one
@@ -360,11 +371,14 @@ func (d *driver) config(c gatewayConf, stateDir string) string {
 		store = "store: " + c.store + "\n"
 	}
 	store += c.more
+	stateLine := fmt.Sprintf("state_dir: %q\n", stateDir)
+	if c.noStateDir {
+		stateLine = ""
+	}
 	return fmt.Sprintf(`# acpbench: the test agent behind the gateway.
 listen: 127.0.0.1:0
 shutdown_grace: 10s
-%s%sstate_dir: %q
-limits: {%s}
+%s%s%slimits: {%s}
 agents:
   - name: %s
     description: acpgate's test agent (flood_timed)
@@ -372,7 +386,7 @@ agents:
     args: [--unique-sessions]
     turn_timeout: 30m
     idle_timeout: 30m
-%s`, store, instrumentationConfig(c.otlpURL), stateDir, limits, floodAgent, d.agent, c.agents)
+%s`, store, instrumentationConfig(c.otlpURL), stateLine, limits, floodAgent, d.agent, c.agents)
 }
 
 // gateway starts a fresh acpgate serve configured by c, with extra flags if
@@ -390,7 +404,11 @@ func (d *driver) gateway(c gatewayConf, extra ...string) (*gatewayProc, error) {
 	if err := os.WriteFile(name+".yaml", []byte(d.config(c, stateDir)), 0o644); err != nil {
 		return nil, err
 	}
-	g, err := startGateway(d.gwBin, name+".yaml", name+".log", stateDir, extra...)
+	bin := d.gwBin
+	if c.bin != "" {
+		bin = c.bin
+	}
+	g, err := startGateway(bin, name+".yaml", name+".log", stateDir, extra...)
 	if err != nil {
 		return nil, err
 	}
@@ -559,19 +577,33 @@ func (d *driver) check(what string, r Result) {
 
 func (d *driver) throughput() error {
 	clients := []string{"floor", "floor-sdk", "peer", "gateway", gatewayStream}
+	if d.baseBin != "" {
+		clients = []string{"floor", "floor-sdk", "peer", "gateway", onBaseline("gateway"), gatewayStream, onBaseline(gatewayStream)}
+	}
 	for _, sh := range d.plan.floods {
 		g, err := d.gateway(gatewayConf{})
 		if err != nil {
 			return err
 		}
+		var base *gatewayProc
+		if d.baseBin != "" {
+			if base, err = d.gateway(d.baselineConf()); err != nil {
+				d.stopGateway(g)
+				return fmt.Errorf("the baseline's gateway: %w", err)
+			}
+		}
 		sr := shapeResult{Shape: sh, Runs: map[string][]Result{}}
 		for rep := range sh.Runs {
 			for _, c := range clients {
 				var gw *gatewayProc
-				if c == "gateway" || c == gatewayStream {
+				switch c {
+				case "gateway", gatewayStream:
 					gw = g
+				case onBaseline("gateway"), onBaseline(gatewayStream):
+					gw = base
 				}
-				r := d.job(gw, Job{Client: c, N: sh.N, Size: sh.Size, Timeout: 5 * time.Minute})
+				r := d.job(gw, Job{Client: jobClient(c), N: sh.N, Size: sh.Size, Timeout: 5 * time.Minute})
+				r.Client = c
 				d.check(sh.Name, r)
 				sr.Runs[c] = append(sr.Runs[c], r)
 				d.logf("   %s run %d %-9s %s", sh.Name, rep+1, c, r.brief(sh.N))
@@ -582,6 +614,9 @@ func (d *driver) throughput() error {
 			sr.GatewayRSS = m.RSS
 		}
 		d.stopGateway(g)
+		if base != nil {
+			d.stopGateway(base)
+		}
 		d.rep.Throughput = append(d.rep.Throughput, sr)
 	}
 	return nil

@@ -360,6 +360,9 @@ func (r *report) markdown() string {
 	if m.Commit != "" {
 		w("| acpgate | %s |\n", m.Commit)
 	}
+	if r.Baseline != "" {
+		w("| baseline (throughput section, `-baseline`) | %s |\n", r.Baseline)
+	}
 	w("\nThe machine is shared and has %d cores for the agent, the gateway and the client together, so absolute figures drift between runs; every comparison is therefore a ratio of measurements taken back to back in the same run, reported as median (min – max) over the runs.", m.Cores)
 	if in := r.Interference; in.Jobs > 0 {
 		w(" Before each measurement the harness waits for the machine to be idle, and it measures the CPU that other processes take during it (the machine's busy time from `/proc/stat` less that of the client, its agents, acpgate and the agents acpgate reaped); a measurement during which others took more than %.1f of a core on average is repeated, up to twice, keeping the least disturbed attempt. In this run: %d measurements, %d repeated, foreign load median %.2f cores (max %.2f), %d still over the threshold",
@@ -401,7 +404,7 @@ func (r *report) markdown() string {
 	r.profileMD(w)
 	ghzMD(w)
 	w("## Reproducing\n\n")
-	w("```sh\nmake bench          # everything, about %d minutes here; writes docs/benchmarks.md\nmake bench-smoke    # tiny shapes, one run each, fails on any lost chunk (CI runs it)\ngo -C bench run ./cmd/acpbench run -runs 3 -out /tmp/b.md -json /tmp/b.json -keep   # -sections throughput,paced,… for a part\ngo -C bench run ./cmd/acpbench report -json /tmp/b.json -out /tmp/b.md              # render raw results again\n```\n\n", max(1, int(r.Duration.Round(time.Minute).Minutes())))
+	w("```sh\nmake bench          # everything, about %d minutes here; writes docs/benchmarks.md\nmake bench-smoke    # tiny shapes, one run each, fails on any lost chunk (CI runs it)\ngo -C bench run ./cmd/acpbench run -runs 3 -out /tmp/b.md -json /tmp/b.json -keep   # -sections throughput,paced,… for a part\ngo -C bench run ./cmd/acpbench report -json /tmp/b.json -out /tmp/b.md              # render raw results again\ngo -C bench run ./cmd/acpbench run -sections throughput -baseline REV -out /tmp/b.md  # the floods on acpgate built from git revision REV too, turn by turn beside this tree\n```\n\n", max(1, int(r.Duration.Round(time.Minute).Minutes())))
 	w("The harness builds `acpgate` and the test agent from the working tree, runs each measurement in a fresh client process (`acpbench client -job …`), and starts a fresh `acpgate serve` (warmed up with one small turn) for each shape, each with a state directory of its own (a store's directory is locked by one gateway at a time) that is deleted when it stops. Sources: [`bench/cmd/acpbench`](../bench/cmd/acpbench), a Go module of its own (`bench/go.mod`); the flood is the test agent's `flood_timed` directive ([`internal/testagent`](../internal/testagent)).\n")
 	return b.String()
 }
@@ -429,13 +432,13 @@ func (r *report) throughputMD(w func(string, ...any)) {
 		sh := sr.Shape
 		w("### %s: %s chunks × %s, %s\n\n", sh.Name, fmtInt(float64(sh.N)), size(sh.Size), sh.Purpose)
 		w("| client | chunks/s | MB/s | turn | first→last chunks/s | CPU µs/chunk | runs |\n|---|---|---|---|---|---|---|\n")
-		for _, c := range []string{"floor", "floor-sdk", "peer", "gateway", gatewayStream} {
+		for _, c := range []string{"floor", "floor-sdk", "peer", "gateway", onBaseline("gateway"), gatewayStream, onBaseline(gatewayStream)} {
 			rs := sr.Runs[c]
 			if len(rs) == 0 {
 				continue
 			}
 			cpu := mmm(oks(rs, cpuPerChunk), fmtUs)
-			if c == "gateway" || c == gatewayStream {
+			if jc := jobClient(c); jc == "gateway" || jc == gatewayStream {
 				cpu += " (acpgate " + mmm(oks(rs, gatewayCPUPerChunk), fmtUs) + ")"
 			}
 			note := brokeNote(rs)
@@ -459,6 +462,13 @@ func (r *report) throughputMD(w func(string, ...any)) {
 		w("; first→last chunk rate, gateway / floor %s.", mmm(ratios(sr.Runs["gateway"], sr.Runs["floor"], Result.streamRate), fmtRatio))
 		if om := ratios(sr.Runs[gatewayStream], sr.Runs["floor"], Result.rate); len(om) > 0 {
 			w(" With `omit_outcome_text` and `coalesce_chunks`, gateway / floor **%s**.", mmm(om, fmtRatio))
+		}
+		if b := ratios(sr.Runs["gateway"], sr.Runs[onBaseline("gateway")], Result.rate); len(b) > 0 {
+			w(" Against the baseline (%s), run by run, chunks/s: gateway / gateway%s **%s**; gateway-stream / gateway-stream%s **%s**; acpgate CPU per chunk, baseline / working tree: gateway %s, gateway-stream %s.",
+				r.Baseline, baselineSuffix, mmm(b, fmtRatio), baselineSuffix,
+				mmm(ratios(sr.Runs[gatewayStream], sr.Runs[onBaseline(gatewayStream)], Result.rate), fmtRatio),
+				mmm(ratios(sr.Runs[onBaseline("gateway")], sr.Runs["gateway"], gatewayCPUPerChunk), fmtRatio),
+				mmm(ratios(sr.Runs[onBaseline(gatewayStream)], sr.Runs[gatewayStream], gatewayCPUPerChunk), fmtRatio))
 		}
 		if sr.GatewayHWM > 0 {
 			w(" acpgate's peak RSS over this shape's runs: %s.", mib(sr.GatewayHWM))

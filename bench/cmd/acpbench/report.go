@@ -17,6 +17,9 @@ type report struct {
 	Machine  machine       `json:"machine"`
 	Duration time.Duration `json:"duration"`
 	Failures []string      `json:"failures"`
+	// Baseline is the revision whose acpgate the throughput section also
+	// measured (-baseline), "" when none.
+	Baseline string `json:"baseline,omitempty"`
 
 	Throughput   []shapeResult `json:"throughput"`
 	Paced        []pacedResult `json:"paced"`
