@@ -222,12 +222,6 @@ func runDriver(args []string) int {
 		fmt.Fprintln(os.Stderr, "acpbench:", err)
 		return 1
 	}
-	if *baseline != "" {
-		if err := d.buildBaseline(*baseline); err != nil {
-			fmt.Fprintln(os.Stderr, "acpbench:", err)
-			return 1
-		}
-	}
 	if *out == "" && !*smoke {
 		*out = filepath.Join(d.root, "docs", "benchmarks.md")
 	}
@@ -235,6 +229,12 @@ func runDriver(args []string) int {
 		fmt.Fprintln(os.Stderr, "acpbench: working directory", d.dir)
 	} else {
 		defer os.RemoveAll(d.dir)
+	}
+	if *baseline != "" {
+		if err := d.buildBaseline(*baseline); err != nil {
+			fmt.Fprintln(os.Stderr, "acpbench:", err)
+			return 1
+		}
 	}
 	began := time.Now()
 	d.rep.Machine = machineFacts(d.root)
