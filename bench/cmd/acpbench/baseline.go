@@ -25,6 +25,23 @@ func onBaseline(client string) string { return client + baselineSuffix }
 // jobClient is the client a label runs: the label without its suffix.
 func jobClient(label string) string { return strings.TrimSuffix(label, baselineSuffix) }
 
+// throughputClients is the throughput section's clients, in the order
+// each repetition runs them; with a baseline, each gateway client's turn on
+// the baseline follows its turn on the working tree.
+func throughputClients(baseline bool) []string {
+	if !baseline {
+		return []string{"floor", "floor-sdk", "peer", "gateway", gatewayStream}
+	}
+	return []string{"floor", "floor-sdk", "peer", "gateway", onBaseline("gateway"), gatewayStream, onBaseline(gatewayStream)}
+}
+
+// viaGateway says whether a label's client calls a gateway (the working
+// tree's or the baseline's) rather than an agent directly.
+func viaGateway(label string) bool {
+	c := jobClient(label)
+	return c == "gateway" || c == gatewayStream
+}
+
 // buildBaseline builds acpgate from rev (anything git rev-parse takes)
 // into the working directory, from a copy of that revision's tree, so the
 // repository's own checkout and worktrees are left alone.

@@ -576,10 +576,7 @@ func (d *driver) check(what string, r Result) {
 // ---- sections ----
 
 func (d *driver) throughput() error {
-	clients := []string{"floor", "floor-sdk", "peer", "gateway", gatewayStream}
-	if d.baseBin != "" {
-		clients = []string{"floor", "floor-sdk", "peer", "gateway", onBaseline("gateway"), gatewayStream, onBaseline(gatewayStream)}
-	}
+	clients := throughputClients(d.baseBin != "")
 	for _, sh := range d.plan.floods {
 		g, err := d.gateway(gatewayConf{})
 		if err != nil {
@@ -596,11 +593,11 @@ func (d *driver) throughput() error {
 		for rep := range sh.Runs {
 			for _, c := range clients {
 				var gw *gatewayProc
-				switch c {
-				case "gateway", gatewayStream:
+				if viaGateway(c) {
 					gw = g
-				case onBaseline("gateway"), onBaseline(gatewayStream):
-					gw = base
+					if jobClient(c) != c {
+						gw = base
+					}
 				}
 				r := d.job(gw, Job{Client: jobClient(c), N: sh.N, Size: sh.Size, Timeout: 5 * time.Minute})
 				r.Client = c

@@ -432,13 +432,13 @@ func (r *report) throughputMD(w func(string, ...any)) {
 		sh := sr.Shape
 		w("### %s: %s chunks × %s, %s\n\n", sh.Name, fmtInt(float64(sh.N)), size(sh.Size), sh.Purpose)
 		w("| client | chunks/s | MB/s | turn | first→last chunks/s | CPU µs/chunk | runs |\n|---|---|---|---|---|---|---|\n")
-		for _, c := range []string{"floor", "floor-sdk", "peer", "gateway", onBaseline("gateway"), gatewayStream, onBaseline(gatewayStream)} {
+		for _, c := range throughputClients(true) {
 			rs := sr.Runs[c]
 			if len(rs) == 0 {
 				continue
 			}
 			cpu := mmm(oks(rs, cpuPerChunk), fmtUs)
-			if jc := jobClient(c); jc == "gateway" || jc == gatewayStream {
+			if viaGateway(c) {
 				cpu += " (acpgate " + mmm(oks(rs, gatewayCPUPerChunk), fmtUs) + ")"
 			}
 			note := brokeNote(rs)
