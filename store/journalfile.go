@@ -199,7 +199,7 @@ func (f *journalFiles) read(turnID string, after, n, size uint64, maxBytes int) 
 		from = after - 1
 	}
 	index := make([]byte, indexEntry*(after+n-from))
-	if err := preadFile(indexPath, index, int64(indexEntry*from)); err != nil {
+	if err := preadFile(indexPath, index, int64(indexEntry*from), false); err != nil {
 		return nil, err
 	}
 	ends := make([]uint64, 0, n+1)
@@ -220,7 +220,7 @@ func (f *journalFiles) read(turnID string, after, n, size uint64, maxBytes int) 
 	}
 	start, end := ends[0], ends[len(ends)-1]
 	data := make([]byte, end-start)
-	if err := preadFile(dataPath, data, int64(start)); err != nil {
+	if err := preadFile(dataPath, data, int64(start), size >= settleWindow); err != nil {
 		return nil, err
 	}
 	events := make([]Event, n)
@@ -236,10 +236,11 @@ func (f *journalFiles) read(turnID string, after, n, size uint64, maxBytes int) 
 	return events, nil
 }
 
-// preadFile fills buf from the file at path at off. A file shorter than
-// its record says is damaged (a power loss can leave one so): that is an
-// error, never a short journal passed off as whole.
-func preadFile(path string, buf []byte, off int64) error {
+// preadFile fills buf from the file at path at off, and with uncache
+// drops what it read from the page cache (see settle). A file shorter
+// than its record says is damaged (a power loss can leave one so): that
+// is an error, never a short journal passed off as whole.
+func preadFile(path string, buf []byte, off int64, uncache bool) error {
 	file, err := os.Open(path)
 	if err != nil {
 		return err
@@ -250,6 +251,9 @@ func preadFile(path string, buf []byte, off int64) error {
 			return fmt.Errorf("%s is shorter than its record says (damaged): %w", path, io.ErrUnexpectedEOF)
 		}
 		return err
+	}
+	if uncache {
+		dropRead(file, off, len(buf))
 	}
 	return nil
 }

@@ -517,7 +517,8 @@ func (s *SQLite) End(ctx context.Context, turnID string, rest []Event, terminal 
 // first filed of them to its files, the others (a terminal the record
 // keeps) counted in its record, and also's change to the record.
 func (s *SQLite) journal(ctx context.Context, op, turnID string, events batch, filed int, also func(*sql.Tx) error) error {
-	return s.inTx(ctx, op, func(tx *sql.Tx) error {
+	var before, after uint64 // the data file's committed size
+	err := s.inTx(ctx, op, func(tx *sql.Tx) error {
 		var lastSeq, size int64
 		var endedAt sql.NullInt64
 		err := s.writeStmts.queryRow(ctx, tx, sqlJournalRecord, turnID).Scan(&lastSeq, &endedAt, &size)
@@ -547,11 +548,16 @@ func (s *SQLite) journal(ctx context.Context, op, turnID string, events batch, f
 			int64(prev), int64(newSize), turnID); err != nil {
 			return err
 		}
+		before, after = uint64(size), newSize
 		if also != nil {
 			return also(tx)
 		}
 		return nil
 	})
+	if err == nil {
+		s.files.settle(turnID, before, after)
+	}
+	return err
 }
 
 // inTx runs f in a write transaction and commits it. Errors other than
