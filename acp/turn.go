@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"runtime/debug"
+	"runtime"
 	"sync"
 	"time"
 
@@ -152,20 +152,28 @@ func (t *turn) finish() (text, final outcome.Text) {
 	t.mu.Unlock()
 	if len(text.Kept) >= collectAfterJoinBytes {
 		// The chunks the text was joined from are garbage now, as large as
-		// the text, and the outcome's encoding is about to take twice as
-		// much again (text and final message) in one piece, which the
-		// chunks' scattered memory cannot hold. Left to the runtime, that
-		// memory stays with the process: a 128 MiB answer raised the peak
-		// RSS by 4 times its size instead of 3.
-		debug.FreeOSMemory()
+		// the text. Collected here, their memory serves what is allocated
+		// next (the outcome's pieces, pages streams read back from the
+		// journal, the next turn's chunks), and the collector paces itself
+		// from what is live again, not from the answer held twice.
+		//
+		// The memory stays with the process for the next turn (see
+		// server/collect.go): returning it to the system here kept the
+		// peak RSS of a 128 MiB answer marshalled in one piece at 3 times
+		// its size instead of 4 (BenchmarkA128MiBAnswerThroughTheOutcome),
+		// but the gateway encodes a terminal in pieces, and its peak for a
+		// slow client of a 156 MiB answer was 351.6 MiB with the release
+		// and 351.7 MiB without, while the release cost about a fifth of
+		// the 64 KiB flood's throughput (0.86 against 1.07 of the tree
+		// before durable turns, in runs a few minutes apart).
+		runtime.GC()
 	}
 	return text, final
 }
 
 // collectAfterJoinBytes is the joined text from which finishing a turn
-// returns the memory its chunks took to the system: that costs a
-// collection and a few milliseconds (13 ms for 128 MiB), little next to
-// streaming that much, and saves as much memory as the text takes.
+// collects the memory its chunks took: a collection costs a few
+// milliseconds, little next to streaming that much.
 const collectAfterJoinBytes = 16 << 20
 
 // stopKeepingText makes the turn keep only the beginning of its text that

@@ -176,7 +176,7 @@ func (g *Gateway) begin(ctx context.Context, req *acpgatev1.PromptRequest, block
 	go func() {
 		// Once runTurn has returned: while it runs, its frame holds the
 		// turn's answer and terminal.
-		releaseAfterTurn(g.runTurn(ctx, r, plan))
+		collectAfterTurn(g.runTurn(ctx, r, plan))
 	}()
 	return plan.rec.ID, nil
 }
