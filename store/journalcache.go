@@ -2,6 +2,7 @@ package store
 
 import (
 	"os"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -22,12 +23,14 @@ import (
 // So once a journal passes settleWindow, its bytes are sent to the disk
 // window by window as they are written, and dropped from the cache as
 // soon as a stream has read them, or once they are settleLag behind the
-// journal's end if no stream has. Each long turn keeps at most about
-// settleLag of cache, and writes into pages it or a turn before it has
-// just given back. A second stream reading the same bytes, or one more
-// than settleLag behind, reads them from the disk. Short journals (most
-// turns) never reach settleWindow and are left alone: the cache they
-// take is small, and a call per commit would cost more than it saves.
+// journal's end if no stream has; when its turn ends, the rest is dropped
+// once it is on disk. A long turn keeps at most about settleLag of cache
+// while it runs, and writes into pages it or a turn before it has just
+// given back. A second stream reading the same bytes, one more than
+// settleLag behind, or a replay reads them from the disk. Short journals
+// (most turns) never reach settleWindow and are left alone: the cache
+// they take is small, and a call per commit would cost more than it
+// saves.
 //
 // This changes what is cached and when bytes start for the disk, not what
 // is committed: a journal's bytes are as durable as before (see SQLite).
@@ -38,14 +41,17 @@ const (
 
 // settle starts for the disk, and drops from the cache, what a write that
 // took a turn's data file from from to to bytes brought past the windows'
-// bounds. It runs after the write's transaction has committed, so that
-// waiting for the disk holds back only that turn's journal, never the
-// store's writer.
+// bounds; when the write ends the turn, the settler drops the rest. It
+// runs after the write's transaction has committed, so that waiting for
+// the disk holds back only that turn's journal, never the store's writer.
 //
 // It is a hint to the kernel: a failure leaves bytes cached that could
 // have been dropped, and loses nothing. A write-back error that matters
 // (a failing disk) is the kernel's to report to the writes themselves.
-func (f *journalFiles) settle(turnID string, from, to uint64) {
+func (f *journalFiles) settle(turnID string, from, to uint64, ends bool) {
+	if ends && to >= settleWindow {
+		f.settler.add(turnID)
+	}
 	start, end := alignDown(from, settleWindow), alignDown(to, settleWindow)
 	if end <= start {
 		return
@@ -82,6 +88,79 @@ func (f *journalFiles) settle(turnID string, from, to uint64) {
 func dropRead(file *os.File, off int64, n int) {
 	_ = unix.Fadvise(int(file.Fd()), off, int64(n), unix.FADV_DONTNEED)
 }
+
+// settleQueue bounds the ended journals waiting for the settler; past it
+// a journal stays cached, which loses nothing.
+const settleQueue = 64
+
+// settler drops the long journals of ended turns from the cache once they
+// are on disk. No write follows a turn's last to drop its last settleLag,
+// and the terminal of a long answer, just written, is as long as its
+// chunks. Waiting for the disk is the settler's own, so that no turn's
+// terminal waits for it. It is the store's, and ends with it.
+type settler struct {
+	files     *journalFiles
+	queue     chan string // ids of ended turns
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+func (s *settler) start(files *journalFiles) {
+	s.files = files
+	s.queue = make(chan string, settleQueue)
+	s.stop = make(chan struct{})
+	s.done = make(chan struct{})
+	go s.run()
+}
+
+// add queues an ended turn's journal, unless the queue is full.
+func (s *settler) add(turnID string) {
+	select {
+	case s.queue <- turnID:
+	default:
+	}
+}
+
+func (s *settler) run() {
+	defer close(s.done)
+	for {
+		select {
+		case <-s.stop:
+			return // what is queued stays cached
+		case id := <-s.queue:
+			s.files.settleEnded(id)
+		}
+	}
+}
+
+// close stops the settler and waits for it: at most one journal's wait
+// for the disk.
+func (s *settler) close() {
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		<-s.done
+	})
+}
+
+// settleEnded waits for an ended turn's journal to be on disk and drops it
+// from the cache. A journal deleted meanwhile is no error.
+func (f *journalFiles) settleEnded(turnID string) {
+	dataPath, _ := f.paths(turnID)
+	file, err := os.Open(dataPath)
+	if err != nil {
+		return
+	}
+	defer file.Close()
+	fd := int(file.Fd())
+	const wait = unix.SYNC_FILE_RANGE_WAIT_BEFORE | unix.SYNC_FILE_RANGE_WRITE | unix.SYNC_FILE_RANGE_WAIT_AFTER
+	if unix.SyncFileRange(fd, 0, 0, wait) == nil { // 0: to the end of the file
+		_ = unix.Fadvise(fd, 0, 0, unix.FADV_DONTNEED)
+	}
+}
+
+// close stops what the journal files run behind the store.
+func (f *journalFiles) close() { f.settler.close() }
 
 // alignDown is n rounded down to a multiple of align.
 func alignDown(n, align uint64) uint64 { return n - n%align }

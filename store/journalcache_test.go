@@ -5,7 +5,10 @@ import (
 	"context"
 	"os"
 	"testing"
+	"time"
 	"unsafe"
+
+	"go.uber.org/goleak"
 
 	"golang.org/x/sys/unix"
 
@@ -179,5 +182,61 @@ func TestAShortJournalIsLeftInThePageCache(t *testing.T) {
 	pages := cachedPages(t, s.JournalDataPath("t1"), 0, int64(n)*size)
 	if c := countCached(pages); c != len(pages) {
 		t.Errorf("%d of a short journal's %d pages are cached after writing and reading it, want all", c, len(pages))
+	}
+}
+
+func TestAnEndedLongJournalLeavesThePageCacheOnceOnDisk(t *testing.T) {
+	s := startLongTurn(t)
+	ctx := context.Background()
+	const size = 256 << 10
+	n := int(2 * store.SettleWindow / size)
+	if err := s.Append(ctx, "t1", bigEvents(2, n, size)); err != nil {
+		t.Fatal(err)
+	}
+	path := s.JournalDataPath("t1")
+	// Less than settleLag: nothing has left the cache while it ran.
+	if c := countCached(cachedPages(t, path, 0, store.SettleWindow)); c == 0 {
+		t.Fatal("the running journal's first window is not cached: the test shows nothing")
+	}
+	terminal := bigEvents(uint64(n)+2, 1, store.SettleWindow)[0]
+	if err := s.End(ctx, "t1", nil, terminal, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := int64(os.Getpagesize())
+	whole := st.Size() / page * page
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c := countCached(cachedPages(t, path, 0, whole))
+		if c == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d pages of the ended journal are still cached 10 s after its end, want 0", c)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// And it reads back whole, the terminal last.
+	got, err := s.Get(ctx, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Terminal, terminal.Data) {
+		t.Fatal("the terminal read back differs from what was written")
+	}
+}
+
+func TestClosingTheSQLiteStoreStopsWhatSettlesItsJournals(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	s := startLongTurn(t)
+	ctx := context.Background()
+	if err := s.End(ctx, "t1", bigEvents(2, 1, store.SettleWindow), store.Event{Seq: 3, Data: []byte("ended")}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -34,6 +34,7 @@ import (
 type journalFiles struct {
 	dir     string
 	scratch sync.Pool // of *scratch
+	settler settler
 }
 
 // journalsDir is the directory inside the store's dir that holds them.
@@ -50,7 +51,9 @@ func newJournalFiles(storeDir string) (*journalFiles, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the journal directory %s: %w", dir, err)
 	}
-	return &journalFiles{dir: dir}, nil
+	f := &journalFiles{dir: dir}
+	f.settler.start(f)
+	return f, nil
 }
 
 // name is the files' common name for a turn: a hash of its id, since an id

@@ -469,7 +469,7 @@ func (s *SQLite) Begin(ctx context.Context, t Turn) (Turn, bool, error) {
 }
 
 func (s *SQLite) Started(ctx context.Context, turnID, sessionID string, started Event) error {
-	return s.journal(ctx, "journal the start of turn "+turnID, turnID, batch{{started}}, 1, func(tx *sql.Tx) error {
+	return s.journal(ctx, "journal the start of turn "+turnID, turnID, batch{{started}}, 1, false, func(tx *sql.Tx) error {
 		_, err := s.writeStmts.exec(ctx, tx, sqlSetSession, sessionID, turnID)
 		return err
 	})
@@ -492,7 +492,7 @@ func (s *SQLite) Append(ctx context.Context, turnID string, events []Event) erro
 		}
 		return nil
 	}
-	return s.journal(ctx, "journal events of turn "+turnID, turnID, batch{events}, len(events), nil)
+	return s.journal(ctx, "journal events of turn "+turnID, turnID, batch{events}, len(events), false, nil)
 }
 
 func (s *SQLite) End(ctx context.Context, turnID string, rest []Event, terminal Event, endedAt time.Time) error {
@@ -501,12 +501,12 @@ func (s *SQLite) End(ctx context.Context, turnID string, rest []Event, terminal 
 	// the record's terminal then NULL.
 	events := batch{rest, {terminal}}
 	if terminal.Len() > inlineTerminal {
-		return s.journal(ctx, "end turn "+turnID, turnID, events, events.len(), func(tx *sql.Tx) error {
+		return s.journal(ctx, "end turn "+turnID, turnID, events, events.len(), true, func(tx *sql.Tx) error {
 			_, err := s.writeStmts.exec(ctx, tx, sqlEndInFiles, endedAt.UnixNano(), turnID)
 			return err
 		})
 	}
-	return s.journal(ctx, "end turn "+turnID, turnID, events, len(rest), func(tx *sql.Tx) error {
+	return s.journal(ctx, "end turn "+turnID, turnID, events, len(rest), true, func(tx *sql.Tx) error {
 		_, err := s.writeStmts.exec(ctx, tx, sqlEndInRecord,
 			endedAt.UnixNano(), nonNil(terminal.Flat()), turnID)
 		return err
@@ -515,8 +515,9 @@ func (s *SQLite) End(ctx context.Context, turnID string, rest []Event, terminal 
 
 // journal commits events to a turn's journal in one transaction: the
 // first filed of them to its files, the others (a terminal the record
-// keeps) counted in its record, and also's change to the record.
-func (s *SQLite) journal(ctx context.Context, op, turnID string, events batch, filed int, also func(*sql.Tx) error) error {
+// keeps) counted in its record, and also's change to the record. ends
+// says the events end the turn.
+func (s *SQLite) journal(ctx context.Context, op, turnID string, events batch, filed int, ends bool, also func(*sql.Tx) error) error {
 	var before, after uint64 // the data file's committed size
 	err := s.inTx(ctx, op, func(tx *sql.Tx) error {
 		var lastSeq, size int64
@@ -555,7 +556,7 @@ func (s *SQLite) journal(ctx context.Context, op, turnID string, events batch, f
 		return nil
 	})
 	if err == nil {
-		s.files.settle(turnID, before, after)
+		s.files.settle(turnID, before, after, ends)
 	}
 	return err
 }
@@ -827,6 +828,9 @@ func (s *SQLite) Close() error {
 		if db != nil {
 			errs = append(errs, db.Close())
 		}
+	}
+	if s.files != nil {
+		s.files.close()
 	}
 	if s.lock != nil {
 		// Closing the file releases the flock.
