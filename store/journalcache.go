@@ -53,19 +53,17 @@ func (f *journalFiles) settle(turnID string, from, to uint64, ends bool) {
 		f.settler.add(turnID)
 	}
 	start, end := alignDown(from, settleWindow), alignDown(to, settleWindow)
-	if end <= start {
-		return
+	if end > start {
+		f.withData(turnID, func(fd int) { settleWindows(fd, start, end) })
 	}
-	dataPath, _ := f.paths(turnID)
-	file, err := os.Open(dataPath)
-	if err != nil {
-		return
-	}
-	defer file.Close()
-	fd := int(file.Fd())
+}
+
+// settleWindows starts the windows from start to end for the disk, and
+// drops those settleLag behind them.
+func settleWindows(fd int, start, end uint64) {
 	// The windows this write completed start on their way to the disk;
 	// the kernel writes them while the turn goes on, and a stream that
-	// reads them then finds them clean, which only can be dropped.
+	// reads them then finds them clean: only clean pages can be dropped.
 	_ = unix.SyncFileRange(fd, int64(start), int64(end-start), unix.SYNC_FILE_RANGE_WRITE)
 	if end <= settleLag {
 		return
@@ -76,10 +74,22 @@ func (f *journalFiles) settle(turnID string, from, to uint64, ends bool) {
 	if start > settleLag {
 		dropFrom = start - settleLag
 	}
-	const wait = unix.SYNC_FILE_RANGE_WAIT_BEFORE | unix.SYNC_FILE_RANGE_WRITE | unix.SYNC_FILE_RANGE_WAIT_AFTER
-	if unix.SyncFileRange(fd, int64(dropFrom), int64(dropTo-dropFrom), wait) == nil {
+	if unix.SyncFileRange(fd, int64(dropFrom), int64(dropTo-dropFrom), waitForDisk) == nil {
 		_ = unix.Fadvise(fd, int64(dropFrom), int64(dropTo-dropFrom), unix.FADV_DONTNEED)
 	}
+}
+
+// withData calls do with a descriptor of a turn's data file, unless it
+// cannot be opened (a journal deleted meanwhile is no error: a hint about
+// it has nothing left to do).
+func (f *journalFiles) withData(turnID string, do func(fd int)) {
+	dataPath, _ := f.paths(turnID)
+	file, err := os.Open(dataPath)
+	if err != nil {
+		return
+	}
+	defer file.Close()
+	do(int(file.Fd()))
 }
 
 // dropRead drops from the cache the n bytes at off of a journal's data
@@ -144,23 +154,21 @@ func (s *settler) close() {
 }
 
 // settleEnded waits for an ended turn's journal to be on disk and drops it
-// from the cache. A journal deleted meanwhile is no error.
+// from the cache.
 func (f *journalFiles) settleEnded(turnID string) {
-	dataPath, _ := f.paths(turnID)
-	file, err := os.Open(dataPath)
-	if err != nil {
-		return
-	}
-	defer file.Close()
-	fd := int(file.Fd())
-	const wait = unix.SYNC_FILE_RANGE_WAIT_BEFORE | unix.SYNC_FILE_RANGE_WRITE | unix.SYNC_FILE_RANGE_WAIT_AFTER
-	if unix.SyncFileRange(fd, 0, 0, wait) == nil { // 0: to the end of the file
-		_ = unix.Fadvise(fd, 0, 0, unix.FADV_DONTNEED)
-	}
+	f.withData(turnID, func(fd int) {
+		if unix.SyncFileRange(fd, 0, 0, waitForDisk) == nil { // 0: to the end of the file
+			_ = unix.Fadvise(fd, 0, 0, unix.FADV_DONTNEED)
+		}
+	})
 }
 
 // close stops what the journal files run behind the store.
 func (f *journalFiles) close() { f.settler.close() }
+
+// waitForDisk makes sync_file_range(2) start what is not on its way to
+// the disk yet and wait for all of it: only clean pages can be dropped.
+const waitForDisk = unix.SYNC_FILE_RANGE_WAIT_BEFORE | unix.SYNC_FILE_RANGE_WRITE | unix.SYNC_FILE_RANGE_WAIT_AFTER
 
 // alignDown is n rounded down to a multiple of align.
 func alignDown(n, align uint64) uint64 { return n - n%align }

@@ -93,18 +93,28 @@ func startLongTurn(t *testing.T) *store.SQLite {
 	return s
 }
 
-func TestALongJournalLeavesThePageCacheOnceFarBehindItsEndAndReadsBackWhole(t *testing.T) {
-	s := startLongTurn(t)
-	ctx := context.Background()
-	const size = 256 << 10
-	n := int((store.SettleLag + 3*store.SettleWindow) / size)
-	events := bigEvents(2, n, size)
-	for i := 0; i < n; i += 8 { // batches of 2 MiB, as a turn's commits
-		if err := s.Append(ctx, "t1", events[i:min(i+8, n)]); err != nil {
+// longEventSize is the size of the events of longJournal.
+const longEventSize = 256 << 10
+
+// longJournal appends events of longEventSize after the started event of
+// startLongTurn's turn, total bytes of them, in batches of 2 MiB as a
+// turn's commits; it returns them and the journal's data file.
+func longJournal(t *testing.T, s *store.SQLite, total int64) ([]store.Event, string) {
+	t.Helper()
+	n := int(total / longEventSize)
+	events := bigEvents(2, n, longEventSize)
+	for i := 0; i < n; i += 8 {
+		if err := s.Append(context.Background(), "t1", events[i:min(i+8, n)]); err != nil {
 			t.Fatal(err)
 		}
 	}
-	path := s.JournalDataPath("t1")
+	return events, s.JournalDataPath("t1")
+}
+
+func TestALongJournalLeavesThePageCacheOnceFarBehindItsEndAndReadsBackWhole(t *testing.T) {
+	s := startLongTurn(t)
+	ctx := context.Background()
+	events, path := longJournal(t, s, store.SettleLag+3*store.SettleWindow)
 	// The first window is settleLag and more behind the end: written
 	// back and dropped.
 	if c := countCached(cachedPages(t, path, 0, store.SettleWindow)); c != 0 {
@@ -135,13 +145,7 @@ func TestALongJournalLeavesThePageCacheOnceFarBehindItsEndAndReadsBackWhole(t *t
 
 func TestWhatAStreamReadOfALongJournalLeavesThePageCache(t *testing.T) {
 	s := startLongTurn(t)
-	ctx := context.Background()
-	const size = 256 << 10
-	n := int(2 * store.SettleWindow / size)
-	if err := s.Append(ctx, "t1", bigEvents(2, n, size)); err != nil {
-		t.Fatal(err)
-	}
-	path := s.JournalDataPath("t1")
+	events, path := longJournal(t, s, 2*store.SettleWindow)
 	// Only clean pages can be dropped: write the journal back first, as
 	// the kernel will have done by the time a stream reads a window.
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
@@ -155,14 +159,14 @@ func TestWhatAStreamReadOfALongJournalLeavesThePageCache(t *testing.T) {
 	if c := countCached(cachedPages(t, path, 0, store.SettleWindow)); c == 0 {
 		t.Fatal("no page of the journal is cached before it is read: the test shows nothing")
 	}
-	got, err := s.Events(ctx, "t1", 1, n/2, 0)
+	got, err := s.Events(context.Background(), "t1", 1, len(events)/2, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The read began inside the first page, after the started event:
 	// only whole pages leave the cache.
 	page := int64(os.Getpagesize())
-	read := int64(len(got))*size - page
+	read := int64(len(got))*longEventSize - page
 	if c := countCached(cachedPages(t, path, page, read)); c != 0 {
 		t.Errorf("%d pages of the %d bytes a stream read are still cached, want 0", c, read)
 	}
@@ -188,17 +192,12 @@ func TestAShortJournalIsLeftInThePageCache(t *testing.T) {
 func TestAnEndedLongJournalLeavesThePageCacheOnceOnDisk(t *testing.T) {
 	s := startLongTurn(t)
 	ctx := context.Background()
-	const size = 256 << 10
-	n := int(2 * store.SettleWindow / size)
-	if err := s.Append(ctx, "t1", bigEvents(2, n, size)); err != nil {
-		t.Fatal(err)
-	}
-	path := s.JournalDataPath("t1")
+	events, path := longJournal(t, s, 2*store.SettleWindow)
 	// Less than settleLag: nothing has left the cache while it ran.
 	if c := countCached(cachedPages(t, path, 0, store.SettleWindow)); c == 0 {
 		t.Fatal("the running journal's first window is not cached: the test shows nothing")
 	}
-	terminal := bigEvents(uint64(n)+2, 1, store.SettleWindow)[0]
+	terminal := bigEvents(uint64(len(events))+2, 1, store.SettleWindow)[0]
 	if err := s.End(ctx, "t1", nil, terminal, time.Now()); err != nil {
 		t.Fatal(err)
 	}
