@@ -93,8 +93,11 @@ build:
 	$(GO) build ./...
 
 ## bench: the benchmark harness (about 25 minutes on 2 cores, with PostgreSQL for the cluster section); writes docs/benchmarks.md.
+## Its throughput section also runs acpgate built at BENCH_BASELINE (the tree before durable turns), turn by turn beside this one;
+## BENCH_BASELINE= (empty) leaves it out, as a checkout without that history must.
+BENCH_BASELINE ?= a808356
 bench:
-	$(BENCH) run ./cmd/acpbench run -out ../docs/benchmarks.md
+	$(BENCH) run ./cmd/acpbench run -out ../docs/benchmarks.md $(if $(BENCH_BASELINE),-baseline $(BENCH_BASELINE))
 
 ## bench-smoke: every benchmark client and section on tiny shapes; fails on any lost chunk.
 bench-smoke:
