@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -134,5 +135,39 @@ func TestABaselinesGatewayIsConfiguredWithoutStateDirAndItsResultsAreLabelled(t 
 		if l := onBaseline(c); l == c || jobClient(l) != c || jobClient(c) != c {
 			t.Fatalf("label %q of client %q runs %q", l, c, jobClient(l))
 		}
+	}
+}
+
+func TestWithABaselineEachGatewayClientsTurnOnItFollowsItsTurnOnTheWorkingTree(t *testing.T) {
+	own, base := &gatewayProc{}, &gatewayProc{}
+	for name, clients := range map[string]func(bool) []string{"throughput": throughputClients, "paced": pacedClients} {
+		without, with := clients(false), clients(true)
+		var got []string
+		for _, c := range with {
+			if jobClient(c) == c {
+				got = append(got, c)
+			}
+			switch gw := gatewayFor(c, own, base); {
+			case !viaGateway(c) && gw != nil:
+				t.Errorf("%s: %q, which calls an agent, is given a gateway", name, c)
+			case viaGateway(c) && jobClient(c) == c && gw != own:
+				t.Errorf("%s: %q does not call the working tree's gateway", name, c)
+			case viaGateway(c) && jobClient(c) != c && gw != base:
+				t.Errorf("%s: %q does not call the baseline's gateway", name, c)
+			}
+		}
+		if !slices.Equal(got, without) {
+			t.Errorf("%s: the working tree's clients with a baseline are %q, without %q", name, got, without)
+		}
+		for i, c := range with {
+			if viaGateway(c) && jobClient(c) == c && (i+1 >= len(with) || with[i+1] != onBaseline(c)) {
+				t.Errorf("%s: %q is not followed by %q in %q", name, c, onBaseline(c), with)
+			}
+		}
+	}
+	// The loaded floor takes its load from the working tree's gateway run
+	// of the same repetition, so it runs after it.
+	if with := pacedClients(true); with[len(with)-1] != floorLoaded {
+		t.Errorf("paced: %q is not last in %q", floorLoaded, with)
 	}
 }

@@ -9,9 +9,9 @@ import (
 )
 
 // A baseline is acpgate built from another revision of the repository and
-// measured beside the working tree's in the throughput section: the same
-// shapes, each client's turn on one gateway and then on the other, in the
-// same run. Reports taken on different days on a shared machine differ by
+// measured beside the working tree's in the throughput and paced sections:
+// the same shapes and rates, each gateway client's turn on one gateway and
+// then on the other, in the same run. Reports taken on different days on a shared machine differ by
 // more than most changes (the floor's own rate moves by a quarter), so
 // "no regression against an earlier report" is only worth something when
 // both trees are measured back to back.
@@ -26,13 +26,60 @@ func onBaseline(client string) string { return client + baselineSuffix }
 func jobClient(label string) string { return strings.TrimSuffix(label, baselineSuffix) }
 
 // throughputClients is the throughput section's clients, in the order
-// each repetition runs them; with a baseline, each gateway client's turn on
-// the baseline follows its turn on the working tree.
+// each repetition runs them (see withBaseline).
 func throughputClients(baseline bool) []string {
+	return withBaseline([]string{"floor", "floor-sdk", "peer", "gateway", gatewayStream}, baseline)
+}
+
+// pacedClients is the paced section's, in the same way. floorLoaded comes
+// last: it loads the floor with what the working tree's gateway run of the
+// same repetition burned.
+func pacedClients(baseline bool) []string {
+	return withBaseline([]string{"floor", "peer", "gateway", gatewayStream, floorLoaded}, baseline)
+}
+
+// withBaseline is clients with, when there is a baseline, each gateway
+// client's turn on the baseline right after its turn on the working tree.
+func withBaseline(clients []string, baseline bool) []string {
 	if !baseline {
-		return []string{"floor", "floor-sdk", "peer", "gateway", gatewayStream}
+		return clients
 	}
-	return []string{"floor", "floor-sdk", "peer", "gateway", onBaseline("gateway"), gatewayStream, onBaseline(gatewayStream)}
+	var out []string
+	for _, c := range clients {
+		out = append(out, c)
+		if viaGateway(c) {
+			out = append(out, onBaseline(c))
+		}
+	}
+	return out
+}
+
+// gatewayFor is the gateway a label's client calls: own for the working
+// tree's clients, base for the baseline's, nil for those that call an
+// agent directly.
+func gatewayFor(label string, own, base *gatewayProc) *gatewayProc {
+	switch {
+	case !viaGateway(label):
+		return nil
+	case jobClient(label) != label:
+		return base
+	default:
+		return own
+	}
+}
+
+// startBaseline starts the baseline's gateway beside own, or returns nil
+// without a baseline; on failure it stops own.
+func (d *driver) startBaseline(own *gatewayProc) (*gatewayProc, error) {
+	if d.baseBin == "" {
+		return nil, nil
+	}
+	base, err := d.gateway(d.baselineConf())
+	if err != nil {
+		d.stopGateway(own)
+		return nil, fmt.Errorf("the baseline's gateway: %w", err)
+	}
+	return base, nil
 }
 
 // viaGateway says whether a label's client calls a gateway (the working

@@ -191,7 +191,7 @@ func runDriver(args []string) int {
 	quiet := fs.Duration("quiet", 30*time.Second, "before each measurement, wait up to this long for other processes to leave the CPU idle")
 	gemini := fs.String("gemini", os.Getenv(geminiEnv), "the Gemini CLI binary the gemini section measures (default $"+geminiEnv+"); without one the section is skipped")
 	retries := fs.Int("retries", 2, "repeat a measurement up to this many times when other processes used the CPU during it")
-	baseline := fs.String("baseline", "", "also measure the throughput section on acpgate built from this git revision, side by side with the working tree's in the same run")
+	baseline := fs.String("baseline", "", "also measure the throughput and paced sections on acpgate built from this git revision, side by side with the working tree's in the same run")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -582,24 +582,14 @@ func (d *driver) throughput() error {
 		if err != nil {
 			return err
 		}
-		var base *gatewayProc
-		if d.baseBin != "" {
-			if base, err = d.gateway(d.baselineConf()); err != nil {
-				d.stopGateway(g)
-				return fmt.Errorf("the baseline's gateway: %w", err)
-			}
+		base, err := d.startBaseline(g)
+		if err != nil {
+			return err
 		}
 		sr := shapeResult{Shape: sh, Runs: map[string][]Result{}}
 		for rep := range sh.Runs {
 			for _, c := range clients {
-				var gw *gatewayProc
-				if viaGateway(c) {
-					gw = g
-					if jobClient(c) != c {
-						gw = base
-					}
-				}
-				r := d.job(gw, Job{Client: jobClient(c), N: sh.N, Size: sh.Size, Timeout: 5 * time.Minute})
+				r := d.job(gatewayFor(c, g, base), Job{Client: jobClient(c), N: sh.N, Size: sh.Size, Timeout: 5 * time.Minute})
 				r.Client = c
 				d.check(sh.Name, r)
 				sr.Runs[c] = append(sr.Runs[c], r)
@@ -620,20 +610,21 @@ func (d *driver) throughput() error {
 }
 
 func (d *driver) paced() error {
+	clients := pacedClients(d.baseBin != "")
 	for _, rate := range d.plan.pacedRates {
 		g, err := d.gateway(gatewayConf{})
+		if err != nil {
+			return err
+		}
+		base, err := d.startBaseline(g)
 		if err != nil {
 			return err
 		}
 		n := max(100, int(float64(rate)*d.plan.pacedSeconds))
 		pr := pacedResult{Rate: rate, N: n, Size: d.plan.pacedSize, Runs: map[string][]Result{}}
 		for rep := range d.plan.runs {
-			for _, c := range []string{"floor", "peer", "gateway", gatewayStream, floorLoaded} {
-				var gw *gatewayProc
-				if c == "gateway" || c == gatewayStream {
-					gw = g
-				}
-				j := Job{Client: c, N: n, Size: d.plan.pacedSize, Rate: rate, Latency: true, Timeout: 5 * time.Minute}
+			for _, c := range clients {
+				j := Job{Client: jobClient(c), N: n, Size: d.plan.pacedSize, Rate: rate, Latency: true, Timeout: 5 * time.Minute}
 				if c == floorLoaded {
 					// What acpgate and the gateway's client burned in this
 					// repetition, as two busy loops beside the floor.
@@ -643,13 +634,17 @@ func (d *driver) paced() error {
 					}
 					j.Load = []float64{float64(gr.GatewayCPU) / float64(gr.Turn), float64(gr.CPU) / float64(gr.Turn)}
 				}
-				r := d.job(gw, j)
+				r := d.job(gatewayFor(c, g, base), j)
+				r.Client = c
 				d.check(fmt.Sprintf("paced %d/s", rate), r)
 				pr.Runs[c] = append(pr.Runs[c], r)
 				d.logf("   %d/s run %d %-7s %s", rate, rep+1, c, r.brief(n))
 			}
 		}
 		d.stopGateway(g)
+		if base != nil {
+			d.stopGateway(base)
+		}
 		d.rep.Paced = append(d.rep.Paced, pr)
 	}
 	return nil

@@ -361,7 +361,7 @@ func (r *report) markdown() string {
 		w("| acpgate | %s |\n", m.Commit)
 	}
 	if r.Baseline != "" {
-		w("| baseline (throughput section, `-baseline`) | %s |\n", r.Baseline)
+		w("| baseline (throughput and paced sections, `-baseline`) | %s |\n", r.Baseline)
 	}
 	w("\nThe machine is shared and has %d cores for the agent, the gateway and the client together, so absolute figures drift between runs; every comparison is therefore a ratio of measurements taken back to back in the same run, reported as median (min – max) over the runs.", m.Cores)
 	if in := r.Interference; in.Jobs > 0 {
@@ -404,7 +404,7 @@ func (r *report) markdown() string {
 	r.profileMD(w)
 	ghzMD(w)
 	w("## Reproducing\n\n")
-	w("```sh\nmake bench          # everything, about %d minutes here; writes docs/benchmarks.md\nmake bench-smoke    # tiny shapes, one run each, fails on any lost chunk (CI runs it)\ngo -C bench run ./cmd/acpbench run -runs 3 -out /tmp/b.md -json /tmp/b.json -keep   # -sections throughput,paced,… for a part\ngo -C bench run ./cmd/acpbench report -json /tmp/b.json -out /tmp/b.md              # render raw results again\ngo -C bench run ./cmd/acpbench run -sections throughput -baseline REV -out /tmp/b.md  # the floods on acpgate built from git revision REV too, turn by turn beside this tree\n```\n\n", max(1, int(r.Duration.Round(time.Minute).Minutes())))
+	w("```sh\nmake bench          # everything, about %d minutes here; writes docs/benchmarks.md\nmake bench-smoke    # tiny shapes, one run each, fails on any lost chunk (CI runs it)\ngo -C bench run ./cmd/acpbench run -runs 3 -out /tmp/b.md -json /tmp/b.json -keep   # -sections throughput,paced,… for a part\ngo -C bench run ./cmd/acpbench report -json /tmp/b.json -out /tmp/b.md              # render raw results again\ngo -C bench run ./cmd/acpbench run -sections throughput,paced -baseline REV -out /tmp/b.md  # the floods and paced rates on acpgate built from git revision REV too, turn by turn beside this tree\n```\n\n", max(1, int(r.Duration.Round(time.Minute).Minutes())))
 	w("The harness builds `acpgate` and the test agent from the working tree, runs each measurement in a fresh client process (`acpbench client -job …`), and starts a fresh `acpgate serve` (warmed up with one small turn) for each shape, each with a state directory of its own (a store's directory is locked by one gateway at a time) that is deleted when it stops. Sources: [`bench/cmd/acpbench`](../bench/cmd/acpbench), a Go module of its own (`bench/go.mod`); the flood is the test agent's `flood_timed` directive ([`internal/testagent`](../internal/testagent)).\n")
 	return b.String()
 }
@@ -489,7 +489,7 @@ func (r *report) pacedMD(w func(string, ...any)) {
 	w("Chunks of %s, each run lasting about %s; latency is arrival minus send per chunk. Each cell is the median over the runs, with the range of the per-run p99 in brackets.\n\n", size(p0.Size), fmtDurF(float64(p0.N)/float64(p0.Rate)*1e9))
 	w("| rate | client | achieved chunks/s | p50 | p99 | max | runs |\n|---|---|---|---|---|---|---|\n")
 	for _, p := range r.Paced {
-		for _, c := range []string{"floor", "peer", "gateway", gatewayStream, floorLoaded} {
+		for _, c := range pacedClients(true) {
 			rs := p.Runs[c]
 			if len(rs) == 0 {
 				continue
@@ -531,6 +531,11 @@ func (r *report) pacedMD(w func(string, ...any)) {
 		w("- %s/s: gateway p99 − floor p99, run by run: %s", fmtInt(float64(p.Rate)), mmm(diff("gateway"), fmtDurF))
 		if d := diff(gatewayStream); len(d) > 0 {
 			w("; gateway-stream p99 − floor p99: %s", mmm(d, fmtDurF))
+		}
+		for _, c := range []string{"gateway", gatewayStream} {
+			if d := p99Diffs(p.Runs[c], p.Runs[onBaseline(c)]); len(d) > 0 {
+				w("; %s p99 − %s p99 (%s): **%s**", c, onBaseline(c), r.Baseline, mmm(d, fmtDurF))
+			}
 		}
 		w(".\n")
 	}
