@@ -139,13 +139,14 @@ func (s *settler) run() {
 		case <-s.stop:
 			return // what is queued stays cached
 		case id := <-s.queue:
-			s.files.settleEnded(id)
+			s.settleEnded(id)
 		}
 	}
 }
 
-// close stops the settler and waits for it: at most one journal's wait
-// for the disk.
+// close stops the settler and waits for it: at most one window's wait for
+// the disk, so that closing the store (the last step of a shutdown) is
+// not held for a long journal on a slow disk.
 func (s *settler) close() {
 	s.closeOnce.Do(func() {
 		close(s.stop)
@@ -154,11 +155,24 @@ func (s *settler) close() {
 }
 
 // settleEnded waits for an ended turn's journal to be on disk and drops it
-// from the cache.
-func (f *journalFiles) settleEnded(turnID string) {
-	f.withData(turnID, func(fd int) {
-		if unix.SyncFileRange(fd, 0, 0, waitForDisk) == nil { // 0: to the end of the file
-			_ = unix.Fadvise(fd, 0, 0, unix.FADV_DONTNEED)
+// from the cache, window by window, until the settler is stopped.
+func (s *settler) settleEnded(turnID string) {
+	s.files.withData(turnID, func(fd int) {
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) != nil {
+			return
+		}
+		for off := int64(0); off < st.Size; off += settleWindow {
+			select {
+			case <-s.stop:
+				return
+			default:
+			}
+			n := min(settleWindow, st.Size-off)
+			if unix.SyncFileRange(fd, off, n, waitForDisk) != nil {
+				return
+			}
+			_ = unix.Fadvise(fd, off, n, unix.FADV_DONTNEED)
 		}
 	})
 }
