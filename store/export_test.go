@@ -15,3 +15,11 @@ const (
 	SettleWindow = settleWindow
 	SettleLag    = settleLag
 )
+
+// SettleAfterClose stops the store's settler, as Close does, and then
+// asks it to settle a turn's journal: what a settler in the middle of a
+// long journal meets at its next window.
+func SettleAfterClose(s *SQLite, turnID string) {
+	s.files.settler.close()
+	s.files.settler.settleEnded(turnID)
+}

@@ -239,3 +239,17 @@ func TestClosingTheSQLiteStoreStopsWhatSettlesItsJournals(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestAStoppedSettlerLeavesTheRestOfAJournalToTheKernel(t *testing.T) {
+	s := startLongTurn(t)
+	_, path := longJournal(t, s, 3*store.SettleWindow)
+	if c := countCached(cachedPages(t, path, 0, store.SettleWindow)); c == 0 {
+		t.Fatal("the journal's first window is not cached: the test shows nothing")
+	}
+	// Closing the store waits for the settler, so the settler must not
+	// wait for the disk window after window once it is stopped.
+	store.SettleAfterClose(s, "t1")
+	if c := countCached(cachedPages(t, path, 0, store.SettleWindow)); c == 0 {
+		t.Error("a stopped settler still wrote back and dropped the journal's first window")
+	}
+}
