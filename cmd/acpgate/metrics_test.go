@@ -138,12 +138,20 @@ func TestMetricsCountEveryTerminalClassOfScriptedTurnsByAgentAndNeverByIdentity(
 		}
 	}
 
-	// One-shot sessions close just after their terminal is sent.
+	// One-shot sessions close just after their terminal is sent, and a
+	// turn's end is counted once its terminal has been handed to the
+	// streams, so a client can see the terminal a moment before a scrape
+	// sees the count.
 	var fams map[string]*dto.MetricFamily
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		fams = scrape(t, url)
-		if values(fams, "acpgate_sessions_open")["agent=test"] == 0 || time.Now().After(deadline) {
+		ended := 0.0
+		for _, v := range values(fams, "acpgate_turns_ended_total") {
+			ended += v
+		}
+		settled := values(fams, "acpgate_sessions_open")["agent=test"] == 0 && ended == float64(len(turns))
+		if settled || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
