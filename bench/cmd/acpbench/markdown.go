@@ -518,16 +518,7 @@ func (r *report) pacedMD(w func(string, ...any)) {
 	}
 	w("\n")
 	for _, p := range r.Paced {
-		diff := func(client string) []float64 {
-			var d []float64
-			gs, fs := p.Runs[client], p.Runs["floor"]
-			for i := range min(len(gs), len(fs)) {
-				if gs[i].ok() && fs[i].ok() {
-					d = append(d, p99(gs[i])-p99(fs[i]))
-				}
-			}
-			return d
-		}
+		diff := func(client string) []float64 { return p99Diffs(p.Runs[client], p.Runs["floor"]) }
 		w("- %s/s: gateway p99 − floor p99, run by run: %s", fmtInt(float64(p.Rate)), mmm(diff("gateway"), fmtDurF))
 		if d := diff(gatewayStream); len(d) > 0 {
 			w("; gateway-stream p99 − floor p99: %s", mmm(d, fmtDurF))
