@@ -114,37 +114,62 @@ func dropEnded(b *testing.B, st store.Store) {
 // dropping the old one) every 1,000 batches so that the memory store's
 // footprint, and the database's, stay what one busy turn's would be.
 func BenchmarkAppend(b *testing.B) {
-	ctx := context.Background()
 	for _, impl := range benchStores {
 		b.Run(impl.name, func(b *testing.B) {
-			st := impl.open(b)
-			defer st.Close()
-			batch := benchEvents(benchBatch)
-			turn := 0
-			id := benchID(0)
-			seq := benchTurn(b, st, id)
-			n := 0
-			for b.Loop() {
-				if n++; n%1000 == 0 {
-					b.StopTimer()
-					if err := st.End(ctx, id, nil, store.Event{Seq: seq + 1}, benchEndedAt); err != nil {
-						b.Fatal(err)
-					}
-					dropEnded(b, st)
-					turn++
-					id = benchID(turn)
-					seq = benchTurn(b, st, id)
-					b.StartTimer()
-				}
-				seq = number(batch, seq)
-				if err := st.Append(ctx, id, batch); err != nil {
-					b.Fatal(err)
-				}
-			}
+			n := benchAppends(b, impl.open(b), benchEvents(benchBatch), 1000)
 			b.ReportMetric(float64(n*benchBatch)/b.Elapsed().Seconds(), "events/s")
 			b.SetBytes(benchBatch * benchEventSize)
 		})
 	}
+}
+
+// pacedBatch is what a turn paced at 1,000 chunks a second has for the
+// store at each commit: 50 ms of its chunks.
+const pacedBatch = 50
+
+// BenchmarkCommitOfAPacedTurn journals batches of pacedBatch 64-byte
+// chunks to a turn, as the gateway commits a turn that streams at 1,000
+// chunks a second, moving to a new turn every 600 batches (30 s): the
+// commit's fixed cost, not its bytes, is what each one costs. A commit's
+// CPU, twenty times a second, is taken from the latency of the chunks
+// that arrive during it.
+func BenchmarkCommitOfAPacedTurn(b *testing.B) {
+	for _, impl := range benchStores {
+		b.Run(impl.name, func(b *testing.B) {
+			benchAppends(b, impl.open(b), benchChunks(pacedBatch), 600)
+		})
+	}
+}
+
+// benchAppends is the loop of the append benchmarks: batch appended to a
+// turn again and again, the turn ended and dropped (untimed) every perTurn
+// batches and a new one begun. It closes st and returns how many batches
+// it appended.
+func benchAppends(b *testing.B, st store.Store, batch []store.Event, perTurn int) int {
+	ctx := context.Background()
+	defer st.Close()
+	turn := 0
+	id := benchID(0)
+	seq := benchTurn(b, st, id)
+	n := 0
+	for b.Loop() {
+		if n++; n%perTurn == 0 {
+			b.StopTimer()
+			if err := st.End(ctx, id, nil, store.Event{Seq: seq + 1}, benchEndedAt); err != nil {
+				b.Fatal(err)
+			}
+			dropEnded(b, st)
+			turn++
+			id = benchID(turn)
+			seq = benchTurn(b, st, id)
+			b.StartTimer()
+		}
+		seq = number(batch, seq)
+		if err := st.Append(ctx, id, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return n
 }
 
 // BenchmarkStartOfATurn begins a turn and journals its started event:

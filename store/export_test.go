@@ -23,3 +23,7 @@ func SettleAfterClose(s *SQLite, turnID string) {
 	s.files.settler.close()
 	s.files.settler.settleEnded(turnID)
 }
+
+// MaxRunningJournals is the bound of journals whose files the SQLite store
+// keeps open, for its test.
+const MaxRunningJournals = maxRunningJournals

@@ -50,6 +50,7 @@ type SQLite struct {
 	writeStmts, readStmts *stmtCache
 	lock                  *os.File
 	files                 *journalFiles
+	running               runningJournals
 }
 
 // SQLiteOptions tunes OpenSQLiteWith. The zero value is what OpenSQLite uses.
@@ -469,10 +470,7 @@ func (s *SQLite) Begin(ctx context.Context, t Turn) (Turn, bool, error) {
 }
 
 func (s *SQLite) Started(ctx context.Context, turnID, sessionID string, started Event) error {
-	return s.journal(ctx, "journal the start of turn "+turnID, turnID, batch{{started}}, 1, false, func(tx *sql.Tx) error {
-		_, err := s.writeStmts.exec(ctx, tx, sqlSetSession, sessionID, turnID)
-		return err
-	})
+	return s.journal(ctx, "journal the start of turn "+turnID, turnID, batch{{started}}, 1, false, sqlJournalStart, sessionID)
 }
 
 func (s *SQLite) Append(ctx context.Context, turnID string, events []Event) error {
@@ -492,7 +490,7 @@ func (s *SQLite) Append(ctx context.Context, turnID string, events []Event) erro
 		}
 		return nil
 	}
-	return s.journal(ctx, "journal events of turn "+turnID, turnID, batch{events}, len(events), false, nil)
+	return s.journal(ctx, "journal events of turn "+turnID, turnID, batch{events}, len(events), false, sqlJournalCommit)
 }
 
 func (s *SQLite) End(ctx context.Context, turnID string, rest []Event, terminal Event, endedAt time.Time) error {
@@ -501,64 +499,67 @@ func (s *SQLite) End(ctx context.Context, turnID string, rest []Event, terminal 
 	// the record's terminal then NULL.
 	events := batch{rest, {terminal}}
 	if terminal.Len() > inlineTerminal {
-		return s.journal(ctx, "end turn "+turnID, turnID, events, events.len(), true, func(tx *sql.Tx) error {
-			_, err := s.writeStmts.exec(ctx, tx, sqlEndInFiles, endedAt.UnixNano(), turnID)
-			return err
-		})
+		return s.journal(ctx, "end turn "+turnID, turnID, events, events.len(), true, sqlJournalEndInFiles, endedAt.UnixNano())
 	}
-	return s.journal(ctx, "end turn "+turnID, turnID, events, len(rest), true, func(tx *sql.Tx) error {
-		_, err := s.writeStmts.exec(ctx, tx, sqlEndInRecord,
-			endedAt.UnixNano(), nonNil(terminal.Flat()), turnID)
-		return err
-	})
+	return s.journal(ctx, "end turn "+turnID, turnID, events, len(rest), true, sqlJournalEndInRecord,
+		endedAt.UnixNano(), nonNil(terminal.Flat()))
 }
 
-// journal commits events to a turn's journal in one transaction: the
-// first filed of them to its files, the others (a terminal the record
-// keeps) counted in its record, and also's change to the record. ends
-// says the events end the turn.
-func (s *SQLite) journal(ctx context.Context, op, turnID string, events batch, filed int, ends bool, also func(*sql.Tx) error) error {
-	var before, after uint64 // the data file's committed size
-	err := s.inTx(ctx, op, func(tx *sql.Tx) error {
-		var lastSeq, size int64
-		var endedAt sql.NullInt64
-		err := s.writeStmts.queryRow(ctx, tx, sqlJournalRecord, turnID).Scan(&lastSeq, &endedAt, &size)
-		if errors.Is(err, sql.ErrNoRows) {
-			return ErrNotFound
-		}
-		if err != nil {
-			return err
-		}
-		if endedAt.Valid {
-			return ErrEnded
-		}
-		prev := uint64(lastSeq)
-		for e := range events.all() {
-			if e.Seq != prev+1 {
-				return fmt.Errorf("event seq %d does not follow %d", e.Seq, prev)
-			}
-			prev++
-		}
-		newSize := uint64(size)
-		if filed > 0 {
-			if newSize, err = s.files.write(turnID, uint64(lastSeq), uint64(size), events.head(filed)); err != nil {
-				return err
-			}
-		}
-		if _, err := s.writeStmts.exec(ctx, tx, sqlJournalCommit,
-			int64(prev), int64(newSize), turnID); err != nil {
-			return err
-		}
-		before, after = uint64(size), newSize
-		if also != nil {
-			return also(tx)
-		}
-		return nil
-	})
-	if err == nil {
-		s.files.settle(turnID, before, after, ends)
+// journal commits events to a turn's journal: the first filed of them to
+// its files, the others (a terminal the record keeps) counted in its
+// record, with one guarded UPDATE, update, which sets the record's
+// last_seq and journal_bytes, then the record's columns from set, and
+// changes the record only while it is running and says what the store
+// last committed (see sqlJournalCommit). ends says the events end the turn.
+func (s *SQLite) journal(ctx context.Context, op, turnID string, events batch, filed int, ends bool, update string, set ...any) error {
+	r := &s.running
+	r.mu.Lock()
+	j, err := r.get(ctx, s, turnID)
+	if err != nil {
+		r.mu.Unlock()
+		return s.opError(op, err)
 	}
-	return err
+	before, after, err := s.commitJournal(ctx, j, turnID, events, filed, update, set)
+	r.done(turnID, j, err == nil && !ends)
+	r.mu.Unlock()
+	if err != nil {
+		return s.opError(op, err)
+	}
+	s.files.settle(turnID, before, after, ends)
+	return nil
+}
+
+// commitJournal is journal's write and update, which advance j; r.mu is
+// held. before and after are the data file's committed size before and
+// after it.
+func (s *SQLite) commitJournal(ctx context.Context, j *runningJournal, turnID string, events batch, filed int, update string, set []any) (before, after uint64, err error) {
+	prev := j.lastSeq
+	for e := range events.all() {
+		if e.Seq != prev+1 {
+			return 0, 0, fmt.Errorf("event seq %d does not follow %d", e.Seq, prev)
+		}
+		prev++
+	}
+	newSize := j.size
+	if filed > 0 {
+		if newSize, err = s.files.writeTo(j.w, j.lastSeq, j.size, events.head(filed)); err != nil {
+			return 0, 0, err
+		}
+	}
+	args := append([]any{int64(prev), int64(newSize)}, set...)
+	args = append(args, turnID, int64(j.lastSeq))
+	res, err := s.writeStmts.exec(ctx, nil, update, args...)
+	if err != nil {
+		return 0, 0, err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return 0, 0, err
+	} else if n != 1 {
+		return 0, 0, s.running.why(ctx, s, turnID, j.lastSeq)
+	}
+	before = j.size
+	j.lastSeq, j.size = prev, newSize
+	return before, newSize, nil
 }
 
 // inTx runs f in a write transaction and commits it. Errors other than
@@ -829,6 +830,7 @@ func (s *SQLite) Close() error {
 			errs = append(errs, db.Close())
 		}
 	}
+	s.running.close()
 	if s.files != nil {
 		s.files.close()
 	}

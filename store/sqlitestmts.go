@@ -10,20 +10,25 @@ import (
 const (
 	sqlLatest        = selectTurn + ` WHERE request_id = ? ORDER BY attempt DESC LIMIT 1`
 	sqlInsertTurn    = `INSERT INTO turns (` + turnColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, 0, NULL, ?)`
-	sqlSetSession    = `UPDATE turns SET session_id = ? WHERE id = ?`
 	sqlJournalRecord = `SELECT last_seq, ended_at, journal_bytes FROM turns WHERE id = ?`
-	sqlJournalCommit = `UPDATE turns SET last_seq = ?, journal_bytes = ? WHERE id = ?`
-	sqlEndInFiles    = `UPDATE turns SET ended_at = ?, terminal = NULL WHERE id = ?`
-	sqlEndInRecord   = `UPDATE turns SET ended_at = ?, terminal = ? WHERE id = ?`
-	sqlEnded         = `SELECT ended_at IS NOT NULL FROM turns WHERE id = ?`
-	sqlGet           = selectTurn + ` WHERE id = ?`
-	sqlExtent        = `SELECT last_seq, ended_at IS NOT NULL FROM turns WHERE id = ?`
-	sqlEventsRecord  = `SELECT last_seq, ended_at IS NOT NULL, journal_bytes, ended_at IS NOT NULL AND terminal IS NULL FROM turns WHERE id = ?`
-	sqlTerminal      = `SELECT terminal FROM turns WHERE id = ?`
+	// A journal's commits (see SQLite.journal): each sets last_seq and
+	// journal_bytes and its own columns, guarded by the last_seq the
+	// store last committed, so that a record not as the store left it is
+	// not changed.
+	sqlJournalCommit      = `UPDATE turns SET last_seq = ?, journal_bytes = ?` + journalGuard
+	sqlJournalStart       = `UPDATE turns SET last_seq = ?, journal_bytes = ?, session_id = ?` + journalGuard
+	sqlJournalEndInFiles  = `UPDATE turns SET last_seq = ?, journal_bytes = ?, ended_at = ?, terminal = NULL` + journalGuard
+	sqlJournalEndInRecord = `UPDATE turns SET last_seq = ?, journal_bytes = ?, ended_at = ?, terminal = ?` + journalGuard
+	journalGuard          = ` WHERE id = ? AND last_seq = ? AND ended_at IS NULL`
+	sqlEnded              = `SELECT ended_at IS NOT NULL FROM turns WHERE id = ?`
+	sqlGet                = selectTurn + ` WHERE id = ?`
+	sqlExtent             = `SELECT last_seq, ended_at IS NOT NULL FROM turns WHERE id = ?`
+	sqlEventsRecord       = `SELECT last_seq, ended_at IS NOT NULL, journal_bytes, ended_at IS NOT NULL AND terminal IS NULL FROM turns WHERE id = ?`
+	sqlTerminal           = `SELECT terminal FROM turns WHERE id = ?`
 )
 
 var (
-	sqliteWriteStmts = []string{sqlLatest, sqlInsertTurn, sqlSetSession, sqlJournalRecord, sqlJournalCommit, sqlEndInFiles, sqlEndInRecord}
+	sqliteWriteStmts = []string{sqlLatest, sqlInsertTurn, sqlJournalRecord, sqlJournalCommit, sqlJournalStart, sqlJournalEndInFiles, sqlJournalEndInRecord}
 	sqliteReadStmts  = []string{sqlLatest, sqlEnded, sqlGet, sqlExtent, sqlEventsRecord, sqlTerminal}
 )
 
@@ -72,9 +77,15 @@ func (c *stmtCache) queryRow(ctx context.Context, tx *sql.Tx, query string, args
 	return tx.QueryRowContext(ctx, query, args...)
 }
 
-// exec runs query in tx.
+// exec runs query: in tx when it is not nil.
 func (c *stmtCache) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
-	if st, ok := c.stmts[query]; ok {
+	st, ok := c.stmts[query]
+	switch {
+	case tx == nil && ok:
+		return st.ExecContext(ctx, args...)
+	case tx == nil:
+		return c.db.ExecContext(ctx, query, args...)
+	case ok:
 		return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
 	}
 	return tx.ExecContext(ctx, query, args...)
