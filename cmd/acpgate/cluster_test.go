@@ -76,8 +76,9 @@ func startClusterWith(t *testing.T, n int, o clusterOpts) *testCluster {
 	c := &testCluster{prompts: filepath.Join(t.TempDir(), "prompts")}
 	for i := range n {
 		id := string(rune('a' + i))
-		port := freePort(t)
-		cfg := writeConfig(t, fmt.Sprintf(`
+		r := &replica{id: id, dial: o.dial}
+		r.listen(t, func(port int) string {
+			return writeConfig(t, fmt.Sprintf(`
 shutdown_grace: 5s
 store: postgres
 postgres:
@@ -99,8 +100,7 @@ agents:
     command: "${ACPGATE_E2E_AGENT}"
     args: [--unique-sessions, --load-session]
 %s`, dsn, id, port, secret, leaseTTL, o.inCluster, sessions, c.prompts, workspace, o.extra))
-		r := &replica{id: id, port: port, cfg: cfg, dial: o.dial}
-		r.start(t)
+		})
 		c.replicas = append(c.replicas, r)
 	}
 	t.Cleanup(func() {
@@ -113,16 +113,48 @@ agents:
 	return c
 }
 
-// start serves the replica (again).
+// listen serves the replica for the first time, on a port of its own:
+// config writes its configuration for a port. A port another process took
+// between FreePort and the replica's listen is drawn again, a few times,
+// rather than failing a test that is not about ports.
+func (r *replica) listen(t *testing.T, config func(port int) string) {
+	t.Helper()
+	const attempts = 3
+	for attempt := 1; ; attempt++ {
+		r.port = freePort(t)
+		r.cfg = config(r.port)
+		err := r.serve(t)
+		if err == nil {
+			return
+		}
+		if attempt == attempts || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatalf("replica %s: %v", r.id, err)
+		}
+	}
+}
+
+// start serves the replica again, on the port it advertises.
 func (r *replica) start(t *testing.T) {
 	t.Helper()
-	r.served = serve(t, "--config", r.cfg, "--listen", fmt.Sprintf("127.0.0.1:%d", r.port))
+	if err := r.serve(t); err != nil {
+		t.Fatalf("replica %s: %v", r.id, err)
+	}
+}
+
+// serve starts the replica's gateway and connects the test's client.
+func (r *replica) serve(t *testing.T) error {
+	t.Helper()
+	var err error
+	if r.served, err = startServe(t, "--config", r.cfg, "--listen", fmt.Sprintf("127.0.0.1:%d", r.port)); err != nil {
+		return err
+	}
 	if r.dial != nil {
 		r.conn = r.dial(t, r.served)
 	} else {
 		r.conn = dialTest(t, r.addr)
 	}
 	r.client = acpgatev1.NewAgentGatewayClient(r.conn)
+	return nil
 }
 
 // freePort is a loopback port nothing listens on (for a replica's

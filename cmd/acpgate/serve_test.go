@@ -61,6 +61,17 @@ type served struct {
 
 func serve(t *testing.T, args ...string) *served {
 	t.Helper()
+	s, err := startServe(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// startServe starts `acpgate serve` with args and waits until it listens;
+// the error says why it did not, with the gateway's log.
+func startServe(t *testing.T, args ...string) (*served, error) {
+	t.Helper()
 	bin, _ := binaries(t)
 	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
 	// Each gateway gets a state directory of its own: a sqlite store is
@@ -71,7 +82,7 @@ func serve(t *testing.T, args ...string) *served {
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	s := &served{cmd: cmd, stderr: &strings.Builder{}, mu: &sync.Mutex{}, exited: make(chan error, 1)}
 	ready := make(chan string, 1)
@@ -88,17 +99,17 @@ func serve(t *testing.T, args ...string) *served {
 		}
 		s.exited <- cmd.Wait()
 	}()
-	select {
-	case s.addr = <-ready:
-	case err := <-s.exited:
-		t.Fatalf("acpgate exited before listening: %v\n%s", err, s.log())
-	case <-time.After(20 * time.Second):
-		t.Fatalf("acpgate never listened:\n%s", s.log())
-	}
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 	})
-	return s
+	select {
+	case s.addr = <-ready:
+		return s, nil
+	case err := <-s.exited:
+		return nil, fmt.Errorf("acpgate exited before listening: %v\n%s", err, s.log())
+	case <-time.After(20 * time.Second):
+		return nil, fmt.Errorf("acpgate never listened:\n%s", s.log())
+	}
 }
 
 func (s *served) log() string {
