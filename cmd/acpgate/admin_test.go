@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -94,15 +93,7 @@ func TestChannelzOnTheAdminListenerShowsTheGatewaysServerAndItsCalls(t *testing.
 		t.Errorf("channelz GetTopChannels: %v", err)
 	}
 
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-s.exited:
-		if err != nil {
-			t.Fatalf("acpgate did not exit 0 on SIGTERM: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("acpgate did not exit within 10s of SIGTERM")
-	}
+	s.terminate(t, 8*time.Second)
 	dialer := net.Dialer{Timeout: 2 * time.Second}
 	if conn, err := dialer.Dial("tcp", s.announced(t, "acpgate admin on ")); err == nil {
 		conn.Close()

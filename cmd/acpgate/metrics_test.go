@@ -8,7 +8,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -240,15 +239,7 @@ func TestTheMetricsEndpointStopsWithTheGatewayAndIsOffByDefault(t *testing.T) {
 	s := serve(t, "--config", writeConfig(t, metricsConfig))
 	url := s.metricsURL(t)
 	scrape(t, url)
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-s.exited:
-		if err != nil {
-			t.Fatalf("acpgate did not exit 0 on SIGTERM: %v\n%s", err, s.log())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatalf("acpgate did not exit within 10s of SIGTERM:\n%s", s.log())
-	}
+	s.terminate(t, 8*time.Second)
 	client := &http.Client{Timeout: 2 * time.Second}
 	if resp, err := client.Get(url); err == nil {
 		resp.Body.Close()

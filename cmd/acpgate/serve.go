@@ -31,6 +31,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	// Profiling, for the benchmark harness; not shown in the usage.
 	cpuProfile := fs.String("cpuprofile", "", "")
 	allocProfile := fs.String("allocprofile", "", "")
+	execTrace := fs.String("trace", "", "")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -94,13 +95,19 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	log.Info("session temporary directories", "path", scratchDir.Path())
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if *cpuProfile != "" {
-		stopProfile, err := startCPUProfile(*cpuProfile)
+	for _, r := range []struct {
+		path  string
+		start func(string) (func(), error)
+	}{{*cpuProfile, startCPUProfile}, {*execTrace, startTrace}} {
+		if r.path == "" {
+			continue
+		}
+		stop, err := r.start(r.path)
 		if err != nil {
 			fmt.Fprintf(stderr, "acpgate serve: %v\n", err)
 			return 1
 		}
-		defer stopProfile()
+		defer stop()
 	}
 	// The hard bound on shutdown: if it has not finished shortly after its
 	// grace (a wait that should not exist, somewhere), the process exits

@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -135,15 +134,7 @@ agents:
 		t.Fatalf("the turn did not complete: %v", end)
 	}
 
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-s.exited:
-		if err != nil {
-			t.Fatalf("acpgate did not exit 0 on SIGTERM: %v", err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("acpgate did not exit within 15s of SIGTERM")
-	}
+	s.terminate(t, 13*time.Second)
 
 	spans, resource := collector.received()
 	if resource["service.name"] != "acpgate" {

@@ -5,6 +5,7 @@
 //	acpbench run [-smoke] [-runs N] [-out FILE]   run every section, write the report
 //	acpbench client -job JSON                     one measurement (used by run)
 //	acpbench report -json FILE [-out FILE]        render a report again from run's -json output
+//	acpbench hops -trace FILE                     where a traced gateway's goroutines waited to run
 //
 // It is a module of its own (bench/go.mod, with the product module replaced
 // by the working tree), so that the product's dependencies and tests are the
@@ -36,13 +37,15 @@ func main() {
 		os.Exit(runReport(os.Args[2:]))
 	case "hog":
 		os.Exit(runHog(os.Args[2:]))
+	case "hops":
+		os.Exit(runHops(os.Args[2:]))
 	default:
 		usage()
 	}
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: acpbench run [-smoke] [-runs N] [-out FILE] [-json FILE] | acpbench report -json FILE [-out FILE] | acpbench client -job JSON")
+	fmt.Fprintln(os.Stderr, "usage: acpbench run [-smoke] [-runs N] [-out FILE] [-json FILE] | acpbench report -json FILE [-out FILE] | acpbench client -job JSON | acpbench hops -trace FILE")
 	os.Exit(2)
 }
 
