@@ -18,7 +18,7 @@ import (
 // goroutine on its path spends runnable before a thread runs it, once per
 // hand-off from one goroutine to the next. A CPU profile does not show that
 // time at all. The table groups every such wait by the calls that made the
-// goroutine runnable (the two innermost frames outside the runtime), so
+// goroutine runnable (see wakeSite), so
 // each hand-off on a chunk's path is one row, with the distribution of its
 // waits.
 func runHops(args []string) int {
