@@ -25,8 +25,9 @@ func TestServeWritesAnExecutionTraceOfItsWholeRunWhenAsked(t *testing.T) {
 	}
 	// A trace the runtime finished starts with its header and holds more
 	// than the header: the run's events are flushed when it stops.
-	if !bytes.HasPrefix(b, []byte("go 1.")) || !bytes.Contains(b[:16], []byte(" trace")) {
-		t.Fatalf("%s does not start with a Go execution trace's header: %q", path, b[:min(len(b), 16)])
+	header := b[:min(len(b), 16)]
+	if !bytes.HasPrefix(header, []byte("go 1.")) || !bytes.Contains(header, []byte(" trace")) {
+		t.Fatalf("%s does not start with a Go execution trace's header: %q", path, header)
 	}
 	if len(b) < 4096 {
 		t.Errorf("the trace holds %d bytes: a whole run with a turn in it writes more", len(b))

@@ -102,12 +102,12 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 		if r.path == "" {
 			continue
 		}
-		stop, err := r.start(r.path)
+		end, err := r.start(r.path)
 		if err != nil {
 			fmt.Fprintf(stderr, "acpgate serve: %v\n", err)
 			return 1
 		}
-		defer stop()
+		defer end()
 	}
 	// The hard bound on shutdown: if it has not finished shortly after its
 	// grace (a wait that should not exist, somewhere), the process exits

@@ -18,14 +18,21 @@ import (
 // goroutine on its path spends runnable before a thread runs it, once per
 // hand-off from one goroutine to the next. A CPU profile does not show that
 // time at all. The table groups every such wait by the calls that made the
-// goroutine runnable (see wakeSite), so
-// each hand-off on a chunk's path is one row, with the distribution of its
-// waits.
+// goroutine runnable (see wakeSite), so each hand-off on a chunk's path is
+// one row, with the distribution of its waits.
 func runHops(args []string) int {
 	fs := flag.NewFlagSet("hops", flag.ContinueOnError)
 	path := fs.String("trace", "", "an execution trace written by `acpgate serve --trace`")
 	top := fs.Int("top", 12, "rows to print, by total wait")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	switch {
+	case *path == "":
+		fmt.Fprintln(os.Stderr, "acpbench hops: -trace is required: a trace written by `acpgate serve --trace FILE`")
+		return 2
+	case *top < 1:
+		fmt.Fprintf(os.Stderr, "acpbench hops: -top must be at least 1, not %d\n", *top)
 		return 2
 	}
 	f, err := os.Open(*path)

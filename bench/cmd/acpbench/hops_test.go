@@ -43,14 +43,21 @@ func TestHopsCountsEachWaitUnderTheCallThatWokeTheGoroutine(t *testing.T) {
 	if site == "" {
 		t.Fatalf("no wait is attributed to handOff; sites: %v", h.table(20))
 	}
-	// The receiver blocks before most sends, and each such send wakes it
-	// once; some sends find it already waiting in the channel's queue
-	// only after it ran, so not every send is a wake.
+	// A send wakes the receiver only when it finds it parked, so there is
+	// at most one wait per send, and at least one.
 	if got := len(h.waits[site]); got < 1 || got > n {
 		t.Errorf("%d waits under %q, want between 1 and %d", got, site, n)
 	}
 	t.Logf("%d waits under %q", len(h.waits[site]), site)
 	if !strings.Contains(h.table(20), "| "+site+" | ") {
 		t.Errorf("the table has no row for %q:\n%s", site, h.table(20))
+	}
+}
+
+func TestHopsRefusesAMissingTraceAndANonPositiveTop(t *testing.T) {
+	for _, args := range [][]string{{}, {"-trace", "x.trace", "-top", "0"}, {"-trace", "x.trace", "-top", "-3"}} {
+		if got := runHops(args); got != 2 {
+			t.Errorf("acpbench hops %q exits %d, want 2", args, got)
+		}
 	}
 }
