@@ -6,13 +6,13 @@ require (
 	github.com/acpgate/acpgate v0.0.0-00010101000000-000000000000
 	github.com/coder/acp-go-sdk v0.13.0
 	github.com/jackc/pgx/v5 v5.13.0
+	golang.org/x/exp v0.0.0-20261113113407-e3970619a1a4
 	google.golang.org/grpc v1.85.0
 )
 
 require (
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
-	golang.org/x/exp v0.0.0-20261113113407-e3970619a1a4 // indirect
 	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/text v0.44.0 // indirect
