@@ -39,6 +39,8 @@ type Limits struct {
 	MaxSessions int
 	// AgentMaxSessions is each agent's max_sessions, by agent (0: none).
 	AgentMaxSessions map[string]int
+	// MaxConnections is limits.max_connections.
+	MaxConnections int
 }
 
 // Metrics is one gateway's registry and instruments.
@@ -64,6 +66,7 @@ type Metrics struct {
 	warmReady        *prometheus.GaugeVec
 	warmStarting     *prometheus.GaugeVec
 	sessionStarts    *prometheus.CounterVec
+	connections      prometheus.Gauge
 }
 
 // latencyBuckets span a millisecond to a minute; turnBuckets a tenth of a
@@ -131,6 +134,9 @@ func New(limits Limits) *Metrics {
 		sessionStarts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "acpgate_session_starts_total", Help: "Sessions whose agent started, by start: warm (a warm process was taken) or cold (the agent was spawned for the session).",
 		}, []string{"agent", "start"}),
+		connections: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "acpgate_connections_open", Help: "Client connections open on the gRPC listener (accepted, not yet closed).",
+		}),
 	}
 	sessionsLimit := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "acpgate_sessions_limit", Help: "limits.max_sessions: sessions open at once, all agents.",
@@ -144,6 +150,10 @@ func New(limits Limits) *Metrics {
 			agentLimit.WithLabelValues(name).Set(float64(n))
 		}
 	}
+	connectionsLimit := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "acpgate_connections_limit", Help: "limits.max_connections: client connections open at once on the gRPC listener.",
+	})
+	connectionsLimit.Set(float64(limits.MaxConnections))
 	reg.MustRegister(
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewGoCollector(),
@@ -152,7 +162,7 @@ func New(limits Limits) *Metrics {
 		m.agentStart, m.agentStartFailed, m.sessionsOpen, m.turnsRunning,
 		m.chunks, m.chunkBytes, m.tokens, m.cost, m.journalWrite, m.journalBytes,
 		m.warmReady, m.warmStarting, m.sessionStarts,
-		sessionsLimit, agentLimit,
+		sessionsLimit, agentLimit, m.connections, connectionsLimit,
 	)
 	m.cluster = newCluster()
 	reg.MustRegister(m.cluster.collectors()...)
@@ -294,6 +304,20 @@ func (a *Agent) JournalWrite(took time.Duration, size int) {
 func (a *Agent) Started(took time.Duration) {
 	if a != nil {
 		a.m.agentStart.WithLabelValues(a.name).Observe(took.Seconds())
+	}
+}
+
+// ConnectionOpened and ConnectionClosed move the open connections gauge.
+func (m *Metrics) ConnectionOpened() {
+	if m != nil {
+		m.connections.Inc()
+	}
+}
+
+// ConnectionClosed: see ConnectionOpened.
+func (m *Metrics) ConnectionClosed() {
+	if m != nil {
+		m.connections.Dec()
 	}
 }
 

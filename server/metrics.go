@@ -77,7 +77,7 @@ func isAgentMessageChunk(e *acpgatev1.PromptEvent) bool {
 
 // metricsLimits are the configured limits that metrics report.
 func metricsLimits(cfg *config.Config) metrics.Limits {
-	l := metrics.Limits{MaxSessions: cfg.Limits.MaxSessions, AgentMaxSessions: map[string]int{}}
+	l := metrics.Limits{MaxSessions: cfg.Limits.MaxSessions, MaxConnections: cfg.Limits.MaxConnections, AgentMaxSessions: map[string]int{}}
 	for _, a := range cfg.Agents {
 		l.AgentMaxSessions[a.Name] = a.MaxSessions
 	}

@@ -84,6 +84,8 @@ func Run(ctx context.Context, opts RunOptions) error {
 		gw.Close()
 		return err
 	}
+	checkDescriptors(opts.Config.Limits.MaxConnections, log)
+	lis = limitConnections(lis, opts.Config.Limits.MaxConnections, log, m)
 	srv := NewGRPCServer(gw, sec)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()

@@ -3,7 +3,12 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +19,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 
@@ -450,5 +456,121 @@ func TestOneConnectionRunsAtMostMaxStreamsPerConnectionCalls(t *testing.T) {
 		if e.GetOutcome() != nil {
 			break
 		}
+	}
+}
+
+// sockets counts the sockets process pid has open.
+func sockets(t *testing.T, pid int) int {
+	t.Helper()
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	fds, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, fd := range fds {
+		if target, err := os.Readlink(filepath.Join(dir, fd.Name())); err == nil && strings.HasPrefix(target, "socket:") {
+			n++
+		}
+	}
+	return n
+}
+
+func TestTheGatewayHoldsAtMostMaxConnectionsAndAcceptsTheNextOnceOneCloses(t *testing.T) {
+	s := serve(t, "--config", writeConfig(t, "limits: {max_connections: 3}\nmetrics: {listen: \"127.0.0.1:0\"}\n"+hostileConfig))
+	metricsURL := s.metricsURL(t)
+	pid := s.cmd.Process.Pid
+	before := sockets(t, pid)
+	check := func(ctx context.Context, conn *grpc.ClientConn) error {
+		_, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
+		return err
+	}
+	dial := func() *grpc.ClientConn {
+		conn, err := grpc.NewClient(s.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = conn.Close() })
+		return conn
+	}
+	var clients []*grpc.ClientConn
+	for i := range 3 {
+		conn := dial()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := check(ctx, conn)
+		cancel()
+		if err != nil {
+			t.Fatalf("client %d of 3: %v", i+1, err)
+		}
+		clients = append(clients, conn)
+	}
+	// A flood of connections that never send a byte: the kernel completes
+	// them, the gateway does not take them.
+	var flood []net.Conn
+	for range 50 {
+		c, err := net.DialTimeout("tcp", s.addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		flood = append(flood, c)
+	}
+	// A fourth client is not accepted either: its call runs out of time.
+	fourth := dial()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	err := check(ctx, fourth)
+	cancel()
+	if status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("a fourth client's call with 3 connections open: %v, want DEADLINE_EXCEEDED (not accepted)", err)
+	}
+	if n := sockets(t, pid) - before; n > 3 {
+		t.Fatalf("the gateway holds %d more sockets than before the clients came, want at most limits.max_connections (3)", n)
+	}
+	fams := scrape(t, metricsURL)
+	if open, limit := values(fams, "acpgate_connections_open")[""], values(fams, "acpgate_connections_limit")[""]; open != 3 || limit != 3 {
+		t.Fatalf("acpgate_connections_open %v, acpgate_connections_limit %v, want 3 and 3", open, limit)
+	}
+	if !strings.Contains(s.log(), "limits.max_connections client connections open") {
+		t.Fatalf("no warning that the listener is full in the gateway's log:\n%s", s.log())
+	}
+	// Once the flood and one client go away, the fourth is served.
+	for _, c := range flood {
+		_ = c.Close()
+	}
+	_ = clients[0].Close()
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := check(ctx, fourth); err != nil {
+		t.Fatalf("the fourth client after a connection closed: %v", err)
+	}
+	// A listener waiting for a free slot does not hold up shutdown.
+	for range 5 {
+		c, err := net.DialTimeout("tcp", s.addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	s.terminate(t, 3*time.Second)
+}
+
+func TestAMaxConnectionsOverHalfTheDescriptorLimitIsWarnedAtStart(t *testing.T) {
+	bin, _ := binaries(t)
+	const warning = "limits.max_connections would take more than half of the file descriptors"
+	for _, c := range []struct {
+		limits string
+		warned bool
+	}{
+		{"", true}, // the default, 4096
+		{"limits: {max_connections: 500}\n", false},
+	} {
+		cfg := writeConfig(t, c.limits+hostileConfig)
+		s, err := startServeCmd(t, exec.Command("sh", "-c", `ulimit -n 1000 && exec "$0" serve --listen 127.0.0.1:0 --config "$1"`, bin, cfg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(s.log(), warning); got != c.warned {
+			t.Errorf("with %q under RLIMIT_NOFILE 1000: warned %v, want %v\n%s", c.limits, got, c.warned, s.log())
+		}
+		s.terminate(t, 3*time.Second)
 	}
 }

@@ -73,7 +73,13 @@ func serve(t *testing.T, args ...string) *served {
 func startServe(t *testing.T, args ...string) (*served, error) {
 	t.Helper()
 	bin, _ := binaries(t)
-	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+	return startServeCmd(t, exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...))
+}
+
+// startServeCmd is startServe with the command that runs `acpgate serve`
+// given (through a shell that sets a limit first, say).
+func startServeCmd(t *testing.T, cmd *exec.Cmd) (*served, error) {
+	t.Helper()
 	// Each gateway gets a state directory of its own: a sqlite store is
 	// used by one gateway at a time.
 	cmd.Env = append(os.Environ(), "ACPGATE_E2E_AGENT="+agentBin, "XDG_STATE_HOME="+t.TempDir())

@@ -46,6 +46,12 @@ const (
 	// DefaultMaxStreamsPerConnection bounds the concurrent calls on one
 	// client connection (HTTP/2 MAX_CONCURRENT_STREAMS).
 	DefaultMaxStreamsPerConnection = 100
+	// DefaultMaxConnections bounds the client connections open at once on
+	// listen. An idle gRPC connection costs the gateway about 20 KiB and a
+	// file descriptor; 4096 of them about 90 MiB, and that leaves the descriptors
+	// that agents' pipes and the store's files need under a typical
+	// RLIMIT_NOFILE.
+	DefaultMaxConnections = 4096
 	// DefaultMaxSessions bounds the sessions open across all agents.
 	DefaultMaxSessions = 256
 	// DefaultMaxPromptBytes bounds the size of one prompt (1 MiB).
@@ -401,6 +407,9 @@ type Limits struct {
 	// MaxStreamsPerConnection bounds the concurrent calls on one client
 	// connection.
 	MaxStreamsPerConnection int
+	// MaxConnections bounds the client connections open at once on listen;
+	// beyond it the gateway stops accepting until one closes.
+	MaxConnections int
 	// MaxTurnBytes bounds one turn's journal; a turn that reaches it is
 	// cancelled.
 	MaxTurnBytes int64
@@ -547,6 +556,7 @@ func defaults() *Config {
 
 			MaxAgentRequests:        DefaultMaxAgentRequests,
 			MaxStreamsPerConnection: DefaultMaxStreamsPerConnection,
+			MaxConnections:          DefaultMaxConnections,
 			MaxTurnBytes:            DefaultMaxTurnBytes,
 			MaxAnswerBytes:          acp.DefaultMaxAnswerBytes,
 		},
