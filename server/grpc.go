@@ -58,7 +58,11 @@ type GRPCServer struct {
 // (grpc's default is 4 MiB).
 //
 // Concurrent streams per connection: limits.max_streams_per_connection, so
-// one client connection cannot open calls without bound.
+// one client connection cannot open calls without bound. Request headers:
+// limits.max_header_bytes, advertised to clients (SETTINGS_MAX_HEADER_LIST_SIZE)
+// and enforced on those that ignore it (the stream is reset before any
+// handler sees it); gRPC's default let one connection's calls hold 16 MiB
+// of metadata each for as long as they ran.
 //
 // sec, when not nil, adds TLS and caller authentication (see Security).
 func NewGRPCServer(g *Gateway, sec *Security) *GRPCServer {
@@ -111,6 +115,7 @@ func NewGRPCServer(g *Gateway, sec *Security) *GRPCServer {
 		grpc.MaxRecvMsgSize(g.cfg.Limits.MaxPromptBytes+recvMarginBytes),
 		grpc.MaxSendMsgSize(math.MaxInt32),
 		grpc.MaxConcurrentStreams(uint32(g.cfg.Limits.MaxStreamsPerConnection)),
+		grpc.MaxHeaderListSize(uint32(g.cfg.Limits.MaxHeaderBytes)),
 	)
 	if tp := g.traceOpts.TracerProvider; tp != nil {
 		// A stats handler, not an interceptor: it sees every call, also

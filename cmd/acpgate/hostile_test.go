@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,10 +17,13 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 
@@ -572,5 +576,113 @@ func TestAMaxConnectionsOverHalfTheDescriptorLimitIsWarnedAtStart(t *testing.T) 
 			t.Errorf("with %q under RLIMIT_NOFILE 1000: warned %v, want %v\n%s", c.limits, got, c.warned, s.log())
 		}
 		s.terminate(t, 3*time.Second)
+	}
+}
+
+// rawHeaders opens an HTTP/2 connection to addr that ignores the server's
+// advertised header list size, as a hostile client would, and sends one
+// Health/Check call whose metadata carries pad bytes. It reports whether
+// the call was answered (HEADERS on its stream) and, if not, how the
+// gateway refused it: a reset of the stream, or the connection closed.
+func rawHeaders(t *testing.T, addr string, pad int) (answered bool, refused string) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	fr := http2.NewFramer(c, c)
+	var block bytes.Buffer
+	enc := hpack.NewEncoder(&block)
+	for _, f := range [][2]string{
+		{":method", "POST"}, {":scheme", "http"}, {":path", "/grpc.health.v1.Health/Check"}, {":authority", addr},
+		{"content-type", "application/grpc"}, {"te", "trailers"}, {"x-pad", strings.Repeat("a", pad)},
+	} {
+		if err := enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The preface, then the block in frames of at most 16 KiB (HTTP/2's
+	// default frame size), then an empty HealthCheckRequest ending the
+	// request. A write that fails means the gateway closed the
+	// connection.
+	write := func() error {
+		if _, err := io.WriteString(c, http2.ClientPreface); err != nil {
+			return err
+		}
+		if err := fr.WriteSettings(); err != nil {
+			return err
+		}
+		rest, first := block.Bytes(), true
+		for first || len(rest) > 0 {
+			n := min(len(rest), 16<<10)
+			frag, end := rest[:n], n == len(rest)
+			rest = rest[n:]
+			if first {
+				err = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: frag, EndHeaders: end})
+				first = false
+			} else {
+				err = fr.WriteContinuation(1, end, frag)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return fr.WriteData(1, true, []byte{0, 0, 0, 0, 0})
+	}
+	if err := write(); err != nil {
+		return false, fmt.Sprintf("connection closed while the call was sent (%v)", err)
+	}
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			return false, fmt.Sprintf("connection closed (%v)", err)
+		}
+		switch f := f.(type) {
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				_ = fr.WriteSettingsAck()
+			}
+		case *http2.HeadersFrame:
+			if f.StreamID == 1 {
+				return true, ""
+			}
+		case *http2.RSTStreamFrame:
+			if f.StreamID == 1 {
+				return false, "stream reset: " + f.ErrCode.String()
+			}
+		case *http2.GoAwayFrame:
+			return false, "connection closed: GOAWAY " + f.ErrCode.String()
+		}
+	}
+}
+
+func TestACallWithMoreMetadataThanMaxHeaderBytesIsRefusedBeforeAnyHandlerRuns(t *testing.T) {
+	s := serve(t, "--config", writeConfig(t, "limits: {max_header_bytes: 8192}\n"+hostileConfig))
+	if answered, refused := rawHeaders(t, s.addr, 4<<10); !answered {
+		t.Fatalf("a call with 4 KiB of metadata under a limit of 8 KiB: %s, want it answered", refused)
+	}
+	if answered, refused := rawHeaders(t, s.addr, 64<<10); answered {
+		t.Fatal("a call with 64 KiB of metadata under a limit of 8 KiB was answered")
+	} else {
+		t.Logf("64 KiB of metadata: %s", refused)
+	}
+	// A gRPC client is told the limit and refuses to send such a call.
+	_, health := s.client(t)
+	ctx := metadata.AppendToOutgoingContext(context.Background(), "x-pad", strings.Repeat("a", 64<<10))
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err := health.Check(ctx, &healthpb.HealthCheckRequest{})
+	if err == nil || !strings.Contains(err.Error(), "8192") {
+		t.Fatalf("a gRPC client's call with 64 KiB of metadata: %v, want an error naming the limit (8192 bytes)", err)
+	}
+	// The default, 64 KiB, refuses 1 MiB (gRPC's own would take 16 MiB).
+	d := serve(t, "--config", writeConfig(t, hostileConfig))
+	if answered, _ := rawHeaders(t, d.addr, 1<<20); answered {
+		t.Fatal("a call with 1 MiB of metadata under the default limit was answered")
+	}
+	if answered, refused := rawHeaders(t, d.addr, 32<<10); !answered {
+		t.Fatalf("a call with 32 KiB of metadata under the default limit: %s, want it answered", refused)
 	}
 }

@@ -52,6 +52,16 @@ const (
 	// that agents' pipes and the store's files need under a typical
 	// RLIMIT_NOFILE.
 	DefaultMaxConnections = 4096
+	// DefaultMaxHeaderBytes bounds a call's request headers (its gRPC
+	// metadata), as HTTP/2's SETTINGS_MAX_HEADER_LIST_SIZE: 64 KiB holds
+	// any ordinary set (a JWT with its claims, trace context, a mesh's
+	// headers) and is about what proxies in front of gRPC services allow.
+	// gRPC's own default is 16 MiB, kept in memory for the life of each
+	// call: 100 calls on one connection could hold 1.6 GB.
+	DefaultMaxHeaderBytes = 64 << 10
+	// MinMaxHeaderBytes is the smallest limits.max_header_bytes accepted:
+	// below it an ordinary call's own headers may not fit.
+	MinMaxHeaderBytes = 4 << 10
 	// DefaultMaxSessions bounds the sessions open across all agents.
 	DefaultMaxSessions = 256
 	// DefaultMaxPromptBytes bounds the size of one prompt (1 MiB).
@@ -410,6 +420,9 @@ type Limits struct {
 	// MaxConnections bounds the client connections open at once on listen;
 	// beyond it the gateway stops accepting until one closes.
 	MaxConnections int
+	// MaxHeaderBytes bounds a call's request headers (gRPC metadata); a
+	// call with more is refused at the HTTP/2 level.
+	MaxHeaderBytes int
 	// MaxTurnBytes bounds one turn's journal; a turn that reaches it is
 	// cancelled.
 	MaxTurnBytes int64
@@ -557,6 +570,7 @@ func defaults() *Config {
 			MaxAgentRequests:        DefaultMaxAgentRequests,
 			MaxStreamsPerConnection: DefaultMaxStreamsPerConnection,
 			MaxConnections:          DefaultMaxConnections,
+			MaxHeaderBytes:          DefaultMaxHeaderBytes,
 			MaxTurnBytes:            DefaultMaxTurnBytes,
 			MaxAnswerBytes:          acp.DefaultMaxAnswerBytes,
 		},

@@ -74,7 +74,7 @@ mcp:
   allowed_url_prefixes: [https://mcp.example.com/v1/]
   offered:
     - {name: tickets, command: /usr/bin/mcp-tickets, args: [--ro]}
-limits: {max_sessions: 256, max_prompt_bytes: 1048576, max_frame_bytes: 16777216, max_agent_requests: 16, max_streams_per_connection: 100, max_connections: 64}
+limits: {max_sessions: 256, max_prompt_bytes: 1048576, max_frame_bytes: 16777216, max_agent_requests: 16, max_streams_per_connection: 100, max_connections: 64, max_header_bytes: 8192}
 shutdown_grace: 10s
 handshake_timeout: 30s
 `
@@ -122,7 +122,7 @@ func TestParse(t *testing.T) {
 					AllowedURLPrefixes: []string{"https://mcp.example.com/v1/"},
 					Offered:            []MCPServer{{Name: "tickets", Command: "/usr/bin/mcp-tickets", Args: []string{"--ro"}}},
 				},
-				Limits:           Limits{MaxSessions: 256, MaxWarm: DefaultMaxWarm, MaxSuspended: DefaultMaxSuspended, MaxPromptBytes: 1 << 20, MaxFrameBytes: 16 << 20, MaxAgentRequests: 16, MaxStreamsPerConnection: 100, MaxConnections: 64, MaxTurnBytes: DefaultMaxTurnBytes, MaxAnswerBytes: 512 << 20},
+				Limits:           Limits{MaxSessions: 256, MaxWarm: DefaultMaxWarm, MaxSuspended: DefaultMaxSuspended, MaxPromptBytes: 1 << 20, MaxFrameBytes: 16 << 20, MaxAgentRequests: 16, MaxStreamsPerConnection: 100, MaxConnections: 64, MaxHeaderBytes: 8192, MaxTurnBytes: DefaultMaxTurnBytes, MaxAnswerBytes: 512 << 20},
 				ShutdownGrace:    10 * time.Second,
 				HandshakeTimeout: 30 * time.Second,
 				Postgres:         defaultPostgres, Store: StoreSQLite, HeartbeatInterval: DefaultHeartbeatInterval, TurnRetention: DefaultTurnRetention, SuspendedRetention: DefaultSuspendedRetention, Audit: Audit{Enabled: true}, Tracing: Tracing{SamplingRatio: DefaultSamplingRatio}, Cluster: Cluster{LeaseTTL: DefaultLeaseTTL},
@@ -145,7 +145,7 @@ func TestParse(t *testing.T) {
 					HandshakeTimeout: DefaultHandshakeTimeout,
 					MaxSessions:      0,
 				}},
-				Limits:           Limits{MaxSessions: 256, MaxWarm: DefaultMaxWarm, MaxSuspended: DefaultMaxSuspended, MaxPromptBytes: 1048576, MaxFrameBytes: 16777216, MaxAgentRequests: DefaultMaxAgentRequests, MaxStreamsPerConnection: DefaultMaxStreamsPerConnection, MaxConnections: DefaultMaxConnections, MaxTurnBytes: DefaultMaxTurnBytes, MaxAnswerBytes: 512 << 20},
+				Limits:           Limits{MaxSessions: 256, MaxWarm: DefaultMaxWarm, MaxSuspended: DefaultMaxSuspended, MaxPromptBytes: 1048576, MaxFrameBytes: 16777216, MaxAgentRequests: DefaultMaxAgentRequests, MaxStreamsPerConnection: DefaultMaxStreamsPerConnection, MaxConnections: DefaultMaxConnections, MaxHeaderBytes: DefaultMaxHeaderBytes, MaxTurnBytes: DefaultMaxTurnBytes, MaxAnswerBytes: 512 << 20},
 				ShutdownGrace:    10 * time.Second,
 				HandshakeTimeout: DefaultHandshakeTimeout,
 				Postgres:         defaultPostgres, Store: StoreSQLite, HeartbeatInterval: DefaultHeartbeatInterval, TurnRetention: DefaultTurnRetention, SuspendedRetention: DefaultSuspendedRetention, Audit: Audit{Enabled: true}, Tracing: Tracing{SamplingRatio: DefaultSamplingRatio}, Cluster: Cluster{LeaseTTL: DefaultLeaseTTL},
@@ -162,7 +162,7 @@ func TestParse(t *testing.T) {
 					PermissionPolicy: PolicyReject, PermissionTimeout: DefaultPermissionTimeout, Elicitation: ElicitDecline, ElicitationTimeout: DefaultPermissionTimeout,
 					TurnTimeout: DefaultTurnTimeout, IdleTimeout: DefaultIdleTimeout, CancelGrace: DefaultCancelGrace, WarmMaxAge: DefaultWarmMaxAge, SuspendedRetention: DefaultSuspendedRetention, MaxSessionsPerProcess: DefaultMaxSessionsPerProcess, HandshakeTimeout: DefaultHandshakeTimeout,
 				}},
-				Limits:           Limits{MaxSessions: DefaultMaxSessions, MaxWarm: DefaultMaxWarm, MaxSuspended: DefaultMaxSuspended, MaxPromptBytes: DefaultMaxPromptBytes, MaxFrameBytes: DefaultMaxFrameBytes, MaxAgentRequests: DefaultMaxAgentRequests, MaxStreamsPerConnection: DefaultMaxStreamsPerConnection, MaxConnections: DefaultMaxConnections, MaxTurnBytes: DefaultMaxTurnBytes, MaxAnswerBytes: 512 << 20},
+				Limits:           Limits{MaxSessions: DefaultMaxSessions, MaxWarm: DefaultMaxWarm, MaxSuspended: DefaultMaxSuspended, MaxPromptBytes: DefaultMaxPromptBytes, MaxFrameBytes: DefaultMaxFrameBytes, MaxAgentRequests: DefaultMaxAgentRequests, MaxStreamsPerConnection: DefaultMaxStreamsPerConnection, MaxConnections: DefaultMaxConnections, MaxHeaderBytes: DefaultMaxHeaderBytes, MaxTurnBytes: DefaultMaxTurnBytes, MaxAnswerBytes: 512 << 20},
 				ShutdownGrace:    DefaultShutdownGrace,
 				HandshakeTimeout: DefaultHandshakeTimeout,
 				Postgres:         defaultPostgres, Store: StoreSQLite, HeartbeatInterval: DefaultHeartbeatInterval, TurnRetention: DefaultTurnRetention, SuspendedRetention: DefaultSuspendedRetention, Audit: Audit{Enabled: true}, Tracing: Tracing{SamplingRatio: DefaultSamplingRatio}, Cluster: Cluster{LeaseTTL: DefaultLeaseTTL},
@@ -201,7 +201,7 @@ shutdown_grace: 250ms
 						IdleTimeout: DefaultIdleTimeout, CancelGrace: DefaultCancelGrace, WarmMaxAge: DefaultWarmMaxAge, SuspendedRetention: DefaultSuspendedRetention, MaxSessionsPerProcess: DefaultMaxSessionsPerProcess, HandshakeTimeout: DefaultHandshakeTimeout,
 					},
 				},
-				Limits:           Limits{MaxSessions: 1, MaxWarm: DefaultMaxWarm, MaxSuspended: DefaultMaxSuspended, MaxPromptBytes: 65536, MaxFrameBytes: 65536, MaxAgentRequests: DefaultMaxAgentRequests, MaxStreamsPerConnection: DefaultMaxStreamsPerConnection, MaxConnections: DefaultMaxConnections, MaxTurnBytes: DefaultMaxTurnBytes, MaxAnswerBytes: 512 << 20},
+				Limits:           Limits{MaxSessions: 1, MaxWarm: DefaultMaxWarm, MaxSuspended: DefaultMaxSuspended, MaxPromptBytes: 65536, MaxFrameBytes: 65536, MaxAgentRequests: DefaultMaxAgentRequests, MaxStreamsPerConnection: DefaultMaxStreamsPerConnection, MaxConnections: DefaultMaxConnections, MaxHeaderBytes: DefaultMaxHeaderBytes, MaxTurnBytes: DefaultMaxTurnBytes, MaxAnswerBytes: 512 << 20},
 				ShutdownGrace:    250 * time.Millisecond,
 				HandshakeTimeout: DefaultHandshakeTimeout,
 				Postgres:         defaultPostgres, Store: StoreSQLite, HeartbeatInterval: DefaultHeartbeatInterval, TurnRetention: DefaultTurnRetention, SuspendedRetention: DefaultSuspendedRetention, Audit: Audit{Enabled: true}, Tracing: Tracing{SamplingRatio: DefaultSamplingRatio}, Cluster: Cluster{LeaseTTL: DefaultLeaseTTL},
@@ -232,7 +232,7 @@ shutdown_grace: 250ms
 						TurnTimeout: DefaultTurnTimeout, IdleTimeout: DefaultIdleTimeout, CancelGrace: DefaultCancelGrace, WarmMaxAge: DefaultWarmMaxAge, SuspendedRetention: DefaultSuspendedRetention, MaxSessionsPerProcess: DefaultMaxSessionsPerProcess, HandshakeTimeout: DefaultHandshakeTimeout,
 					},
 				},
-				Limits:           Limits{MaxSessions: DefaultMaxSessions, MaxWarm: DefaultMaxWarm, MaxSuspended: DefaultMaxSuspended, MaxPromptBytes: DefaultMaxPromptBytes, MaxFrameBytes: DefaultMaxFrameBytes, MaxAgentRequests: DefaultMaxAgentRequests, MaxStreamsPerConnection: DefaultMaxStreamsPerConnection, MaxConnections: DefaultMaxConnections, MaxTurnBytes: DefaultMaxTurnBytes, MaxAnswerBytes: 512 << 20},
+				Limits:           Limits{MaxSessions: DefaultMaxSessions, MaxWarm: DefaultMaxWarm, MaxSuspended: DefaultMaxSuspended, MaxPromptBytes: DefaultMaxPromptBytes, MaxFrameBytes: DefaultMaxFrameBytes, MaxAgentRequests: DefaultMaxAgentRequests, MaxStreamsPerConnection: DefaultMaxStreamsPerConnection, MaxConnections: DefaultMaxConnections, MaxHeaderBytes: DefaultMaxHeaderBytes, MaxTurnBytes: DefaultMaxTurnBytes, MaxAnswerBytes: 512 << 20},
 				ShutdownGrace:    DefaultShutdownGrace,
 				HandshakeTimeout: DefaultHandshakeTimeout,
 				Postgres:         defaultPostgres, Store: StoreSQLite, HeartbeatInterval: DefaultHeartbeatInterval, TurnRetention: DefaultTurnRetention, SuspendedRetention: DefaultSuspendedRetention, Audit: Audit{Enabled: true}, Tracing: Tracing{SamplingRatio: DefaultSamplingRatio}, Cluster: Cluster{LeaseTTL: DefaultLeaseTTL},
@@ -461,11 +461,12 @@ func TestParseErrors(t *testing.T) {
 			},
 		},
 		{
-			name: "no connections and no streams per connection",
-			yaml: agent("") + "limits:\n  max_connections: 0\n  max_streams_per_connection: -1\n",
+			name: "no connections, no streams per connection, headers too small for any call",
+			yaml: agent("") + "limits:\n  max_connections: 0\n  max_streams_per_connection: -1\n  max_header_bytes: 1024\n",
 			want: []string{
 				`config.yaml:5: limits.max_connections: must be positive, got 0`,
 				`config.yaml:6: limits.max_streams_per_connection: must be positive, got -1`,
+				`config.yaml:7: limits.max_header_bytes: must be at least 4096 (4 KiB), got 1024`,
 			},
 		},
 		{
@@ -931,7 +932,7 @@ func TestDefault(t *testing.T) {
 			CancelGrace: 10 * time.Second, WarmMaxAge: DefaultWarmMaxAge, SuspendedRetention: DefaultSuspendedRetention, MaxSessionsPerProcess: DefaultMaxSessionsPerProcess,
 			HandshakeTimeout: 60 * time.Second,
 		}},
-		Limits:        Limits{MaxSessions: 256, MaxWarm: DefaultMaxWarm, MaxSuspended: DefaultMaxSuspended, MaxPromptBytes: 1 << 20, MaxFrameBytes: 16 << 20, MaxAgentRequests: DefaultMaxAgentRequests, MaxStreamsPerConnection: DefaultMaxStreamsPerConnection, MaxConnections: DefaultMaxConnections, MaxTurnBytes: DefaultMaxTurnBytes, MaxAnswerBytes: 512 << 20},
+		Limits:        Limits{MaxSessions: 256, MaxWarm: DefaultMaxWarm, MaxSuspended: DefaultMaxSuspended, MaxPromptBytes: 1 << 20, MaxFrameBytes: 16 << 20, MaxAgentRequests: DefaultMaxAgentRequests, MaxStreamsPerConnection: DefaultMaxStreamsPerConnection, MaxConnections: DefaultMaxConnections, MaxHeaderBytes: DefaultMaxHeaderBytes, MaxTurnBytes: DefaultMaxTurnBytes, MaxAnswerBytes: 512 << 20},
 		ShutdownGrace: 10 * time.Second,
 		Postgres:      defaultPostgres, Store: StoreSQLite, HeartbeatInterval: DefaultHeartbeatInterval, TurnRetention: DefaultTurnRetention, SuspendedRetention: DefaultSuspendedRetention, Audit: Audit{Enabled: true}, Tracing: Tracing{SamplingRatio: DefaultSamplingRatio}, Cluster: Cluster{LeaseTTL: DefaultLeaseTTL},
 		TLS: TLS{ClientAuth: ClientAuthNone}, Auth: Auth{Mode: AuthNone, Public: []string{PublicHealth, PublicReflection}},

@@ -119,6 +119,9 @@ func (v *checker) config(c *Config) {
 	v.positive("limits.max_agent_requests", "limits.max_agent_requests", c.Limits.MaxAgentRequests)
 	v.positive("limits.max_streams_per_connection", "limits.max_streams_per_connection", c.Limits.MaxStreamsPerConnection)
 	v.positive("limits.max_connections", "limits.max_connections", c.Limits.MaxConnections)
+	if m := c.Limits.MaxHeaderBytes; m < MinMaxHeaderBytes {
+		v.add("limits.max_header_bytes", "limits.max_header_bytes: must be at least %d (4 KiB), got %d", MinMaxHeaderBytes, m)
+	}
 	v.timeout("shutdown_grace", "shutdown_grace", c.ShutdownGrace)
 	v.timeout("handshake_timeout", "handshake_timeout", c.HandshakeTimeout)
 	v.timeout("heartbeat_interval", "heartbeat_interval", c.HeartbeatInterval)
