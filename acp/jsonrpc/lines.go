@@ -7,8 +7,17 @@ import (
 	"io"
 )
 
+// keptLineBytes is the most a lineReader keeps for the next line once a
+// line is done. A line longer than the read buffer is assembled in buf,
+// which then keeps its size: without this bound, one 16 MiB line (a large
+// image or file in a message) left 16 MiB held for the rest of the
+// session, and a gateway of 256 sessions could hold 4 GiB that no session
+// was using. Lines of a few 64 KiB chunks still reuse the buffer.
+const keptLineBytes = 1 << 20
+
 // lineReader splits a stream into lines without ever holding more than the
-// frame limit of one line in memory.
+// frame limit of one line in memory, and, between lines, no more than
+// keptLineBytes.
 type lineReader struct {
 	r     *bufio.Reader
 	limit int
@@ -23,6 +32,9 @@ func newLineReader(r io.Reader, limit int) *lineReader {
 // until the following call. A final line without a terminator is returned
 // before io.EOF.
 func (l *lineReader) next() ([]byte, error) {
+	if cap(l.buf) > keptLineBytes {
+		l.buf = nil
+	}
 	l.buf = l.buf[:0]
 	for {
 		chunk, err := l.r.ReadSlice('\n')
