@@ -4,16 +4,10 @@ import (
 	"log/slog"
 	"net"
 	"sync"
-	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/acpgate/acpgate/metrics"
 )
-
-// connLimitWarnEvery spaces the warnings that the listener is full, so a
-// flood of connections logs a line a minute, not one per connection.
-const connLimitWarnEvery = time.Minute
 
 // limitConnections bounds the client connections open at once on lis at
 // max (limits.max_connections). At the bound the listener stops
@@ -64,7 +58,7 @@ type limitedListener struct {
 	closeOnce sync.Once
 	log       *slog.Logger
 	m         *metrics.Metrics
-	warned    atomic.Int64 // when the last full warning was logged (UnixNano)
+	warnings  throttle // of the listener being full
 }
 
 // Accept waits for a free slot, then for a connection. A Close ends the
@@ -96,9 +90,7 @@ func (l *limitedListener) Close() error {
 }
 
 func (l *limitedListener) warnFull() {
-	now := time.Now().UnixNano()
-	last := l.warned.Load()
-	if now-last < int64(connLimitWarnEvery) || !l.warned.CompareAndSwap(last, now) {
+	if !l.warnings.allow() {
 		return
 	}
 	l.log.Warn("the gateway has limits.max_connections client connections open; new connections wait to be accepted until one closes",

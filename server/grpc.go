@@ -64,6 +64,9 @@ type GRPCServer struct {
 // handler sees it); gRPC's default let one connection's calls hold 16 MiB
 // of metadata each for as long as they ran.
 //
+// Request message: request_read_timeout from the call's headers (see
+// requestReadBound).
+//
 // sec, when not nil, adds TLS and caller authentication (see Security).
 func NewGRPCServer(g *Gateway, sec *Security) *GRPCServer {
 	log := g.log
@@ -76,23 +79,19 @@ func NewGRPCServer(g *Gateway, sec *Security) *GRPCServer {
 	})
 	logOpts := []logging.Option{logging.WithLogOnEvents(logging.FinishCall)}
 	codec := newRequestCodec()
-	unary := []grpc.UnaryServerInterceptor{
-		logging.UnaryServerInterceptor(logger, logOpts...),
-		recovery.UnaryServerInterceptor(recover),
-	}
-	stream := []grpc.StreamServerInterceptor{
-		logging.StreamServerInterceptor(logger, logOpts...),
-		recovery.StreamServerInterceptor(recover),
-	}
+	read := &requestReadBound{timeout: g.cfg.RequestReadTimeout, log: log}
+	unary := []grpc.UnaryServerInterceptor{read.unary, logging.UnaryServerInterceptor(logger, logOpts...)}
+	stream := []grpc.StreamServerInterceptor{read.stream, logging.StreamServerInterceptor(logger, logOpts...)}
 	// The audit record is written outside recovery, so a panic is audited
 	// as the INTERNAL the caller got, and outside authentication, so a
 	// refused caller is audited too.
 	var audit *auditor
 	if g.cfg.Audit.Enabled {
 		audit = &auditor{log: log, includeText: g.cfg.Audit.IncludeText}
-		unary = append([]grpc.UnaryServerInterceptor{unary[0], audit.unary}, unary[1:]...)
-		stream = append([]grpc.StreamServerInterceptor{stream[0], audit.stream}, stream[1:]...)
+		unary, stream = append(unary, audit.unary), append(stream, audit.stream)
 	}
+	unary = append(unary, recovery.UnaryServerInterceptor(recover))
+	stream = append(stream, recovery.StreamServerInterceptor(recover))
 	// Authentication comes before anything looks at the request, so an
 	// unauthenticated caller learns nothing from validation messages.
 	if authUnary, authStream := g.peerAuth(sec.interceptors()); authUnary != nil {
@@ -116,6 +115,7 @@ func NewGRPCServer(g *Gateway, sec *Security) *GRPCServer {
 		grpc.MaxSendMsgSize(math.MaxInt32),
 		grpc.MaxConcurrentStreams(uint32(g.cfg.Limits.MaxStreamsPerConnection)),
 		grpc.MaxHeaderListSize(uint32(g.cfg.Limits.MaxHeaderBytes)),
+		grpc.InTapHandle(read.tap),
 	)
 	if tp := g.traceOpts.TracerProvider; tp != nil {
 		// A stats handler, not an interceptor: it sees every call, also

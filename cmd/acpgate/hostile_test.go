@@ -26,6 +26,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 )
@@ -684,5 +685,53 @@ func TestACallWithMoreMetadataThanMaxHeaderBytesIsRefusedBeforeAnyHandlerRuns(t 
 	}
 	if answered, refused := rawHeaders(t, d.addr, 32<<10); !answered {
 		t.Fatalf("a call with 32 KiB of metadata under the default limit: %s, want it answered", refused)
+	}
+}
+
+func TestACallWhoseRequestNeverArrivesIsEndedAfterRequestReadTimeout(t *testing.T) {
+	s := serve(t, "--config", writeConfig(t, "request_read_timeout: 1s\n"+hostileConfig))
+	conn := dialTest(t, s.addr)
+	// Each call's headers go out when its stream opens; its request
+	// message never does.
+	open := func(method string, reply proto.Message) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		desc := &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}
+		stream, err := conn.NewStream(ctx, desc, method)
+		if err != nil {
+			return err
+		}
+		return stream.RecvMsg(reply)
+	}
+	// The gateway ends the call: gRPC answers it CANCELLED (the client's
+	// own deadline would be DEADLINE_EXCEEDED).
+	for _, c := range []struct {
+		method string
+		reply  proto.Message
+	}{
+		{"/acpgate.v1.AgentGateway/GetSession", &acpgatev1.Session{}}, // unary: gRPC reads the request before any interceptor
+		{"/acpgate.v1.AgentGateway/Prompt", &acpgatev1.PromptEvent{}}, // streaming: the handler's first read
+	} {
+		if err := open(c.method, c.reply); status.Code(err) != codes.Canceled {
+			t.Errorf("%s without its request: %v, want CANCELLED from the gateway within request_read_timeout", c.method, err)
+		}
+	}
+	// A flood of such calls logs one line, not a line per call.
+	const warning = "the call was ended (further ones are not logged for a minute)"
+	if n := strings.Count(s.log(), warning); n != 1 {
+		t.Errorf("two late requests logged %d warnings, want 1:\n%s", n, s.log())
+	}
+	// The bound ends at the request: a turn that runs longer than it is
+	// not cut short.
+	client := acpgatev1.NewAgentGatewayClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stream, err := client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: "test", Text: "sleep 1500\nchunk done"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := drain(t, stream)
+	if terminal := events[len(events)-1]; terminal.GetOutcome().GetText() != "done" {
+		t.Fatalf("a 1.5 s turn under a 1 s request_read_timeout ended with %v, want its outcome", terminal)
 	}
 }

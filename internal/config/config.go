@@ -101,6 +101,13 @@ const (
 	// DefaultShutdownGrace is how long the gateway gives open sessions to end
 	// when it is asked to stop.
 	DefaultShutdownGrace = 10 * time.Second
+	// DefaultRequestReadTimeout bounds how long a call may take to send its
+	// request message once its headers are in: a client that opens calls
+	// and never sends their requests otherwise holds each for as long as
+	// the connection lives (about 14 KiB apiece, and no handler ever sees
+	// it to refuse it). 30 s sends a prompt of the default 1 MiB at
+	// 35 KB/s.
+	DefaultRequestReadTimeout = 30 * time.Second
 	// DefaultPostgresMaxConns and DefaultPostgresStatementTimeout are the
 	// postgres store's own defaults, so that one number is meant
 	// everywhere.
@@ -125,6 +132,9 @@ type Config struct {
 	ShutdownGrace time.Duration
 	// HandshakeTimeout is the default of Agent.HandshakeTimeout.
 	HandshakeTimeout time.Duration
+	// RequestReadTimeout bounds the time from a call's headers to its
+	// whole request message; a call whose request is later is ended.
+	RequestReadTimeout time.Duration
 	// Store is where turns and their journals are kept.
 	Store StoreKind
 	// StateDir is the directory of the sqlite store; empty means
@@ -576,6 +586,7 @@ func defaults() *Config {
 		},
 		ShutdownGrace:      DefaultShutdownGrace,
 		HandshakeTimeout:   DefaultHandshakeTimeout,
+		RequestReadTimeout: DefaultRequestReadTimeout,
 		Store:              StoreSQLite,
 		Postgres:           Postgres{MaxConns: DefaultPostgresMaxConns, StatementTimeout: DefaultPostgresStatementTimeout},
 		HeartbeatInterval:  DefaultHeartbeatInterval,

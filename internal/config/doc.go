@@ -42,6 +42,7 @@
 //	         max_header_bytes: 65536}
 //	shutdown_grace: 10s
 //	handshake_timeout: 60s
+//	request_read_timeout: 30s
 //	tls: {cert_file: /etc/acpgate/tls.crt, key_file: /etc/acpgate/tls.key,
 //	      client_ca_file: /etc/acpgate/ca.crt, client_auth: require}
 //	auth: {mode: jwt, jwks_file: /etc/acpgate/jwks.json, issuer: https://issuer.example,

@@ -124,6 +124,7 @@ func (v *checker) config(c *Config) {
 	}
 	v.timeout("shutdown_grace", "shutdown_grace", c.ShutdownGrace)
 	v.timeout("handshake_timeout", "handshake_timeout", c.HandshakeTimeout)
+	v.timeout("request_read_timeout", "request_read_timeout", c.RequestReadTimeout)
 	v.timeout("heartbeat_interval", "heartbeat_interval", c.HeartbeatInterval)
 	v.timeout("turn_retention", "turn_retention", c.TurnRetention)
 	v.timeout("suspended_retention", "suspended_retention", c.SuspendedRetention)
