@@ -40,6 +40,7 @@ func serveAdmin(addr string, log *slog.Logger, ready func(net.Addr)) (*adminServ
 	if err != nil {
 		return nil, fmt.Errorf("admin.listen: %w", err)
 	}
+	lis = limitConnections(lis, sideMaxConnections, "admin.listen (fixed)", log, nil)
 	srv := grpc.NewServer()
 	channelzservice.RegisterChannelzServiceToServer(srv)
 	// Reflection, so that grpcurl needs no proto files here either.

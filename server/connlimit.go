@@ -23,9 +23,14 @@ import (
 // but says neither how many connections are open nor when it is full,
 // which an operator needs to tell a full gateway from a hung one
 // (acpgate_connections_open, and a warning in the log).
-func limitConnections(lis net.Listener, max int, log *slog.Logger, m *metrics.Metrics) net.Listener {
+//
+// setting names the bound in the warning: limits.max_connections for the
+// gRPC listener; the side listeners (metrics, admin) have a fixed bound,
+// sideMaxConnections, and count in no metric (m nil).
+func limitConnections(lis net.Listener, max int, setting string, log *slog.Logger, m *metrics.Metrics) net.Listener {
 	return &limitedListener{
 		Listener: lis,
+		setting:  setting,
 		slots:    make(chan struct{}, max),
 		done:     make(chan struct{}),
 		log:      log,
@@ -39,6 +44,12 @@ func limitConnections(lis net.Listener, max int, log *slog.Logger, m *metrics.Me
 // agents' pipes and the store's files, the failure the bound is there to
 // prevent. A warning, not a refusal: the operator may know the agents'
 // needs are small.
+// sideMaxConnections bounds the connections of each side listener
+// (metrics.listen, admin.listen): a few scrapers and operators' tools need
+// far fewer, and without a bound a client of an internal port could take
+// the descriptors the agents need, as on the gRPC listener.
+const sideMaxConnections = 64
+
 func checkDescriptors(max int, log *slog.Logger) {
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
@@ -53,6 +64,7 @@ func checkDescriptors(max int, log *slog.Logger) {
 // limitedListener is a listener with at most cap(slots) connections open.
 type limitedListener struct {
 	net.Listener
+	setting   string        // the bound's name, for the warning
 	slots     chan struct{} // holds one token per open connection
 	done      chan struct{} // closed by Close
 	closeOnce sync.Once
@@ -93,8 +105,8 @@ func (l *limitedListener) warnFull() {
 	if !l.warnings.allow() {
 		return
 	}
-	l.log.Warn("the gateway has limits.max_connections client connections open; new connections wait to be accepted until one closes",
-		"max_connections", cap(l.slots))
+	l.log.Warn("a listener has all the connections its bound allows open; new connections wait to be accepted until one closes",
+		"addr", l.Addr().String(), "bound", l.setting, "max_connections", cap(l.slots))
 }
 
 // limitedConn frees its slot when closed, once.

@@ -63,7 +63,7 @@ func TestALimitedListenerAcceptsTheNextConnectionOnlyOnceOneCloses(t *testing.T)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lis := limitConnections(inner, 2, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	lis := limitConnections(inner, 2, "test", slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	defer lis.Close()
 	conns, _ := accepted(lis)
 	var open []net.Conn
@@ -86,7 +86,7 @@ func TestClosingALimitedListenerEndsAnAcceptWaitingForASlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lis := limitConnections(inner, 1, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	lis := limitConnections(inner, 1, "test", slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	conns, errc := accepted(lis)
 	dialed(t, lis)
 	<-conns

@@ -84,6 +84,21 @@ func metricsLimits(cfg *config.Config) metrics.Limits {
 	return l
 }
 
+// httpTimeouts bounds a connection of an HTTP side listener.
+type httpTimeouts struct {
+	readHeader, write, idle time.Duration
+}
+
+// metricsTimeouts are the bounds of a /metrics connection. Without an idle
+// timeout (net/http's default is none), a kept-alive connection that sends
+// nothing more stays open for as long as its client likes; without a write
+// timeout, so does one that stops reading its response. A scrape writes a
+// few hundred KiB at most; a scraper that keeps its connection between
+// scrapes a minute apart keeps it.
+func metricsTimeouts() httpTimeouts {
+	return httpTimeouts{readHeader: 10 * time.Second, write: time.Minute, idle: 2 * time.Minute}
+}
+
 // metricsServer is the HTTP server of /metrics; a nil one is not running.
 type metricsServer struct {
 	srv    *http.Server
@@ -93,7 +108,7 @@ type metricsServer struct {
 
 // serveMetrics serves m at /metrics on addr; with no addr it serves
 // nothing and returns a nil server.
-func serveMetrics(addr string, m *metrics.Metrics, log *slog.Logger, ready func(net.Addr)) (*metricsServer, error) {
+func serveMetrics(addr string, m *metrics.Metrics, log *slog.Logger, ready func(net.Addr), limits httpTimeouts) (*metricsServer, error) {
 	if addr == "" || m == nil {
 		return nil, nil
 	}
@@ -101,10 +116,11 @@ func serveMetrics(addr string, m *metrics.Metrics, log *slog.Logger, ready func(
 	if err != nil {
 		return nil, fmt.Errorf("metrics.listen: %w", err)
 	}
+	lis = limitConnections(lis, sideMaxConnections, "metrics.listen (fixed)", log, nil)
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
 	s := &metricsServer{
-		srv:    &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second},
+		srv:    &http.Server{Handler: mux, ReadHeaderTimeout: limits.readHeader, WriteTimeout: limits.write, IdleTimeout: limits.idle},
 		served: make(chan error, 1),
 		log:    log,
 	}

@@ -85,14 +85,14 @@ func Run(ctx context.Context, opts RunOptions) error {
 		return err
 	}
 	checkDescriptors(opts.Config.Limits.MaxConnections, log)
-	lis = limitConnections(lis, opts.Config.Limits.MaxConnections, log, m)
+	lis = limitConnections(lis, opts.Config.Limits.MaxConnections, "limits.max_connections", log, m)
 	srv := NewGRPCServer(gw, sec)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
 	if opts.Ready != nil {
 		opts.Ready(lis.Addr())
 	}
-	ms, err := serveMetrics(opts.Config.Metrics.Listen, m, log, opts.MetricsReady)
+	ms, err := serveMetrics(opts.Config.Metrics.Listen, m, log, opts.MetricsReady, metricsTimeouts())
 	if err != nil {
 		srv.Stop()
 		gw.Close()

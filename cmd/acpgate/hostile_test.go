@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc"
+	channelzpb "google.golang.org/grpc/channelz/grpc_channelz_v1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -534,7 +536,7 @@ func TestTheGatewayHoldsAtMostMaxConnectionsAndAcceptsTheNextOnceOneCloses(t *te
 	if open, limit := values(fams, "acpgate_connections_open")[""], values(fams, "acpgate_connections_limit")[""]; open != 3 || limit != 3 {
 		t.Fatalf("acpgate_connections_open %v, acpgate_connections_limit %v, want 3 and 3", open, limit)
 	}
-	if !strings.Contains(s.log(), "limits.max_connections client connections open") {
+	if !strings.Contains(s.log(), "bound=limits.max_connections") {
 		t.Fatalf("no warning that the listener is full in the gateway's log:\n%s", s.log())
 	}
 	// Once the flood and one client go away, the fourth is served.
@@ -733,5 +735,78 @@ func TestACallWhoseRequestNeverArrivesIsEndedAfterRequestReadTimeout(t *testing.
 	events := drain(t, stream)
 	if terminal := events[len(events)-1]; terminal.GetOutcome().GetText() != "done" {
 		t.Fatalf("a 1.5 s turn under a 1 s request_read_timeout ended with %v, want its outcome", terminal)
+	}
+}
+
+func TestTheMetricsAndAdminListenersHoldAtMost64ConnectionsEach(t *testing.T) {
+	const bound = 64 // server.sideMaxConnections
+	// One gateway per listener: both on port 0 would be one address to
+	// the configuration's check.
+	metrics := serve(t, "--config", writeConfig(t, "metrics: {listen: \"127.0.0.1:0\"}\n"+hostileConfig))
+	metricsURL := metrics.metricsURL(t)
+	admin := serve(t, "--config", writeConfig(t, "admin: {listen: \"127.0.0.1:0\"}\n"+hostileConfig))
+	adminAddr := admin.announced(t, "acpgate admin on ")
+	scrapeWithin := func(d time.Duration) error {
+		// A connection of its own each time, as a new scraper's.
+		resp, err := (&http.Client{Timeout: d, Transport: &http.Transport{DisableKeepAlives: true}}).Get(metricsURL)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		_, err = io.Copy(io.Discard, resp.Body)
+		return err
+	}
+	channelzWithin := func(d time.Duration) error {
+		conn, err := grpc.NewClient(adminAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		_, err = channelzpb.NewChannelzClient(conn).GetServers(ctx, &channelzpb.GetServersRequest{}, grpc.WaitForReady(true))
+		return err
+	}
+	for _, l := range []struct {
+		name, addr, warning string
+		s                   *served
+		call                func(time.Duration) error
+	}{
+		{"metrics", strings.TrimSuffix(strings.TrimPrefix(metricsURL, "http://"), "/metrics"), `bound="metrics.listen (fixed)"`, metrics, scrapeWithin},
+		{"admin", adminAddr, `bound="admin.listen (fixed)"`, admin, channelzWithin},
+	} {
+		if err := l.call(5 * time.Second); err != nil {
+			t.Fatalf("%s before the flood: %v", l.name, err)
+		}
+		// Connections that never send a byte take every slot.
+		var flood []net.Conn
+		for range bound {
+			c, err := net.DialTimeout("tcp", l.addr, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			flood = append(flood, c)
+		}
+		if err := l.call(time.Second); err == nil {
+			t.Errorf("%s: a call got through with %d idle connections open", l.name, bound)
+		}
+		// One closes: the next connection is accepted.
+		_ = flood[0].Close()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			err := l.call(2 * time.Second)
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no call got through after one of the %d connections closed: %v", l.name, bound, err)
+			}
+		}
+		for _, c := range flood[1:] {
+			_ = c.Close()
+		}
+		if !strings.Contains(l.s.log(), l.warning) {
+			t.Errorf("%s: no warning that the listener was full:\n%s", l.name, l.s.log())
+		}
 	}
 }
