@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
@@ -65,6 +66,52 @@ func (s *Session) confine(path string, mayNotExist bool) (string, *jsonrpc.Error
 	return resolved, nil
 }
 
+// openInWorkspace opens resolved, a path confine accepted (reqPath as the
+// agent gave it), with flag, beneath the session's working directory, and
+// refuses anything but a regular file.
+//
+// confine checks the path as it was when it looked; the agent runs beside
+// the gateway and can change the path before the gateway opens it. With a
+// symlink to a file outside swapped in, an open by path would read or
+// write outside the working directory; with a FIFO, the open would block
+// for good (until some writer or reader appeared), holding an OS thread per
+// request past the session's end, until the gateway ran out of threads.
+// os.Root opens beneath the working directory whatever the path has become
+// (a symlink that leads out is refused), O_NONBLOCK makes opening a FIFO or
+// device return at once, and the kind is checked on what was opened, not
+// on the path.
+func (s *Session) openInWorkspace(reqPath, resolved string, flag int, perm os.FileMode) (*os.File, os.FileInfo, *jsonrpc.ErrorObject) {
+	rel, err := filepath.Rel(s.cwd, resolved)
+	if err != nil {
+		return nil, nil, fsError(jsonrpc.CodeInvalidParams, "path %q is outside the session's working directory", reqPath)
+	}
+	root, err := os.OpenRoot(s.cwd)
+	if err != nil {
+		return nil, nil, fsError(jsonrpc.CodeInternalError, "opening the session's working directory: %v", err)
+	}
+	defer root.Close()
+	f, err := root.OpenFile(rel, flag|syscall.O_NONBLOCK, perm)
+	notRegular := func() *jsonrpc.ErrorObject {
+		return fsError(jsonrpc.CodeInvalidParams, "%q is not a regular file", reqPath)
+	}
+	switch {
+	case errors.Is(err, syscall.ENXIO): // a FIFO without a reader, opened for writing
+		return nil, nil, notRegular()
+	case err != nil:
+		return nil, nil, fsError(jsonrpc.CodeInternalError, "opening %q: %v", reqPath, err)
+	}
+	info, err := f.Stat()
+	switch {
+	case err != nil:
+		_ = f.Close()
+		return nil, nil, fsError(jsonrpc.CodeInternalError, "opening %q: %v", reqPath, err)
+	case !info.Mode().IsRegular():
+		_ = f.Close()
+		return nil, nil, notRegular()
+	}
+	return f, info, nil
+}
+
 func (s *Session) readTextFile(params json.RawMessage) (any, *jsonrpc.ErrorObject) {
 	if !s.cfg.FS.Read {
 		return nil, fsError(jsonrpc.CodeMethodNotFound, "fs/read_text_file is not enabled for this agent")
@@ -77,13 +124,11 @@ func (s *Session) readTextFile(params json.RawMessage) (any, *jsonrpc.ErrorObjec
 	if rpcErr != nil {
 		return nil, rpcErr
 	}
-	info, err := os.Stat(path)
-	if err != nil {
-		return nil, fsError(jsonrpc.CodeInternalError, "reading %q: %v", req.Path, err)
+	f, info, rpcErr := s.openInWorkspace(req.Path, path, os.O_RDONLY, 0)
+	if rpcErr != nil {
+		return nil, rpcErr
 	}
-	if !info.Mode().IsRegular() {
-		return nil, fsError(jsonrpc.CodeInvalidParams, "%q is not a regular file", req.Path)
-	}
+	defer f.Close()
 	limit := s.cfg.FS.MaxReadBytes
 	if limit <= 0 {
 		limit = DefaultMaxReadBytes
@@ -91,7 +136,7 @@ func (s *Session) readTextFile(params json.RawMessage) (any, *jsonrpc.ErrorObjec
 	if info.Size() > limit {
 		return nil, fsError(jsonrpc.CodeInvalidParams, "%q is %d bytes, over the read limit of %d bytes", req.Path, info.Size(), limit)
 	}
-	text, err := readText(path, info.Size(), limit)
+	text, err := readText(f, info.Size(), limit)
 	if err != nil {
 		return nil, fsError(jsonrpc.CodeInternalError, "reading %q: %v", req.Path, err)
 	}
@@ -102,17 +147,12 @@ func (s *Session) readTextFile(params json.RawMessage) (any, *jsonrpc.ErrorObjec
 	return acpsdk.ReadTextFileResponse{Content: content}, nil
 }
 
-// readText reads a file of about size bytes into one string of its own,
-// failing if it has grown past limit since it was measured. Reading into
-// bytes and converting would allocate the file twice, and the answers to
-// the agent's reads in flight are what bounds the gateway's memory against
-// an agent that floods it with them.
-func readText(path string, size, limit int64) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
+// readText reads an open file of about size bytes into one string of its
+// own, failing if it has grown past limit since it was measured. Reading
+// into bytes and converting would allocate the file twice, and the answers
+// to the agent's reads in flight are what bounds the gateway's memory
+// against an agent that floods it with them.
+func readText(f *os.File, size, limit int64) (string, error) {
 	var b strings.Builder
 	b.Grow(int(size))
 	n, err := io.Copy(&b, io.LimitReader(f, limit+1))
@@ -179,10 +219,15 @@ func (s *Session) writeTextFile(params json.RawMessage) (any, *jsonrpc.ErrorObje
 	if rpcErr != nil {
 		return nil, rpcErr
 	}
-	if info, err := os.Stat(path); err == nil && !info.Mode().IsRegular() {
-		return nil, fsError(jsonrpc.CodeInvalidParams, "%q is not a regular file", req.Path)
+	f, _, rpcErr := s.openInWorkspace(req.Path, path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if rpcErr != nil {
+		return nil, rpcErr
 	}
-	if err := os.WriteFile(path, []byte(req.Content), 0o644); err != nil {
+	_, err := io.WriteString(f, req.Content)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return nil, fsError(jsonrpc.CodeInternalError, "writing %q: %v", req.Path, err)
 	}
 	return acpsdk.WriteTextFileResponse{}, nil
