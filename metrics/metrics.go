@@ -214,6 +214,7 @@ type Agent struct {
 	journalBytes       prometheus.Counter
 	sessionsOpen       prometheus.Gauge
 	turnsRunning       prometheus.Gauge
+	currencies         currencies // the cost's labels so far
 }
 
 // Agent returns the instruments of the agent named; nil without metrics.
@@ -267,12 +268,13 @@ func (a *Agent) TurnEnded(class, reason string, took time.Duration, inputTokens,
 	}
 }
 
-// Cost adds amount, in currency, to the cost reported.
+// Cost adds amount, in currency, to the cost reported (see
+// maxCurrencies for the label).
 func (a *Agent) Cost(currency string, amount float64) {
 	if a == nil || amount <= 0 {
 		return
 	}
-	a.m.cost.WithLabelValues(a.name, currency).Add(amount)
+	a.m.cost.WithLabelValues(a.name, a.currencies.label(currency)).Add(amount)
 }
 
 // Chunk counts an event streamed of size encoded bytes.
