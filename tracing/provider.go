@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
@@ -18,6 +19,15 @@ const (
 	ProtocolGRPC = "grpc"
 	ProtocolHTTP = "http"
 )
+
+// maxAttributeBytes bounds a span attribute's value, unless
+// OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT sets the bound. Some attributes
+// are an agent's words (its stop reason, its session id, a permission
+// option's id), bounded only by the frame limit (16 MiB), and the SDK's
+// own default keeps them whole: an agent answering with strings of
+// megabytes would have the export queue (2,048 spans) hold that much per
+// span, and the collector receive it.
+const maxAttributeBytes = 4096
 
 // ServiceName is the service.name of the gateway's spans, unless
 // OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES says otherwise.
@@ -76,8 +86,13 @@ func New(ctx context.Context, opts Options) (*sdktrace.TracerProvider, error) {
 	if opts.Synchronous {
 		spans = sdktrace.WithSyncer(exp)
 	}
+	limits := sdktrace.NewSpanLimits() // the OTEL_SPAN_* variables
+	if _, set := os.LookupEnv("OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT"); !set {
+		limits.AttributeValueLengthLimit = maxAttributeBytes
+	}
 	return sdktrace.NewTracerProvider(
 		spans,
+		sdktrace.WithRawSpanLimits(limits),
 		sdktrace.WithResource(res),
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(opts.SamplingRatio))),
 	), nil
