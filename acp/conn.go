@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/acpgate/acpgate/acp/jsonrpc"
+	"github.com/acpgate/acpgate/internal/throttle"
 	"github.com/acpgate/acpgate/outcome"
 )
 
@@ -44,6 +46,9 @@ type Conn struct {
 	cwd    string    // resolved, symlink-free: every session's
 	info   AgentInfo // set once by the handshake, before any session opens
 	ids    idCache   // the ids the agent's chunks repeat; notify's alone
+	// strays spaces the warnings about updates the gateway cannot use
+	// (see warnStray).
+	strays throttle.Throttle
 
 	// openMu lets one session open at a time (session/new, load or
 	// resume), so that updates the agent sends for a session whose id is
@@ -243,18 +248,39 @@ func (c *Conn) notify(method string, params json.RawMessage) bool {
 		return false
 	}
 	if err != nil {
-		c.log.Warn("a session/update did not decode as its kind; passing it through raw", "err", err)
+		c.warnStray("a session/update did not decode as its kind; passing it through raw", "err", err)
 		if u.event == nil {
 			return true
 		}
 	}
 	s := c.route(sessionID)
 	if s == nil {
-		c.log.Warn("ignoring a session/update for a session not open on this process", "update_session", sessionID)
+		c.warnStray("ignoring a session/update for a session not open on this process", "update_session", clip(sessionID))
 		return true
 	}
 	s.update(sessionID, u)
 	return true
+}
+
+// warnStray logs a warning about an update the gateway cannot use, at
+// most once a minute per agent process (throttle.Every) with the number
+// held back: the agent decides how many it sends, and a line of the
+// gateway's log per line of the agent's output would let it flood the log.
+func (c *Conn) warnStray(msg string, args ...any) {
+	c.strays.Warn(c.log, msg, args...)
+}
+
+// maxLoggedBytes bounds an agent's string in the gateway's log: an id
+// is short, and one of megabytes (within the frame limit) is the agent's
+// doing, not something an operator needs whole.
+const maxLoggedBytes = 256
+
+// clip is s cut to maxLoggedBytes for the log.
+func clip(s string) string {
+	if len(s) <= maxLoggedBytes {
+		return s
+	}
+	return fmt.Sprintf("%s… (%d bytes)", strings.ToValidUTF8(s[:maxLoggedBytes], ""), len(s))
 }
 
 // sessionParams is what every session-scoped request of the agent's

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/acpgate/acpgate/internal/throttle"
 	"github.com/acpgate/acpgate/metrics"
 )
 
@@ -70,7 +71,7 @@ type limitedListener struct {
 	closeOnce sync.Once
 	log       *slog.Logger
 	m         *metrics.Metrics
-	warnings  throttle // of the listener being full
+	warnings  throttle.Throttle // of the listener being full
 }
 
 // Accept waits for a free slot, then for a connection. A Close ends the
@@ -102,10 +103,7 @@ func (l *limitedListener) Close() error {
 }
 
 func (l *limitedListener) warnFull() {
-	if !l.warnings.allow() {
-		return
-	}
-	l.log.Warn("a listener has all the connections its bound allows open; new connections wait to be accepted until one closes",
+	l.warnings.Warn(l.log, "a listener has all the connections its bound allows open; new connections wait to be accepted until one closes",
 		"addr", l.Addr().String(), "bound", l.setting, "max_connections", cap(l.slots))
 }
 

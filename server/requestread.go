@@ -12,6 +12,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/tap"
+
+	"github.com/acpgate/acpgate/internal/throttle"
 )
 
 // requestReadBound ends a call whose request message has not arrived
@@ -35,7 +37,7 @@ import (
 type requestReadBound struct {
 	timeout  time.Duration
 	log      *slog.Logger
-	warnings throttle // of late requests
+	warnings throttle.Throttle // of late requests
 }
 
 // errRequestLate is the cause of a call's context cancelled by the bound.
@@ -72,10 +74,8 @@ func (b *requestReadBound) tap(ctx context.Context, info *tap.Info) (context.Con
 }
 
 func (b *requestReadBound) warn(method string) {
-	if b.warnings.allow() {
-		b.log.Warn("a call's request message did not arrive within request_read_timeout; the call was ended (further ones are not logged for a minute)",
-			"rpc", method, "request_read_timeout", b.timeout)
-	}
+	b.warnings.Warn(b.log, "a call's request message did not arrive within request_read_timeout; the call was ended",
+		"rpc", method, "request_read_timeout", b.timeout)
 }
 
 // arrived stops ctx's bound; it reports false when the bound ran out

@@ -48,6 +48,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/acpgate/acpgate/internal/throttle"
 	"github.com/acpgate/acpgate/outcome"
 )
 
@@ -191,6 +192,9 @@ type Conn struct {
 
 	skipped   atomic.Uint64
 	unmatched atomic.Uint64
+	// strays spaces the warnings about lines the gateway cannot use: the
+	// agent decides how many it writes.
+	strays throttle.Throttle
 }
 
 // New starts a connection reading r and writing w. The reader goroutine runs
@@ -487,7 +491,7 @@ func (c *Conn) stray(line []byte) string {
 		return fmt.Sprintf("the agent wrote a line that is not a JSON-RPC message on stdout (strict framing): %q", shown)
 	}
 	c.skipped.Add(1)
-	c.log.Warn("skipping a stdout line that is not a JSON-RPC message", "line", string(shown))
+	c.strays.Warn(c.log, "skipping a stdout line that is not a JSON-RPC message", "line", string(shown))
 	return ""
 }
 
@@ -516,7 +520,11 @@ func (c *Conn) route(env envelope) {
 	c.mu.Unlock()
 	if err != nil || !ok {
 		c.unmatched.Add(1)
-		c.log.Warn("a response matched no outstanding request", "id", string(env.ID))
+		id := env.ID
+		if len(id) > 64 {
+			id = id[:64] // the agent's; it may be of any length
+		}
+		c.strays.Warn(c.log, "a response matched no outstanding request", "id", string(id))
 		return
 	}
 	ch <- Reply{Response: outcome.Response{Result: env.Result, Error: env.Error}}

@@ -719,7 +719,7 @@ func TestACallWhoseRequestNeverArrivesIsEndedAfterRequestReadTimeout(t *testing.
 		}
 	}
 	// A flood of such calls logs one line, not a line per call.
-	const warning = "the call was ended (further ones are not logged for a minute)"
+	const warning = "the call was ended (like warnings are logged at most once a minute)"
 	if n := strings.Count(s.log(), warning); n != 1 {
 		t.Errorf("two late requests logged %d warnings, want 1:\n%s", n, s.log())
 	}

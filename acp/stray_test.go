@@ -1,0 +1,58 @@
+package acp_test
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/acpgate/acpgate/internal/testutil"
+)
+
+func TestAFloodOfUpdatesForAnotherSessionLogsOneShortLine(t *testing.T) {
+	var logs testutil.LockedBuffer
+	cfg := agentConfig()
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	s := open(t, cfg)
+	// 2,000 updates for sessions that are not this one, each id 10 KB.
+	var script strings.Builder
+	for i := range 2000 {
+		id := fmt.Sprintf("other-%d-%s", i, strings.Repeat("x", 10<<10))
+		fmt.Fprintf(&script, `stray {"jsonrpc":"2.0","method":"session/update","params":{"sessionId":%q,"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"forged"}}}}`+"\n", id)
+	}
+	script.WriteString("chunk ok\nstop end_turn")
+	r := prompt(t, s, script.String(), nil)
+	if got := r.Outcome.GetText(); got != "ok" {
+		t.Fatalf("the turn: %q, %v (the forged chunks must not be in it)", got, r.Error)
+	}
+	var warnings []string
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "ignoring a session/update") {
+			warnings = append(warnings, line)
+		}
+	}
+	if len(warnings) != 1 {
+		t.Fatalf("%d warnings for 2,000 stray updates, want 1", len(warnings))
+	}
+	if n := len(warnings[0]); n > 1024 {
+		t.Errorf("the warning is %d bytes long: the agent's 10 KB id was logged whole", n)
+	}
+}
+
+func TestAnAgentPrintingThousandsOfNonJSONLinesLogsOneWarning(t *testing.T) {
+	var logs testutil.LockedBuffer
+	cfg := agentConfig()
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	s := open(t, cfg)
+	script := strings.Repeat("stray Loading model shard...\n", 2000) + "chunk ok\nstop end_turn"
+	r := prompt(t, s, script, nil)
+	if got := r.Outcome.GetText(); got != "ok" {
+		t.Fatalf("the turn: %q, %v", got, r.Error)
+	}
+	if s.Stats().SkippedLines != 2000 {
+		t.Errorf("skipped %d lines, want all 2,000 counted", s.Stats().SkippedLines)
+	}
+	if n := strings.Count(logs.String(), "skipping a stdout line"); n != 1 {
+		t.Errorf("%d warnings for 2,000 lines, want 1", n)
+	}
+}
