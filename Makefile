@@ -22,9 +22,10 @@ generate:
 	$(TOOL) buf generate
 	@$(MAKE) --no-print-directory generate-python 2>/dev/null || echo "(Python stubs not regenerated: run make deps for Debian's protoc)"
 
-## lint: no tracked build outputs, buf lint, gofmt, go vet, staticcheck (the product and the bench module).
+## lint: no tracked build outputs, doc links resolve, buf lint, gofmt, go vet, staticcheck (the product and the bench module).
 lint:
 	bash scripts/check-tracked.sh
+	python3 scripts/check-doc-links.py
 	$(TOOL) buf lint
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go' | grep -v '^gen/'))"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi

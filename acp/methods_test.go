@@ -14,7 +14,7 @@ import (
 	"testing"
 )
 
-// The README's table of ACP methods is checked against two things: the
+// The table of ACP methods in docs/api.md is checked against two things: the
 // method list of ACP's stable schema (schema/v1/meta.json of
 // agentclientprotocol/agent-client-protocol, release 1.7.0, vendored in
 // testdata), and the code: a method is "supported" exactly when the
@@ -26,13 +26,13 @@ import (
 // its "acpgate" column.
 func readmeMethods(t *testing.T) map[string]string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "README.md"))
+	data, err := os.ReadFile(filepath.Join("..", "docs", "api.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, section, ok := strings.Cut(string(data), "\n## The ACP methods\n")
 	if !ok {
-		t.Fatal("the README has no section \"The ACP methods\"")
+		t.Fatal("docs/api.md has no section \"The ACP methods\"")
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
 	rows := map[string]string{}
@@ -43,7 +43,7 @@ func readmeMethods(t *testing.T) map[string]string {
 		}
 		method := strings.Trim(strings.TrimSpace(cells[1]), "`")
 		if _, dup := rows[method]; dup {
-			t.Errorf("the README lists %s twice", method)
+			t.Errorf("docs/api.md lists %s twice", method)
 		}
 		rows[method] = strings.TrimSpace(cells[3])
 	}
@@ -108,7 +108,7 @@ func TestTheReadmesMethodTableListsExactlyTheSchemasMethods(t *testing.T) {
 	want := schemaMethods(t)
 	got := slices.Sorted(maps.Keys(rows))
 	if !slices.Equal(got, want) {
-		t.Errorf("the README lists %q\nthe schema has    %q", got, want)
+		t.Errorf("docs/api.md lists %q\nthe schema has    %q", got, want)
 	}
 	for method, support := range rows {
 		if !slices.Contains([]string{"supported", "not used", "refused", "ignored"}, support) {
@@ -121,7 +121,7 @@ func TestAMethodIsSupportedInTheReadmeExactlyWhenTheCodeNamesIt(t *testing.T) {
 	named := codeLiterals(t, ".", "jsonrpc", filepath.Join("..", "outcome"))
 	for method, support := range readmeMethods(t) {
 		if named[method] != (support == "supported") {
-			t.Errorf("%s: the README says %q, but the code %s it", method, support, map[bool]string{true: "names", false: "never names"}[named[method]])
+			t.Errorf("%s: docs/api.md says %q, but the code %s it", method, support, map[bool]string{true: "names", false: "never names"}[named[method]])
 		}
 	}
 }

@@ -15,20 +15,20 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
-// documented is one row of the README's metric table.
+// documented is one row of the metric table of docs/observability.md.
 type documented struct {
 	kind   string   // counter, gauge, histogram
 	labels []string // sorted
 }
 
-// readmeTable is the README's metric table, by metric name.
+// readmeTable is the metric table of docs/observability.md, by metric name.
 func readmeTable(t *testing.T) map[string]documented {
 	t.Helper()
-	_, section, ok := strings.Cut(readmeObservability(t), "\n### Metrics\n")
+	_, section, ok := strings.Cut(readmeObservability(t), "\n## Metrics\n")
 	if !ok {
-		t.Fatal("the README's Observability section has no Metrics subsection")
+		t.Fatal("docs/observability.md has no Metrics section")
 	}
-	section, _, _ = strings.Cut(section, "\n### ")
+	section, _, _ = strings.Cut(section, "\n## ")
 	backticked := regexp.MustCompile("`([a-z_]+)`")
 	out := map[string]documented{}
 	for line := range strings.SplitSeq(section, "\n") {
@@ -93,11 +93,11 @@ func everyFamily(t *testing.T) map[string]*dto.MetricFamily {
 	return out
 }
 
-func TestTheREADMEMetricTableGivesEachMetricsTypeAndLabelsAsTheRegistryHasThem(t *testing.T) {
+func TestTheMetricTableGivesEachMetricsTypeAndLabelsAsTheRegistryHasThem(t *testing.T) {
 	table := readmeTable(t)
 	fams := everyFamily(t)
 	if listed, gathered := slices.Sorted(maps.Keys(table)), slices.Sorted(maps.Keys(fams)); !slices.Equal(listed, gathered) {
-		t.Errorf("the README's table lists %v,\nthe registry has %v", listed, gathered)
+		t.Errorf("the docs' table lists %v,\nthe registry has %v", listed, gathered)
 	}
 	for name, f := range fams {
 		row, ok := table[name]
@@ -105,7 +105,7 @@ func TestTheREADMEMetricTableGivesEachMetricsTypeAndLabelsAsTheRegistryHasThem(t
 			continue // reported above
 		}
 		if kind := strings.ToLower(f.GetType().String()); row.kind != kind {
-			t.Errorf("the README says %s is a %s; it is a %s", name, row.kind, kind)
+			t.Errorf("the docs say %s is a %s; it is a %s", name, row.kind, kind)
 		}
 		var labels []string
 		for _, l := range f.GetMetric()[0].GetLabel() {
@@ -113,7 +113,7 @@ func TestTheREADMEMetricTableGivesEachMetricsTypeAndLabelsAsTheRegistryHasThem(t
 		}
 		slices.Sort(labels)
 		if !slices.Equal(row.labels, labels) {
-			t.Errorf("the README gives %s the labels %v; it has %v", name, row.labels, labels)
+			t.Errorf("the docs give %s the labels %v; it has %v", name, row.labels, labels)
 		}
 	}
 }

@@ -202,13 +202,13 @@ func TestMetricsCountEveryTerminalClassOfScriptedTurnsByAgentAndNeverByIdentity(
 			t.Errorf("the scrape has no %s", name)
 		}
 	}
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/observability.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for name := range fams {
 		if (strings.HasPrefix(name, "acpgate_") || strings.HasPrefix(name, "grpc_server_")) && !strings.Contains(string(readme), "`"+name+"`") {
-			t.Errorf("%s is scraped but not listed in the README's Observability section", name)
+			t.Errorf("%s is scraped but not listed in docs/observability.md", name)
 		}
 	}
 	for name, f := range fams {

@@ -6,13 +6,13 @@ import (
 	"testing"
 )
 
-// The README documents the CLI's exit codes; it must say what the code does.
-func TestTheREADMEShowsTheExitCodeTable(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+// The CLI guide documents the exit codes; it must say what the code does.
+func TestTheCLIGuideShowsTheExitCodeTable(t *testing.T) {
+	readme, err := os.ReadFile("../../docs/cli.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(readme), strings.TrimSpace(exitCodeTable())) {
-		t.Error("README.md's exit-code table differs from exitCodeTable(); paste the current one")
+		t.Error("docs/cli.md's exit-code table differs from exitCodeTable(); paste the current one")
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/acpgate/acpgate/internal/testpki"
 )
 
-// The README's "Running in a mesh" configurations parse, with real
+// The mesh configurations docs/security.md points to ("Running in a mesh") parse, with real
 // certificate and key files where they name them.
 func TestTheMeshConfigurationsParse(t *testing.T) {
 	dir := t.TempDir()
