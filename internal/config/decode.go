@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -100,6 +101,11 @@ type decoder struct {
 	// bad holds the paths whose values could not be decoded, so validation
 	// does not report them a second time (as missing, say).
 	bad map[string]bool
+	// known, when not nil, collects the path of every key the decoder
+	// accepts in each mapping it visits (list indexes as "[]"), so a test
+	// can hold the documentation to the decoder: the decoder is the one
+	// place the keys are defined.
+	known map[string]bool
 }
 
 func newDecoder(source string, lookup func(string) (string, bool)) *decoder {
@@ -403,6 +409,11 @@ func (d *decoder) pairs(n *yaml.Node, f field, where string, fn func(key string,
 // fields decodes a mapping whose keys are known settings, handing each value
 // to its handler. A key without a handler is an error naming it and its line.
 func (d *decoder) fields(n *yaml.Node, f field, where string, handlers map[string]func(*yaml.Node)) {
+	if d.known != nil && n != nil && resolve(n).Kind == yaml.MappingNode {
+		for key := range handlers {
+			d.known[keyPath(f.path, key)] = true
+		}
+	}
 	d.pairs(n, f, where, func(key string, k, v *yaml.Node) {
 		h, ok := handlers[key]
 		if !ok {
@@ -412,6 +423,19 @@ func (d *decoder) fields(n *yaml.Node, f field, where string, handlers map[strin
 		h(v)
 	})
 }
+
+// keyPath is the documented form of key inside the mapping at path: list
+// indexes become "[]" ("agents[0].fs" → "agents[].fs.read").
+func keyPath(path, key string) string {
+	p := listIndex.ReplaceAllString(path, "[]")
+	p = strings.TrimPrefix(p, ".")
+	if p == "" {
+		return key
+	}
+	return p + "." + key
+}
+
+var listIndex = regexp.MustCompile(`\[\d+\]`)
 
 // suggest returns ` (did you mean "x"?)` for the known key closest to an
 // unknown one, when one is close enough to be a likely misspelling.
