@@ -1,30 +1,10 @@
 package main
 
 // The client's exit codes: what a finished command tells its caller. A prompt
-// (or a watch) exits with the code of its terminal event; a call the gateway rejected with
-// a non-OK status exits with the status's code class. The table is also
-// rendered by exitCodeTable for the README.
-//
-//	code  meaning
-//	   0  success; for prompt and watch, the turn completed (outcome,
-//	      end_turn); for prompt --detach, the turn started
-//	   2  usage error: bad flags or arguments
-//	   3  error.transport: the channel to the agent broke
-//	   4  error.protocol: the agent broke the ACP wire contract (also: the
-//	      gateway ended a Prompt stream without a terminal event)
-//	   5  error.harness: the agent reported a failure (not cancelled, not
-//	      auth_required); also an error class this client does not know
-//	   6  error.policy_refused: the agent refused the prompt
-//	   7  error.harness with cancelled: the turn was cancelled (also: the
-//	      command was interrupted before the gateway reported an ending)
-//	   8  error.harness with auth_required: the agent needs credentials
-//	   9  error.capability_not_supported
-//	  10  error.stale_target
-//	  64  status INVALID_ARGUMENT: the gateway rejected the request
-//	  65  status NOT_FOUND, FAILED_PRECONDITION, RESOURCE_EXHAUSTED or any
-//	      other non-OK status not listed here
-//	  69  status UNAVAILABLE or DEADLINE_EXCEEDED: the gateway (or the agent)
-//	      could not be reached, or the gateway is draining
+// (or a watch) exits with the code of its terminal event; a call the gateway
+// rejected with a non-OK status exits with the status's code class. exitCodes
+// is the one table: docs/cli.md shows it as exitCodeTable renders it, and the
+// examples in examples/ map each class to the same code (both tested).
 
 import (
 	"fmt"

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"strings"
 	"testing"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
@@ -18,4 +21,51 @@ func TestEveryHarnessErrorClassHasAnExitCode(t *testing.T) {
 	if len(classExits) != arms.Len() {
 		t.Errorf("classExits has %d entries, HarnessError has %d classes", len(classExits), arms.Len())
 	}
+}
+
+// The examples promise `acpgate prompt`'s exit code for each error class: each
+// of them must map every class of classExits to that code, so a class added
+// to the contract (gateway, 11, was once missing from all three) is not left
+// to an example's fallback.
+func TestTheExamplesExitWithTheCLIsCodeForEveryClass(t *testing.T) {
+	for _, path := range []string{"../../examples/go/main.go", "../../examples/python/prompt.py", "../../examples/node/prompt.mjs"} {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(string(src), "\n")
+		for class, code := range classExits {
+			// The Go example names the oneof arm's type, the others its
+			// field name.
+			token := `"` + class + `"`
+			if strings.HasSuffix(path, ".go") {
+				token = "HarnessError_" + camel(class) + ":"
+			}
+			want := fmt.Sprintf("return %d", code)
+			found := false
+			for i, line := range lines {
+				if !strings.Contains(line, token) {
+					continue
+				}
+				for _, next := range lines[i:min(i+16, len(lines))] {
+					if strings.Contains(next, want) {
+						found = true
+						break
+					}
+				}
+			}
+			if !found {
+				t.Errorf("%s: class %s does not return %d, acpgate prompt's exit code for it", path, class, code)
+			}
+		}
+	}
+}
+
+// camel turns a class name into its Go type's suffix: stale_target → StaleTarget.
+func camel(class string) string {
+	var b strings.Builder
+	for word := range strings.SplitSeq(class, "_") {
+		b.WriteString(strings.ToUpper(word[:1]) + word[1:])
+	}
+	return b.String()
 }

@@ -171,6 +171,9 @@ func failed(e *acpgatev1.HarnessError) int {
 		return 9
 	case *acpgatev1.HarnessError_StaleTarget:
 		return 10
+	case *acpgatev1.HarnessError_Gateway:
+		fmt.Fprintln(os.Stderr, "the gateway itself failed the turn; running it again may succeed")
+		return 11
 	}
 	return 5 // a class this example does not know yet
 }

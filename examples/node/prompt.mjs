@@ -53,6 +53,9 @@ function reportError(error) {
       return 9;
     case "stale_target":
       return 10;
+    case "gateway":
+      console.error("the gateway itself failed the turn; running it again may succeed");
+      return 11;
     default:
       return 5; // a class this example does not know yet
   }

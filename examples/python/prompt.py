@@ -64,6 +64,9 @@ def report_error(error):
         return 9
     if kind == "stale_target":
         return 10
+    if kind == "gateway":
+        print("the gateway itself failed the turn; running it again may succeed", file=sys.stderr)
+        return 11
     return 5  # a class this example does not know yet
 
 
