@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/acpgate/acpgate/acp"
+	"github.com/acpgate/acpgate/acp/jsonrpc"
 	"github.com/acpgate/acpgate/store"
 )
 
@@ -67,8 +68,8 @@ const (
 	// DefaultMaxPromptBytes bounds the size of one prompt (1 MiB).
 	DefaultMaxPromptBytes = 1 << 20
 	// DefaultMaxFrameBytes bounds the size of one JSON-RPC message read from
-	// an agent (16 MiB).
-	DefaultMaxFrameBytes = 16 << 20
+	// an agent: the connection's own default, so that the two cannot drift.
+	DefaultMaxFrameBytes = jsonrpc.DefaultMaxFrameBytes
 	// DefaultWarmMaxAge is how long a warm agent process waits to be taken
 	// before it is replaced by a fresh one: an agent that caches
 	// credentials or reads its configuration at start-up would otherwise
