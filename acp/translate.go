@@ -109,8 +109,6 @@ func (p chunkParams) flat() textChunk {
 type chunkEvent struct {
 	event   acpgatev1.PromptEvent
 	chunk   acpgatev1.MessageChunk
-	content acpgatev1.ContentBlock
-	text    acpgatev1.ContentBlock_Text
 	agent   acpgatev1.PromptEvent_AgentMessageChunk
 	thought acpgatev1.PromptEvent_AgentThoughtChunk
 	user    acpgatev1.PromptEvent_UserMessageChunk
@@ -131,9 +129,7 @@ func decodeTextChunk(params json.RawMessage, ids *idCache) (sessionID string, u 
 		return "", update{}, false
 	}
 	ce := new(chunkEvent)
-	ce.text.Text = p.text
-	ce.content.Block = &ce.text
-	ce.chunk.Text, ce.chunk.Content, ce.chunk.MessageId = p.text, &ce.content, p.messageID
+	ce.chunk.Text, ce.chunk.MessageId = p.text, p.messageID
 	switch p.kind {
 	case "agent_message_chunk":
 		ce.agent.AgentMessageChunk = &ce.chunk
@@ -295,8 +291,11 @@ func translateUpdate(kind string, raw json.RawMessage) (update, error) {
 	}
 }
 
+// messageChunk is the contract's chunk for an ACP content block: a text
+// block's text in text alone, any other block in content alone, so a chunk
+// carries its text once (on the wire, in the journal, in every replay).
 func messageChunk(id *string, content acpsdk.ContentBlock) (*acpgatev1.MessageChunk, chunkInfo) {
-	chunk := &acpgatev1.MessageChunk{Content: ContentToProto(content)}
+	chunk := &acpgatev1.MessageChunk{}
 	info := chunkInfo{}
 	if id != nil {
 		chunk.MessageId, info.messageID = *id, *id
@@ -304,6 +303,8 @@ func messageChunk(id *string, content acpsdk.ContentBlock) (*acpgatev1.MessageCh
 	if content.Text != nil {
 		chunk.Text = content.Text.Text
 		info.text, info.isText = content.Text.Text, true
+	} else {
+		chunk.Content = ContentToProto(content)
 	}
 	return chunk, info
 }

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/protobuf/types/known/structpb"
-
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/store"
 )
@@ -25,39 +23,15 @@ func assertEcho(t *testing.T, name string, ev store.Event, want string) {
 	}
 }
 
-func TestATextChunkEventTellsTheJournalWhereItsTextIsRepeated(t *testing.T) {
-	text := strings.Repeat("chunk text ", 6000) // 66 KB: a two-byte length varint is three here
-	chunk := func(text string) *acpgatev1.MessageChunk {
-		return &acpgatev1.MessageChunk{MessageId: "m1", Text: text, Content: &acpgatev1.ContentBlock{Block: &acpgatev1.ContentBlock_Text{Text: text}}}
-	}
-	for name, e := range map[string]*acpgatev1.PromptEvent{
-		"agent message":                 {Event: &acpgatev1.PromptEvent_AgentMessageChunk{AgentMessageChunk: chunk(text)}},
-		"agent thought":                 {Event: &acpgatev1.PromptEvent_AgentThoughtChunk{AgentThoughtChunk: chunk(text)}},
-		"user message":                  {Event: &acpgatev1.PromptEvent_UserMessageChunk{UserMessageChunk: chunk(text)}},
-		"one byte of text":              {Event: &acpgatev1.PromptEvent_AgentMessageChunk{AgentMessageChunk: chunk("x")}},
-		"with the event's other fields": {Meta: &structpb.Struct{Fields: map[string]*structpb.Value{"k": structpb.NewStringValue("v")}}, Event: &acpgatev1.PromptEvent_AgentMessageChunk{AgentMessageChunk: chunk(text[:300])}},
-	} {
-		ev := encodeEvent(e, 5)
-		var want string
-		switch c := e.GetEvent().(type) {
-		case *acpgatev1.PromptEvent_AgentMessageChunk:
-			want = c.AgentMessageChunk.Text
-		case *acpgatev1.PromptEvent_AgentThoughtChunk:
-			want = c.AgentThoughtChunk.Text
-		case *acpgatev1.PromptEvent_UserMessageChunk:
-			want = c.UserMessageChunk.Text
-		}
-		assertEcho(t, name, ev, want)
-	}
-}
-
 func TestEventsWithoutARepeatedTextHaveNoEcho(t *testing.T) {
+	text := strings.Repeat("chunk text ", 6000)
 	image := &acpgatev1.MessageChunk{Content: &acpgatev1.ContentBlock{Block: &acpgatev1.ContentBlock_Image{Image: &acpgatev1.ImageContent{Data: "cG5n", MimeType: "image/png"}}}}
 	for name, e := range map[string]*acpgatev1.PromptEvent{
-		"an image chunk":             {Event: &acpgatev1.PromptEvent_AgentMessageChunk{AgentMessageChunk: image}},
-		"text unlike its content":    {Event: &acpgatev1.PromptEvent_AgentMessageChunk{AgentMessageChunk: &acpgatev1.MessageChunk{Text: "a", Content: &acpgatev1.ContentBlock{Block: &acpgatev1.ContentBlock_Text{Text: "b"}}}}},
-		"a heartbeat":                {Event: &acpgatev1.PromptEvent_Heartbeat{Heartbeat: &acpgatev1.Heartbeat{LastSeq: 3}}},
-		"an outcome with no message": {Event: &acpgatev1.PromptEvent_Outcome{Outcome: &acpgatev1.PromptOutcome{Text: "text only"}}},
+		"an image chunk": {Event: &acpgatev1.PromptEvent_AgentMessageChunk{AgentMessageChunk: image}},
+		"a text chunk, which carries its text once":             {Event: &acpgatev1.PromptEvent_AgentMessageChunk{AgentMessageChunk: &acpgatev1.MessageChunk{MessageId: "m1", Text: text}}},
+		"a short text chunk":                                    {Event: &acpgatev1.PromptEvent_AgentThoughtChunk{AgentThoughtChunk: &acpgatev1.MessageChunk{Text: "x"}}},
+		"a heartbeat":                                           {Event: &acpgatev1.PromptEvent_Heartbeat{Heartbeat: &acpgatev1.Heartbeat{LastSeq: 3}}},
+		"an outcome with no message":                            {Event: &acpgatev1.PromptEvent_Outcome{Outcome: &acpgatev1.PromptOutcome{Text: "text only"}}},
 		"an outcome whose final message is not the text's tail": {Event: &acpgatev1.PromptEvent_Outcome{Outcome: &acpgatev1.PromptOutcome{Text: "one", FinalMessage: "two"}}},
 	} {
 		if ev := encodeEvent(e, 5); ev.Echo != (store.Echo{}) {

@@ -95,7 +95,7 @@ func encodeEvent(e *acpgatev1.PromptEvent, seq uint64) store.Event {
 	if o := e.GetOutcome(); o.GetText() != "" || o.GetFinalMessage() != "" {
 		return encodePieces(e, o)
 	}
-	if field, c := chunkTexts(e); c != nil && len(c.Text) >= minChunkPieces {
+	if field, c := textChunk(e); c != nil && len(c.Text) >= minChunkPieces {
 		return encodeChunkPieces(e, field, c)
 	}
 	data, err := proto.Marshal(e)
@@ -103,7 +103,7 @@ func encodeEvent(e *acpgatev1.PromptEvent, seq uint64) store.Event {
 		// A PromptEvent the gateway built always encodes.
 		panic(fmt.Sprintf("encoding a journal event: %v", err))
 	}
-	return store.Event{Seq: seq, Data: data, Echo: chunkEcho(e, data)}
+	return store.Event{Seq: seq, Data: data}
 }
 
 // append journals events that follow lastSeq. It waits while too many

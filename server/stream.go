@@ -173,13 +173,14 @@ func (m *merger) merge(batch []*acpgatev1.PromptEvent, i int) (*acpgatev1.Prompt
 	return &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_AgentMessageChunk{AgentMessageChunk: &acpgatev1.MessageChunk{
 		MessageId: first.GetMessageId(),
 		Text:      text,
-		Content:   &acpgatev1.ContentBlock{Block: &acpgatev1.ContentBlock_Text{Text: text}},
 	}}}, j - 1
 }
 
+// isTextChunk reports whether c is a text chunk: a chunk whose block is not
+// text has it in content, and a text chunk has no content (see
+// acp.messageChunk).
 func isTextChunk(c *acpgatev1.MessageChunk) bool {
-	_, ok := c.GetContent().GetBlock().(*acpgatev1.ContentBlock_Text)
-	return ok
+	return c != nil && c.Content == nil
 }
 
 func isTerminal(e *acpgatev1.PromptEvent) bool {

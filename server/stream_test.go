@@ -9,9 +9,7 @@ import (
 )
 
 func chunk(text string) *acpgatev1.PromptEvent {
-	return &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_AgentMessageChunk{AgentMessageChunk: &acpgatev1.MessageChunk{
-		Text: text, Content: &acpgatev1.ContentBlock{Block: &acpgatev1.ContentBlock_Text{Text: text}},
-	}}}
+	return &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_AgentMessageChunk{AgentMessageChunk: &acpgatev1.MessageChunk{Text: text}}}
 }
 
 // fill queues maxQueuedEvents chunks, which fit without waiting.

@@ -13,7 +13,7 @@ import (
 // The few places of a PromptEvent's encoding the gateway reads or writes
 // itself: where an answer or a chunk's text goes, so that it can be
 // encoded in pieces that share the string's memory (encodePieces,
-// encodeChunkPieces) and its repeat be found for the journal (chunkEcho).
+// encodeChunkPieces).
 // Numbers come from the descriptors, so a renumbered field cannot be
 // missed here.
 
@@ -25,14 +25,12 @@ var (
 	outcomeFinal = fieldNumber(&acpgatev1.PromptOutcome{}, "final_message")
 )
 
-// Field numbers of a chunk event's text and of its copy in content.
+// Field numbers of a chunk event and of its text.
 var (
 	agentChunkField   = fieldNumber(&acpgatev1.PromptEvent{}, "agent_message_chunk")
 	thoughtChunkField = fieldNumber(&acpgatev1.PromptEvent{}, "agent_thought_chunk")
 	userChunkField    = fieldNumber(&acpgatev1.PromptEvent{}, "user_message_chunk")
 	chunkText         = fieldNumber(&acpgatev1.MessageChunk{}, "text")
-	chunkContent      = fieldNumber(&acpgatev1.MessageChunk{}, "content")
-	blockText         = fieldNumber(&acpgatev1.ContentBlock{}, "text")
 )
 
 func fieldNumber(m proto.Message, name protoreflect.Name) protowire.Number {

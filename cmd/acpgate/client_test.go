@@ -235,7 +235,7 @@ func cliStarted(session string) *acpgatev1.PromptEvent {
 
 func cliChunk(id, text string) *acpgatev1.PromptEvent {
 	return &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_AgentMessageChunk{AgentMessageChunk: &acpgatev1.MessageChunk{
-		MessageId: id, Text: text, Content: &acpgatev1.ContentBlock{Block: &acpgatev1.ContentBlock_Text{Text: text}}}}}
+		MessageId: id, Text: text}}}
 }
 
 func cliThought(text string) *acpgatev1.PromptEvent {

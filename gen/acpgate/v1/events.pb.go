@@ -1192,9 +1192,13 @@ type MessageChunk struct {
 	// The ACP message id, when the agent sent one. Chunks with the same id
 	// belong to one message.
 	MessageId string `protobuf:"bytes,1,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
-	// The chunk's text; empty when the chunk is not text.
+	// The chunk's text, when its ACP content block is text. A chunk carries
+	// its text here only, never again in content, so that each byte of an
+	// answer crosses the wire (and the journal, and every replay) once.
 	Text string `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
-	// The chunk's content exactly as ACP typed it (text, image, ...).
+	// The chunk's content block, set only when it is not text (an image,
+	// audio, a resource or a resource link), exactly as ACP typed it; then
+	// text is empty. A text chunk leaves it unset.
 	Content       *ContentBlock `protobuf:"bytes,3,opt,name=content,proto3" json:"content,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
