@@ -13,7 +13,7 @@ BENCH    := $(GO) -C bench
 # loaded CI machine hits now and then. A count has no deadline to race.
 FUZZTIME ?= 100000x
 
-.PHONY: all deps generate generate-python lint test go-test fuzz interop smoke examples conformance check-generated breaking build bench bench-smoke check-deploy
+.PHONY: all deps generate generate-python lint test test-go go-test fuzz interop smoke examples conformance check-generated breaking build bench bench-smoke check-deploy
 
 all: lint test
 
@@ -50,6 +50,12 @@ test: deps build check-deploy go-test fuzz smoke examples conformance
 check-deploy:
 	promtool check rules deploy/prometheus/alerts.yaml
 	promtool test rules deploy/prometheus/alerts_test.yaml
+
+## test-go: the Go tests alone, needing nothing but Go: the tests that need
+## PostgreSQL, Node.js or Debian's tools skip themselves (and say so) where
+## those are missing. A quick check while working; make test is the whole.
+test-go:
+	$(GO) test -race -count=1 ./...
 
 # PostgreSQL is required here (not skipped when missing): the postgres
 # store's suite and end-to-end tests run against a real server (make deps).

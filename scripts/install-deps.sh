@@ -8,6 +8,12 @@
 # a server of their own from its binaries; the package's own service is
 # not used).
 # Safe to run repeatedly. Debian packages need root.
+#
+# The packages come with services (a Prometheus server, a PostgreSQL
+# cluster) that the tests never use: they are installed without being
+# started or enabled, so that running the tests on a workstation leaves no
+# server running now or at the next boot. A service of a package that was
+# already installed is left as it was.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,7 +44,23 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "missing Debian packages: ${missing[*]} (run as root, or: sudo apt-get install ${missing[*]})" >&2
     exit 1
   fi
-  echo "installing Debian packages: ${missing[*]}"
+  echo "installing Debian packages: ${missing[*]} (their services neither started nor enabled)"
   apt-get update
+  # policy-rc.d answering 101 keeps maintainer scripts from starting services.
+  policy=/usr/sbin/policy-rc.d
+  own_policy=""
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy" && own_policy=1
+  fi
   DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+  if [ -n "$own_policy" ]; then rm -f "$policy"; fi
+  for p in "${missing[@]}"; do
+    case "$p" in
+      prometheus) unit=prometheus.service ;;
+      postgresql) unit=postgresql.service ;;
+      *) continue ;;
+    esac
+    if command -v deb-systemd-helper >/dev/null; then deb-systemd-helper disable "$unit" >/dev/null 2>&1 || true; fi
+    if command -v update-rc.d >/dev/null; then update-rc.d "${unit%.service}" disable >/dev/null 2>&1 || true; fi
+  done
 fi
