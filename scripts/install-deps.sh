@@ -34,7 +34,7 @@ for dir in acp/testdata/tsagent clients/node; do
   fi
 done
 
-debs=(openssl protobuf-compiler protobuf-compiler-grpc libprotobuf-dev python3-grpcio python3-protobuf prometheus postgresql)
+debs=(openssl protobuf-compiler protobuf-compiler-grpc libprotobuf-dev python3-grpcio python3-protobuf python3-venv python3-wheel prometheus postgresql)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -19,9 +19,11 @@
 // caused the rejection, harnessErrorFromStatus(err) returns the HarnessError
 // attached to it. toProtoJSON renders any message as protojson would.
 //
-// The .proto files are found at ../../proto from this file (the repository
-// layout), or in $ACPGATE_PROTO_DIR.
+// The .proto files are found in $ACPGATE_PROTO_DIR, else in ./proto beside
+// this file (where `npm pack` puts a copy, so an installed package needs
+// nothing of the repository), else at ../../proto (the repository layout).
 
+import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -41,9 +43,15 @@ export const TERMINAL_ARMS = Object.freeze(["outcome", "error"]);
 export const CANCELLED_PREFIX = "the prompt turn was cancelled";
 
 /** The directory holding acpgate/v1/*.proto. */
-export const PROTO_DIR =
-  process.env.ACPGATE_PROTO_DIR ||
-  path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "proto");
+export const PROTO_DIR = protoDir();
+
+function protoDir() {
+  if (process.env.ACPGATE_PROTO_DIR) return process.env.ACPGATE_PROTO_DIR;
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  const bundled = path.join(here, "proto");
+  if (fs.existsSync(path.join(bundled, "acpgate", "v1", "gateway.proto"))) return bundled;
+  return path.resolve(here, "..", "..", "proto");
+}
 
 /** The proto-loader options every message object is decoded with. */
 export const LOADER_OPTIONS = Object.freeze({

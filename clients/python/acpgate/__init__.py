@@ -2,6 +2,8 @@
 
 acpgate.v1 holds the stubs generated from proto/acpgate/v1 by
 clients/python/generate.sh; acpgate.client has small helpers on top of them.
-Both run on Debian's python3-grpcio and python3-protobuf under the system
-python3, with this directory (clients/python) on PYTHONPATH.
+Install it as a package (clients/python/pyproject.toml: pip install
+./clients/python, which brings grpcio and protobuf), or use it in place on
+Debian's python3-grpcio and python3-protobuf with this directory on
+PYTHONPATH.
 """
