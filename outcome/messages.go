@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 )
 
 // Every message the gateway words about a turn's ending is worded in this
@@ -163,7 +165,34 @@ func withPartial(message string, text Text) string {
 	if text.Len() == 0 {
 		return message
 	}
-	return message + "; partial output: " + boundForMessage(text)
+	return message + partialLabel + boundForMessage(text)
+}
+
+// partialLabel introduces the partial output a failure message quotes.
+const partialLabel = "; partial output: "
+
+// MessageWithoutPartial is e's message without the partial output it quotes:
+// what a log may say of a failure without repeating the agent's answer
+// (which a log at INFO must not hold). The message is given back whole when
+// it quotes none.
+//
+// The quote is found as the suffix the message was built with; where that
+// cannot be rebuilt (partial.text kept less than the message quoted), the
+// message is cut at the label's first occurrence, which may also cut an
+// agent's own words that happen to contain the label, but never leaves any
+// of the answer behind.
+func MessageWithoutPartial(e *acpgatev1.HarnessError) string {
+	msg := e.GetMessage()
+	p := e.GetPartial()
+	if p == nil {
+		return msg
+	}
+	suffix := partialLabel + boundForMessage(Text{Kept: p.GetText(), Bytes: int(p.GetTotalBytes())})
+	if base, ok := strings.CutSuffix(msg, suffix); ok {
+		return base
+	}
+	base, _, _ := strings.Cut(msg, partialLabel)
+	return base
 }
 
 // boundForMessage cuts text to MessagePartialBytes on a UTF-8 character

@@ -691,3 +691,28 @@ func TestAnOutcomeWhoseTextWasKeptWholeAllTheSameCarriesIt(t *testing.T) {
 		t.Errorf("outcome %v", o)
 	}
 }
+
+// A log line names a failure without the agent's answer: MessageWithoutPartial
+// takes the quoted partial output off the message, whatever the agent's own
+// words in it, and leaves a message that quotes none as it is.
+func TestTheMessageWithoutPartialHoldsNoneOfTheAnswer(t *testing.T) {
+	long := strings.Repeat("secret answer é ", 500) // 8,500 bytes: cut in the message
+	cases := map[string]outcome.Turn{
+		"a refusal with a short partial":       answered(`{"stopReason":"refusal"}`, "", "secret answer"),
+		"max_tokens with a long partial":       answered(`{"stopReason":"max_tokens"}`, "", long),
+		"an error whose words mimic the label": answered("", `{"code":-32603,"message":"boom; partial output: not the answer"}`, "secret answer"),
+	}
+	for name, turn := range cases {
+		for _, in := range []outcome.Interpreter{{}, {PartialCap: 1001}} {
+			e := mustError(t, in.Interpret(turn))
+			got := outcome.MessageWithoutPartial(e)
+			if strings.Contains(got, "secret answer") || !strings.HasPrefix(e.GetMessage(), got) || got == "" {
+				t.Errorf("%s (cap %d): %q from %q", name, in.PartialCap, got, e.GetMessage())
+			}
+		}
+	}
+	plain := mustError(t, outcome.Interpreter{}.Interpret(answered(`{"stopReason":"refusal"}`, "", "")))
+	if got := outcome.MessageWithoutPartial(plain); got != plain.GetMessage() {
+		t.Errorf("a message quoting no partial came back as %q, not %q", got, plain.GetMessage())
+	}
+}

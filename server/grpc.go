@@ -78,6 +78,12 @@ func NewGRPCServer(g *Gateway, sec *Security) *GRPCServer {
 		log.Log(ctx, slog.Level(level), msg, fields...)
 	})
 	logOpts := []logging.Option{logging.WithLogOnEvents(logging.FinishCall)}
+	if g.cfg.Audit.Enabled {
+		// The audit record is the call's one line at INFO (principal,
+		// RPC, code, class, duration); the call's own line would repeat
+		// it, so it goes to DEBUG.
+		logOpts = append(logOpts, logging.WithLevels(func(codes.Code) logging.Level { return logging.LevelDebug }))
+	}
 	codec := newRequestCodec()
 	read := &requestReadBound{timeout: g.cfg.RequestReadTimeout, log: log}
 	unary := []grpc.UnaryServerInterceptor{read.unary, logging.UnaryServerInterceptor(logger, logOpts...)}

@@ -64,7 +64,10 @@ func (g *Gateway) logTerminal(ctx context.Context, turnID, agent, sessionID stri
 		g.log.InfoContext(ctx, "turn completed", attrs...)
 		return
 	}
-	g.log.InfoContext(ctx, "turn ended without completing", append(attrs, "class", outcome.Class(e), "message", e.GetMessage())...)
+	// Without the partial output the message quotes: INFO logs hold no
+	// answer text (the partial is in the turn's record for those who may
+	// read it).
+	g.log.InfoContext(ctx, "turn ended without completing", append(attrs, "class", outcome.Class(e), "message", outcome.MessageWithoutPartial(e))...)
 }
 
 // promptBlocks validates a PromptRequest and builds its ACP content.
