@@ -19,6 +19,10 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/testutil"
 )
 
@@ -174,4 +178,16 @@ func (g *Gateway) PromptsSeen(t testing.TB) int {
 		t.Fatal(err)
 	}
 	return bytes.Count(b, []byte("prompt\n"))
+}
+
+// Client is a client of the gateway on a connection of its own, closed
+// when the test ends. It dials lazily, so it outlives a restart.
+func (g *Gateway) Client(t testing.TB) acpgatev1.AgentGatewayClient {
+	t.Helper()
+	conn, err := grpc.NewClient(g.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return acpgatev1.NewAgentGatewayClient(conn)
 }

@@ -14,9 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/testgateway"
 	"github.com/acpgate/acpgate/internal/testpg"
@@ -170,16 +167,6 @@ func (w *workerProc) completed(t *testing.T) Answer {
 	return a
 }
 
-func gatewayClient(t *testing.T, addr string) acpgatev1.AgentGatewayClient {
-	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	return acpgatev1.NewAgentGatewayClient(conn)
-}
-
 func getTurn(t *testing.T, gw acpgatev1.AgentGatewayClient, id string) *acpgatev1.Turn {
 	t.Helper()
 	turn, err := gw.GetTurn(context.Background(), &acpgatev1.GetTurnRequest{TurnId: id})
@@ -192,7 +179,7 @@ func getTurn(t *testing.T, gw acpgatev1.AgentGatewayClient, id string) *acpgatev
 func TestAWorkerKilledMidStepIsRecoveredAndReattachesToTheTurnItStarted(t *testing.T) {
 	database := testpg.Start(t)
 	gw := testgateway.Start(t, gatewayConfig(t))
-	client := gatewayClient(t, gw.Addr)
+	client := gw.Client(t)
 	const script = "chunk a\nsleep 3000\nchunk b\nstop end_turn"
 
 	first := startWorker(t, database, gw.Addr, "wf-worker-killed", script)
@@ -225,7 +212,7 @@ func TestAGatewayKilledMidStepEndsTheTurnRetryableAndTheStepRunsAttemptTwo(t *te
 	gw.Restart(t)
 
 	answer := w.completed(t)
-	client := gatewayClient(t, gw.Addr)
+	client := gw.Client(t)
 	stopped := getTurn(t, client, firstTurn).GetTerminal().GetError()
 	if stopped.GetTransport().GetReason() != acpgatev1.TransportReason_TRANSPORT_REASON_GATEWAY_STOPPED || !stopped.GetRetryable() {
 		t.Fatalf("the first turn ended with %v, want a retryable GATEWAY_STOPPED", stopped)
