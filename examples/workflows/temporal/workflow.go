@@ -10,7 +10,7 @@ import (
 // ActivityOptions are the prompt activity's timeouts and retries, chosen
 // against the gateway's configuration (docs/workflows.md):
 //
-//   - HeartbeatTimeout well above the gateway's heartbeat_interval (10 s by
+//   - HeartbeatTimeout well above the gateway's heartbeat_interval (15 s by
 //     default): the activity heartbeats on every event, and a thinking
 //     agent's stream carries a heartbeat event every heartbeat_interval,
 //     so only a lost worker misses it.
