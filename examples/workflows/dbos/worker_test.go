@@ -180,7 +180,7 @@ func TestAWorkerKilledMidStepIsRecoveredAndReattachesToTheTurnItStarted(t *testi
 	database := testpg.Start(t)
 	gw := testgateway.Start(t, gatewayConfig(t))
 	client := gw.Client(t)
-	const script = "chunk a\nsleep 3000\nchunk b\nstop end_turn"
+	const script = "chunk a\nsleep 4000\nchunk b\nstop end_turn"
 
 	first := startWorker(t, database, gw.Addr, "wf-worker-killed", script)
 	turnID := first.waitForSeq(t, 2) // started, then chunk a
@@ -203,7 +203,7 @@ func TestAWorkerKilledMidStepIsRecoveredAndReattachesToTheTurnItStarted(t *testi
 func TestAGatewayKilledMidStepEndsTheTurnRetryableAndTheStepRunsAttemptTwo(t *testing.T) {
 	database := testpg.Start(t)
 	gw := testgateway.Start(t, gatewayConfig(t))
-	w := startWorker(t, database, gw.Addr, "wf-gateway-killed", "chunk a\nchunk b\nsleep 3000\nchunk c\nstop end_turn")
+	w := startWorker(t, database, gw.Addr, "wf-gateway-killed", "chunk a\nchunk b\nsleep 4000\nchunk c\nstop end_turn")
 	firstTurn := w.waitForSeq(t, 3) // started, chunk a, chunk b
 	// Chunks are journaled within 100 ms of being sent: the seq the step
 	// saw is then durable, and its re-attach resumes inside the journal.

@@ -156,6 +156,11 @@ func (r *recorder) delivered() []uint64 {
 	return append([]uint64(nil), r.seqs...)
 }
 
+// lossScript is the turn a worker is lost in: its sleep leaves a loaded
+// machine seconds to see the heartbeat after chunk b and kill the worker
+// while the turn still runs.
+const lossScript = "chunk a\nchunk b\nsleep 4000\nchunk c\nstop end_turn"
+
 func TestARetryAfterAWorkerLossResumesFromTheHeartbeatsSeqWithoutASecondAgentRun(t *testing.T) {
 	gw := testgateway.Start(t, gatewayConfig())
 	client := gw.Client(t)
@@ -163,7 +168,7 @@ func TestARetryAfterAWorkerLossResumesFromTheHeartbeatsSeqWithoutASecondAgentRun
 	// Attempt 1: a worker process, killed once the server has a heartbeat
 	// past the turn's first events.
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), workerEnv+"="+gw.Addr, workerPromptEnv+"=chunk a\nchunk b\nsleep 2000\nchunk c\nstop end_turn")
+	cmd.Env = append(os.Environ(), workerEnv+"="+gw.Addr, workerPromptEnv+"="+lossScript)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -227,7 +232,7 @@ func TestARetryAfterAWorkerLossResumesFromTheHeartbeatsSeqWithoutASecondAgentRun
 	acts := &Activities{Gateway: client, Deliver: rec.deliver}
 	env.RegisterActivity(acts)
 	env.SetHeartbeatDetails(recorded)
-	val, err := env.ExecuteActivity(acts.Prompt, Input{Agent: "test", Prompt: "chunk a\nchunk b\nsleep 2000\nchunk c\nstop end_turn"})
+	val, err := env.ExecuteActivity(acts.Prompt, Input{Agent: "test", Prompt: lossScript})
 	if err != nil {
 		t.Fatal(err)
 	}
