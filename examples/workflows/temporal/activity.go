@@ -52,7 +52,8 @@ type Progress struct {
 	Seq uint64 `json:"seq"`
 	// Ended is true once the terminal was delivered: a retry after a
 	// retryable ending resubmits the request_id (the turn's next
-	// attempt) instead of watching the ended turn.
+	// attempt) instead of watching the ended turn. The SDK flushes an
+	// attempt's last heartbeat when the attempt fails, so the retry sees it.
 	Ended bool `json:"ended"`
 }
 
