@@ -7,13 +7,16 @@ TOOL     := $(GO) tool -modfile=tools/go.mod
 # product module's dependencies and tests are the product's; lint and
 # go-test cover it too, from its directory.
 BENCH    := $(GO) -C bench
+# The workflow-engine recipes (docs/workflows.md) are modules of their own
+# too, so that DBOS's and Temporal's SDKs stay out of the product's module.
+WORKFLOWS := examples/workflows/dbos examples/workflows/temporal
 # A count, not a duration: with a duration, Go 1.26's fuzzing coordinator can
 # report "context deadline exceeded" as a failure when the time runs out
 # while a worker is busy (go.dev/issue/75804, fixed in Go 1.27), which a
 # loaded CI machine hits now and then. A count has no deadline to race.
 FUZZTIME ?= 100000x
 
-.PHONY: all deps generate generate-python lint test test-go go-test fuzz interop smoke examples conformance check-generated breaking build bench bench-smoke check-deploy
+.PHONY: all deps generate generate-python lint test test-go go-test fuzz interop smoke examples workflows conformance check-generated breaking build bench bench-smoke check-deploy
 
 all: lint test
 
@@ -22,7 +25,7 @@ generate:
 	$(TOOL) buf generate
 	@$(MAKE) --no-print-directory generate-python 2>/dev/null || echo "(Python stubs not regenerated: run make deps for Debian's protoc)"
 
-## lint: no tracked build outputs, doc links resolve, buf lint, gofmt, go vet, staticcheck (the product and the bench module).
+## lint: no tracked build outputs, doc links resolve, buf lint, gofmt, go vet, staticcheck (the product, the bench module and the workflow recipes).
 lint:
 	bash scripts/check-tracked.sh
 	python3 scripts/check-doc-links.py
@@ -33,6 +36,9 @@ lint:
 	$(BENCH) vet ./...
 	$(TOOL) staticcheck ./...
 	$(BENCH) tool -modfile=../tools/go.mod staticcheck ./...
+	@for m in $(WORKFLOWS); do \
+		$(GO) -C $$m vet ./... && $(GO) -C $$m tool -modfile=$(CURDIR)/tools/go.mod staticcheck ./... || exit 1; \
+	done
 
 ## deps: install what the suite needs beyond Go (pinned; only what is missing).
 deps:
@@ -40,9 +46,9 @@ deps:
 
 ## test: everything — Go tests under the race detector (with the TypeScript
 ## SDK interop test required), bounded fuzzing, the grpcurl smoke test
-## against the real binary, the examples, the cross-language conformance
-## suite, and the Prometheus alerting rules.
-test: deps build check-deploy go-test fuzz smoke examples conformance
+## against the real binary, the examples, the workflow-engine recipes, the
+## cross-language conformance suite, and the Prometheus alerting rules.
+test: deps build check-deploy go-test fuzz smoke examples workflows conformance
 
 ## check-deploy: the alerting rules parse (promtool check rules) and fire on
 ## the synthetic series of their unit tests (promtool test rules). promtool
@@ -77,6 +83,13 @@ smoke:
 ## examples: the Go, Python and Node examples against the real binary.
 examples:
 	bash scripts/examples-smoke.sh
+
+## workflows: the DBOS and Temporal recipes, each its own module, against
+## the real binary (the DBOS worker on PostgreSQL; both killed mid-turn).
+workflows:
+	@for m in $(WORKFLOWS); do \
+		ACPGATE_REQUIRE_POSTGRES=1 $(GO) -C $$m test -race -count=1 ./... || exit 1; \
+	done
 
 ## conformance: Go, Python and Node clients must see byte-identical terminals.
 conformance:
