@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acpgate/acpgate/webhook"
+	"github.com/acpgate/acpgate/internal/webhook"
 )
 
 // testSecret is a secret in the convention's form: whsec_ and the base64
