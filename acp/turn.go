@@ -449,7 +449,7 @@ func (s *Session) update(sessionID string, u update) {
 	}
 	if sessionID != s.id {
 		s.mu.Unlock()
-		s.host.warnStray("ignoring a session/update for another session", "session", s.id, "update_session", clip(sessionID))
+		s.host.warnStray("ignoring a session/update for another session", "session", s.id, "update_session", jsonrpc.Clip(sessionID))
 		return
 	}
 	if u.commands != nil {

@@ -491,10 +491,7 @@ func splitNotification(line []byte) (method string, params []byte, ok bool) {
 }
 
 func (c *Conn) stray(line []byte) string {
-	shown := line
-	if len(shown) > 200 {
-		shown = shown[:200]
-	}
+	shown := Clip(line)
 	if id, ok := undecodableAnswer(line); ok {
 		c.mu.Lock()
 		ch, pending := c.pending[id]
@@ -509,7 +506,7 @@ func (c *Conn) stray(line []byte) string {
 		return fmt.Sprintf("the agent wrote a line that is not a JSON-RPC message on stdout (strict framing): %q", shown)
 	}
 	c.skipped.Add(1)
-	c.strays.Warn(c.log, "skipping a stdout line that is not a JSON-RPC message", "line", string(shown))
+	c.strays.Warn(c.log, "skipping a stdout line that is not a JSON-RPC message", "line", shown)
 	return ""
 }
 
@@ -538,11 +535,7 @@ func (c *Conn) route(env envelope) {
 	c.mu.Unlock()
 	if err != nil || !ok {
 		c.unmatched.Add(1)
-		id := env.ID
-		if len(id) > 64 {
-			id = id[:64] // the agent's; it may be of any length
-		}
-		c.strays.Warn(c.log, "a response matched no outstanding request", "id", string(id))
+		c.strays.Warn(c.log, "a response matched no outstanding request", "id", Clip(env.ID))
 		return
 	}
 	ch <- Reply{Response: outcome.Response{Result: env.Result, Error: env.Error}}
