@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"strings"
 	"sync"
 
 	"go.opentelemetry.io/otel/trace"
@@ -255,7 +254,7 @@ func (c *Conn) notify(method string, params json.RawMessage) bool {
 	}
 	s := c.route(sessionID)
 	if s == nil {
-		c.warnStray("ignoring a session/update for a session not open on this process", "update_session", clip(sessionID))
+		c.warnStray("ignoring a session/update for a session not open on this process", "update_session", jsonrpc.Clip(sessionID))
 		return true
 	}
 	s.update(sessionID, u)
@@ -268,19 +267,6 @@ func (c *Conn) notify(method string, params json.RawMessage) bool {
 // gateway's log per line of the agent's output would let it flood the log.
 func (c *Conn) warnStray(msg string, args ...any) {
 	c.strays.Warn(c.log, msg, args...)
-}
-
-// maxLoggedBytes bounds an agent's string in the gateway's log: an id
-// is short, and one of megabytes (within the frame limit) is the agent's
-// doing, not something an operator needs whole.
-const maxLoggedBytes = 256
-
-// clip is s cut to maxLoggedBytes for the log.
-func clip(s string) string {
-	if len(s) <= maxLoggedBytes {
-		return s
-	}
-	return fmt.Sprintf("%s… (%d bytes)", strings.ToValidUTF8(s[:maxLoggedBytes], ""), len(s))
 }
 
 // sessionParams is what every session-scoped request of the agent's

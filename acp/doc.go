@@ -22,7 +22,8 @@
 // goroutine. Notifications are applied in arrival order; requests the agent
 // makes (permission, fs) are served concurrently, at most
 // Config.MaxAgentRequests at once (the reader waits for a slot beyond
-// that); writes are serialized.
+// that), their answers holding at most Config.MaxAgentReplyBytes until the
+// agent reads them; writes are serialized.
 //
 // Open performs the handshake: initialize (protocol version 1), authenticate
 // when an auth method is configured, then session/new or session/load.

@@ -2,6 +2,7 @@ package acp
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -112,7 +113,11 @@ func (s *Session) openInWorkspace(reqPath, resolved string, flag int, perm os.Fi
 	return f, info, nil
 }
 
-func (s *Session) readTextFile(params json.RawMessage) (any, *jsonrpc.ErrorObject) {
+// readTextFile answers fs/read_text_file. It reserves the file's size of
+// the connection's answer budget before reading it (and as much again
+// before selecting lines from it, which copies them), so that reads an
+// agent does not collect wait, or fail, before the gateway holds them.
+func (s *Session) readTextFile(ctx context.Context, params json.RawMessage) (any, *jsonrpc.ErrorObject) {
 	if !s.cfg.FS.Read {
 		return nil, fsError(jsonrpc.CodeMethodNotFound, "fs/read_text_file is not enabled for this agent")
 	}
@@ -136,15 +141,23 @@ func (s *Session) readTextFile(params json.RawMessage) (any, *jsonrpc.ErrorObjec
 	if info.Size() > limit {
 		return nil, fsError(jsonrpc.CodeInvalidParams, "%q is %d bytes, over the read limit of %d bytes", req.Path, info.Size(), limit)
 	}
+	if rpcErr := jsonrpc.Reserve(ctx, info.Size()); rpcErr != nil {
+		return nil, rpcErr
+	}
 	text, err := readText(f, info.Size(), limit)
 	if err != nil {
 		return nil, fsError(jsonrpc.CodeInternalError, "reading %q: %v", req.Path, err)
+	}
+	if req.Line != nil || req.Limit != nil {
+		if rpcErr := jsonrpc.Reserve(ctx, int64(len(text))+1); rpcErr != nil {
+			return nil, rpcErr
+		}
 	}
 	content, rpcErr := selectLines(text, req.Line, req.Limit)
 	if rpcErr != nil {
 		return nil, rpcErr
 	}
-	return acpsdk.ReadTextFileResponse{Content: content}, nil
+	return jsonrpc.TextResult{Member: "content", Text: content}, nil
 }
 
 // readText reads an open file of about size bytes into one string of its

@@ -38,6 +38,16 @@ const (
 // jsonrpc.DefaultMaxInFlightRequests for why 16.
 const DefaultMaxAgentRequests = jsonrpc.DefaultMaxInFlightRequests
 
+// DefaultMaxAgentReplyBytes is Config.MaxAgentReplyBytes when it is zero;
+// see jsonrpc.DefaultMaxReplyBytes.
+const DefaultMaxAgentReplyBytes = jsonrpc.DefaultMaxReplyBytes
+
+// MinMaxAgentReplyBytes is the least Config.MaxAgentReplyBytes may be: a
+// read of the largest file the gateway serves, with lines selected from
+// it (the file and the selection, each reserved before it is allocated),
+// must fit, or no wait could ever make room for it.
+const MinMaxAgentReplyBytes = 2*DefaultMaxReadBytes + 1<<10
+
 // Config is how to run one agent and what it may do.
 type Config struct {
 	// Agent is the configured agent name, used in events and logs.
@@ -67,6 +77,12 @@ type Config struct {
 	// agent that does not read can hold: their product.
 	// DefaultMaxAgentRequests when zero.
 	MaxAgentRequests int
+	// MaxAgentReplyBytes bounds the bytes the answers to the agent's
+	// requests hold, from before they are built until the agent has read
+	// them; a request whose answer does not fit waits, then is answered
+	// with an error (see jsonrpc's replies.go).
+	// DefaultMaxAgentReplyBytes when zero.
+	MaxAgentReplyBytes int64
 	// CancelGrace is how long a cancelled turn waits for the agent's
 	// answer before the agent is stopped. DefaultCancelGrace when zero.
 	CancelGrace time.Duration
@@ -336,6 +352,7 @@ func launch(ctx context.Context, cfg Config, dir string) (*Session, error) {
 		StrictFraming:       cfg.StrictFraming,
 		Logger:              c.log,
 		MaxInFlightRequests: cfg.MaxAgentRequests,
+		MaxReplyBytes:       cfg.MaxAgentReplyBytes,
 	})
 	// The process's first session, attached from the start: it makes the
 	// handshake, and the process ends with it unless others join.

@@ -1,11 +1,13 @@
 package acp_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
 
+	"github.com/acpgate/acpgate/acp/jsonrpc"
 	"github.com/acpgate/acpgate/internal/testutil"
 )
 
@@ -54,5 +56,42 @@ func TestAnAgentPrintingThousandsOfNonJSONLinesLogsOneWarning(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), "skipping a stdout line"); n != 1 {
 		t.Errorf("%d warnings for 2,000 lines, want 1", n)
+	}
+}
+
+func TestEveryStringOfTheAgentsInTheLogIsCutByOneRule(t *testing.T) {
+	long := func(prefix string) string { return prefix + strings.Repeat("é", 4<<10) }
+	line, id, session := long("line-"), long("id-"), long("session-")
+	// Each on an agent process of its own: a process's warnings about its
+	// stray output are spaced, and the first would hold the next back.
+	for _, c := range []struct{ key, whole, stray string }{
+		{"line", line, line},
+		{"id", fmt.Sprintf("%q", id), fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"result":{}}`, id)},
+		{"update_session", session, fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":%q,"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"forged"}}}}`, session)},
+	} {
+		var logs testutil.LockedBuffer
+		cfg := agentConfig()
+		cfg.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+		s := open(t, cfg)
+		if r := prompt(t, s, "stray "+c.stray+"\nchunk ok\nstop end_turn", nil); r.Outcome.GetText() != "ok" {
+			t.Fatalf("the turn: %v", r.Error)
+		}
+		var shown string
+		for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+			var rec map[string]any
+			if err := json.Unmarshal([]byte(l), &rec); err != nil {
+				t.Fatalf("log line %q: %v", l, err)
+			}
+			if v, ok := rec[c.key].(string); ok {
+				shown = v
+			}
+		}
+		want := jsonrpc.Clip(c.whole)
+		if shown != want {
+			t.Errorf("%s logged as %.80q… (%d bytes), want it cut as every other: %.80q… (%d bytes)", c.key, shown, len(shown), want, len(want))
+		}
+		if !strings.HasSuffix(want, fmt.Sprintf("… (%d bytes)", len(c.whole))) || len(want) > jsonrpc.MaxShownBytes+32 {
+			t.Errorf("%s: the cut %.80q does not say how long the whole was, or is too long", c.key, want)
+		}
 	}
 }

@@ -449,7 +449,7 @@ func (s *Session) update(sessionID string, u update) {
 	}
 	if sessionID != s.id {
 		s.mu.Unlock()
-		s.host.warnStray("ignoring a session/update for another session", "session", s.id, "update_session", clip(sessionID))
+		s.host.warnStray("ignoring a session/update for another session", "session", s.id, "update_session", jsonrpc.Clip(sessionID))
 		return
 	}
 	if u.commands != nil {
@@ -491,7 +491,7 @@ func (s *Session) request(ctx context.Context, method string, params json.RawMes
 	case "session/request_permission":
 		return s.requestPermission(ctx, params)
 	case "fs/read_text_file":
-		return s.readTextFile(params)
+		return s.readTextFile(ctx, params)
 	case "fs/write_text_file":
 		return s.writeTextFile(params)
 	case "elicitation/create":

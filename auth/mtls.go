@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/spiffe/go-spiffe/v2/spiffeid"
 	"github.com/spiffe/go-spiffe/v2/svid/x509svid"
 )
 
@@ -45,12 +46,18 @@ func VerifyClientCert(chain []*x509.Certificate, roots *x509.CertPool, now time.
 // SPIFFE ID (the spiffe:// URI SAN), else its subject common name.
 func PrincipalFromCert(leaf *x509.Certificate) (Principal, error) {
 	if id, err := x509svid.IDFromCert(leaf); err == nil {
-		return Principal{Name: id.String(), Attributes: map[string][]string{"trust_domain": {id.TrustDomain().Name()}}}, nil
+		return spiffePrincipal(id), nil
 	}
 	if cn := leaf.Subject.CommonName; cn != "" {
 		return Principal{Name: cn}, nil
 	}
 	return Principal{}, errors.New("the client certificate names no one: it has neither a SPIFFE ID (spiffe:// URI SAN) nor a subject common name")
+}
+
+// spiffePrincipal is the caller a SPIFFE ID names, with its trust domain
+// as an attribute.
+func spiffePrincipal(id spiffeid.ID) Principal {
+	return Principal{Name: id.String(), Attributes: map[string][]string{"trust_domain": {id.TrustDomain().Name()}}}
 }
 
 // certProblem words a chain verification error.

@@ -89,7 +89,7 @@ func (g *Gateway) nextEvents(ctx context.Context, turnID string, after uint64) (
 		events, more, inMemory, last, ended := t.j.read(after, followBatch)
 		if !inMemory {
 			if events, err = g.store.Events(ctx, turnID, after, followBatch, followBytes); err != nil {
-				return nil, nil, nil, nil, status.Errorf(codes.Internal, "reading turn %q's journal: %v", turnID, err)
+				return nil, nil, nil, nil, journalReadError(turnID, err)
 			}
 		}
 		return events, more, func() {}, func(seq uint64) bool { return ended && seq >= last }, nil
@@ -118,7 +118,7 @@ func (g *Gateway) nextEvents(ctx context.Context, turnID string, after uint64) (
 	events, err := g.store.Events(ctx, turnID, after, followBatch, followBytes)
 	if err != nil {
 		release()
-		return nil, nil, nil, nil, status.Errorf(codes.Internal, "reading turn %q's journal: %v", turnID, err)
+		return nil, nil, nil, nil, journalReadError(turnID, err)
 	}
 	if !ended {
 		return events, more, release, func(uint64) bool { return false }, nil

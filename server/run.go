@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/acpgate/acpgate/internal/config"
@@ -177,5 +178,9 @@ func OpenStore(cfg *config.Config, lookupEnv func(string) (string, bool), log *s
 		return nil, err
 	}
 	log.Info("turn store", "store", "sqlite", "state_dir", dir)
+	if damaged := st.DamagedTurns(); len(damaged) > 0 {
+		log.Error("turns whose journals are damaged (files missing or shorter than their records): reading them answers DATA_LOSS; the other turns are served",
+			"turns", damaged, "journals", filepath.Join(dir, "journals"))
+	}
 	return st, nil
 }

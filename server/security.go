@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -31,6 +33,7 @@ type Security struct {
 	reloader *tlsreload.Reloader // nil: plaintext
 	jwt      *auth.JWTVerifier
 	public   map[string]bool // full service names reachable without credentials
+	trusted  []netip.Prefix  // peers whose x-forwarded-client-cert is believed (xfcc)
 }
 
 // publicServices are the services each auth.public name stands for.
@@ -63,6 +66,13 @@ func NewSecurity(cfg *config.Config, log *slog.Logger) (*Security, error) {
 			return nil, err
 		}
 		s.reloader = r
+	}
+	for _, p := range cfg.Auth.TrustedPeers {
+		prefix, err := netip.ParsePrefix(p)
+		if err != nil {
+			return nil, fmt.Errorf("auth.trusted_peers: %w", err)
+		}
+		s.trusted = append(s.trusted, prefix.Masked())
 	}
 	if s.mode == config.AuthJWT {
 		keys, err := auth.LoadJWKS(cfg.Auth.JWKSFile)
@@ -142,6 +152,8 @@ func (s *Security) authenticate(ctx context.Context) (context.Context, error) {
 		p, err = s.fromClientCert(ctx)
 	case config.AuthJWT:
 		p, err = s.fromBearer(ctx)
+	case config.AuthXFCC:
+		p, err = s.fromXFCC(ctx)
 	default:
 		return ctx, nil
 	}
@@ -177,4 +189,44 @@ func (s *Security) fromBearer(ctx context.Context) (auth.Principal, error) {
 		return auth.Principal{}, errors.New("the authorization header is not of the form Bearer <token>")
 	}
 	return s.jwt.Verify(strings.TrimSpace(token))
+}
+
+// fromXFCC names the caller by the x-forwarded-client-cert header, which
+// is believed only from a trusted peer (the sidecar): any client reaching
+// the gateway around the sidecar could write the header itself. A call
+// from elsewhere is refused whether or not it carries the header, since
+// under xfcc there is no other way to name a caller.
+func (s *Security) fromXFCC(ctx context.Context) (auth.Principal, error) {
+	from, trusted := s.peerTrusted(ctx)
+	vals := metadata.ValueFromIncomingContext(ctx, auth.XFCCHeader)
+	switch {
+	case !trusted && len(vals) > 0:
+		return auth.Principal{}, fmt.Errorf("the x-forwarded-client-cert header came from %s, which is not in auth.trusted_peers: only the sidecar in front of acpgate may set it, and a header from anywhere else is refused", from)
+	case !trusted:
+		return auth.Principal{}, fmt.Errorf("the connection from %s did not come through the sidecar (auth.trusted_peers), which names callers under auth mode xfcc", from)
+	case len(vals) == 0:
+		return auth.Principal{}, errors.New("no x-forwarded-client-cert header: the sidecar must forward the client certificate (Istio does for mTLS peers; Envoy's forward_client_cert_details)")
+	}
+	// Repeated header fields are one comma-separated list, in order.
+	return auth.PrincipalFromXFCC(strings.Join(vals, ","))
+}
+
+// peerTrusted is the call's peer address and whether it is in
+// auth.trusted_peers.
+func (s *Security) peerTrusted(ctx context.Context) (string, bool) {
+	pr, ok := peer.FromContext(ctx)
+	if !ok || pr.Addr == nil {
+		return "an unknown peer", false
+	}
+	ap, err := netip.ParseAddrPort(pr.Addr.String())
+	if err != nil {
+		return pr.Addr.String(), false
+	}
+	addr := ap.Addr().Unmap()
+	for _, p := range s.trusted {
+		if p.Contains(addr) {
+			return addr.String(), true
+		}
+	}
+	return addr.String(), false
 }

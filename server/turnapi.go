@@ -51,7 +51,8 @@ func (g *Gateway) turn(ctx context.Context, id string) (store.Turn, error) {
 		return store.Turn{}, status.Errorf(codes.NotFound, "no turn %q (unknown, or past its retention)", id)
 	}
 	if err != nil {
-		return store.Turn{}, status.Errorf(codes.Internal, "reading turn %q: %v", id, err)
+		// A terminal kept in the journal files is read with the record.
+		return store.Turn{}, journalReadError(id, err)
 	}
 	return rec, nil
 }

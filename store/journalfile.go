@@ -250,7 +250,7 @@ func (f *journalFiles) read(turnID string, after, n, size uint64, maxBytes int) 
 	}
 	for i := 1; i < len(ends); i++ {
 		if ends[i] < ends[i-1] || ends[i] > size {
-			return nil, fmt.Errorf("%s is damaged: event %d ends at byte %d, after %d (the journal has %d bytes)", indexPath, after+uint64(i), ends[i], ends[i-1], size)
+			return nil, damaged("%s is damaged: event %d ends at byte %d, after %d (the journal has %d bytes)", indexPath, after+uint64(i), ends[i], ends[i-1], size)
 		}
 		if i > 1 && maxBytes > 0 && ends[i]-ends[0] > uint64(maxBytes) {
 			ends, n = ends[:i], uint64(i-1)
@@ -268,7 +268,7 @@ func (f *journalFiles) read(turnID string, after, n, size uint64, maxBytes int) 
 		seq := after + 1 + uint64(i)
 		e, err := expandStored(seq, b[:len(b):len(b)])
 		if err != nil {
-			return nil, fmt.Errorf("%s is damaged: event %d: %w", dataPath, seq, err)
+			return nil, damaged("%s is damaged: event %d: %w", dataPath, seq, err)
 		}
 		events[i] = e
 	}
@@ -281,13 +281,16 @@ func (f *journalFiles) read(turnID string, after, n, size uint64, maxBytes int) 
 // is an error, never a short journal passed off as whole.
 func preadFile(path string, buf []byte, off int64, uncache bool) error {
 	file, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return damaged("%s is missing, though its turn's record says it holds events (damaged): %w", path, err)
+	}
 	if err != nil {
 		return err
 	}
 	defer file.Close()
 	if _, err := file.ReadAt(buf, off); err != nil {
 		if errors.Is(err, io.EOF) {
-			return fmt.Errorf("%s is shorter than its record says (damaged): %w", path, io.ErrUnexpectedEOF)
+			return damaged("%s is shorter than its record says (damaged): %w", path, io.ErrUnexpectedEOF)
 		}
 		return err
 	}
@@ -307,6 +310,18 @@ func (f *journalFiles) remove(turnID string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// whole reports whether a turn's files are there, the data at least size
+// bytes long (what its record says is committed).
+func (f *journalFiles) whole(turnID string, size int64) bool {
+	dataPath, indexPath := f.paths(turnID)
+	data, err := os.Stat(dataPath)
+	if err != nil || data.Size() < size {
+		return false
+	}
+	_, err = os.Stat(indexPath)
+	return err == nil
 }
 
 // sweep deletes the files of turns that keep does not name: files of turns

@@ -51,6 +51,7 @@ type SQLite struct {
 	lock                  *os.File
 	files                 *journalFiles
 	running               runningJournals
+	damaged               []string // DamagedTurns; set by Open
 }
 
 // SQLiteOptions tunes OpenSQLiteWith. The zero value is what OpenSQLite uses.
@@ -257,6 +258,9 @@ func OpenSQLiteWith(dir string, opts SQLiteOptions) (_ *SQLite, err error) {
 			s.Close()
 		}
 	}()
+	if err := keepUnclaimedJournals(dir, s.path); err != nil {
+		return nil, err
+	}
 	if s.files, err = newJournalFiles(dir); err != nil {
 		return nil, fmt.Errorf("sqlite store: %w", err)
 	}
@@ -306,9 +310,38 @@ func OpenSQLiteWith(dir string, opts SQLiteOptions) (_ *SQLite, err error) {
 // aside, restore a backup) is the operator's.
 func (s *SQLite) openError(err error) error {
 	if code, ok := sqliteCode(err); ok && (code == sqlite3.SQLITE_NOTADB || code == sqlite3.SQLITE_CORRUPT) {
-		return fmt.Errorf("sqlite store: %s is not a usable database (damaged, or not a SQLite file): %w", s.path, err)
+		return fmt.Errorf("sqlite store: %s is not a usable database (damaged, or not a SQLite file): %w; %s", s.path, err, moveAside(s.path))
 	}
 	return fmt.Errorf("sqlite store: opening %s: %w", s.path, err)
+}
+
+// moveAside is what to do about a database that does not open.
+func moveAside(path string) string {
+	return fmt.Sprintf("to start anyway, stop acpgate, move %[1]s (and %[1]s-wal, %[1]s-shm if present) aside, keeping it to repair or restore, and start again: "+
+		"a new, empty database is made, and the turns' journals in %[2]s stay, set aside in %[2]s.unclaimed-<time> rather than deleted",
+		path, filepath.Join(filepath.Dir(path), journalsDir))
+}
+
+// keepUnclaimedJournals sets the journals directory aside, renamed
+// journals.unclaimed-<UTC time>, when the database at dbPath is about to be
+// made afresh and journals are already there: a database moved aside
+// (see moveAside) leaves them, and the new database, which knows none of
+// their turns, would otherwise delete them all at its first sweep. Set
+// aside, they go back with the old database if it is repaired.
+func keepUnclaimedJournals(dir, dbPath string) error {
+	if _, err := os.Stat(dbPath); !errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	journals := filepath.Join(dir, journalsDir)
+	entries, err := os.ReadDir(journals)
+	if err != nil || len(entries) == 0 {
+		return nil // none (or none readable: newJournalFiles reports it)
+	}
+	aside := journals + ".unclaimed-" + time.Now().UTC().Format("20060102T150405Z")
+	if err := os.Rename(journals, aside); err != nil {
+		return fmt.Errorf("sqlite store: setting aside the journals a new database would not know: %w", err)
+	}
+	return nil
 }
 
 // migrate checks the database and brings its schema up to date. It runs
@@ -323,7 +356,7 @@ func (s *SQLite) migrate() error {
 		return s.openError(err)
 	}
 	if check != "ok" {
-		return fmt.Errorf("sqlite store: %s is not a usable database (damaged: %s)", s.path, check)
+		return fmt.Errorf("sqlite store: %s is not a usable database (damaged: %s); %s", s.path, check, moveAside(s.path))
 	}
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
@@ -355,21 +388,40 @@ func (s *SQLite) migrate() error {
 
 // sweep deletes journal files whose turn is gone: DeleteEnded removes a
 // turn's files after its transaction commits, and a crash in between
-// keeps them.
+// keeps them. It also notes the turns whose files are missing or shorter
+// than their records say (DamagedTurns): a stat per turn with files, so
+// that the start-up log names them before a caller finds them one by one.
 func (s *SQLite) sweep() error {
-	ids, err := queryIDs(context.Background(), s.write, `SELECT id FROM turns`)
+	rows, err := s.write.QueryContext(context.Background(), `SELECT id, journal_bytes FROM turns`)
 	if err != nil {
 		return s.openError(err)
 	}
-	known := make(map[string]bool, len(ids))
-	for _, id := range ids {
+	defer rows.Close()
+	known := map[string]bool{}
+	for rows.Next() {
+		var id string
+		var size int64
+		if err := rows.Scan(&id, &size); err != nil {
+			return s.openError(err)
+		}
 		known[s.files.name(id)] = true
+		if size > 0 && !s.files.whole(id, size) {
+			s.damaged = append(s.damaged, id)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return s.openError(err)
 	}
 	if err := s.files.sweep(func(name string) bool { return known[name] }); err != nil {
 		return fmt.Errorf("sqlite store: deleting the journals of deleted turns: %w", err)
 	}
 	return nil
 }
+
+// DamagedTurns are the turns whose journal files were found missing or
+// shorter than their records say when the store was opened; reading their
+// journals fails with ErrDamaged.
+func (s *SQLite) DamagedTurns() []string { return s.damaged }
 
 // queryIDs runs a query of one text column and returns its values.
 func queryIDs(ctx context.Context, db interface {

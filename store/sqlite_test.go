@@ -351,8 +351,37 @@ func TestSQLiteFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := s.Events(ctx, "t1", 0, 10, 0)
-		if err == nil || !strings.Contains(err.Error(), "damaged") {
-			t.Errorf("Events of a truncated journal: %v; want an error saying it is damaged", err)
+		if err == nil || !strings.Contains(err.Error(), "damaged") || !errors.Is(err, store.ErrDamaged) {
+			t.Errorf("Events of a truncated journal: %v; want an error saying it is damaged (ErrDamaged)", err)
+		}
+	})
+
+	t.Run("a journal whose index was overwritten, or whose data is missing, is ErrDamaged", func(t *testing.T) {
+		for _, damage := range []struct {
+			name string
+			do   func(data, index string) error
+		}{
+			{"index overwritten", func(_, index string) error { return os.WriteFile(index, bytes.Repeat([]byte{0xff}, 80), 0o600) }},
+			{"data missing", func(data, _ string) error { return os.Remove(data) }},
+		} {
+			dir := t.TempDir()
+			s := openSQLite(t, dir)
+			startedTurn(t, s, "t1")
+			if err := s.Append(ctx, "t1", storetest.Events(2, 10)); err != nil {
+				t.Fatal(err)
+			}
+			data, _ := filepath.Glob(filepath.Join(dir, "journals", "*.events"))
+			index, _ := filepath.Glob(filepath.Join(dir, "journals", "*.index"))
+			if len(data) != 1 || len(index) != 1 {
+				t.Fatalf("journal files: %v %v", data, index)
+			}
+			if err := damage.do(data[0], index[0]); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Events(ctx, "t1", 0, 10, 0); !errors.Is(err, store.ErrDamaged) {
+				t.Errorf("%s: Events: %v; want ErrDamaged", damage.name, err)
+			}
+			s.Close()
 		}
 	})
 }

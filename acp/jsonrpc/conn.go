@@ -23,9 +23,10 @@
 // and no buffer exist for requests beyond the bound, which wait in the
 // agent's pipe. Without the bound an agent that sends requests and never
 // reads its stdin makes the gateway hold every answer, each on a goroutine
-// blocked writing it: sixty reads of an 8 MiB file cost over 600 MiB. With
-// it, what answers hold is at most the bound times the largest answer, plus
-// the encoding of the one being written (see Conn.write). The wait for a
+// blocked writing it: sixty reads of an 8 MiB file cost over 600 MiB. The
+// bytes those answers hold are bounded too (Options.MaxReplyBytes, see
+// replies.go), each answer held once, so that large answers in every slot
+// do not multiply the largest answer by the slots. The wait for a
 // slot ends when the connection is closed, so Close never waits on it. An
 // agent that stops reading while its requests wait to be answered stalls
 // only itself: its writes block, the reader waits, and the turn's cancel
@@ -47,6 +48,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/acpgate/acpgate/internal/throttle"
 	"github.com/acpgate/acpgate/outcome"
@@ -122,6 +124,14 @@ type Options struct {
 	// answered (see the package doc). DefaultMaxInFlightRequests when
 	// zero or negative.
 	MaxInFlightRequests int
+	// MaxReplyBytes bounds the bytes the answers to the agent's requests
+	// hold, from before they are built until they are written (see
+	// replies.go). DefaultMaxReplyBytes when zero or negative.
+	MaxReplyBytes int64
+	// ReplyWait bounds how long a request waits for room for its answer
+	// before it is answered with an error. DefaultReplyWait when zero or
+	// negative.
+	ReplyWait time.Duration
 }
 
 // EndKind is how a connection's input ended.
@@ -173,6 +183,7 @@ type Conn struct {
 	handler Handler
 	idle    IdleHandler   // handler, when it is one
 	slots   chan struct{} // one token per request being served
+	replies *replyBudget  // the bytes the answers being served hold
 
 	writeMu sync.Mutex
 	w       *bufio.Writer
@@ -206,6 +217,12 @@ func New(r io.Reader, w io.Writer, h Handler, opts Options) *Conn {
 	if opts.MaxInFlightRequests <= 0 {
 		opts.MaxInFlightRequests = DefaultMaxInFlightRequests
 	}
+	if opts.MaxReplyBytes <= 0 {
+		opts.MaxReplyBytes = DefaultMaxReplyBytes
+	}
+	if opts.ReplyWait <= 0 {
+		opts.ReplyWait = DefaultReplyWait
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
@@ -218,6 +235,7 @@ func New(r io.Reader, w io.Writer, h Handler, opts Options) *Conn {
 		handler: h,
 		idle:    idle,
 		slots:   make(chan struct{}, opts.MaxInFlightRequests),
+		replies: newReplyBudget(opts.MaxReplyBytes, opts.ReplyWait),
 		w:       bufio.NewWriterSize(w, 64<<10),
 		pending: make(map[int64]chan Reply),
 		done:    make(chan struct{}),
@@ -473,10 +491,7 @@ func splitNotification(line []byte) (method string, params []byte, ok bool) {
 }
 
 func (c *Conn) stray(line []byte) string {
-	shown := line
-	if len(shown) > 200 {
-		shown = shown[:200]
-	}
+	shown := Clip(line)
 	if id, ok := undecodableAnswer(line); ok {
 		c.mu.Lock()
 		ch, pending := c.pending[id]
@@ -491,7 +506,7 @@ func (c *Conn) stray(line []byte) string {
 		return fmt.Sprintf("the agent wrote a line that is not a JSON-RPC message on stdout (strict framing): %q", shown)
 	}
 	c.skipped.Add(1)
-	c.strays.Warn(c.log, "skipping a stdout line that is not a JSON-RPC message", "line", string(shown))
+	c.strays.Warn(c.log, "skipping a stdout line that is not a JSON-RPC message", "line", shown)
 	return ""
 }
 
@@ -520,11 +535,7 @@ func (c *Conn) route(env envelope) {
 	c.mu.Unlock()
 	if err != nil || !ok {
 		c.unmatched.Add(1)
-		id := env.ID
-		if len(id) > 64 {
-			id = id[:64] // the agent's; it may be of any length
-		}
-		c.strays.Warn(c.log, "a response matched no outstanding request", "id", string(id))
+		c.strays.Warn(c.log, "a response matched no outstanding request", "id", Clip(env.ID))
 		return
 	}
 	ch <- Reply{Response: outcome.Response{Result: env.Result, Error: env.Error}}
@@ -554,30 +565,37 @@ func (c *Conn) takeSlot() bool {
 
 // serve answers one request and then frees its slot: the slot covers the
 // answer until it is written, since an answer waiting for an agent that
-// does not read is what the bound is there to limit.
+// does not read is what the bound is there to limit. So does the answer's
+// account of the connection's reply budget (see replies.go).
 func (c *Conn) serve(ctx context.Context, done func(), env envelope) {
 	defer c.handlers.Done()
 	defer func() { <-c.slots }()
+	acc := &account{budget: c.replies}
+	defer acc.release()
+	ctx = context.WithValue(ctx, accountKey{}, acc)
 	result, rpcErr := c.handler.Request(ctx, env.Method, env.Params)
+	if rpcErr != nil {
+		acc.release() // an error answer is small; what was reserved for a result is not held
+	}
+	a, err := encodeAnswer(env.ID, result, rpcErr)
+	if err != nil {
+		a, err = encodeAnswer(env.ID, nil, &ErrorObject{Code: CodeInternalError, Message: fmt.Sprintf("encoding the answer to %s: %v", env.Method, err)})
+	}
+	if err == nil && rpcErr == nil {
+		if limitErr := acc.settle(ctx, a.size()); limitErr != nil {
+			acc.release()
+			a, err = encodeAnswer(env.ID, nil, limitErr)
+		}
+	}
 	done()
 	if withdrawn(ctx) {
-		result, rpcErr = nil, &ErrorObject{Code: CodeRequestCancelled, Message: "request cancelled: " + ErrCancelledByPeer.Error()}
+		acc.release()
+		a, err = encodeAnswer(env.ID, nil, &ErrorObject{Code: CodeRequestCancelled, Message: "request cancelled: " + ErrCancelledByPeer.Error()})
 	}
-	msg := struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Result  any             `json:"result,omitempty"`
-		Error   *ErrorObject    `json:"error,omitempty"`
-	}{JSONRPC: "2.0", ID: env.ID}
-	if rpcErr != nil {
-		msg.Error = rpcErr
-	} else {
-		if result == nil {
-			result = struct{}{}
-		}
-		msg.Result = result
+	if err == nil {
+		err = c.writeAnswer(a)
 	}
-	if err := c.write(msg); err != nil {
+	if err != nil {
 		c.log.Debug("answering the agent failed", "method", env.Method, "err", err)
 	}
 }

@@ -173,12 +173,7 @@ func peakRSSBound(inFlight, answerBytes int64) int64 {
 }
 
 func TestAnAgentFloodingReadsOfALargeFileWhileNotReadingItsStdinCostsTheGatewayBoundedMemory(t *testing.T) {
-	workspace := t.TempDir()
-	big := filepath.Join(workspace, "big.txt")
-	if err := os.WriteFile(big, bytes.Repeat([]byte("x"), acp.DefaultMaxReadBytes), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s := serve(t, "--config", readerConfig(t, workspace))
+	s, big := serveLargestReadable(t)
 	pid := s.cmd.Process.Pid
 	client, id, stream := openHostile(context.Background(), t, s, "stall\nreadflood 60 "+big+"\nhang")
 	settle(t, pid)

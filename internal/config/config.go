@@ -37,6 +37,10 @@ const (
 	// DefaultMaxAgentRequests bounds the requests one agent may have
 	// waiting for the gateway's answer: the runtime's own default.
 	DefaultMaxAgentRequests = acp.DefaultMaxAgentRequests
+	// DefaultMaxAgentReplyBytes bounds the bytes the answers to one agent
+	// process's requests hold until it reads them: the runtime's own
+	// default.
+	DefaultMaxAgentReplyBytes = acp.DefaultMaxAgentReplyBytes
 	// DefaultHeartbeatInterval is how long a stream may be silent before
 	// it gets a heartbeat event.
 	DefaultHeartbeatInterval = 15 * time.Second
@@ -425,6 +429,10 @@ type Limits struct {
 	// the gateway's answer (fs, permission, unknown methods); beyond it the
 	// gateway stops reading from that agent until one is answered.
 	MaxAgentRequests int
+	// MaxAgentReplyBytes bounds the bytes the gateway's answers to one
+	// agent process's requests hold until the agent reads them; a request
+	// whose answer does not fit waits, then is answered with an error.
+	MaxAgentReplyBytes int64
 	// MaxStreamsPerConnection bounds the concurrent calls on one client
 	// connection.
 	MaxStreamsPerConnection int
@@ -579,6 +587,7 @@ func defaults() *Config {
 			MaxFrameBytes:  DefaultMaxFrameBytes,
 
 			MaxAgentRequests:        DefaultMaxAgentRequests,
+			MaxAgentReplyBytes:      DefaultMaxAgentReplyBytes,
 			MaxStreamsPerConnection: DefaultMaxStreamsPerConnection,
 			MaxConnections:          DefaultMaxConnections,
 			MaxHeaderBytes:          DefaultMaxHeaderBytes,

@@ -147,6 +147,7 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 				"max_frame_bytes":  d.intInto(&c.Limits.MaxFrameBytes, f.child("max_frame_bytes")),
 
 				"max_agent_requests":         d.intInto(&c.Limits.MaxAgentRequests, f.child("max_agent_requests")),
+				"max_agent_reply_bytes":      d.int64Into(&c.Limits.MaxAgentReplyBytes, f.child("max_agent_reply_bytes")),
 				"max_streams_per_connection": d.intInto(&c.Limits.MaxStreamsPerConnection, f.child("max_streams_per_connection")),
 				"max_connections":            d.intInto(&c.Limits.MaxConnections, f.child("max_connections")),
 				"max_header_bytes":           d.intInto(&c.Limits.MaxHeaderBytes, f.child("max_header_bytes")),

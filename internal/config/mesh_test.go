@@ -41,7 +41,7 @@ func TestTheMeshConfigurationsParse(t *testing.T) {
 		}
 		return "example", true
 	}
-	for _, name := range []string{"mesh-sidecar.yaml", "mesh-mtls.yaml", "mesh-jwt.yaml"} {
+	for _, name := range []string{"mesh-sidecar.yaml", "mesh-mtls.yaml", "mesh-jwt.yaml", "mesh-istio.yaml"} {
 		if _, err := config.Load(filepath.Join("../../examples/config", name), lookup); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}

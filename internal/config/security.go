@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"gopkg.in/yaml.v3"
 	"net"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -44,7 +45,7 @@ const (
 
 // Auth is how callers are identified.
 type Auth struct {
-	// Mode is none, mtls or jwt.
+	// Mode is none, mtls, jwt or xfcc.
 	Mode AuthMode
 	// Public names the services reachable without credentials: health
 	// and reflection by default.
@@ -63,7 +64,16 @@ type Auth struct {
 	// Admins are principal patterns (see Agent.Allow) that see and may act
 	// on every session and turn, whoever started it.
 	Admins []string
+	// TrustedPeers are the networks (CIDRs) whose connections may carry
+	// the x-forwarded-client-cert header (xfcc): the sidecar's address.
+	// DefaultTrustedPeers when not given.
+	TrustedPeers []string
 }
+
+// DefaultTrustedPeers is Auth.TrustedPeers under xfcc when not given:
+// loopback, where a sidecar in the gateway's pod connects from (Istio's
+// inbound sidecar from 127.0.0.6).
+var DefaultTrustedPeers = []string{"127.0.0.0/8", "::1/128"}
 
 // AuthMode names how callers are identified.
 type AuthMode string
@@ -76,6 +86,10 @@ const (
 	AuthMTLS AuthMode = "mtls"
 	// AuthJWT names the caller by a verified bearer token's sub.
 	AuthJWT AuthMode = "jwt"
+	// AuthXFCC names the caller by the SPIFFE ID in the
+	// x-forwarded-client-cert header a sidecar (Envoy, Istio) sets, from
+	// trusted peers only.
+	AuthXFCC AuthMode = "xfcc"
 )
 
 // The services auth.public may name.
@@ -122,6 +136,13 @@ func (d *decoder) auth(n *yaml.Node, a *Auth) {
 		"algorithms": d.listInto(&a.Algorithms, f.child("algorithms"), false),
 		"claims":     d.listInto(&a.Claims, f.child("claims"), false),
 		"admins":     d.listInto(&a.Admins, f.child("admins"), false),
+		"trusted_peers": func(v *yaml.Node) {
+			// An empty list is refused, not taken for the default.
+			d.listInto(&a.TrustedPeers, f.child("trusted_peers"), false)(v)
+			if a.TrustedPeers == nil {
+				a.TrustedPeers = []string{}
+			}
+		},
 	})
 }
 
@@ -138,6 +159,9 @@ func (c *Config) resolveSecurityDefaults() {
 	}
 	if c.Auth.Public == nil {
 		c.Auth.Public = []string{PublicHealth, PublicReflection}
+	}
+	if c.Auth.Mode == AuthXFCC && c.Auth.TrustedPeers == nil {
+		c.Auth.TrustedPeers = slices.Clone(DefaultTrustedPeers)
 	}
 	if c.Auth.Mode == AuthJWT && len(c.Auth.Algorithms) == 0 {
 		c.Auth.Algorithms = slices.Clone(auth.DefaultAlgorithms)
@@ -197,8 +221,20 @@ func (v *checker) security(c *Config) {
 				v.add(fmt.Sprintf("auth.algorithms[%d]", i), "auth.algorithms[%d]: %q is not allowed: use one of %s (public-key signatures only)", i, alg, strings.Join(auth.AsymmetricAlgorithms, ", "))
 			}
 		}
+	case AuthXFCC:
+		if len(a.TrustedPeers) == 0 {
+			v.add("auth.trusted_peers", "auth.trusted_peers: empty, so no connection could name its caller; list the sidecar's address (loopback by default)")
+		}
+		for i, p := range a.TrustedPeers {
+			if _, err := netip.ParsePrefix(p); err != nil {
+				v.add(fmt.Sprintf("auth.trusted_peers[%d]", i), "auth.trusted_peers[%d]: %q is not a CIDR (say 127.0.0.0/8 or 10.0.0.5/32)", i, p)
+			}
+		}
 	default:
-		v.add("auth.mode", "auth.mode: %q must be none, mtls or jwt", a.Mode)
+		v.add("auth.mode", "auth.mode: %q must be none, mtls, jwt or xfcc", a.Mode)
+	}
+	if a.Mode != AuthXFCC && len(a.TrustedPeers) > 0 {
+		v.add("auth.trusted_peers", "auth.trusted_peers is only used with auth.mode xfcc (the mode is %s)", a.Mode)
 	}
 	if a.Mode != AuthJWT {
 		for _, key := range []string{"jwks_file", "issuer", "audience", "claims"} {

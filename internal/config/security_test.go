@@ -38,6 +38,17 @@ func TestTLSAndJWTAuthAreReadWithTheirDefaults(t *testing.T) {
 	}
 }
 
+func TestXFCCAuthTrustsLoopbackPeersByDefault(t *testing.T) {
+	c, err := Parse([]byte(agentYAML+"auth: {mode: xfcc}\n"), "c.yaml", nil)
+	if err != nil || strings.Join(c.Auth.TrustedPeers, ",") != "127.0.0.0/8,::1/128" {
+		t.Fatalf("trusted peers %v, %v", c.Auth.TrustedPeers, err)
+	}
+	c, err = Parse([]byte(agentYAML+"auth: {mode: xfcc, trusted_peers: [10.1.2.3/32]}\n"), "c.yaml", nil)
+	if err != nil || strings.Join(c.Auth.TrustedPeers, ",") != "10.1.2.3/32" {
+		t.Fatalf("trusted peers %v, %v", c.Auth.TrustedPeers, err)
+	}
+}
+
 func TestSecuritySettingsAreValidatedStrictly(t *testing.T) {
 	dir := t.TempDir()
 	crt, key := touch(t, dir, "s.crt"), touch(t, dir, "s.key")
@@ -54,8 +65,11 @@ func TestSecuritySettingsAreValidatedStrictly(t *testing.T) {
 		{"auth: {mode: jwt, jwks_file: " + key + ", issuer: i, audience: a, algorithms: [HS256]}", `auth.algorithms[0]: "HS256" is not allowed`},
 		{"auth: {mode: jwt, jwks_file: " + key + ", issuer: i, audience: a, algorithms: [none]}", `auth.algorithms[0]: "none" is not allowed`},
 		{"auth: {mode: jwt, jwks_file: " + missing + ", issuer: i, audience: a}", "auth.jwks_file: " + missing + " cannot be read"},
-		{"auth: {mode: saml}", `auth.mode: "saml" must be none, mtls or jwt`},
+		{"auth: {mode: saml}", `auth.mode: "saml" must be none, mtls, jwt or xfcc`},
 		{"auth: {audience: a}", "auth.audience is only used with auth.mode jwt"},
+		{"auth: {mode: xfcc, trusted_peers: [10.0.0.0/33]}", `auth.trusted_peers[0]: "10.0.0.0/33" is not a CIDR`},
+		{"auth: {mode: xfcc, trusted_peers: []}", "auth.trusted_peers: empty"},
+		{"auth: {mode: jwt, jwks_file: " + key + ", issuer: i, audience: a, trusted_peers: [127.0.0.0/8]}", "auth.trusted_peers is only used with auth.mode xfcc"},
 		{"auth: {public: [metrics]}", `auth.public[0]: "metrics" must be health or reflection`},
 		{"insecure: yes-please", "insecure: expected true or false"},
 	} {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acpgate/acpgate/acp"
 	"github.com/acpgate/acpgate/auth"
 )
 
@@ -117,6 +118,9 @@ func (v *checker) config(c *Config) {
 		v.add("limits.max_prompt_bytes", "limits.max_prompt_bytes: %d is larger than limits.max_frame_bytes (%d); a prompt that size could never be sent to an agent", c.Limits.MaxPromptBytes, m)
 	}
 	v.positive("limits.max_agent_requests", "limits.max_agent_requests", c.Limits.MaxAgentRequests)
+	if m := c.Limits.MaxAgentReplyBytes; m < acp.MinMaxAgentReplyBytes {
+		v.add("limits.max_agent_reply_bytes", "limits.max_agent_reply_bytes: must be at least %d (a read of the largest file an agent may read, 8 MiB, with lines selected from it), got %d", int64(acp.MinMaxAgentReplyBytes), m)
+	}
 	v.positive("limits.max_streams_per_connection", "limits.max_streams_per_connection", c.Limits.MaxStreamsPerConnection)
 	v.positive("limits.max_connections", "limits.max_connections", c.Limits.MaxConnections)
 	if m := c.Limits.MaxHeaderBytes; m < MinMaxHeaderBytes {
