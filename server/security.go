@@ -46,10 +46,7 @@ var publicServices = map[string][]string{
 // now, reloaded when they change) and the JWKS. An error names the file
 // that would not load.
 func NewSecurity(cfg *config.Config, log *slog.Logger) (*Security, error) {
-	s := &Security{mode: cfg.Auth.Mode, public: map[string]bool{}}
-	if s.mode == "" {
-		s.mode = config.AuthNone
-	}
+	s := &Security{mode: cfg.Auth.EffectiveMode(), public: map[string]bool{}}
 	for _, name := range cfg.Auth.Public {
 		for _, svc := range publicServices[name] {
 			s.public[svc] = true

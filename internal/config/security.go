@@ -70,6 +70,15 @@ type Auth struct {
 	TrustedPeers []string
 }
 
+// EffectiveMode is the mode in force: Mode, or AuthNone when it is unset
+// (a Config built in code, not yet validated). The default lives here once.
+func (a Auth) EffectiveMode() AuthMode {
+	if a.Mode == "" {
+		return AuthNone
+	}
+	return a.Mode
+}
+
 // DefaultTrustedPeers is Auth.TrustedPeers under xfcc when not given:
 // loopback, where a sidecar in the gateway's pod connects from (Istio's
 // inbound sidecar from 127.0.0.6).
@@ -154,9 +163,7 @@ func (c *Config) resolveSecurityDefaults() {
 			c.TLS.ClientAuth = ClientAuthRequire
 		}
 	}
-	if c.Auth.Mode == "" {
-		c.Auth.Mode = AuthNone
-	}
+	c.Auth.Mode = c.Auth.EffectiveMode()
 	if c.Auth.Public == nil {
 		c.Auth.Public = []string{PublicHealth, PublicReflection}
 	}
