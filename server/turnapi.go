@@ -51,7 +51,7 @@ func (g *Gateway) turn(ctx context.Context, id string) (store.Turn, error) {
 		return store.Turn{}, status.Errorf(codes.NotFound, "no turn %q (unknown, or past its retention)", id)
 	}
 	if err != nil {
-		return store.Turn{}, status.Errorf(codes.Internal, "reading turn %q: %v", id, err)
+		return store.Turn{}, status.Errorf(storeCode(err), "reading turn %q: %v", id, err)
 	}
 	return rec, nil
 }
@@ -73,7 +73,7 @@ func (g *Gateway) ListTurns(ctx context.Context, req *acpgatev1.ListTurnsRequest
 	}
 	recs, err := g.store.List(ctx, store.Filter{SessionID: req.GetSessionId(), Agent: req.GetAgent(), Owner: g.authz.ownerFilter(ctx)}, size+1, from)
 	if err != nil {
-		return nil, status.Errorf(codes.Internal, "listing turns: %v", err)
+		return nil, status.Errorf(storeCode(err), "listing turns: %v", err)
 	}
 	resp := &acpgatev1.ListTurnsResponse{}
 	more := len(recs) > size
