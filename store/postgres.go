@@ -57,8 +57,8 @@ type PostgresOptions struct {
 	// when 0. The listening connection is one more.
 	MaxConns int
 	// StatementTimeout bounds every statement on the pool's connections
-	// (PostgreSQL's statement_timeout); DefaultPostgresStatementTimeout
-	// when 0.
+	// (PostgreSQL's statement_timeout), and connecting when the DSN sets
+	// no connect_timeout; DefaultPostgresStatementTimeout when 0.
 	StatementTimeout time.Duration
 }
 

@@ -62,11 +62,13 @@ func startCluster(t *testing.T, n int, extra string) *testCluster {
 // configuration, inCluster to its cluster block, and dial, when set,
 // connects the test's client to a replica.
 // dsn, when set, is the database (one on a server of the test's own, say);
-// a new one on the test binary's server otherwise.
+// a new one on the test binary's server otherwise. leaseTTL, when set,
+// replaces the tests' leaseTTL.
 type clusterOpts struct {
 	extra, inCluster string
 	dial             func(*testing.T, *served) *grpc.ClientConn
 	dsn              string
+	leaseTTL         time.Duration
 }
 
 func startClusterWith(t *testing.T, n int, o clusterOpts) *testCluster {
@@ -74,6 +76,10 @@ func startClusterWith(t *testing.T, n int, o clusterOpts) *testCluster {
 	dsn := o.dsn
 	if dsn == "" {
 		dsn = testpg.Start(t)
+	}
+	ttl := leaseTTL
+	if o.leaseTTL != 0 {
+		ttl = o.leaseTTL
 	}
 	secret := filepath.Join(t.TempDir(), "secret")
 	if err := os.WriteFile(secret, []byte("a secret the replicas share, 1234567890"), 0o600); err != nil {
@@ -106,7 +112,7 @@ agents:
   - name: scratch
     command: "${ACPGATE_E2E_AGENT}"
     args: [--unique-sessions, --load-session]
-%s`, dsn, id, port, secret, leaseTTL, o.inCluster, sessions, c.prompts, workspace, o.extra))
+%s`, dsn, id, port, secret, ttl, o.inCluster, sessions, c.prompts, workspace, o.extra))
 		})
 		c.replicas = append(c.replicas, r)
 	}

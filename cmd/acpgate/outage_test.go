@@ -77,6 +77,13 @@ func TestAPostgresOutagePastTheLeaseLeavesEveryReplicaServingAndEachTurnWithOneE
 		}
 	}
 	time.Sleep(time.Until(down.Add(3 * leaseTTL)))
+	// By now every replica knows its lease lost, and says so.
+	for _, r := range c.replicas {
+		hc, err := healthpb.NewHealthClient(r.conn).Check(ctx, &healthpb.HealthCheckRequest{Service: "acpgate.v1.AgentGateway"})
+		if err != nil || hc.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
+			t.Errorf("replica %s's health with the database down past its lease: %v, %v; want NOT_SERVING", r.id, hc.GetStatus(), err)
+		}
+	}
 	if err := pg.Resume(); err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +93,7 @@ func TestAPostgresOutagePastTheLeaseLeavesEveryReplicaServingAndEachTurnWithOneE
 	// answered from the store.
 	deadline := back.Add(outageRecovery)
 	for _, r := range c.replicas {
-		_, health := r.served.client(t)
+		health := healthpb.NewHealthClient(r.conn)
 		for {
 			select {
 			case err := <-r.exited:
@@ -176,4 +183,91 @@ func mustPrompt(ctx context.Context, t *testing.T, client acpgatev1.AgentGateway
 		t.Fatal(err)
 	}
 	return s
+}
+
+func TestATurnWhoseJournalFailedInAShortPostgresOutageEndsOnceEverywhereAndItsRetryRuns(t *testing.T) {
+	pg, dsn := testpg.StartOwn(t)
+	// A lease far longer than the outage: no replica loses it, so the
+	// turn's owner, not a reaper, must end the turn.
+	c := startClusterWith(t, 3, clusterOpts{dsn: dsn, leaseTTL: 10 * time.Second})
+	a, b := c.replicas[0], c.replicas[1]
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	req := &acpgatev1.PromptRequest{Agent: "test", RequestId: "outage-retry", Text: "chunk before\nsleep 1000\nchunk after"}
+	stream := mustPrompt(ctx, t, a.client, req)
+	turnID := startedTurn(t, stream).GetTurnId()
+	if err := pg.Halt(); err != nil {
+		t.Fatal(err)
+	}
+	// The agent's next chunk (or its answer) cannot be journaled.
+	time.Sleep(2 * time.Second)
+	if err := pg.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	var own []*acpgatev1.PromptEvent
+	var ownErr error
+	for {
+		e, err := stream.Recv()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				ownErr = err
+			}
+			break
+		}
+		own = append(own, e)
+	}
+	t.Logf("the turn's own stream ended with %v after %d events", ownErr, len(own))
+
+	// The turn ends, once, as every replica reads it.
+	deadline := time.Now().Add(outageRecovery)
+	var terminal *acpgatev1.PromptEvent
+	for _, r := range c.replicas {
+		var got *acpgatev1.Turn
+		for {
+			var err error
+			got, err = r.client.GetTurn(ctx, &acpgatev1.GetTurnRequest{TurnId: turnID})
+			if err == nil && got.GetState() == acpgatev1.TurnState_TURN_STATE_ENDED {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the turn through %s %v after PostgreSQL came back: %v, %v; want it ended", r.id, outageRecovery, got, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		watched := drain(t, mustWatch(ctx, t, r.client, turnID))
+		last := watched[len(watched)-1]
+		if !proto.Equal(last, got.GetTerminal()) {
+			t.Errorf("through %s, WatchTurn ends %v and GetTurn says %v", r.id, last, got.GetTerminal())
+		}
+		if terminal == nil {
+			terminal = last
+		} else if !proto.Equal(last, terminal) {
+			t.Errorf("through %s the turn ended %v; through a %v", r.id, last, terminal)
+		}
+	}
+	if e := terminal.GetError(); !e.GetRetryable() {
+		t.Fatalf("the turn ended %v, want a retryable error", terminal)
+	}
+	if ownErr == nil {
+		if last := own[len(own)-1]; !proto.Equal(last, terminal) {
+			t.Errorf("the turn's own client got the terminal %v; the store has %v", last, terminal)
+		}
+	} else if status.Code(ownErr) != codes.Unavailable {
+		t.Errorf("the turn's own stream ended with %v, want its terminal or UNAVAILABLE", ownErr)
+	}
+
+	// Its request_id runs again: the retry is attempt 2, and completes.
+	events := drain(t, mustPrompt(ctx, t, b.client, req))
+	retry, err := b.client.GetTurn(ctx, &acpgatev1.GetTurnRequest{TurnId: events[0].GetStarted().GetTurnId()})
+	if err != nil || retry.GetTurnId() == turnID || retry.GetAttempt() != 2 {
+		t.Errorf("the retry is %v, %v; want attempt 2, a new turn", retry, err)
+	}
+	if o := events[len(events)-1].GetOutcome(); o.GetText() != "beforeafter" {
+		t.Errorf("the retry ended %v", events[len(events)-1])
+	}
+	for _, r := range c.replicas {
+		if strings.Contains(r.log(), "lost its lease") {
+			t.Errorf("replica %s lost its lease in an outage far shorter than it:\n%s", r.id, r.log())
+		}
+	}
 }
