@@ -71,6 +71,10 @@ func (g *Gateway) tryEndHandedOff(ctx context.Context, id string) bool {
 	case errors.Is(err, store.ErrEnded), errors.Is(err, store.ErrFenced):
 		// Reaped meanwhile, or the lease was lost: the reaper's.
 		return true
+	case !errors.Is(err, store.ErrUnavailable):
+		// Not the outage: say so, since the turn reads as running until
+		// a later try, or a reaper, ends it.
+		g.log.Warn("ending a turn whose journal the store refused failed; retrying", "turn", id, "err", err)
 	}
 	return false
 }
