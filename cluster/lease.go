@@ -25,10 +25,18 @@ type LeaseOptions struct {
 	Load func() (sessions, runningTurns int)
 	// Terminal is the terminal of a turn a lost replica left running.
 	Terminal func(store.Turn) store.Event
-	// Lost is called once if the lease is lost (expired before it was
-	// renewed, or superseded): the replica no longer owns its turns and
-	// sessions and must stop serving them.
+	// Lost is called, once per loss, when the lease is lost: the
+	// database said so (it expired unrenewed, or a newer Join of the same
+	// ID superseded it), or the lease has gone unrenewed for TTL by this
+	// process's clock (the database is unreachable, and a live replica
+	// that reaches it may already be reaping). The replica no longer owns
+	// its turns and sessions: Lost stops their agents before it returns,
+	// within a bound of its own, since the lease joins again only after
+	// it. Another epoch must not run beside agents of the old one.
 	Lost func(error)
+	// Rejoined is called with the replica as it joined again, with a new
+	// epoch, after a loss: it serves again.
+	Rejoined func(store.Replica)
 	// Logger receives what the lease does.
 	Logger *slog.Logger
 	// Metrics records the renewals that failed, the replicas reaped and
@@ -64,6 +72,10 @@ func (l *Lease) run() {
 	defer close(l.done)
 	t := time.NewTicker(l.o.TTL / 3)
 	defer t.Stop()
+	// renewed is when the last renewal that succeeded began: the
+	// database's expiry is TTL after a moment later than that, so the
+	// lease cannot outlive renewed+TTL by this clock.
+	renewed, lost := time.Now(), false
 	for {
 		select {
 		case <-l.stop:
@@ -71,27 +83,67 @@ func (l *Lease) run() {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), l.o.TTL/3)
+		if lost {
+			lost = !l.rejoin(ctx)
+			if !lost {
+				renewed = time.Now()
+			}
+			cancel()
+			continue
+		}
+		began := time.Now()
 		sessions, running := l.o.Load()
 		err := l.o.Store.Renew(ctx, sessions, running, l.o.TTL)
-		if errors.Is(err, store.ErrLeaseLost) {
-			cancel()
+		switch {
+		case err == nil:
+			renewed = began
+		case errors.Is(err, store.ErrLeaseLost):
 			l.o.Metrics.RenewalFailed()
-			l.o.Logger.Error("this replica lost its lease: another replica may have ended its turns; it stops serving them", "replica", l.o.Self.ID, "err", err)
-			l.o.Lost(err)
-			return
-		}
-		if err != nil {
+			l.lose(err)
+			lost = true
+		case time.Since(renewed) >= l.o.TTL:
+			l.o.Metrics.RenewalFailed()
+			l.lose(fmt.Errorf("the lease went unrenewed for %s (lease_ttl), the database unreachable: %w", l.o.TTL, err))
+			lost = true
+		default:
 			// The database is unreachable: keep trying until the lease
-			// would have run out; by then Renew says it is lost.
+			// would have run out.
 			l.o.Metrics.RenewalFailed()
 			l.o.Logger.Warn("renewing the replica's lease failed", "replica", l.o.Self.ID, "err", err)
 		}
-		l.reap(ctx)
-		if live, err := l.o.Store.Replicas(ctx); err == nil {
-			l.o.Metrics.LiveReplicas(len(live))
+		if !lost {
+			l.reap(ctx)
+			if live, err := l.o.Store.Replicas(ctx); err == nil {
+				l.o.Metrics.LiveReplicas(len(live))
+			}
 		}
 		cancel()
 	}
+}
+
+// lose gives up what the lost lease owned: logged and counted once per
+// loss, then Lost stops the agents.
+func (l *Lease) lose(err error) {
+	l.o.Metrics.LeaseLost()
+	l.o.Logger.Error("this replica lost its lease: another replica may end its turns; it stops their agents and joins again with a new epoch",
+		"replica", l.o.Self.ID, "epoch", l.o.Store.Self().Epoch, "err", err)
+	l.o.Lost(err)
+}
+
+// rejoin joins the cluster again after a loss, with a new epoch, and
+// reaps; it reports whether it joined. A failure (the database is still
+// unreachable) is retried on the next tick.
+func (l *Lease) rejoin(ctx context.Context) bool {
+	self, err := l.o.Store.Join(ctx, l.o.Self, l.o.TTL)
+	if err != nil {
+		l.o.Logger.Warn("joining the cluster again failed; retrying", "replica", l.o.Self.ID, "err", err)
+		return false
+	}
+	l.o.Metrics.Rejoined()
+	l.o.Logger.Info("this replica joined the cluster again and serves", "replica", self.ID, "epoch", self.Epoch)
+	l.reap(ctx)
+	l.o.Rejoined(self)
+	return true
 }
 
 // reap ends the leases that expired, and their turns.

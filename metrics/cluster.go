@@ -10,6 +10,8 @@ type Cluster struct {
 	live        prometheus.Gauge
 	renewFailed prometheus.Counter
 	reaped      prometheus.Counter
+	leaseLost   prometheus.Counter
+	rejoined    prometheus.Counter
 	relayed     *prometheus.CounterVec
 }
 
@@ -24,6 +26,12 @@ func newCluster() *Cluster {
 		reaped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "acpgate_cluster_replicas_reaped_total", Help: "Lost replicas this replica reaped: their turns ended, their sessions released.",
 		}),
+		leaseLost: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "acpgate_cluster_leases_lost_total", Help: "Times this replica lost its lease (it expired unrenewed, or was superseded) and stopped the agents it no longer owned.",
+		}),
+		rejoined: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "acpgate_cluster_rejoins_total", Help: "Times this replica joined the cluster again, with a new epoch, after losing its lease.",
+		}),
 		relayed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "acpgate_cluster_relayed_calls_total", Help: "Calls this replica relayed to the replica that runs their session, or that has room for a new one, by gRPC method.",
 		}, []string{"method"}),
@@ -31,7 +39,7 @@ func newCluster() *Cluster {
 }
 
 func (c *Cluster) collectors() []prometheus.Collector {
-	return []prometheus.Collector{c.live, c.renewFailed, c.reaped, c.relayed}
+	return []prometheus.Collector{c.live, c.renewFailed, c.reaped, c.leaseLost, c.rejoined, c.relayed}
 }
 
 // Cluster is the cluster's instruments; nil (recording nothing) for a nil
@@ -61,6 +69,20 @@ func (c *Cluster) RenewalFailed() {
 func (c *Cluster) Reaped(n int) {
 	if c != nil && n > 0 {
 		c.reaped.Add(float64(n))
+	}
+}
+
+// LeaseLost counts a loss of this replica's lease.
+func (c *Cluster) LeaseLost() {
+	if c != nil {
+		c.leaseLost.Inc()
+	}
+}
+
+// Rejoined counts a join after a lost lease.
+func (c *Cluster) Rejoined() {
+	if c != nil {
+		c.rejoined.Inc()
 	}
 }
 

@@ -85,8 +85,7 @@ func (g *Gateway) sendAndWait(ctx context.Context, stream grpc.ServerStream, bat
 // when there may be more; release ends the wait for it; done(seq) reports
 // whether seq is the terminal's.
 func (g *Gateway) nextEvents(ctx context.Context, turnID string, after uint64) (batch []store.Event, more <-chan struct{}, release func(), done func(uint64) bool, err error) {
-	if t := g.turns.get(turnID); t != nil {
-		events, more, inMemory, last, ended := t.j.read(after, followBatch)
+	if t, events, more, inMemory, last, ended := g.readRunning(turnID, after); t != nil {
 		if !inMemory {
 			if events, err = g.store.Events(ctx, turnID, after, followBatch, followBytes); err != nil {
 				return nil, nil, nil, nil, journalReadError(turnID, err)
@@ -113,7 +112,7 @@ func (g *Gateway) nextEvents(ctx context.Context, turnID string, after uint64) (
 	}
 	if err != nil {
 		release()
-		return nil, nil, nil, nil, status.Errorf(codes.Internal, "reading turn %q: %v", turnID, err)
+		return nil, nil, nil, nil, status.Errorf(storeCode(err), "reading turn %q: %v", turnID, err)
 	}
 	events, err := g.store.Events(ctx, turnID, after, followBatch, followBytes)
 	if err != nil {

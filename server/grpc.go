@@ -141,6 +141,7 @@ func NewGRPCServer(g *Gateway, sec *Security) *GRPCServer {
 	h.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	h.SetServingStatus(ServiceName, healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(s, h)
+	g.watchHealth(h)
 	reflection.Register(s)
 	g.metrics.InitializeGRPC(s)
 	return &GRPCServer{Server: s, Health: h}

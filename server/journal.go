@@ -60,6 +60,10 @@ type journal struct {
 	changed   chan struct{} // closed when events are added, then replaced
 	wrote     chan struct{} // signalled when a commit finishes
 	failed    error         // the store's first failure
+	// refused, when set, is called before a terminal the store did not
+	// take is delivered from memory (see handOff); set before the turn
+	// runs.
+	refused func()
 
 	flush  chan struct{} // signalled when there is something to commit
 	urgent chan struct{} // signalled when the uncommitted events are at their bound
@@ -309,6 +313,9 @@ func (j *journal) end(terminal store.Event) error {
 		if err != nil {
 			j.log.Error("the turn's last events and terminal could not be journaled", "turn", j.id, "err", err)
 		}
+	}
+	if err != nil && j.refused != nil {
+		j.refused()
 	}
 	j.mu.Lock()
 	j.recent = append(j.recent, terminal)

@@ -121,14 +121,18 @@ func (g *Gateway) Close() {
 
 // closeAll closes every session concurrently; once ctx ends, the agents
 // still running are killed instead of being given their grace.
-func (g *Gateway) closeAll(ctx context.Context) {
+func (g *Gateway) closeAll(ctx context.Context) { g.stopSessions(ctx, g.remove) }
+
+// stopSessions stops every session concurrently with stop; once ctx ends,
+// the agents still running are killed instead of being given their grace.
+func (g *Gateway) stopSessions(ctx context.Context, stop func(*liveSession)) {
 	lives := g.sessions.all()
 	var wg sync.WaitGroup
 	for _, l := range lives {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			g.remove(l)
+			stop(l)
 		}()
 	}
 	done := make(chan struct{})

@@ -10,6 +10,8 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
 	"github.com/acpgate/acpgate/cluster"
@@ -31,8 +33,11 @@ import (
 //     running turns end with the GATEWAY_STOPPED terminal (retryable), its
 //     sessions are released and re-opened by whichever replica next
 //     needs them (adopt), through session/resume or session/load.
-//   - Fencing: a replica that lost its lease stops (Lost), and the store
-//     refuses its writes meanwhile (store.ErrFenced).
+//   - Fencing: the store refuses the writes of a replica whose lease has
+//     expired (store.ErrFenced). A replica that finds its lease lost
+//     (leaseLost) stops the agents of everything it owned, whose endings
+//     are the reaper's to write, and joins again with a new epoch: it
+//     stays up, and its health is NOT_SERVING until it has joined.
 type replicas struct {
 	st      store.Cluster
 	lease   *cluster.Lease
@@ -41,8 +46,28 @@ type replicas struct {
 	self    string
 	metrics *metrics.Cluster // nil: none
 
-	lost     chan error // receives the lease's loss, once
-	lostOnce sync.Once
+	mu     sync.Mutex
+	health *health.Server // the gRPC server's, once there is one
+	lost   bool           // the lease is lost and not yet joined again
+
+	stopped bool           // under mu: stop is closed, no endHandedOff starts
+	stop    chan struct{}  // closed when the gateway stops: endHandedOff returns
+	wg      sync.WaitGroup // the endHandedOff goroutines
+}
+
+// goEnd runs f on a goroutine of the gateway's cluster part, waited for
+// when the gateway stops; it does not run once the gateway has stopped.
+func (r *replicas) goEnd(f func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped {
+		return
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		f()
+	}()
 }
 
 // startReplicas joins the cluster when the configuration says so.
@@ -73,18 +98,17 @@ func (g *Gateway) startReplicas(ctx context.Context) error {
 		}
 		dial = append(dial, opt)
 	}
-	r := &replicas{st: st, peers: cluster.NewPeers(dial...), secret: secret, self: id, metrics: g.metrics.Cluster(), lost: make(chan error, 1)}
+	r := &replicas{st: st, peers: cluster.NewPeers(dial...), secret: secret, self: id, metrics: g.metrics.Cluster(), stop: make(chan struct{})}
 	r.lease, err = cluster.StartLease(ctx, cluster.LeaseOptions{
 		Store:    st,
 		Self:     store.Replica{ID: id, Address: c.Advertise, MaxSessions: g.cfg.Limits.MaxSessions},
 		TTL:      c.LeaseTTL,
 		Load:     g.load,
 		Terminal: g.stoppedTerminal,
-		Lost: func(err error) {
-			r.lostOnce.Do(func() { r.lost <- err })
-		},
-		Logger:  g.log,
-		Metrics: g.metrics.Cluster(),
+		Lost:     func(err error) { g.leaseLost(r, err) },
+		Rejoined: func(store.Replica) { r.setServing(true) },
+		Logger:   g.log,
+		Metrics:  g.metrics.Cluster(),
 	})
 	if err != nil {
 		r.peers.Close()
@@ -95,13 +119,67 @@ func (g *Gateway) startReplicas(ctx context.Context) error {
 	return nil
 }
 
-// Lost receives an error when this replica has lost its lease
-// and must stop; nil (never ready) for a gateway on its own.
-func (g *Gateway) Lost() <-chan error {
-	if g.replicas == nil {
-		return nil
+// leaseLost gives up what this replica owned under the lease it lost:
+// another replica reaps its turns (their terminal is the reaper's, the one
+// GetTurn and every WatchTurn then read from the store) and re-opens its
+// sessions. So its agents stop before the replica joins again, and its
+// turns are dropped from memory first, so that no stream reads an ending
+// of them from here that the store does not have. Session records stay:
+// the reaper releases them. The agents get their stop grace within
+// shutdown_grace, and are killed after it.
+func (g *Gateway) leaseLost(r *replicas, err error) {
+	r.setServing(false)
+	turns := g.turns.all()
+	for _, t := range turns {
+		g.turns.remove(t.rec.ID)
 	}
-	return g.replicas.lost
+	for _, t := range turns {
+		t.cancel()
+	}
+	for _, s := range g.sessions.allSuspended() {
+		g.sessions.deleteSuspended(s)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), g.cfg.ShutdownGrace)
+	defer cancel()
+	g.stopSessions(ctx, func(l *liveSession) {
+		if g.sessions.delete(l) && l.close() {
+			g.log.Info("stopped the agent of a session this replica no longer owns", "agent", l.agent.cfg.Name, "session", l.id)
+		}
+	})
+	g.log.Warn("the agents of this replica's turns and sessions are stopped; joining the cluster again", "turns", len(turns), "err", err)
+}
+
+// watchHealth makes h report whether this replica holds its lease:
+// NOT_SERVING from a loss until it has joined again.
+func (g *Gateway) watchHealth(h *health.Server) {
+	if g.replicas == nil {
+		return
+	}
+	r := g.replicas
+	r.mu.Lock()
+	r.health = h
+	lost := r.lost
+	r.mu.Unlock()
+	if lost {
+		r.setServing(false)
+	}
+}
+
+// setServing records whether the replica holds its lease, and says so
+// through health.
+func (r *replicas) setServing(serving bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lost = !serving
+	if r.health == nil {
+		return
+	}
+	st := healthpb.HealthCheckResponse_SERVING
+	if !serving {
+		st = healthpb.HealthCheckResponse_NOT_SERVING
+	}
+	r.health.SetServingStatus("", st)
+	r.health.SetServingStatus(ServiceName, st)
 }
 
 // stopReplicas leaves the cluster once the gateway has ended its turns.
@@ -109,8 +187,16 @@ func (g *Gateway) stopReplicas(ctx context.Context) {
 	if g.replicas == nil {
 		return
 	}
-	g.replicas.lease.Stop(ctx)
-	g.replicas.peers.Close()
+	r := g.replicas
+	r.mu.Lock()
+	if !r.stopped {
+		r.stopped = true
+		close(r.stop)
+	}
+	r.mu.Unlock()
+	r.wg.Wait()
+	r.lease.Stop(ctx)
+	r.peers.Close()
 }
 
 // load is what placement reads of this replica: its open sessions and

@@ -106,15 +106,11 @@ func Run(ctx context.Context, opts RunOptions) error {
 		gw.Close()
 		return err
 	}
-	var lost error
+	// A replica that loses its lease does not stop: it gives up what it
+	// owned and joins again (see Gateway.leaseLost).
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down", "grace", opts.Config.ShutdownGrace)
-	case lost = <-gw.Lost():
-		// Another replica may already be ending this one's turns: stop
-		// serving, and let the supervisor start a new run, which joins
-		// with a new epoch.
-		log.Error("shutting down: this replica lost its lease", "err", lost, "grace", opts.Config.ShutdownGrace)
 	case err := <-served:
 		as.stop(context.Background())
 		ms.stop(context.Background())
@@ -133,9 +129,6 @@ func Run(ctx context.Context, opts RunOptions) error {
 		log.Warn("serve returned", "err", err)
 	}
 	log.Info("stopped")
-	if lost != nil {
-		return fmt.Errorf("this replica lost its lease: %w", lost)
-	}
 	return nil
 }
 

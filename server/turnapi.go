@@ -74,7 +74,7 @@ func (g *Gateway) ListTurns(ctx context.Context, req *acpgatev1.ListTurnsRequest
 	}
 	recs, err := g.store.List(ctx, store.Filter{SessionID: req.GetSessionId(), Agent: req.GetAgent(), Owner: g.authz.ownerFilter(ctx)}, size+1, from)
 	if err != nil {
-		return nil, status.Errorf(codes.Internal, "listing turns: %v", err)
+		return nil, status.Errorf(storeCode(err), "listing turns: %v", err)
 	}
 	resp := &acpgatev1.ListTurnsResponse{}
 	more := len(recs) > size

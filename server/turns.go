@@ -172,6 +172,9 @@ func (g *Gateway) begin(ctx context.Context, req *acpgatev1.PromptRequest, block
 		}
 		cancel()
 	})
+	if g.replicas != nil {
+		r.j.refused = func() { g.handOff(r) }
+	}
 	g.turns.add(r)
 	go func() {
 		// Once runTurn has returned: while it runs, its frame holds the

@@ -4,11 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -52,8 +57,8 @@ type PostgresOptions struct {
 	// when 0. The listening connection is one more.
 	MaxConns int
 	// StatementTimeout bounds every statement on the pool's connections
-	// (PostgreSQL's statement_timeout); DefaultPostgresStatementTimeout
-	// when 0.
+	// (PostgreSQL's statement_timeout), and connecting when the DSN sets
+	// no connect_timeout; DefaultPostgresStatementTimeout when 0.
 	StatementTimeout time.Duration
 }
 
@@ -104,6 +109,13 @@ func OpenPostgres(ctx context.Context, opts PostgresOptions) (_ *Postgres, err e
 	}
 	cfg.MaxConns = int32(maxConns)
 	setRuntimeParams(cfg.ConnConfig, "acpgate", timeout)
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		// Without connect_timeout in the DSN, a connection to a database
+		// that does not answer (a partition drops the packets) would wait
+		// as long as the call's context, which for the gateway's own
+		// writes has no deadline: it fails within a statement's bound.
+		cfg.ConnConfig.ConnectTimeout = timeout
+	}
 
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -147,14 +159,40 @@ func (p *Postgres) Close() error {
 	return nil
 }
 
+// ErrUnavailable marks a failure to reach the database (refused, reset,
+// shutting down, timed out): the same call may succeed once it is back,
+// so a caller answers it as retryable (UNAVAILABLE), not as a fault.
+var ErrUnavailable = errors.New("the database is unreachable")
+
 // opError gives err the store's context. The store's own sentinels go
 // through as they are: callers compare them with errors.Is, and they say
-// what happened without more.
+// what happened without more. A failure to reach the database is marked
+// ErrUnavailable.
 func opError(op string, err error) error {
 	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrEnded) {
 		return err
 	}
+	if unreachable(err) {
+		return fmt.Errorf("postgres store: %s: %w (retry once it is back): %w", op, ErrUnavailable, err)
+	}
 	return fmt.Errorf("postgres store: %s: %w", op, err)
+}
+
+// unreachable reports whether err is the database being out of reach
+// rather than refusing the statement: no connection, a connection lost,
+// a server shutting down or starting up, a timeout.
+func unreachable(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		// Class 08: connection exception; 57P01-57P03: the server is
+		// shutting down, crashed, or not yet accepting connections.
+		return strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
+	}
+	var connErr *pgconn.ConnectError
+	var netErr net.Error
+	return errors.As(err, &connErr) || errors.As(err, &netErr) || pgconn.Timeout(err) || pgconn.SafeToRetry(err) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // inTx runs f in a transaction and commits it; errors get op.

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/testpg"
@@ -60,14 +61,26 @@ func startCluster(t *testing.T, n int, extra string) *testCluster {
 // clusterOpts vary a test cluster: extra is appended to each replica's
 // configuration, inCluster to its cluster block, and dial, when set,
 // connects the test's client to a replica.
+// dsn, when set, is the database (one on a server of the test's own, say);
+// a new one on the test binary's server otherwise. leaseTTL, when set,
+// replaces the tests' leaseTTL.
 type clusterOpts struct {
 	extra, inCluster string
 	dial             func(*testing.T, *served) *grpc.ClientConn
+	dsn              string
+	leaseTTL         time.Duration
 }
 
 func startClusterWith(t *testing.T, n int, o clusterOpts) *testCluster {
 	t.Helper()
-	dsn := testpg.Start(t)
+	dsn := o.dsn
+	if dsn == "" {
+		dsn = testpg.Start(t)
+	}
+	ttl := leaseTTL
+	if o.leaseTTL != 0 {
+		ttl = o.leaseTTL
+	}
 	secret := filepath.Join(t.TempDir(), "secret")
 	if err := os.WriteFile(secret, []byte("a secret the replicas share, 1234567890"), 0o600); err != nil {
 		t.Fatal(err)
@@ -99,7 +112,7 @@ agents:
   - name: scratch
     command: "${ACPGATE_E2E_AGENT}"
     args: [--unique-sessions, --load-session]
-%s`, dsn, id, port, secret, leaseTTL, o.inCluster, sessions, c.prompts, workspace, o.extra))
+%s`, dsn, id, port, secret, ttl, o.inCluster, sessions, c.prompts, workspace, o.extra))
 		})
 		c.replicas = append(c.replicas, r)
 	}
@@ -495,7 +508,7 @@ func TestReplicasServingMTLSForwardCallsOverMTLSOnBehalfOfTheCallerTheyAuthentic
 	}
 }
 
-func TestAReplicaPausedPastItsLeaseFindsItsTurnEndedByAnotherAndStopsWithoutWritingToIt(t *testing.T) {
+func TestAReplicaPausedPastItsLeaseFindsItsTurnEndedByAnotherAndRejoinsWithoutWritingToIt(t *testing.T) {
 	c := startCluster(t, 2, "")
 	a, b := c.replicas[0], c.replicas[1]
 	ctx := testCtx(t)
@@ -521,27 +534,39 @@ func TestAReplicaPausedPastItsLeaseFindsItsTurnEndedByAnotherAndStopsWithoutWrit
 	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-a.exited:
-		if err == nil {
-			t.Errorf("the replica that lost its lease exited with status 0, want a failure its supervisor sees")
+	// a finds its lease lost, stops the turn's agent and joins again: it
+	// keeps running, and serves.
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(a.log(), "this replica joined the cluster again") {
+		select {
+		case err := <-a.exited:
+			t.Fatalf("the replica that lost its lease exited (%v):\n%s", err, a.log())
+		default:
 		}
-	case <-time.After(20 * time.Second):
-		t.Fatalf("the replica that lost its lease is still running:\n%s", a.log())
+		if time.Now().After(deadline) {
+			t.Fatalf("the replica that lost its lease has not joined again:\n%s", a.log())
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	if !strings.Contains(a.log(), "lost its lease") {
 		t.Errorf("the replica did not say it lost its lease:\n%s", a.log())
 	}
-	// The agent on a finished its turn ("chunk after") after the pause, and
-	// a may have tried to journal it: the store refused, and the turn is as
-	// b ended it.
-	got, err := b.client.GetTurn(ctx, &acpgatev1.GetTurnRequest{TurnId: turnID})
-	if err != nil || got.GetLastSeq() != ended.GetSeq() || got.GetTerminal().GetError().GetTransport() == nil {
-		t.Errorf("after a came back, GetTurn through b = %v, %v; want the turn as b ended it, at seq %d", got, err, ended.GetSeq())
+	again := drain(t, mustPrompt(ctx, t, a.client, &acpgatev1.PromptRequest{Agent: "test", Text: "chunk back"}))
+	if o := again[len(again)-1].GetOutcome(); o.GetText() != "back" {
+		t.Errorf("a turn on a after it joined again ended %v", again[len(again)-1])
 	}
-	replay := drain(t, mustWatch(ctx, t, b.client, turnID))
-	if len(replay) != len(events) {
-		t.Errorf("the turn's journal has %d events after a came back, %d before", len(replay), len(events))
+	// The agent on a may have finished its turn ("chunk after") after the
+	// pause, and a may have tried to journal it: the store refused, and
+	// the turn is as b ended it, through either replica.
+	for _, r := range c.replicas {
+		got, err := r.client.GetTurn(ctx, &acpgatev1.GetTurnRequest{TurnId: turnID})
+		if err != nil || got.GetLastSeq() != ended.GetSeq() || got.GetTerminal().GetError().GetTransport() == nil {
+			t.Errorf("after a came back, GetTurn through %s = %v, %v; want the turn as b ended it, at seq %d", r.id, got, err, ended.GetSeq())
+		}
+		replay := drain(t, mustWatch(ctx, t, r.client, turnID))
+		if len(replay) != len(events) || !proto.Equal(replay[len(replay)-1], ended) {
+			t.Errorf("through %s, the turn's journal has %d events after a came back, ending %v; %d before, ending %v", r.id, len(replay), replay[len(replay)-1], len(events), ended)
+		}
 	}
 }
 

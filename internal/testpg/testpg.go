@@ -204,8 +204,10 @@ func isExecutable(path string) bool {
 // parent-death signal), so a crashed program leaves no server behind,
 // though its directory stays.
 type Server struct {
+	bin  string // the directory of PostgreSQL's binaries
 	dir  string // the temporary directory: data/, the socket, the log
 	port int
+	cred *syscall.Credential // whom it runs as; nil for the tests' user
 	cmd  *exec.Cmd
 	// exited is closed once the process has been waited for; waitErr
 	// is then its result.
@@ -300,14 +302,25 @@ func run(bin, dir string, cred *syscall.Credential, log *os.File) (*Server, erro
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{dir: dir, port: port, exited: make(chan struct{}), log: log}
-	s.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", filepath.Join(dir, "data"),
-		"-k", dir, "-h", "127.0.0.1", "-p", strconv.Itoa(port),
+	s := &Server{bin: bin, dir: dir, port: port, cred: cred, log: log}
+	if err := s.launch(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// launch starts postgres on s's directory and port and waits until it
+// takes connections.
+func (s *Server) launch() error {
+	s.exited = make(chan struct{})
+	s.cmd = exec.Command(filepath.Join(s.bin, "postgres"), "-D", filepath.Join(s.dir, "data"),
+		"-k", s.dir, "-h", "127.0.0.1", "-p", strconv.Itoa(s.port),
 		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
 		"-c", "max_connections=300", "-c", "log_min_messages=warning")
 	s.cmd.Env = env()
-	s.cmd.Stdout, s.cmd.Stderr = log, log
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
+	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Pdeathsig: syscall.SIGKILL}
+	cmd, exited := s.cmd, s.exited
 	started := make(chan error)
 	// The parent-death signal is sent when the thread that started the
 	// child exits, not the process: this goroutine holds its thread
@@ -315,22 +328,22 @@ func run(bin, dir string, cred *syscall.Credential, log *os.File) (*Server, erro
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		if err := s.cmd.Start(); err != nil {
+		if err := cmd.Start(); err != nil {
 			started <- err
 			return
 		}
 		started <- nil
-		s.waitErr = s.cmd.Wait()
-		close(s.exited)
+		s.waitErr = cmd.Wait()
+		close(exited)
 	}()
 	if err := <-started; err != nil {
-		return nil, fmt.Errorf("starting postgres: %w", err)
+		return fmt.Errorf("starting postgres: %w", err)
 	}
 	if err := s.ready(); err != nil {
 		s.kill()
-		return nil, err
+		return err
 	}
-	return s, nil
+	return nil
 }
 
 // ready waits, up to readyTimeout, until the server takes a connection,
@@ -424,22 +437,72 @@ func (s *Server) kill() {
 // Stop shuts the server down (a fast shutdown: SIGINT), killing it after
 // stopTimeout, and removes its directory.
 func (s *Server) Stop() error {
-	if s.conn != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		s.conn.Close(ctx)
-		cancel()
-	}
 	var errs []error
-	s.cmd.Process.Signal(syscall.SIGINT)
-	select {
-	case <-s.exited:
-	case <-time.After(stopTimeout):
-		errs = append(errs, fmt.Errorf("postgres did not stop within %s of SIGINT; killed", stopTimeout))
-		s.kill()
+	if err := s.Halt(); err != nil {
+		errs = append(errs, err)
 	}
 	s.log.Close()
 	if err := os.RemoveAll(s.dir); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// Halt shuts the server down as Stop does but keeps its data, so that
+// Resume can start it again: a database outage, for a test of what its
+// clients do meanwhile and after. Its clients' connections are closed,
+// and new ones refused, until Resume.
+func (s *Server) Halt() error {
+	if s.conn != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		s.conn.Close(ctx)
+		cancel()
+		s.conn = nil
+	}
+	s.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-s.exited:
+		return nil
+	case <-time.After(stopTimeout):
+		s.kill()
+		return fmt.Errorf("postgres did not stop within %s of SIGINT; killed", stopTimeout)
+	}
+}
+
+// Resume starts a halted server again, on the same port and data, and
+// waits (up to readyTimeout) until it takes connections: the DSNs given
+// out before Halt work again.
+func (s *Server) Resume() error {
+	select {
+	case <-s.exited:
+	default:
+		return errors.New("resuming postgres: it is running (Halt it first)")
+	}
+	return s.launch()
+}
+
+// StartOwn starts a server for t alone, not the test binary's shared
+// one, so that t can Halt and Resume it without disturbing other tests,
+// and returns it with the DSN of a database on it. The server is stopped
+// when t ends. Like Start, it skips t when PostgreSQL is not installed,
+// unless RequireEnv says it must be.
+func StartOwn(t testing.TB) (*Server, string) {
+	t.Helper()
+	srv, err := StartServer("")
+	if errors.Is(err, ErrNotInstalled) && os.Getenv(RequireEnv) != "1" {
+		t.Skipf("testpg: %v (install Debian's postgresql package to run this test)", err)
+	}
+	if err != nil {
+		t.Fatalf("testpg: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Stop(); err != nil {
+			t.Errorf("testpg: %v", err)
+		}
+	})
+	dsn, err := srv.CreateDatabase("test_own")
+	if err != nil {
+		t.Fatalf("testpg: %v", err)
+	}
+	return srv, dsn
 }

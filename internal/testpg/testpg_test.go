@@ -212,3 +212,27 @@ func TestAServerStartedOutsideATestMakesDatabasesOfIdentifierNamesAndStopRemoves
 		t.Errorf("the server's directory %s is still there after Stop (%v)", filepath.Dir(dataDir), err)
 	}
 }
+
+func TestAHaltedServerRefusesConnectionsAndResumesOnTheSameDSNWithItsData(t *testing.T) {
+	ctx := context.Background()
+	srv, dsn := testpg.StartOwn(t)
+	if _, err := connect(t, dsn).Exec(ctx, `CREATE TABLE kept (x int)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Halt(); err != nil {
+		t.Fatal(err)
+	}
+	bounded, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if conn, err := pgx.Connect(bounded, dsn); err == nil {
+		conn.Close(ctx)
+		t.Fatal("a halted server took a connection")
+	}
+	if err := srv.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := connect(t, dsn).QueryRow(ctx, `SELECT count(*) FROM kept`).Scan(&n); err != nil {
+		t.Fatalf("the table made before the halt, after resuming: %v", err)
+	}
+}
