@@ -15,7 +15,7 @@ func TestArgvRunsTheLauncherWithTheWorkspaceTheConfiguredPathsAndTheResolvedComm
 	if prog != "/opt/acpgate" {
 		t.Errorf("program %q, want the launcher", prog)
 	}
-	want := []string{Command, "--required", "--rw", "/srv/sessions/s1", "--rw", "/srv/cache", "--ro", "/srv/a", "--ro", "/srv/b", "--", argv[len(argv)-3], "-c", "echo hi"}
+	want := []string{Command, "--landlock", "--required", "--rw", "/srv/sessions/s1", "--rw", "/srv/cache", "--ro", "/srv/a", "--ro", "/srv/b", "--", argv[len(argv)-3], "-c", "echo hi"}
 	if !reflect.DeepEqual(argv, want) || !strings.HasSuffix(argv[len(argv)-3], "/sh") || !strings.HasPrefix(argv[len(argv)-3], "/") {
 		t.Errorf("argv %q, want %q with sh resolved to an absolute path", argv, want)
 	}
@@ -33,7 +33,7 @@ func TestTheLauncherFailsWithoutExecutingOnBadArguments(t *testing.T) {
 		code int
 		says string
 	}{
-		{[]string{"--rw"}, 126, "--rw wants a path"},
+		{[]string{"--rw"}, 126, "--rw wants a value"},
 		{[]string{"--bogus", "--", "/bin/true"}, 126, `unknown flag "--bogus"`},
 		{[]string{"--rw", "/tmp"}, 126, "usage:"},
 		{[]string{"--", "/nonexistent/agent"}, 127, "no such file"},
