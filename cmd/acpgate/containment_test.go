@@ -304,20 +304,31 @@ func unprivileged(gateway []string) []string {
 // /proc (see the test agent's procs), and returns that report.
 func procTurn(t *testing.T, s *served) string {
 	t.Helper()
-	client, _ := s.client(t)
 	secret, _, _ := strings.Cut(gatewaySecret, "=")
-	stream, err := client.Prompt(bounded(t), &acpgatev1.PromptRequest{Agent: "test", Text: "procs " + secret + "\nstop end_turn"})
+	said := agentSays(t, s, "procs "+secret)
+	if len(said) != 1 {
+		t.Fatalf("the agent said %q, want its procs report", said)
+	}
+	return strings.TrimPrefix(said[0], "procs:")
+}
+
+// agentSays runs script, one directive a line, as a one-shot turn of agent
+// "test", and returns the text of each chunk the agent sent.
+func agentSays(t *testing.T, s *served, script ...string) []string {
+	t.Helper()
+	client, _ := s.client(t)
+	stream, err := client.Prompt(bounded(t), &acpgatev1.PromptRequest{Agent: "test", Text: strings.Join(script, "\n") + "\nstop end_turn"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var said string
+	var said []string
 	for {
 		e, err := stream.Recv()
 		if err != nil {
 			t.Fatalf("the stream ended with %v before its terminal\n%s", err, s.log())
 		}
-		if text, ok := strings.CutPrefix(e.GetAgentMessageChunk().GetText(), "procs:"); ok {
-			said = text
+		if text := e.GetAgentMessageChunk().GetText(); text != "" {
+			said = append(said, text)
 		}
 		if e.GetOutcome() != nil {
 			return said
@@ -391,15 +402,38 @@ func TestAnUnprivilegedGatewayRefusedTheNamespacesRunsTurnsInProcessGroupsAndSay
 	}
 }
 
+// rootAndNobody are a gateway run as root and one run as nobody.
+var rootAndNobody = []struct {
+	name  string
+	serve func(t *testing.T) *served
+}{
+	{"root gateway", func(t *testing.T) *served { return serve(t, "--config", writeConfig(t, e2eConfig)) }},
+	{"nobody gateway", func(t *testing.T) *served { return serveAsNobody(t, e2eConfig, unprivileged) }},
+}
+
+func TestAnAgentCannotUnmountItsOwnProcNeitherDirectlyNorFromANestedUserNamespace(t *testing.T) {
+	for _, c := range rootAndNobody {
+		t.Run(c.name, func(t *testing.T) {
+			s := c.serve(t)
+			said := agentSays(t, s, "unmountproc")
+			if len(said) != 1 {
+				t.Fatalf("the agent said %q, want its unmountproc report", said)
+			}
+			t.Logf("the agent reported %q", said[0])
+			direct, nested, ok := strings.Cut(strings.TrimPrefix(said[0], "unmountproc:direct:"), ";nested:")
+			if !ok || !strings.HasPrefix(direct, "refused: ") || !strings.HasPrefix(nested, "refused: ") {
+				t.Errorf("the agent reported %q, want its own /proc that it cannot unmount, directly or from a nested user namespace", said[0])
+			}
+			if got := procTurn(t, s); got != ownProcOnly {
+				t.Errorf("after that, an agent sees procs:%s, want procs:%s", got, ownProcOnly)
+			}
+		})
+	}
+}
+
 func TestAnAgentListsOnlyItsOwnProcessesAndFindsNoGatewayEnvironment(t *testing.T) {
 	setGatewaySecret(t)
-	for _, c := range []struct {
-		name  string
-		serve func(t *testing.T) *served
-	}{
-		{"root gateway", func(t *testing.T) *served { return serve(t, "--config", writeConfig(t, e2eConfig)) }},
-		{"nobody gateway", func(t *testing.T) *served { return serveAsNobody(t, e2eConfig, unprivileged) }},
-	} {
+	for _, c := range rootAndNobody {
 		t.Run(c.name, func(t *testing.T) {
 			s := c.serve(t)
 			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", s.cmd.Process.Pid)); err != nil || !strings.Contains(string(b), gatewaySecret) {

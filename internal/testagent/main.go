@@ -156,6 +156,10 @@
 //	procs WORD            chunk "procs:<pid>,...;environ:<pid>,..." (or
 //	                      "environ:none"): every process /proc lists, and those
 //	                      whose environment it can read and which holds WORD
+//	unmountproc           try to unmount /proc, here and in nested user and mount
+//	                      namespaces, only where /proc is the agent's own; chunk
+//	                      "unmountproc:direct:<r>;nested:<r>", each "refused: <err>"
+//	                      or "unmounted"
 //	oswrite PATH TEXT     write TEXT to PATH with the operating system (created
 //	                      or truncated, mode 0644); chunk "oswrite:ok" or
 //	                      "oswrite-error:<err>"
@@ -342,6 +346,10 @@ func list(value string) []string {
 }
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == unmountInNamespace {
+		unmountHere()
+		return
+	}
 	cfg, err := parseFlags(os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testagent:", err)

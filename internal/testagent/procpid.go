@@ -4,8 +4,12 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // ownPid is our pid as a test can find it on its side: see pidRef.
@@ -106,4 +110,52 @@ func procScan(word string) string {
 		holders = []string{"none"}
 	}
 	return "procs:" + strings.Join(pids, ",") + ";environ:" + strings.Join(holders, ",")
+}
+
+// unmountInNamespace is the argument that makes the test agent, run by
+// unmountProc in nested user and mount namespaces, try to unmount /proc
+// there and print what happened.
+const unmountInNamespace = "--unmount-proc-in-namespace"
+
+// unmountProc tries to uncover what lies beneath our /proc, the way an
+// agent that wanted the gateway's processes back would: unmount it here,
+// and unmount it in nested user and mount namespaces of our own, where we
+// are root. It says "unmountproc:direct:<what happened>;nested:<what
+// happened>", each "refused: <error>" or "unmounted" (or, for nested,
+// "not started: <error>" when the namespaces were not made). It tries only when
+// /proc is our PID namespace's own, so that it never unmounts the /proc of
+// the machine it runs on ("unmountproc:skipped: ..." otherwise).
+func unmountProc() string {
+	if self, err := os.Readlink("/proc/self"); os.Getpid() != 1 || err != nil || self != "1" {
+		return "unmountproc:skipped: /proc is not this agent's own"
+	}
+	direct := "unmounted"
+	if err := unix.Unmount("/proc", unix.MNT_DETACH); err != nil {
+		direct = "refused: " + err.Error()
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return "unmountproc-error:" + err.Error()
+	}
+	cmd := exec.Command(self, unmountInNamespace)
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
+	}
+	out, err := cmd.CombinedOutput()
+	nested := strings.TrimSpace(string(out))
+	if err != nil && nested == "" {
+		nested = "not started: " + err.Error()
+	}
+	return "unmountproc:direct:" + direct + ";nested:" + nested
+}
+
+// unmountHere is the nested side of unmountProc.
+func unmountHere() {
+	if err := unix.Unmount("/proc", unix.MNT_DETACH); err != nil {
+		fmt.Println("refused: " + err.Error())
+		return
+	}
+	fmt.Println("unmounted")
 }

@@ -402,6 +402,12 @@ func parseDirective(name, rest string) (step, error) {
 			return false
 		}, nil
 
+	case "unmountproc":
+		return func(t *turn) bool {
+			t.say(unmountProc())
+			return false
+		}, nil
+
 	case "oswrite":
 		path, text, _ := strings.Cut(strings.TrimLeft(rest, " "), " ")
 		if path == "" {
