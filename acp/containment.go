@@ -58,24 +58,26 @@ func (c Containment) String() string {
 func (c Containment) KernelEnforced() bool { return c != ContainProcessGroup }
 
 // apply sets the clone flags, identity mappings and capabilities c needs.
-// With a launcher (ProcessSpec.Launcher), the namespaces include a mount
-// namespace, where the launcher mounts the agent's own /proc, and in a
-// user namespace the launcher maps the ids itself (see
-// sandbox.ContainFlags for why the gateway cannot): it is given
-// CAP_SYS_ADMIN in the new user namespace as an ambient capability, the
-// only way a process that is not root there keeps one across execve, and
-// gives it up before it executes the agent.
-func (c Containment) apply(attr *syscall.SysProcAttr, launcher bool) {
+// With a launcher (ProcessSpec.Launcher) and ownProc, the namespaces
+// include a mount namespace, where the launcher mounts the agent's own
+// /proc. With a launcher, in a user namespace the launcher maps the ids
+// itself (see sandbox.ContainFlags for why the gateway cannot): it is
+// given CAP_SYS_ADMIN in the new user namespace as an ambient capability,
+// the only way a process that is not root there keeps one across execve,
+// and gives it up before it executes the agent.
+func (c Containment) apply(attr *syscall.SysProcAttr, launcher, ownProc bool) {
 	switch c {
 	case ContainPIDNamespace:
 		attr.Cloneflags = syscall.CLONE_NEWPID
-		if launcher {
+		if launcher && ownProc {
 			attr.Cloneflags |= syscall.CLONE_NEWNS
 		}
 	case ContainUserPIDNamespace:
 		attr.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID
 		if launcher {
-			attr.Cloneflags |= syscall.CLONE_NEWNS
+			if ownProc {
+				attr.Cloneflags |= syscall.CLONE_NEWNS
+			}
 			attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN}
 			return
 		}
@@ -90,47 +92,65 @@ func (c Containment) apply(attr *syscall.SysProcAttr, launcher bool) {
 
 // launch returns the program and arguments that run command with args
 // under c: through the launcher, which completes the containment, when c
-// is a namespace kind and there is one; as they are otherwise.
-func (c Containment) launch(launcher, command string, args []string) (string, []string, error) {
-	if !c.KernelEnforced() || launcher == "" {
+// is a namespace kind that needs it (an own /proc, or a user namespace's
+// maps) and there is one; as they are otherwise.
+func (c Containment) launch(launcher string, hostProc bool, command string, args []string) (string, []string, error) {
+	mapIDs := c == ContainUserPIDNamespace
+	if !c.KernelEnforced() || launcher == "" || hostProc && !mapIDs {
 		return command, args, nil
 	}
-	flags := sandbox.ContainFlags(c == ContainUserPIDNamespace, os.Getuid(), os.Getgid())
+	flags := sandbox.ContainFlags(!hostProc, mapIDs, os.Getuid(), os.Getgid())
 	return sandbox.Contain(launcher, flags, command, args)
 }
 
 // ProbeContainment returns the strongest containment this gateway can use,
-// and why each stronger kind was refused. It spawns, for each namespace
-// kind, a real child exactly as a turn spawns its agent (the same clone
-// flags and mappings, the same launcher and its steps, from this process
-// in its present state, dumpable or not), which then executes the launcher
-// once more to exit 0; any failure, at the clone, at a step of the
-// launcher or at its execve, refuses the kind. Without a launcher (no
-// own /proc) it asks the kernel to execute a path that does not exist in
-// the namespaces: ENOENT comes only once the namespaces and their maps
+// whether agents must see the gateway's /proc under it (hostProc), and why
+// each stronger kind was refused. The kinds, strongest first: a PID
+// namespace (and, with a launcher, a /proc of its own), the same inside a
+// user namespace, then the two with the gateway's /proc, where the kernel
+// refuses a namespace its own /proc but not the namespaces, then the
+// process group.
+//
+// For each, it spawns a real child exactly as a turn spawns its agent (the
+// same clone flags and mappings, the same launcher and its steps, from
+// this process in its present state, dumpable or not), which then executes
+// the launcher once more to exit 0; any failure, at the clone, at a step
+// of the launcher or at its execve, refuses the kind. Without a launcher
+// (no own /proc) it asks the kernel to execute a path that does not exist
+// in the namespaces: ENOENT comes only once the namespaces and their maps
 // exist, where any other error means they were refused. Call it once, at
 // start: what the kernel allows does not change between sessions, and a
 // probe per spawn would double the cost of starting every agent.
-func ProbeContainment(launcher string) (Containment, error) {
-	var refused []error
-	for _, c := range []Containment{ContainPIDNamespace, ContainUserPIDNamespace} {
-		err := c.probe(launcher)
-		if err == nil {
-			return c, errors.Join(refused...)
-		}
-		refused = append(refused, fmt.Errorf("%s: %w", c, err))
+func ProbeContainment(launcher string) (c Containment, hostProc bool, refused error) {
+	var why []error
+	procs := []bool{false}
+	if launcher != "" {
+		procs = append(procs, true)
 	}
-	return ContainProcessGroup, errors.Join(refused...)
+	for _, hostProc := range procs {
+		for _, c := range []Containment{ContainPIDNamespace, ContainUserPIDNamespace} {
+			err := c.probe(launcher, hostProc)
+			if err == nil {
+				return c, hostProc || launcher == "", errors.Join(why...)
+			}
+			kind := c.String()
+			if launcher != "" && !hostProc {
+				kind += " with its own /proc"
+			}
+			why = append(why, fmt.Errorf("%s: %w", kind, err))
+		}
+	}
+	return ContainProcessGroup, true, errors.Join(why...)
 }
 
 // probeBound bounds a containment probe's child, which exits at once.
 const probeBound = 10 * time.Second
 
-func (c Containment) probe(launcher string) error {
+func (c Containment) probe(launcher string, hostProc bool) error {
 	if launcher == "" {
 		return c.probeClone()
 	}
-	p, err := spawn(ProcessSpec{Command: launcher, Args: sandbox.ProbeArgs(), Dir: "/", Launcher: launcher}, c)
+	p, err := spawn(ProcessSpec{Command: launcher, Args: sandbox.ProbeArgs(), Dir: "/", Launcher: launcher, HostProc: hostProc}, c)
 	if err != nil {
 		return err
 	}
@@ -159,7 +179,7 @@ func (c Containment) probeClone() error {
 	}
 	defer os.Remove(dir)
 	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	c.apply(attr, false)
+	c.apply(attr, false, false)
 	missing := filepath.Join(dir, "missing")
 	// Not exec.Command: its path lookup would refuse a missing program
 	// before any clone happened.

@@ -103,7 +103,7 @@ func TestInAPIDNamespaceNoDescendantOutlivesItsSessionEvenOutsideTheProcessGroup
 }
 
 func TestProbeContainmentFindsWhatTheKernelAllows(t *testing.T) {
-	c, refused := acp.ProbeContainment("")
+	c, _, refused := acp.ProbeContainment("")
 	if c == acp.ContainPIDNamespace && refused != nil || !c.KernelEnforced() && refused == nil {
 		t.Errorf("%s, refused %v: the strongest kind and no reason, or a weaker kind with one", c, refused)
 	}

@@ -47,6 +47,11 @@ type ProcessSpec struct {
 	// a mount namespace too, with a /proc of its own PID namespace. It
 	// runs the sandbox of an agent with one (Wrap) in the same run.
 	Launcher string
+	// HostProc leaves the agent in the gateway's mount namespace, with
+	// the gateway's /proc: what ProbeContainment says where the kernel
+	// refuses a namespace its own /proc (a /proc partly masked, as in a
+	// container) but not the namespaces themselves.
+	HostProc bool
 }
 
 // process is a running agent program, contained with its descendants.
@@ -84,15 +89,18 @@ type ProcessSpec struct {
 // the agent lists only its own process tree, and cannot name the
 // gateway's pid, so it can read neither the gateway's environment nor its
 // memory, nor those of other agents, whatever its uid. (Without a
-// launcher /proc is the gateway's, and /proc/<getpid()> is not the agent.)
-// The launcher gives up CAP_SYS_ADMIN before it executes the agent, so the
-// agent cannot unmount that /proc (see sandbox.ContainFlags).
+// launcher, or where the kernel refuses the agent a /proc of its own
+// (ProcessSpec.HostProc), /proc is the gateway's, and /proc/<getpid()> is
+// not the agent.) The launcher gives up CAP_SYS_ADMIN before it executes
+// the agent, so the agent cannot unmount that /proc (see
+// sandbox.ContainFlags).
 //
 // The gateway itself stays non-dumpable (see serve), which closes its
 // /proc entries to other processes of its uid that could name it. That
 // would keep it from writing a child's uid and gid maps, so in a user
-// namespace the launcher writes its own. As init, the
-// agent inherits its orphaned descendants and should reap them (until it
+// namespace the launcher writes its own.
+//
+// As init, the agent inherits its orphaned descendants and should reap them (until it
 // exits they stay zombies), and it ignores signals it has no handler for
 // when they come from outside its namespace, SIGKILL excepted: an agent
 // that would die of the default action of SIGTERM survives stop's SIGTERM
@@ -133,7 +141,7 @@ func startProcess(spec ProcessSpec) (*process, error) {
 
 // spawn starts spec's program contained by c, or fails.
 func spawn(spec ProcessSpec, c Containment) (*process, error) {
-	command, args, err := c.launch(spec.Launcher, spec.Command, spec.Args)
+	command, args, err := c.launch(spec.Launcher, spec.HostProc, spec.Command, spec.Args)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +173,7 @@ func spawn(spec ProcessSpec, c Containment) (*process, error) {
 		// namespace, neither does anything the agent started).
 		Pdeathsig: syscall.SIGKILL,
 	}
-	c.apply(cmd.SysProcAttr, spec.Launcher != "")
+	c.apply(cmd.SysProcAttr, spec.Launcher != "", !spec.HostProc)
 	if err := cmd.Start(); err != nil {
 		closeAll(inR, inW, outR, outW, errR, errW)
 		return nil, err

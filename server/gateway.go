@@ -174,7 +174,7 @@ func New(opts Options) (*Gateway, error) {
 	if g.tempDir == nil {
 		g.tempDir = func(agent string) (string, error) { return os.MkdirTemp("", "acpgate-"+agent+"-") }
 	}
-	containment := probeContainment(log, opts.SandboxLauncher)
+	containment, hostProc := probeContainment(log, opts.SandboxLauncher)
 	noSandbox := probeSandbox(opts.Config.Agents, log)
 	// One budget for every agent: the bound is on what the gateway holds.
 	budget := acp.NewAnswerBudget(opts.Config.Limits.MaxAnswerBytes)
@@ -182,6 +182,7 @@ func New(opts Options) (*Gateway, error) {
 		entry := &agentEntry{cfg: a, acp: acpConfig(a, opts, lookup, log), m: opts.Metrics.Agent(a.Name), mcp: newMCPOffer(opts.Config.MCP, a)}
 		entry.acp.Process.Containment = containment
 		entry.acp.Process.Launcher = opts.SandboxLauncher
+		entry.acp.Process.HostProc = hostProc
 		if a.Sandbox.Enabled {
 			entry.acp.Process.Wrap = sandboxWrap(a, opts.SandboxLauncher, noSandbox)
 		}
@@ -212,18 +213,21 @@ func New(opts Options) (*Gateway, error) {
 // operator must be able to tell whether a descendant that leaves its
 // process group, or a SIGKILLed gateway, can leave agent processes
 // running, and whether agents see the host's processes.
-func probeContainment(log *slog.Logger, launcher string) acp.Containment {
-	c, refused := acp.ProbeContainment(launcher)
+func probeContainment(log *slog.Logger, launcher string) (acp.Containment, bool) {
+	c, hostProc, refused := acp.ProbeContainment(launcher)
 	switch {
 	case !c.KernelEnforced():
 		log.Warn("agent containment is the weaker process-group kind: the kernel refused the namespaces, so a descendant that calls setsid() can outlive its session, descendants can outlive a gateway killed with SIGKILL, and agents see the host's processes",
 			"kind", c.String(), "refused", refused)
+	case hostProc:
+		log.Warn("agent containment: agents see the host's processes in /proc (the kernel refused them a /proc of their own)",
+			"kind", c.String(), "own_proc", false, "refused", refused)
 	case refused != nil:
-		log.Info("agent containment", "kind", c.String(), "own_proc", launcher != "", "refused", refused)
+		log.Info("agent containment", "kind", c.String(), "own_proc", true, "refused", refused)
 	default:
-		log.Info("agent containment", "kind", c.String(), "own_proc", launcher != "")
+		log.Info("agent containment", "kind", c.String(), "own_proc", true)
 	}
-	return c
+	return c, hostProc
 }
 
 func acpConfig(a config.Agent, opts Options, lookup func(string) (string, bool), log *slog.Logger) acp.Config {

@@ -355,24 +355,28 @@ func TestAnUnprivilegedGatewayRunsItsAgentsInUserPIDAndMountNamespacesAndSaysSo(
 	}
 }
 
-func TestAnUnprivilegedGatewayRefusedTheNamespacesRunsTurnsInProcessGroupsAndSaysWhyAtStart(t *testing.T) {
+func TestAnUnprivilegedGatewayRefusedWhatItAsksRunsTurnsUnderTheNextKindAndSaysWhyAtStart(t *testing.T) {
 	cases := []struct {
 		name string
 		// wrap runs the gateway where the kernel refuses something.
 		wrap func(gateway []string) []string
-		// why is in the start-up log's reason for the refusal.
-		why string
+		// log is what the start-up log must say: the kind in force and
+		// why the stronger ones were refused.
+		log []string
 	}{{
 		// Inside a container /proc has entries masked by mounts, and the
-		// kernel then refuses a user namespace's own /proc (what it
-		// would show is more than its creator sees). Such a mount, in a
-		// mount namespace of the gateway's own, refuses it here without
-		// touching the machine's.
+		// kernel then refuses a user namespace its own /proc (what it
+		// would show is more than its creator sees), but not the
+		// namespaces. Such a mount, in a mount namespace of the
+		// gateway's own, refuses it here without touching the machine's.
 		name: "a masked /proc",
 		wrap: func(gateway []string) []string {
 			return slices.Concat([]string{"unshare", "--mount", "--", "sh", "-c", `mount --bind /dev/null /proc/timer_list && exec "$@"`, "sh"}, unprivileged(gateway))
 		},
-		why: "mounting the agent's own /proc: operation not permitted",
+		log: []string{
+			`kind="user and PID namespace" own_proc=false`,
+			"user and PID namespace with its own /proc: the launcher failed (exit 126): acpgate sandbox-exec: mounting the agent's own /proc: operation not permitted",
+		},
 	}, {
 		// A user namespace of the gateway's own, as nobody, whose limit
 		// of nested user namespaces is 0, where the gateway runs without
@@ -382,18 +386,21 @@ func TestAnUnprivilegedGatewayRefusedTheNamespacesRunsTurnsInProcessGroupsAndSay
 			return unprivileged(slices.Concat([]string{"unshare", "--user", "--map-root-user", "--", "sh", "-c",
 				`echo 0 >/proc/sys/user/max_user_namespaces && exec setpriv --bounding-set=-all --inh-caps=-all -- "$@"`, "sh"}, gateway))
 		},
-		why: "no space left on device",
+		log: []string{`agent containment is the weaker process-group kind`, `kind="process group"`, "no space left on device"},
 	}}
+	setGatewaySecret(t)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := serveAsNobody(t, e2eConfig, c.wrap)
 			for range 2 {
-				if got := procTurn(t, s); got == "" {
-					t.Errorf("the agent reported nothing of /proc\n%s", s.log())
+				// The agent sees the host's processes, but the gateway,
+				// non-dumpable, keeps its environment from them.
+				if got := procTurn(t, s); !strings.HasSuffix(got, ";environ:none") {
+					t.Errorf("the agent sees procs:%s, want no environment holding the gateway's secret\n%s", got, s.log())
 				}
 			}
 			log := s.log()
-			for _, want := range []string{`agent containment is the weaker process-group kind`, c.why} {
+			for _, want := range c.log {
 				if !strings.Contains(log, want) {
 					t.Errorf("the start-up log does not say %q:\n%s", want, log)
 				}

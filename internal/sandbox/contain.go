@@ -43,7 +43,7 @@ func mapOwnIDs(ids string) error {
 // namespace is its own copy, made a slave first so the mount does not
 // propagate back to the gateway's.
 //
-// It then gives up CAP_SYS_ADMIN, the capability that could unmount the
+// The launcher then gives up CAP_SYS_ADMIN (dropSysAdmin), the capability that could unmount the
 // fresh /proc (uncovering the gateway's beneath it) or mount another, for
 // the agent and everything it executes: from the bounding set where it
 // may (a gateway run as root, whose agents keep root's other
@@ -57,12 +57,10 @@ func mountOwnProc() error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
 		return fmt.Errorf("making the mounts private to the agent: %w", err)
 	}
-	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return err
-	}
-	return dropSysAdmin()
+	return unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
 }
 
+// dropSysAdmin is what mountOwnProc says of CAP_SYS_ADMIN.
 func dropSysAdmin() error {
 	// EPERM: without CAP_SETPCAP (in a user namespace, as a non-root uid)
 	// the bounding set cannot shrink, and does not need to: such a

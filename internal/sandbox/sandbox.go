@@ -129,9 +129,11 @@ func Contain(self string, flags []string, command string, args []string) (string
 }
 
 // ContainFlags are the launcher's flags that complete the containment of
-// an agent started in new PID and mount namespaces: mount a fresh /proc,
-// and, when mapIDs (the agent is also in a new user namespace, whose uid
-// and gid maps are not written yet), first map uid and gid to themselves.
+// an agent started in a new PID namespace: when ownProc (it is in a new
+// mount namespace too), mount a fresh /proc; when mapIDs (it is also in a
+// new user namespace, whose uid and gid maps are not written yet), first
+// map uid and gid to themselves. Either way, the launcher then gives up
+// CAP_SYS_ADMIN (see mountOwnProc).
 //
 // Why the launcher writes the maps rather than the gateway: the kernel
 // lets the gateway write a child's maps only while the gateway is
@@ -141,8 +143,11 @@ func Contain(self string, flags []string, command string, args []string) (string
 // environment. The launcher, freshly executed, is dumpable, and may map
 // its own ids given CAP_SYS_ADMIN in its namespace, which it gets as an
 // ambient capability (see acp's Containment).
-func ContainFlags(mapIDs bool, uid, gid int) []string {
-	flags := []string{"--proc"}
+func ContainFlags(ownProc, mapIDs bool, uid, gid int) []string {
+	var flags []string
+	if ownProc {
+		flags = append(flags, "--proc")
+	}
 	if mapIDs {
 		flags = append(flags, "--map-ids", fmt.Sprintf("%d:%d", uid, gid))
 	}
@@ -280,6 +285,11 @@ func Main(args []string, stderr io.Writer) int {
 	if proc {
 		if err := mountOwnProc(); err != nil {
 			return fail(126, "mounting the agent's own /proc: %v", err)
+		}
+	}
+	if proc || mapIDs != "" {
+		if err := dropSysAdmin(); err != nil {
+			return fail(126, "giving up CAP_SYS_ADMIN: %v", err)
 		}
 	}
 	if landlocked {
