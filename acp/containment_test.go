@@ -103,9 +103,9 @@ func TestInAPIDNamespaceNoDescendantOutlivesItsSessionEvenOutsideTheProcessGroup
 }
 
 func TestProbeContainmentFindsWhatTheKernelAllows(t *testing.T) {
-	c, refused := acp.ProbeContainment()
-	if c.KernelEnforced() != (refused == nil) {
-		t.Errorf("%s, refused %v: a namespace and no reason, or the process group with one", c, refused)
+	c, _, refused := acp.ProbeContainment("")
+	if c == acp.ContainPIDNamespace && refused != nil || !c.KernelEnforced() && refused == nil {
+		t.Errorf("%s, refused %v: the strongest kind and no reason, or a weaker kind with one", c, refused)
 	}
 	if !c.KernelEnforced() {
 		t.Logf("namespaces refused here: %v", refused)

@@ -42,6 +42,16 @@ type ProcessSpec struct {
 	// pid, so containment and exit status are unchanged). An error refuses
 	// the start.
 	Wrap func(dir, command string, args []string) (string, []string, error)
+	// Launcher, when set, is the acpgate executable, which completes a
+	// namespace containment (see package sandbox): the agent then runs in
+	// a mount namespace too, with a /proc of its own PID namespace. It
+	// runs the sandbox of an agent with one (Wrap) in the same run.
+	Launcher string
+	// HostProc leaves the agent in the gateway's mount namespace, with
+	// the gateway's /proc: what ProbeContainment says where the kernel
+	// refuses a namespace its own /proc (a /proc partly masked, as in a
+	// container) but not the namespaces themselves.
+	HostProc bool
 }
 
 // process is a running agent program, contained with its descendants.
@@ -73,10 +83,24 @@ type ProcessSpec struct {
 // A PID namespace needs no setup and nothing to clean up.
 //
 // What an agent sees in its namespace: getpid() is 1, and its children
-// have small pids of the namespace's own. /proc is not remounted (that
-// would need a mount namespace too), so it still shows the gateway's view:
-// /proc/self is right, /proc/<getpid()> is not the agent. As init, the
-// agent inherits its orphaned descendants and should reap them (until it
+// have small pids of the namespace's own. With a launcher
+// (ProcessSpec.Launcher, which the gateway always has), it also runs in a
+// mount namespace of its own, where the launcher mounts a fresh /proc:
+// the agent lists only its own process tree, and cannot name the
+// gateway's pid, so it can read neither the gateway's environment nor its
+// memory, nor those of other agents, whatever its uid. (Without a
+// launcher, or where the kernel refuses the agent a /proc of its own
+// (ProcessSpec.HostProc), /proc is the gateway's, and /proc/<getpid()> is
+// not the agent.) The launcher gives up CAP_SYS_ADMIN before it executes
+// the agent, so the agent cannot unmount that /proc (see
+// sandbox.ContainFlags).
+//
+// The gateway itself stays non-dumpable (see serve), which closes its
+// /proc entries to other processes of its uid that could name it. That
+// would keep it from writing a child's uid and gid maps, so in a user
+// namespace the launcher writes its own.
+//
+// As init, the agent inherits its orphaned descendants and should reap them (until it
 // exits they stay zombies), and it ignores signals it has no handler for
 // when they come from outside its namespace, SIGKILL excepted: an agent
 // that would die of the default action of SIGTERM survives stop's SIGTERM
@@ -105,6 +129,22 @@ type process struct {
 }
 
 func startProcess(spec ProcessSpec) (*process, error) {
+	p, err := spawn(spec, spec.Containment)
+	if err != nil && spec.Containment.KernelEnforced() && namespaceRefused(err) {
+		// The probe at start said yes, but this clone was refused (a
+		// namespace limit, say): an agent contained less is better than
+		// none at all; Open says so in the log.
+		p, err = spawn(spec, ContainProcessGroup)
+	}
+	return p, err
+}
+
+// spawn starts spec's program contained by c, or fails.
+func spawn(spec ProcessSpec, c Containment) (*process, error) {
+	command, args, err := c.launch(spec.Launcher, spec.HostProc, spec.Command, spec.Args)
+	if err != nil {
+		return nil, err
+	}
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -119,36 +159,22 @@ func startProcess(spec ProcessSpec) (*process, error) {
 		closeAll(inR, inW, outR, outW)
 		return nil, err
 	}
-	command := func(c Containment) *exec.Cmd {
-		cmd := exec.Command(spec.Command, spec.Args...)
-		cmd.Env = spec.Env
-		if cmd.Env == nil {
-			cmd.Env = []string{} // nil would mean "inherit everything"
-		}
-		cmd.Dir = spec.Dir
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-		cmd.SysProcAttr = &syscall.SysProcAttr{
-			Setpgid: true,
-			// If the gateway dies without stopping the agent, the kernel
-			// stops it: an agent never outlives its gateway (and, in a
-			// PID namespace, neither does anything the agent started).
-			Pdeathsig: syscall.SIGKILL,
-		}
-		c.apply(cmd.SysProcAttr)
-		return cmd
+	cmd := exec.Command(command, args...)
+	cmd.Env = spec.Env
+	if cmd.Env == nil {
+		cmd.Env = []string{} // nil would mean "inherit everything"
 	}
-	containment := spec.Containment
-	cmd := command(containment)
-	err = cmd.Start()
-	if err != nil && containment.KernelEnforced() && namespaceRefused(err) {
-		// The probe at start said yes, but this clone was refused (a
-		// namespace limit, say): an agent contained less is better than
-		// none at all; Open says so in the log.
-		containment = ContainProcessGroup
-		cmd = command(containment)
-		err = cmd.Start()
+	cmd.Dir = spec.Dir
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Setpgid: true,
+		// If the gateway dies without stopping the agent, the kernel
+		// stops it: an agent never outlives its gateway (and, in a PID
+		// namespace, neither does anything the agent started).
+		Pdeathsig: syscall.SIGKILL,
 	}
-	if err != nil {
+	c.apply(cmd.SysProcAttr, spec.Launcher != "", !spec.HostProc)
+	if err := cmd.Start(); err != nil {
 		closeAll(inR, inW, outR, outW, errR, errW)
 		return nil, err
 	}
@@ -163,7 +189,7 @@ func startProcess(spec ProcessSpec) (*process, error) {
 		stdout:      outR,
 		stderr:      errR,
 		tail:        newRingBuffer(limit),
-		containment: containment,
+		containment: c,
 		exited:      make(chan struct{}),
 		stderrDone:  make(chan struct{}),
 	}

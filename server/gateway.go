@@ -58,9 +58,12 @@ type Options struct {
 	// system's temporary directory when nil. A gateway that may be killed
 	// passes one whose leftovers the next start removes (package scratch).
 	TempDir func(agent string) (string, error)
-	// SandboxLauncher is the acpgate executable, which confines agents
-	// with sandbox.enabled (see package sandbox); such agents fail to
-	// start when it is empty.
+	// SandboxLauncher is the acpgate executable, which completes agents'
+	// namespace containment with a /proc of their own and confines agents
+	// with sandbox.enabled (see package sandbox); without it, agents see
+	// the gateway's /proc, an unprivileged gateway's agents get no user
+	// namespace unless the gateway is dumpable, and agents with the
+	// sandbox fail to start.
 	SandboxLauncher string
 	// Metrics records the gateway's metrics; nil records none.
 	Metrics *metrics.Metrics
@@ -171,13 +174,15 @@ func New(opts Options) (*Gateway, error) {
 	if g.tempDir == nil {
 		g.tempDir = func(agent string) (string, error) { return os.MkdirTemp("", "acpgate-"+agent+"-") }
 	}
-	containment := probeContainment(log)
+	containment, hostProc := probeContainment(log, opts.SandboxLauncher)
 	noSandbox := probeSandbox(opts.Config.Agents, log)
 	// One budget for every agent: the bound is on what the gateway holds.
 	budget := acp.NewAnswerBudget(opts.Config.Limits.MaxAnswerBytes)
 	for _, a := range opts.Config.Agents {
 		entry := &agentEntry{cfg: a, acp: acpConfig(a, opts, lookup, log), m: opts.Metrics.Agent(a.Name), mcp: newMCPOffer(opts.Config.MCP, a)}
 		entry.acp.Process.Containment = containment
+		entry.acp.Process.Launcher = opts.SandboxLauncher
+		entry.acp.Process.HostProc = hostProc
 		if a.Sandbox.Enabled {
 			entry.acp.Process.Wrap = sandboxWrap(a, opts.SandboxLauncher, noSandbox)
 		}
@@ -204,18 +209,25 @@ func New(opts Options) (*Gateway, error) {
 }
 
 // probeContainment finds, once per gateway, how agents' process trees can
-// be held, and says so: an operator must be able to tell whether a
-// descendant that leaves its process group, or a SIGKILLed gateway, can
-// leave agent processes running.
-func probeContainment(log *slog.Logger) acp.Containment {
-	c, refused := acp.ProbeContainment()
-	if c.KernelEnforced() {
-		log.Info("agent containment", "kind", c.String())
-	} else {
-		log.Warn("agent containment is the weaker process-group kind: the kernel refused a PID namespace, so a descendant that calls setsid() can outlive its session, and descendants can outlive a gateway killed with SIGKILL",
+// be held, and says so, with why each stronger kind was refused: an
+// operator must be able to tell whether a descendant that leaves its
+// process group, or a SIGKILLed gateway, can leave agent processes
+// running, and whether agents see the host's processes.
+func probeContainment(log *slog.Logger, launcher string) (acp.Containment, bool) {
+	c, hostProc, refused := acp.ProbeContainment(launcher)
+	switch {
+	case !c.KernelEnforced():
+		log.Warn("agent containment is the weaker process-group kind: the kernel refused the namespaces, so a descendant that calls setsid() can outlive its session, descendants can outlive a gateway killed with SIGKILL, and agents see the host's processes",
 			"kind", c.String(), "refused", refused)
+	case hostProc:
+		log.Warn("agent containment: agents see the host's processes in /proc (the kernel refused them a /proc of their own)",
+			"kind", c.String(), "own_proc", false, "refused", refused)
+	case refused != nil:
+		log.Info("agent containment", "kind", c.String(), "own_proc", true, "refused", refused)
+	default:
+		log.Info("agent containment", "kind", c.String(), "own_proc", true)
 	}
-	return c
+	return c, hostProc
 }
 
 func acpConfig(a config.Agent, opts Options, lookup func(string) (string, bool), log *slog.Logger) acp.Config {

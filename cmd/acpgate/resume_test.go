@@ -212,11 +212,8 @@ func TestASessionWhoseAgentWasKilledWhileIdleIsReopenedOnItsNextPromptInsteadOfN
 	cfg, _ := resumable(t, "", "--load-session")
 	ctx := testCtx(t)
 	_, client, sess := servedWithASession(ctx, t, cfg)
-	// --unique-sessions mints sess-<pid>-<n>, the pid as /proc shows it.
-	pid, err := strconv.Atoi(strings.Split(sess.GetAcpSessionId(), "-")[1])
-	if err != nil {
-		t.Fatalf("session id %q: %v", sess.GetAcpSessionId(), err)
-	}
+	// --unique-sessions mints sess-<pid>-<n> (see hostPid).
+	pid := hostPid(t, strings.Split(sess.GetAcpSessionId(), "-")[1])
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -76,10 +75,7 @@ func TestASandboxedAgentCannotReadTheGatewaysEnvironmentNorAnotherAgents(t *test
 		t.Fatalf("%v\n%s", err, s.log())
 	}
 	// --unique-sessions ids are sess-<agent pid>-<n>.
-	keyedPid, err := strconv.Atoi(strings.Split(keyed.GetId(), "-")[1])
-	if err != nil {
-		t.Fatalf("session id %q", keyed.GetId())
-	}
+	keyedPid := hostPid(t, strings.Split(keyed.GetId(), "-")[1])
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", keyedPid)); err != nil || !strings.Contains(string(b), "keyed-agent-secret") {
 		t.Fatalf("pid %d is not the keyed agent (%v)", keyedPid, err)
 	}

@@ -49,16 +49,22 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	// The gateway holds every agent's credentials in its environment and
 	// memory. Non-dumpable, its /proc/PID/environ, mem and the like are
 	// closed to processes of the same uid without CAP_SYS_PTRACE, and it
-	// cannot be ptrace-attached by them (sandboxed agents are kept out by
-	// Landlock as well, whatever their privileges; see package sandbox).
-	// Agents are not affected: execve makes a process dumpable again.
+	// cannot be ptrace-attached by them (agents in a namespace cannot
+	// even name it, having a /proc of their own, and sandboxed agents are
+	// kept out by Landlock as well, whatever their privileges; see
+	// package sandbox). Agents are not affected: execve makes a process
+	// dumpable again. It is set before the containment probe, which must
+	// see the conditions turns will have: a non-dumpable gateway cannot
+	// write a child's uid map, so in a user namespace the launcher writes
+	// its own (see acp's process).
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		log.Warn("could not mark the gateway non-dumpable: agents of the same user may read its environment", "err", err)
 	}
-	// The acpgate executable is also the launcher of sandboxed agents.
+	// The acpgate executable is also the launcher that gives agents their
+	// own /proc and confines sandboxed agents.
 	self, err := os.Executable()
 	if err != nil {
-		log.Warn("locating the acpgate executable: agents with sandbox.enabled will not start", "err", err)
+		log.Warn("locating the acpgate executable: agents get no /proc of their own, those with sandbox.enabled will not start", "err", err)
 	}
 	cfg, err := loadConfig(*configPath)
 	if err != nil {

@@ -207,7 +207,7 @@ func TestSIGTERMCancelsRunningTurnsDeliversTheirTerminalAndLeavesNoAgent(t *test
 			t.Fatal(err)
 		}
 		if text, ok := strings.CutPrefix(e.GetAgentMessageChunk().GetText(), "grandchild:"); ok {
-			grandchild, _ = strconv.Atoi(text)
+			grandchild = hostPid(t, text)
 		}
 	}
 	if hc, err := health.Check(ctx, &healthpb.HealthCheckRequest{}); err != nil || hc.GetStatus() != healthpb.HealthCheckResponse_SERVING {

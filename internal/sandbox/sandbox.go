@@ -22,6 +22,15 @@
 // memory and environment (/proc/PID/mem, /proc/PID/environ) of, any
 // process outside its own domain, whatever its uid and capabilities: an
 // agent cannot read the gateway's environment nor another agent's.
+//
+// The same launcher completes the agent's containment (see acp's process):
+// started in new PID and mount namespaces (and a user namespace for an
+// unprivileged gateway), it maps its own uid and gid into the user
+// namespace (ContainFlags), mounts a fresh /proc that shows only the
+// agent's PID namespace, gives up CAP_SYS_ADMIN, and only then confines
+// itself (when asked) and executes the agent. One launcher does both, so an
+// agent with the sandbox is also contained, and the Landlock rules name
+// the fresh /proc.
 package sandbox
 
 import (
@@ -73,14 +82,11 @@ func ABI() (int, error) {
 // executable) in its launcher mode. The command is looked up in PATH
 // here, as exec.Command would, so that its directory can be allowed.
 func Argv(self string, p Policy, dir, command string, args []string) (string, []string, error) {
-	resolved, err := exec.LookPath(command)
+	resolved, err := resolve(command)
 	if err != nil {
 		return "", nil, err
 	}
-	if resolved, err = filepath.Abs(resolved); err != nil {
-		return "", nil, err
-	}
-	argv := []string{Command}
+	argv := []string{Command, "--landlock"}
 	if p.Required {
 		argv = append(argv, "--required")
 	}
@@ -94,6 +100,67 @@ func Argv(self string, p Policy, dir, command string, args []string) (string, []
 	argv = append(argv, "--", resolved)
 	return self, append(argv, args...), nil
 }
+
+// resolve looks command up in PATH as exec.Command would and makes it
+// absolute: the launcher executes a path, and the sandbox allows its
+// directory.
+func resolve(command string) (string, error) {
+	resolved, err := exec.LookPath(command)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Abs(resolved)
+}
+
+// Contain returns the program and arguments that run command with args
+// after the containment steps flags ask for (see ContainFlags): self in
+// its launcher mode. When command already is a launcher run (an agent
+// with the sandbox, see Argv: its arguments hold the "--" before the
+// agent's command), the flags join its arguments: one launcher does both.
+func Contain(self string, flags []string, command string, args []string) (string, []string, error) {
+	if command == self && len(args) > 0 && args[0] == Command && slices.Contains(args, "--") {
+		return self, slices.Concat(args[:1], flags, args[1:]), nil
+	}
+	resolved, err := resolve(command)
+	if err != nil {
+		return "", nil, err
+	}
+	return self, slices.Concat([]string{Command}, flags, []string{"--", resolved}, args), nil
+}
+
+// ContainFlags are the launcher's flags that complete the containment of
+// an agent started in a new PID namespace: when ownProc (it is in a new
+// mount namespace too), mount a fresh /proc; when mapIDs (it is also in a
+// new user namespace, whose uid and gid maps are not written yet), first
+// map uid and gid to themselves. Either way, the launcher then gives up
+// CAP_SYS_ADMIN (see mountOwnProc).
+//
+// Why the launcher writes the maps rather than the gateway: the kernel
+// lets the gateway write a child's maps only while the gateway is
+// dumpable (a non-dumpable process's children have root-owned
+// /proc/PID/uid_map until they execute), and the gateway stays
+// non-dumpable so that no process of its uid can read its memory or
+// environment. The launcher, freshly executed, is dumpable, and may map
+// its own ids given CAP_SYS_ADMIN in its namespace, which it gets as an
+// ambient capability (see acp's Containment).
+func ContainFlags(ownProc, mapIDs bool, uid, gid int) []string {
+	var flags []string
+	if ownProc {
+		flags = append(flags, "--proc")
+	}
+	if mapIDs {
+		flags = append(flags, "--map-ids", fmt.Sprintf("%d:%d", uid, gid))
+	}
+	return flags
+}
+
+// ProbeArgs are the arguments of a launcher run that exits 0 at once: the
+// program a containment probe executes through the launcher, so that the
+// probe goes through every step a turn's agent does.
+func ProbeArgs() []string { return []string{Command, probed} }
+
+// probed is the launcher's argument for ProbeArgs.
+const probed = "--probed"
 
 // systemDirs are read, and executed from, by every agent.
 var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt"}
@@ -156,31 +223,45 @@ func split(paths []string) (dirs, files []string) {
 	return dirs, files
 }
 
-// Main is the launcher: `acpgate sandbox-exec [--required] [--rw PATH]...
-// [--ro PATH]... -- COMMAND ARGS...`. It confines itself and executes
-// COMMAND with its own environment; it returns only on failure, with the
-// exit status to use (126, or 127 when COMMAND cannot be found).
+// Main is the launcher: `acpgate sandbox-exec [--map-ids UID:GID] [--proc]
+// [--landlock [--required] [--rw PATH]... [--ro PATH]...] -- COMMAND
+// ARGS...`. It completes the containment (--map-ids, --proc; see
+// ContainFlags), confines itself (--landlock) and executes COMMAND with
+// its own environment; it returns only on failure, with the exit status
+// to use (126, or 127 when COMMAND cannot be found).
 func Main(args []string, stderr io.Writer) int {
 	fail := func(code int, format string, a ...any) int {
 		fmt.Fprintf(stderr, "acpgate %s: %s\n", Command, fmt.Sprintf(format, a...))
 		return code
 	}
+	if slices.Equal(args, []string{probed}) {
+		return 0
+	}
+	// Capabilities, no_new_privs and a Landlock domain belong to a thread:
+	// every step runs on this one, which executes the agent.
+	runtime.LockOSThread()
 	var rw, ro []string
-	required := false
+	var mapIDs string
+	required, landlocked, proc := false, false, false
 	for len(args) > 0 && args[0] != "--" {
 		switch args[0] {
-		case "--required":
-			required = true
+		case "--required", "--landlock", "--proc":
+			required = required || args[0] == "--required"
+			landlocked = landlocked || args[0] == "--landlock"
+			proc = proc || args[0] == "--proc"
 			args = args[1:]
 			continue
-		case "--rw", "--ro":
+		case "--rw", "--ro", "--map-ids":
 			if len(args) < 2 {
-				return fail(126, "%s wants a path", args[0])
+				return fail(126, "%s wants a value", args[0])
 			}
-			if args[0] == "--rw" {
+			switch args[0] {
+			case "--rw":
 				rw = append(rw, args[1])
-			} else {
+			case "--ro":
 				ro = append(ro, args[1])
+			default:
+				mapIDs = args[1]
 			}
 			args = args[2:]
 		default:
@@ -188,23 +269,43 @@ func Main(args []string, stderr io.Writer) int {
 		}
 	}
 	if len(args) < 2 {
-		return fail(126, "usage: acpgate %s [--required] [--rw PATH]... [--ro PATH]... -- COMMAND ARGS...", Command)
+		return fail(126, "usage: acpgate %s [--map-ids UID:GID] [--proc] [--landlock [--required] [--rw PATH]... [--ro PATH]...] -- COMMAND ARGS...", Command)
 	}
 	command, argv := args[1], args[1:]
 	if _, err := os.Stat(command); err != nil {
 		return fail(127, "%v", err)
 	}
-	if _, err := ABI(); err != nil {
-		if required {
-			return fail(126, "sandbox.required is set and %v", err)
+	// The containment steps come first: the sandbox's rules name the
+	// fresh /proc, and Landlock would refuse the mount.
+	if mapIDs != "" {
+		if err := mapOwnIDs(mapIDs); err != nil {
+			return fail(126, "mapping the agent's uid and gid into its user namespace: %v", err)
 		}
-		fmt.Fprintf(stderr, "acpgate %s: warning: the agent runs unconfined: %v\n", Command, err)
 	}
-	if err := confineThisThread(Rules(rw, ro, command)); err != nil {
-		return fail(126, "confining the agent: %v", err)
+	if proc {
+		if err := mountOwnProc(); err != nil {
+			return fail(126, "mounting the agent's own /proc: %v", err)
+		}
 	}
-	// From the confined thread: execve keeps its domain and ends the
-	// others (which were never confined, and never run the agent).
+	if proc || mapIDs != "" {
+		if err := dropSysAdmin(); err != nil {
+			return fail(126, "giving up CAP_SYS_ADMIN: %v", err)
+		}
+	}
+	if landlocked {
+		if _, err := ABI(); err != nil {
+			if required {
+				return fail(126, "sandbox.required is set and %v", err)
+			}
+			fmt.Fprintf(stderr, "acpgate %s: warning: the agent runs unconfined: %v\n", Command, err)
+		}
+		if err := confineThisThread(Rules(rw, ro, command)); err != nil {
+			return fail(126, "confining the agent: %v", err)
+		}
+	}
+	// From the thread that dropped the privilege and, with --landlock, is
+	// confined: execve keeps its credentials and domain and ends the
+	// other threads (which never run the agent).
 	err := syscall.Exec(command, argv, os.Environ())
 	return fail(126, "executing %s: %v", command, err)
 }

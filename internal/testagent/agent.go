@@ -380,7 +380,7 @@ func (a *agent) newSession(m *message) {
 	a.lastSession++
 	id := fmt.Sprintf("sess-%d", a.lastSession)
 	if a.cfg.uniqueSessions {
-		id = fmt.Sprintf("sess-%d-%d", ownPid(), a.lastSession)
+		id = fmt.Sprintf("sess-%s-%d", ownPid(), a.lastSession)
 	}
 	a.sessions[id] = true
 	a.openedBy[id] = "session/new"

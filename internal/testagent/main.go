@@ -41,8 +41,9 @@
 //	                            (tests count how often the agent was spawned).
 //	--stray-startup             print the non-JSON line "starting up..." on stdout
 //	                            before reading anything.
-//	--unique-sessions           mint session ids "sess-<pid>-<n>" (pid as /proc shows it) instead, unique
-//	                            across agent processes (as real agents' UUIDs are).
+//	--unique-sessions           mint session ids "sess-<pid>-<n>" instead, unique across agent
+//	                            processes (as real agents' UUIDs are); <pid> as in
+//	                            "spawned:<pid>" (see pidRef).
 //	--count-prompts FILE        append the line "prompt" to FILE for every
 //	                            session/prompt received (tests count how often
 //	                            the agent was really asked).
@@ -152,6 +153,13 @@
 //	                      "write-error:<code>:<message>"
 //	osread PATH           read PATH with the operating system, not through the
 //	                      client; chunk "osread:<content>" or "osread-error:<err>"
+//	procs WORD            chunk "procs:<pid>,...;environ:<pid>,..." (or
+//	                      "environ:none"): every process /proc lists, and those
+//	                      whose environment it can read and which holds WORD
+//	unmountproc           try to unmount /proc, here and in nested user and mount
+//	                      namespaces, only where /proc is the agent's own; chunk
+//	                      "unmountproc:direct:<r>;nested:<r>", each "refused: <err>"
+//	                      or "unmounted"
 //	oswrite PATH TEXT     write TEXT to PATH with the operating system (created
 //	                      or truncated, mode 0644); chunk "oswrite:ok" or
 //	                      "oswrite-error:<err>"
@@ -199,7 +207,8 @@
 //	                      open (stdin and stderr on /dev/null), with --setsid in
 //	                      a session of its own (so outside the agent's process
 //	                      group), never killed by the agent, and chunk
-//	                      "spawned:<pid>"
+//	                      "spawned:<pid>": the pid /proc shows, or, where /proc
+//	                      is the agent's own, "<pid>@<PID namespace inode>"
 //	stall                 stop reading stdin for good: the line being read when
 //	                      the agent stalls, and every later one, is never handled
 //	                      (not even stdin EOF: only a signal ends the process),
@@ -337,6 +346,10 @@ func list(value string) []string {
 }
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == unmountInNamespace {
+		unmountHere()
+		return
+	}
 	cfg, err := parseFlags(os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testagent:", err)

@@ -392,6 +392,22 @@ func parseDirective(name, rest string) (step, error) {
 			return false
 		}, nil
 
+	case "procs":
+		word := strings.TrimSpace(rest)
+		if word == "" {
+			return nil, fmt.Errorf("wants WORD")
+		}
+		return func(t *turn) bool {
+			t.say(procScan(word))
+			return false
+		}, nil
+
+	case "unmountproc":
+		return func(t *turn) bool {
+			t.say(unmountProc())
+			return false
+		}, nil
+
 	case "oswrite":
 		path, text, _ := strings.Cut(strings.TrimLeft(rest, " "), " ")
 		if path == "" {
@@ -737,7 +753,7 @@ func startGrandchild() string {
 		return "grandchild-error:" + err.Error()
 	}
 	go func() { _ = cmd.Wait() }() // reap it if it dies while we live
-	return fmt.Sprintf("grandchild:%d", hostPid(cmd.Process.Pid))
+	return "grandchild:" + pidRef(cmd.Process.Pid)
 }
 
 // elicit sends elicitation/create and describes the answer:

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -25,7 +24,7 @@ func spawn(seconds int, setsid bool) string {
 		return "spawn-error:" + err.Error()
 	}
 	go func() { _ = cmd.Wait() }() // reap it if it dies while we live
-	return fmt.Sprintf("spawned:%d", hostPid(cmd.Process.Pid))
+	return "spawned:" + pidRef(cmd.Process.Pid)
 }
 
 func sleepPath() (string, error) {
