@@ -7,10 +7,13 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 )
@@ -181,4 +184,72 @@ func TestStalledWatchersOfALargeTurnHoldASmallFixedAmountEachAndGiveItBackWhenTh
 // rate is the live stream's throughput in MiB/s.
 func rate(m watchedFlood) float64 {
 	return float64(m.bytes) / (1 << 20) / m.took.Seconds()
+}
+
+// watchOne opens a WatchTurn stream of turnID as ctx's caller and reads
+// its first event: a stream refused at its limits fails there. leave ends
+// the stream.
+func watchOne(ctx context.Context, client acpgatev1.AgentGatewayClient, turnID string) (leave func(), err error) {
+	ctx, leave = context.WithCancel(ctx)
+	stream, err := client.WatchTurn(ctx, &acpgatev1.WatchTurnRequest{TurnId: turnID})
+	if err == nil {
+		_, err = stream.Recv()
+	}
+	if err != nil {
+		leave()
+		return nil, err
+	}
+	return leave, nil
+}
+
+// wantRefusedFor checks that err is RESOURCE_EXHAUSTED with a RetryInfo
+// and names the limit that refused it.
+func wantRefusedFor(t *testing.T, what string, err error, limit string) {
+	t.Helper()
+	wantRetryInfo(t, what, err)
+	if !strings.Contains(status.Convert(err).Message(), limit) {
+		t.Errorf("%s: %v does not name %s", what, err, limit)
+	}
+}
+
+func TestWatchersPerTurnAndPerPrincipalAreRefusedWithRetryInfoAndAdmittedAgainOnceOneLeaves(t *testing.T) {
+	p, signer, s := jwtGatewayFrom(t, func(p *pki, jwks string) string {
+		return e2eConfig + fmt.Sprintf(`tls: {cert_file: %s, key_file: %s}
+auth: {mode: jwt, jwks_file: %s, issuer: https://issuer.test, audience: acpgate, admins: [root]}
+limits: {max_watchers_per_turn: 3, max_watchers_per_principal: 2}
+`, p.certFile, p.keyFle, jwks)
+	})
+	client := acpgatev1.NewAgentGatewayClient(p.tlsClient(t, s, nil))
+	alice, root := as(t, signer, "alice"), as(t, signer, "root")
+	_, _, turnID := startTurnOnSession(t, alice, client, "hang")
+
+	first, err := watchOne(alice, client, turnID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := watchOne(alice, client, turnID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = watchOne(alice, client, turnID)
+	wantRefusedFor(t, "alice's third watcher", err, "limits.max_watchers_per_principal")
+	// Another principal (an admin, who may watch alice's turn) is not
+	// held to alice's count, but to the turn's.
+	if _, err := watchOne(root, client, turnID); err != nil {
+		t.Fatalf("root's watcher while alice is at her bound: %v", err)
+	}
+	_, err = watchOne(root, client, turnID)
+	wantRefusedFor(t, "the turn's fourth watcher", err, "limits.max_watchers_per_turn")
+
+	// One of alice's leaves: its place, on the turn and hers, is free
+	// once the gateway has seen the stream end.
+	first()
+	deadline := time.Now().Add(10 * time.Second)
+	for _, err = watchOne(alice, client, turnID); err != nil; _, err = watchOne(alice, client, turnID) {
+		if status.Code(err) != codes.ResourceExhausted || time.Now().After(deadline) {
+			t.Fatalf("alice's watcher after one of hers left: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_, err = watchOne(root, client, turnID)
+	wantRefusedFor(t, "the turn's fourth watcher, again", err, "limits.max_watchers_per_turn")
 }
