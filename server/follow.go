@@ -18,9 +18,9 @@ import (
 // followBatch and followBytes bound the page a stream reads at once, from
 // memory or from the store: a page is held until the stream has sent it,
 // so a stream whose client stopped reading holds one page beyond what
-// gRPC buffers for it, at most followBytes or one event. With pages of
-// 1 MiB, 64 stalled streams of a flood of 64 KiB chunks took the gateway
-// from 31 MiB to 445 MiB.
+// gRPC buffers for it, at most followBytes or one event. Pages of 1 MiB
+// made each stalled stream of a flood of 64 KiB chunks hold 16 of them, a
+// megabyte a stream, for as long as its client liked.
 const (
 	followBatch = 256
 	followBytes = 64 << 10
