@@ -15,12 +15,15 @@ import (
 	"github.com/acpgate/acpgate/store"
 )
 
-// followBatch and followBytes bound what a stream reads from the store at
-// once: a page is held until the stream has sent it, so a stalled reader
-// of 64 KiB events holds 1 MiB, not followBatch of them.
+// followBatch and followBytes bound the page a stream reads at once, from
+// memory or from the store: a page is held until the stream has sent it,
+// so a stream whose client stopped reading holds one page beyond what
+// gRPC buffers for it, at most followBytes or one event. Pages of 1 MiB
+// made each stalled stream of a flood of 64 KiB chunks hold 16 of them, a
+// megabyte a stream, for as long as its client liked.
 const (
 	followBatch = 256
-	followBytes = 1 << 20
+	followBytes = 64 << 10
 )
 
 // storePoll is how often a stream re-reads a turn that runs with no
@@ -39,17 +42,77 @@ const storePoll = 100 * time.Millisecond
 func (g *Gateway) follow(ctx context.Context, turnID string, after uint64, stream grpc.ServerStream) error {
 	heartbeat := time.NewTimer(g.cfg.HeartbeatInterval)
 	defer heartbeat.Stop()
+	var page []store.Event // the events being sent (see holdPage)
 	for {
 		batch, more, release, done, err := g.nextEvents(ctx, turnID, after)
 		if err != nil {
 			return err
 		}
-		err = g.sendAndWait(ctx, stream, batch, more, done, &after, heartbeat)
+		page = holdPage(page, batch)
+		err = g.sendAndWait(ctx, stream, page, more, done, &after, heartbeat)
+		clear(page)
 		release()
 		if err != nil || done(after) {
 			return err
 		}
 	}
+}
+
+// holdPage copies into page, reusing it, the first events of batch that
+// fit in followBytes, at least one. The copy is the stream's own: a batch
+// from memory is a window of the journal's recent events, and holding the
+// window would keep the whole array it is in (every event the journal
+// held when it was taken) for as long as the stream's client does not
+// read.
+func holdPage(page, batch []store.Event) []store.Event {
+	n, size := 0, 0
+	for n < len(batch) && (n == 0 || size+batch[n].Len() <= followBytes) {
+		size += batch[n].Len()
+		n++
+	}
+	return append(page[:0], batch[:n]...)
+}
+
+// readPage reads a page of turnID's events after seq after from the store,
+// taking its bytes from the gateway's read budget first; give gives them
+// back once the page is sent. When the budget has no room within its
+// wait, the stream is refused (RESOURCE_EXHAUSTED, with a RetryInfo) and
+// its client resumes later from the last seq it got.
+//
+// A page counts at most followBytes: one event larger than that (a
+// completed turn's terminal carries its answer, up to
+// limits.max_answer_bytes) is read alone and counts as a full page, so
+// that it is never refused for want of room the streams of other turns
+// hold.
+func (g *Gateway) readPage(ctx context.Context, turnID string, after uint64) (events []store.Event, give func(), err error) {
+	took := followBytes
+	if err := g.takeBudget(ctx, took, after); err != nil {
+		return nil, nil, err
+	}
+	events, err = g.store.Events(ctx, turnID, after, followBatch, followBytes)
+	if err != nil {
+		g.readers.give(took)
+		return nil, nil, journalReadError(turnID, err)
+	}
+	if size := eventsLen(events); size < took {
+		g.readers.give(took - size)
+		took = size
+	}
+	return events, func() { g.readers.give(took) }, nil
+}
+
+// takeBudget takes n bytes of the read budget for a stream that has sent
+// up to seq after.
+func (g *Gateway) takeBudget(ctx context.Context, n int, after uint64) error {
+	ok, err := g.readers.take(ctx, n)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return overQuota(concurrencyRetryDelay, "the gateway's %d MiB for streams reading journals has been taken by other streams for %s; call WatchTurn again with after_seq %d",
+			g.readers.size>>20, g.readers.wait, after)
+	}
+	return nil
 }
 
 // sendAndWait sends batch, then, unless it ended the turn or there may be
@@ -86,12 +149,13 @@ func (g *Gateway) sendAndWait(ctx context.Context, stream grpc.ServerStream, bat
 // whether seq is the terminal's.
 func (g *Gateway) nextEvents(ctx context.Context, turnID string, after uint64) (batch []store.Event, more <-chan struct{}, release func(), done func(uint64) bool, err error) {
 	if t, events, more, inMemory, last, ended := g.readRunning(turnID, after); t != nil {
+		release = func() {}
 		if !inMemory {
-			if events, err = g.store.Events(ctx, turnID, after, followBatch, followBytes); err != nil {
-				return nil, nil, nil, nil, journalReadError(turnID, err)
+			if events, release, err = g.readPage(ctx, turnID, after); err != nil {
+				return nil, nil, nil, nil, err
 			}
 		}
-		return events, more, func() {}, func(seq uint64) bool { return ended && seq >= last }, nil
+		return events, more, release, func(seq uint64) bool { return ended && seq >= last }, nil
 	}
 	// Not a turn of this gateway's: being set up, attached to before its
 	// journal was registered, or, with several replicas, another
@@ -114,16 +178,16 @@ func (g *Gateway) nextEvents(ctx context.Context, turnID string, after uint64) (
 		release()
 		return nil, nil, nil, nil, status.Errorf(storeCode(err), "reading turn %q: %v", turnID, err)
 	}
-	events, err := g.store.Events(ctx, turnID, after, followBatch, followBytes)
+	events, give, err := g.readPage(ctx, turnID, after)
 	if err != nil {
 		release()
-		return nil, nil, nil, nil, journalReadError(turnID, err)
+		return nil, nil, nil, nil, err
 	}
 	if !ended {
-		return events, more, release, func(uint64) bool { return false }, nil
+		return events, more, func() { release(); give() }, func(uint64) bool { return false }, nil
 	}
 	release()
-	return events, nil, func() {}, func(seq uint64) bool { return seq >= lastSeq }, nil
+	return events, nil, give, func(seq uint64) bool { return seq >= lastSeq }, nil
 }
 
 // turnProto is a turn's record as the API shows it.

@@ -26,11 +26,10 @@ func (s *recordReads) Get(ctx context.Context, turnID string) (store.Turn, error
 	return s.Store.Get(ctx, turnID)
 }
 
-func TestAStreamBehindAnEndedTurnReadsItsPagesWithoutItsTerminal(t *testing.T) {
-	st := &recordReads{Store: store.NewMemory()}
-	h := startWith(t, func(o *server.Options) { o.Store = st })
-	// About 10 MiB of events: a client that reads them after the turn
-	// has ended reads about ten pages from the store.
+// startFlood starts a turn of 100 chunks of 50,000 bytes and returns its
+// stream and its first event.
+func startFlood(t *testing.T, h *harness) (acpgatev1.AgentGateway_PromptClient, *acpgatev1.PromptEvent) {
+	t.Helper()
 	stream, err := h.client.Prompt(context.Background(), &acpgatev1.PromptRequest{Agent: "test", Text: "flood 100 50000\nstop end_turn"}, grpc.MaxCallRecvMsgSize(64<<20))
 	if err != nil {
 		t.Fatal(err)
@@ -39,6 +38,15 @@ func TestAStreamBehindAnEndedTurnReadsItsPagesWithoutItsTerminal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return stream, first
+}
+
+func TestAStreamBehindAnEndedTurnReadsItsPagesWithoutItsTerminal(t *testing.T) {
+	st := &recordReads{Store: store.NewMemory()}
+	h := startWith(t, func(o *server.Options) { o.Store = st })
+	// About 10 MiB of events: a client that reads them after the turn
+	// has ended reads about ten pages from the store.
+	stream, first := startFlood(t, h)
 	turnID := first.GetStarted().GetTurnId()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -109,5 +117,30 @@ func TestWhenAClientHasATurnsTerminalTheStoreHasEveryEventItsStreamCarriedAndThe
 				t.Errorf("the record's terminal is not the one the stream carried")
 			}
 		})
+	}
+}
+
+func TestAWatcherOfACompletedTurnNeverReadsItsRecordWithTheAnswer(t *testing.T) {
+	st := &recordReads{Store: store.NewMemory()}
+	h := startWith(t, func(o *server.Options) { o.Store = st })
+	// The terminal repeats the answer, 5 MB: reading the record for
+	// each watcher that joins read and copied it each time.
+	stream, first := startFlood(t, h)
+	events := receive(t, stream, []*acpgatev1.PromptEvent{first})
+	checkInvariants(t, events)
+	before := st.gets.Load()
+	for range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		w, err := h.client.WatchTurn(ctx, &acpgatev1.WatchTurnRequest{TurnId: first.GetStarted().GetTurnId()}, grpc.MaxCallRecvMsgSize(64<<20))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := receive(t, w, nil); len(got) != len(events) {
+			t.Errorf("a watcher got %d events, the turn's stream %d", len(got), len(events))
+		}
+		cancel()
+	}
+	if n := st.gets.Load() - before; n != 0 {
+		t.Errorf("3 watchers read the turn's record, terminal and all, %d times; want none", n)
 	}
 }

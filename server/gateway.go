@@ -93,6 +93,8 @@ type Gateway struct {
 	interp outcome.Interpreter
 
 	admit    *admission
+	watchers *watchLimits // WatchTurn streams open
+	readers  *readBudget  // the bytes streams read from the store and hold
 	authz    authz
 	sessions *registry
 	store    store.Store
@@ -145,6 +147,8 @@ func New(opts Options) (*Gateway, error) {
 		byName:    make(map[string]*agentEntry),
 		admit:     newAdmission(opts.Config.Limits.MaxSessions, opts.Config.Limits.MaxWarm, opts.Config.Quotas),
 		sessions:  newRegistry(),
+		watchers:  newWatchLimits(opts.Config.Limits.MaxWatchersPerTurn, opts.Config.Limits.MaxWatchersPerPrincipal),
+		readers:   newReadBudget(readBudgetBytes, readBudgetWait),
 		janitor:   make(chan struct{}),
 		tempDir:   opts.TempDir,
 		store:     opts.Store,

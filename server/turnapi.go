@@ -21,10 +21,15 @@ func (g *Gateway) WatchTurn(req *acpgatev1.WatchTurnRequest, stream acpgatev1.Ag
 	if req.GetTurnId() == "" {
 		return status.Error(codes.InvalidArgument, "turn_id is required")
 	}
-	if _, err := g.turn(stream.Context(), req.GetTurnId()); err != nil {
+	if err := g.mayWatch(stream.Context(), req.GetTurnId()); err != nil {
 		return err
 	}
-	err := g.follow(stream.Context(), req.GetTurnId(), req.GetAfterSeq(), stream)
+	leave, err := g.watchers.enter(req.GetTurnId(), caller(stream.Context()).Name)
+	if err != nil {
+		return err
+	}
+	defer leave()
+	err = g.follow(stream.Context(), req.GetTurnId(), req.GetAfterSeq(), stream)
 	if _, ok := status.FromError(err); ok && status.Code(err) != codes.Unknown {
 		return err
 	}
@@ -47,14 +52,31 @@ func (g *Gateway) GetTurn(ctx context.Context, req *acpgatev1.GetTurnRequest) (*
 // worded as for an id that does not exist.
 func (g *Gateway) turn(ctx context.Context, id string) (store.Turn, error) {
 	rec, err := g.store.Get(ctx, id)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && !g.authz.sees(ctx, rec.Owner)) {
-		return store.Turn{}, status.Errorf(codes.NotFound, "no turn %q (unknown, or past its retention)", id)
+	if err := g.seen(ctx, id, rec.Owner, err); err != nil {
+		return store.Turn{}, err
+	}
+	return rec, nil
+}
+
+// mayWatch refuses a turn the caller may not see, as turn does, but from
+// its owner alone (store.Store.Owner): the record Get reads carries a
+// completed turn's terminal, the whole answer.
+func (g *Gateway) mayWatch(ctx context.Context, id string) error {
+	owner, err := g.store.Owner(ctx, id)
+	return g.seen(ctx, id, owner, err)
+}
+
+// seen is the answer to a caller looking up turn id, whose owner the store
+// gave with err.
+func (g *Gateway) seen(ctx context.Context, id, owner string, err error) error {
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !g.authz.sees(ctx, owner)) {
+		return status.Errorf(codes.NotFound, "no turn %q (unknown, or past its retention)", id)
 	}
 	if err != nil {
 		// A terminal kept in the journal files is read with the record.
-		return store.Turn{}, journalReadError(id, err)
+		return journalReadError(id, err)
 	}
-	return rec, nil
+	return nil
 }
 
 // ListTurns lists turns, newest first.

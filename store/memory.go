@@ -128,6 +128,16 @@ func (m *Memory) Get(_ context.Context, turnID string) (Turn, error) {
 	return cloneTurn(mt.rec), nil
 }
 
+func (m *Memory) Owner(_ context.Context, turnID string) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mt, ok := m.turns[turnID]
+	if !ok {
+		return "", ErrNotFound
+	}
+	return mt.rec.Owner, nil
+}
+
 func (m *Memory) Extent(_ context.Context, turnID string) (uint64, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -136,6 +136,18 @@ func (p *Postgres) Extent(ctx context.Context, turnID string) (uint64, bool, err
 	return uint64(lastSeq), ended, nil
 }
 
+func (p *Postgres) Owner(ctx context.Context, turnID string) (string, error) {
+	var owner string
+	err := p.pool.QueryRow(ctx, `SELECT owner FROM turns WHERE id = $1`, turnID).Scan(&owner)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return "", ErrNotFound
+	case err != nil:
+		return "", opError("read the owner of turn "+turnID, err)
+	}
+	return owner, nil
+}
+
 func (p *Postgres) Latest(ctx context.Context, requestID string) (Turn, error) {
 	if requestID == "" {
 		return Turn{}, ErrNotFound

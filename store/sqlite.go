@@ -692,6 +692,18 @@ func (s *SQLite) Extent(ctx context.Context, turnID string) (uint64, bool, error
 	return uint64(lastSeq), ended, nil
 }
 
+func (s *SQLite) Owner(ctx context.Context, turnID string) (string, error) {
+	var owner string
+	err := s.readStmts.queryRow(ctx, nil, sqlOwner, turnID).Scan(&owner)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return "", ErrNotFound
+	case err != nil:
+		return "", s.opError("read the owner of turn "+turnID, err)
+	}
+	return owner, nil
+}
+
 func (s *SQLite) Latest(ctx context.Context, requestID string) (Turn, error) {
 	if requestID == "" {
 		return Turn{}, ErrNotFound

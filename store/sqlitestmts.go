@@ -25,11 +25,12 @@ const (
 	sqlExtent             = `SELECT last_seq, ended_at IS NOT NULL FROM turns WHERE id = ?`
 	sqlEventsRecord       = `SELECT last_seq, ended_at IS NOT NULL, journal_bytes, ended_at IS NOT NULL AND terminal IS NULL FROM turns WHERE id = ?`
 	sqlTerminal           = `SELECT terminal FROM turns WHERE id = ?`
+	sqlOwner              = `SELECT owner FROM turns WHERE id = ?`
 )
 
 var (
 	sqliteWriteStmts = []string{sqlLatest, sqlInsertTurn, sqlJournalRecord, sqlJournalCommit, sqlJournalStart, sqlJournalEndInFiles, sqlJournalEndInRecord}
-	sqliteReadStmts  = []string{sqlLatest, sqlEnded, sqlGet, sqlExtent, sqlEventsRecord, sqlTerminal}
+	sqliteReadStmts  = []string{sqlLatest, sqlEnded, sqlGet, sqlExtent, sqlEventsRecord, sqlTerminal, sqlOwner}
 )
 
 // stmtCache holds a database's statements prepared, so that the driver

@@ -209,6 +209,12 @@ type Store interface {
 	// repeats the whole answer (twice): a slow reader of a 156 MiB answer
 	// that asked Get read 312 MiB per page.
 	Extent(ctx context.Context, turnID string) (lastSeq uint64, ended bool, err error)
+	// Owner returns who started a turn (Turn.Owner). Like Extent it does
+	// not read the terminal: WatchTurn, which checks its caller with it,
+	// read a completed turn's whole answer (three copies of it) per call
+	// when it asked Get, and 64 watchers joining a turn with a 32 MiB
+	// answer took the gateway past 400 MiB.
+	Owner(ctx context.Context, turnID string) (string, error)
 	// Latest returns the latest attempt of the turns with requestID, or
 	// ErrNotFound.
 	Latest(ctx context.Context, requestID string) (Turn, error)

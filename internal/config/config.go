@@ -57,6 +57,15 @@ const (
 	// that agents' pipes and the store's files need under a typical
 	// RLIMIT_NOFILE.
 	DefaultMaxConnections = 4096
+	// DefaultMaxWatchersPerTurn bounds the WatchTurn streams open at once
+	// on one turn. A turn has its own stream and, usually, a dashboard or
+	// a resuming client or two; each watcher that stops reading still
+	// holds what gRPC buffers for its stream (about 128 KiB of a flood).
+	DefaultMaxWatchersPerTurn = 64
+	// DefaultMaxWatchersPerPrincipal bounds the WatchTurn streams one
+	// principal has open at once, across turns: without it a caller's
+	// connections × streams were the only bound.
+	DefaultMaxWatchersPerPrincipal = 256
 	// DefaultMaxHeaderBytes bounds a call's request headers (its gRPC
 	// metadata), as HTTP/2's SETTINGS_MAX_HEADER_LIST_SIZE: 64 KiB holds
 	// any ordinary set (a JWT with its claims, trace context, a mesh's
@@ -439,6 +448,12 @@ type Limits struct {
 	// MaxConnections bounds the client connections open at once on listen;
 	// beyond it the gateway stops accepting until one closes.
 	MaxConnections int
+	// MaxWatchersPerTurn bounds the WatchTurn streams open at once on one
+	// turn; one more is refused with RESOURCE_EXHAUSTED and a RetryInfo.
+	MaxWatchersPerTurn int
+	// MaxWatchersPerPrincipal bounds the WatchTurn streams one principal
+	// has open at once; one more is refused the same way.
+	MaxWatchersPerPrincipal int
 	// MaxHeaderBytes bounds a call's request headers (gRPC metadata); a
 	// call with more is refused at the HTTP/2 level.
 	MaxHeaderBytes int
@@ -590,6 +605,8 @@ func defaults() *Config {
 			MaxAgentReplyBytes:      DefaultMaxAgentReplyBytes,
 			MaxStreamsPerConnection: DefaultMaxStreamsPerConnection,
 			MaxConnections:          DefaultMaxConnections,
+			MaxWatchersPerTurn:      DefaultMaxWatchersPerTurn,
+			MaxWatchersPerPrincipal: DefaultMaxWatchersPerPrincipal,
 			MaxHeaderBytes:          DefaultMaxHeaderBytes,
 			MaxTurnBytes:            DefaultMaxTurnBytes,
 			MaxAnswerBytes:          acp.DefaultMaxAnswerBytes,

@@ -150,6 +150,8 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 				"max_agent_reply_bytes":      d.int64Into(&c.Limits.MaxAgentReplyBytes, f.child("max_agent_reply_bytes")),
 				"max_streams_per_connection": d.intInto(&c.Limits.MaxStreamsPerConnection, f.child("max_streams_per_connection")),
 				"max_connections":            d.intInto(&c.Limits.MaxConnections, f.child("max_connections")),
+				"max_watchers_per_turn":      d.intInto(&c.Limits.MaxWatchersPerTurn, f.child("max_watchers_per_turn")),
+				"max_watchers_per_principal": d.intInto(&c.Limits.MaxWatchersPerPrincipal, f.child("max_watchers_per_principal")),
 				"max_header_bytes":           d.intInto(&c.Limits.MaxHeaderBytes, f.child("max_header_bytes")),
 				"max_turn_bytes":             d.int64Into(&c.Limits.MaxTurnBytes, f.child("max_turn_bytes")),
 				"max_answer_bytes":           d.int64Into(&c.Limits.MaxAnswerBytes, f.child("max_answer_bytes")),

@@ -39,7 +39,7 @@
 //	  offered: [{name: tickets, command: /usr/bin/mcp-tickets}]
 //	limits: {max_sessions: 256, max_warm: 16, max_prompt_bytes: 1048576, max_frame_bytes: 16777216,
 //	         max_agent_requests: 16, max_streams_per_connection: 100, max_connections: 4096,
-//	         max_header_bytes: 65536}
+//	         max_header_bytes: 65536, max_watchers_per_turn: 64, max_watchers_per_principal: 256}
 //	shutdown_grace: 10s
 //	handshake_timeout: 60s
 //	request_read_timeout: 30s

@@ -123,6 +123,8 @@ func (v *checker) config(c *Config) {
 	}
 	v.positive("limits.max_streams_per_connection", "limits.max_streams_per_connection", c.Limits.MaxStreamsPerConnection)
 	v.positive("limits.max_connections", "limits.max_connections", c.Limits.MaxConnections)
+	v.positive("limits.max_watchers_per_turn", "limits.max_watchers_per_turn", c.Limits.MaxWatchersPerTurn)
+	v.positive("limits.max_watchers_per_principal", "limits.max_watchers_per_principal", c.Limits.MaxWatchersPerPrincipal)
 	if m := c.Limits.MaxHeaderBytes; m < MinMaxHeaderBytes {
 		v.add("limits.max_header_bytes", "limits.max_header_bytes: must be at least %d (4 KiB), got %d", MinMaxHeaderBytes, m)
 	}

@@ -466,6 +466,7 @@ func testJournal(t *testing.T, open func(*testing.T) store.Store) {
 		}
 		_, checks["Get"] = st.Get(ctx, "nope")
 		_, _, checks["Extent"] = st.Extent(ctx, "nope")
+		_, checks["Owner"] = st.Owner(ctx, "nope")
 		_, checks["Events"] = st.Events(ctx, "nope", 0, 10, 0)
 		for method, err := range checks {
 			if !errors.Is(err, store.ErrNotFound) {
@@ -944,6 +945,9 @@ func assertLastSeq(t *testing.T, st store.Store, id string, want uint64) {
 		t.Errorf("LastSeq of %s = %d, %v; want %d", id, got.LastSeq, err, want)
 	}
 	assertExtent(t, st, id, want, !got.Running())
+	if owner, err := st.Owner(context.Background(), id); err != nil || owner != got.Owner {
+		t.Errorf("Owner(%s) = %q, %v; want %q, as Get says", id, owner, err, got.Owner)
+	}
 }
 
 // assertExtent checks that Extent agrees with what the test expects, which
