@@ -308,11 +308,13 @@ func (j *journal) trim() {
 // it. It returns the terminal as journaled.
 //
 // When the store has failed, or fails now, the terminal is failed(err, e)
-// instead, numbered above the reservation and recorded alone: the events
-// the store lacks are lost, and a seq a client may have seen must not
-// name another event (see journal). When the store refuses even that, the
-// terminal is kept in memory (unrecorded): streams still end with it, and
-// the turn reads as ended (see Gateway.recorded).
+// instead (or failed(err, nil), without e's partial answer, when the store
+// refuses that), numbered above the reservation and recorded alone: the
+// events the store lacks are lost, and a seq a client may have seen must
+// not name another event (see journal). The streams get what the record
+// holds. When the store refuses even that, the terminal is kept in memory
+// (unrecorded): streams still end with it, and the turn reads as ended
+// (see Gateway.recorded).
 //
 // The committer is stopped first, not asked for one last batch: a short
 // turn (a burst of chunks well inside commitDelay) has all its events
@@ -347,13 +349,20 @@ func (j *journal) end(e *acpgatev1.PromptEvent, seq uint64, failed func(error, *
 		}
 		seq = j.reserved + 1
 		j.mu.Unlock()
-		terminal = encodeEvent(failed(err, e), seq)
-		began := time.Now()
-		if err := j.st.End(context.Background(), j.id, nil, terminal, began); err != nil {
-			j.log.Error("the turn's terminal could not be recorded; the turn's request_id may run again", "turn", j.id, "err", err)
+		// With what the agent had answered, and else without it: a
+		// partial answer of megabytes may be what the store cannot take.
+		for _, from := range []*acpgatev1.PromptEvent{e, nil} {
+			terminal = encodeEvent(failed(err, from), seq)
+			began := time.Now()
+			recErr := j.st.End(context.Background(), j.id, nil, terminal, began)
+			j.noteWrite(began, terminal.Len())
+			if recErr == nil {
+				unrecorded = nil
+				break
+			}
+			j.log.Error("the turn's terminal could not be recorded; the turn's request_id may run again", "turn", j.id, "err", recErr)
 			unrecorded = terminal.Bytes()
 		}
-		j.noteWrite(began, terminal.Len())
 	}
 	j.mu.Lock()
 	j.unrecorded, j.endedAt = unrecorded, time.Now()
