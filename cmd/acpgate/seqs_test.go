@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 
@@ -71,6 +72,18 @@ func wantOnlyTerminal(t *testing.T, what string, got []*acpgatev1.PromptEvent, t
 	}
 }
 
+// promptFor starts req on client, its call bounded by d.
+func promptFor(t *testing.T, client acpgatev1.AgentGatewayClient, req *acpgatev1.PromptRequest, d time.Duration) grpc.ServerStreamingClient[acpgatev1.PromptEvent] {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	stream, err := client.Prompt(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stream
+}
+
 // brief describes an event in a line: a terminal may carry megabytes.
 func brief(e *acpgatev1.PromptEvent) string {
 	s := prototext.MarshalOptions{}.Format(e)
@@ -102,12 +115,7 @@ func TestASeqAClientSawNamesTheSameEventAfterAKillAndResumingFromItEndsWithTheTe
 	client := acpgatev1.NewAgentGatewayClient(dialTest(t, s.addr))
 	// 2,000 chunks a second for far longer than the test: about a
 	// hundred of them are always waiting for the store.
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	stream, err := client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: "test", Text: "flood_timed 1000000 64 2000", RequestId: "paced-kill-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	stream := promptFor(t, client, &acpgatev1.PromptRequest{Agent: "test", Text: "flood_timed 1000000 64 2000", RequestId: "paced-kill-1"}, time.Minute)
 	seen := map[uint64]*acpgatev1.PromptEvent{}
 	var lastSeen uint64
 	var turnID string
@@ -130,7 +138,6 @@ func TestASeqAClientSawNamesTheSameEventAfterAKillAndResumingFromItEndsWithTheTe
 	// At once: the last chunks read are not in the store yet.
 	_ = s.cmd.Process.Signal(syscall.SIGKILL)
 	<-s.exited
-	cancel()
 
 	again := serve(t, "--config", cfg)
 	client = acpgatev1.NewAgentGatewayClient(dialTest(t, again.addr))
@@ -172,12 +179,7 @@ func TestAWatcherOfARunningTurnPastItsLastSeqWaitsForTheTerminal(t *testing.T) {
 	cfg, _ := durableConfig(t, "")
 	s := serve(t, "--config", cfg)
 	client := acpgatev1.NewAgentGatewayClient(dialTest(t, s.addr))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	stream, err := client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: "test", Text: "chunk a\nsleep 500\nchunk b\nstop end_turn", RequestId: "running-watch-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	stream := promptFor(t, client, &acpgatev1.PromptRequest{Agent: "test", Text: "chunk a\nsleep 500\nchunk b\nstop end_turn", RequestId: "running-watch-1"}, 30*time.Second)
 	first, err := stream.Recv()
 	if err != nil {
 		t.Fatal(err)
@@ -226,13 +228,7 @@ func TestAJournalAtItsSizeLimitRecordsTheStreamsTerminalAndItsRequestIDRunsAgain
 	req := &acpgatev1.PromptRequest{Agent: "test", Text: "flood 20000 256\nstop end_turn", OmitOutcomeText: true, RequestId: "full-journal-1"}
 	var turns []*acpgatev1.Turn
 	for attempt := 1; attempt <= 2; attempt++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		stream, err := client.Prompt(ctx, req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		events := withoutHeartbeats(drain(t, stream))
-		cancel()
+		events := withoutHeartbeats(drain(t, promptFor(t, client, req, time.Minute)))
 		terminal := events[len(events)-1]
 		if e := terminal.GetError(); e.GetGateway() == nil || !e.GetRetryable() || !strings.Contains(e.GetMessage(), "journal") {
 			t.Fatalf("attempt %d ended with %s; want a retryable gateway error about the journal", attempt, brief(terminal))
