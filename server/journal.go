@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -383,6 +384,31 @@ func (j *journal) recorded() (ok bool, terminal []byte, endedAt time.Time) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.unrecorded == nil, j.unrecorded, j.endedAt
+}
+
+// recordLate writes the terminal the store refused when the turn ended
+// (see end), and reports whether the record is now settled: the store took
+// it, or the turn is no longer the store's to end (ended by another, or
+// gone), so that nothing is left to retry. Its one caller at a time is
+// the gateway's janitor, or Close once the janitor has stopped.
+func (j *journal) recordLate(ctx context.Context) bool {
+	j.mu.Lock()
+	data, seq, endedAt := j.unrecorded, j.lastSeq, j.endedAt
+	j.mu.Unlock()
+	if data == nil {
+		return false
+	}
+	err := j.st.End(ctx, j.id, nil, store.Event{Seq: seq, Data: data}, endedAt)
+	if err != nil && !errors.Is(err, store.ErrEnded) && !errors.Is(err, store.ErrNotFound) {
+		return false
+	}
+	j.mu.Lock()
+	j.unrecorded = nil
+	j.mu.Unlock()
+	if err == nil {
+		j.log.Info("the turn's terminal, which the store had refused, is recorded", "turn", j.id, "seq", seq)
+	}
+	return true
 }
 
 // visible is the last seq a stream may read: the terminal once the turn

@@ -267,3 +267,65 @@ func TestAJournalAtItsSizeLimitRecordsTheStreamsTerminalAndItsRequestIDRunsAgain
 		}
 	}
 }
+
+// Before, a turn whose store refused even its terminal stayed RUNNING: its
+// request_id attached to the dead turn, and the next start ended it with a
+// terminal of its own (GATEWAY_STOPPED) in place of the one its stream got.
+func TestATerminalTheStoreRefusesEndsTheTurnInMemoryAndIsRecordedOnceTheStoreTakesIt(t *testing.T) {
+	state := t.TempDir()
+	cfg, prompts := durableConfig(t, fmt.Sprintf("state_dir: %q\n", state))
+	s := serve(t, "--config", cfg)
+	client := acpgatev1.NewAgentGatewayClient(dialTest(t, s.addr))
+	req := &acpgatev1.PromptRequest{Agent: "test", Text: "chunk a\nsleep 300\nchunk b\nstop end_turn", RequestId: "refused-terminal-1"}
+	stream := promptFor(t, client, req, time.Minute)
+	first, err := stream.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	turnID := first.GetStarted().GetTurnId()
+	// Once the turn is recorded: no file of the gateway's, its journal
+	// or its database, can grow by a byte. The kernel refuses with EFBIG.
+	pid := s.cmd.Process.Pid
+	if err := unix.Prlimit(pid, unix.RLIMIT_FSIZE, &unix.Rlimit{Cur: 1, Max: unix.RLIM_INFINITY}, nil); err != nil {
+		t.Fatalf("prlimit: %v", err)
+	}
+	events := append([]*acpgatev1.PromptEvent{first}, withoutHeartbeats(drain(t, stream))...)
+	terminal := events[len(events)-1]
+	if e := terminal.GetError(); e.GetGateway() == nil || !e.GetRetryable() {
+		t.Fatalf("the turn ended with %s; want a retryable gateway error", brief(terminal))
+	}
+	got, err := client.GetTurn(context.Background(), &acpgatev1.GetTurnRequest{TurnId: turnID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.GetState() != acpgatev1.TurnState_TURN_STATE_ENDED || !proto.Equal(got.GetTerminal(), terminal) {
+		t.Fatalf("GetTurn says %v with %s; want ENDED with the stream's terminal %s", got.GetState(), brief(got.GetTerminal()), brief(terminal))
+	}
+	wantOnlyTerminal(t, "WatchTurn after the last seq", watchFrom(t, client, turnID, got.GetLastSeq()), terminal)
+
+	// The store takes writes again: the janitor records the terminal.
+	if err := unix.Prlimit(pid, unix.RLIMIT_FSIZE, &unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY}, nil); err != nil {
+		t.Fatalf("prlimit: %v", err)
+	}
+	waitLog(t, s, "the turn's terminal, which the store had refused, is recorded")
+	retry := withoutHeartbeats(drain(t, promptFor(t, client, req, time.Minute)))
+	if id := retry[0].GetStarted().GetTurnId(); id == turnID {
+		t.Errorf("the resubmission attached to the failed turn %s instead of running attempt 2", turnID)
+	}
+	if n := promptsSeen(t, prompts); n != 2 {
+		t.Errorf("the agent was prompted %d times, want twice (attempt 2 ran)", n)
+	}
+
+	// Killed, and started again: the record says what the stream said.
+	_ = s.cmd.Process.Signal(syscall.SIGKILL)
+	<-s.exited
+	again := serve(t, "--config", cfg)
+	client = acpgatev1.NewAgentGatewayClient(dialTest(t, again.addr))
+	got, err = client.GetTurn(context.Background(), &acpgatev1.GetTurnRequest{TurnId: turnID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(got.GetTerminal(), terminal) {
+		t.Errorf("after a restart the turn ends with %s; its stream ended with %s", brief(got.GetTerminal()), brief(terminal))
+	}
+}
