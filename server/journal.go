@@ -62,7 +62,7 @@ type journal struct {
 	m      *metrics.Agent     // nil without metrics
 
 	mu        sync.Mutex
-	recent    []store.Event // the latest events, seqs contiguous, the last is lastSeq
+	recent    []store.Event // the latest events, seqs contiguous (but for a terminal above the reservation, see end), the last is lastSeq
 	lastSeq   uint64
 	committed uint64 // events up to this seq are in the store
 	reserved  uint64 // the store's reservation: no stream reads an event above it
