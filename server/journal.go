@@ -348,7 +348,7 @@ func (j *journal) end(e *acpgatev1.PromptEvent, seq uint64, failed func(error, *
 		for len(j.recent) > 0 && j.recent[len(j.recent)-1].Seq > j.reserved {
 			j.recent = j.recent[:len(j.recent)-1]
 		}
-		seq = j.reserved + 1
+		seq = store.FailedSeq(j.reserved)
 		j.mu.Unlock()
 		// With what the agent had answered, and else without it: a
 		// partial answer of megabytes may be what the store cannot take.

@@ -80,8 +80,17 @@ const BeginReserved = 1
 const ReserveAhead = 1 << 16
 
 // StoppedSeq is the seq of the terminal of a turn ended without its
-// gateway: above every seq the gateway may have sent.
-func (t Turn) StoppedSeq() uint64 { return max(t.LastSeq, t.Reserved) + 1 }
+// gateway: above every seq the gateway may have sent. That includes the
+// seq just above the reservation, which a gateway whose journal failed
+// gives its own terminal (see FailedSeq) and may have sent when the store
+// took nothing more, so that a turn ended twice that way still has no seq
+// that names two events.
+func (t Turn) StoppedSeq() uint64 { return FailedSeq(max(t.LastSeq, t.Reserved)) + 1 }
+
+// FailedSeq is the seq of the terminal the gateway gives a turn whose
+// journal failed, reserved being its reservation: above every seq it may
+// have sent.
+func FailedSeq(reserved uint64) uint64 { return reserved + 1 }
 
 // terminalFits checks a terminal's seq against the last journaled event,
 // last, and the turn's reservation: it follows last, or, alone (alone:

@@ -271,26 +271,33 @@ func TestAJournalAtItsSizeLimitRecordsTheStreamsTerminalAndItsRequestIDRunsAgain
 // Before, a turn whose store refused even its terminal stayed RUNNING: its
 // request_id attached to the dead turn, and the next start ended it with a
 // terminal of its own (GATEWAY_STOPPED) in place of the one its stream got.
-func TestATerminalTheStoreRefusesEndsTheTurnInMemoryAndIsRecordedOnceTheStoreTakesIt(t *testing.T) {
+// endedWithTheStoreRefusingEverything runs a turn on a gateway with a
+// state directory whose files, once the turn is recorded, cannot grow by
+// a byte, so the store refuses the turn's events and its terminal alike.
+// It checks what the turn's ending looks like then, from the stream,
+// GetTurn and WatchTurn, and returns the gateway, still under the limit,
+// with the turn's request and its terminal.
+func endedWithTheStoreRefusingEverything(t *testing.T) (s *served, cfg, prompts string, client acpgatev1.AgentGatewayClient, req *acpgatev1.PromptRequest, turnID string, terminal *acpgatev1.PromptEvent) {
+	t.Helper()
 	state := t.TempDir()
-	cfg, prompts := durableConfig(t, fmt.Sprintf("state_dir: %q\n", state))
-	s := serve(t, "--config", cfg)
-	client := acpgatev1.NewAgentGatewayClient(dialTest(t, s.addr))
-	req := &acpgatev1.PromptRequest{Agent: "test", Text: "chunk a\nsleep 300\nchunk b\nstop end_turn", RequestId: "refused-terminal-1"}
+	cfg, prompts = durableConfig(t, fmt.Sprintf("state_dir: %q\n", state))
+	s = serve(t, "--config", cfg)
+	client = acpgatev1.NewAgentGatewayClient(dialTest(t, s.addr))
+	req = &acpgatev1.PromptRequest{Agent: "test", Text: "chunk a\nsleep 300\nchunk b\nstop end_turn", RequestId: "refused-terminal-1"}
 	stream := promptFor(t, client, req, time.Minute)
 	first, err := stream.Recv()
 	if err != nil {
 		t.Fatal(err)
 	}
-	turnID := first.GetStarted().GetTurnId()
-	// Once the turn is recorded: no file of the gateway's, its journal
-	// or its database, can grow by a byte. The kernel refuses with EFBIG.
-	pid := s.cmd.Process.Pid
-	if err := unix.Prlimit(pid, unix.RLIMIT_FSIZE, &unix.Rlimit{Cur: 1, Max: unix.RLIM_INFINITY}, nil); err != nil {
+	turnID = first.GetStarted().GetTurnId()
+	// A real limit on the real process: the kernel refuses with EFBIG a
+	// write past the first byte of any file, the journal's or the
+	// database's.
+	if err := unix.Prlimit(s.cmd.Process.Pid, unix.RLIMIT_FSIZE, &unix.Rlimit{Cur: 1, Max: unix.RLIM_INFINITY}, nil); err != nil {
 		t.Fatalf("prlimit: %v", err)
 	}
 	events := append([]*acpgatev1.PromptEvent{first}, withoutHeartbeats(drain(t, stream))...)
-	terminal := events[len(events)-1]
+	terminal = events[len(events)-1]
 	if e := terminal.GetError(); e.GetGateway() == nil || !e.GetRetryable() {
 		t.Fatalf("the turn ended with %s; want a retryable gateway error", brief(terminal))
 	}
@@ -302,9 +309,38 @@ func TestATerminalTheStoreRefusesEndsTheTurnInMemoryAndIsRecordedOnceTheStoreTak
 		t.Fatalf("GetTurn says %v with %s; want ENDED with the stream's terminal %s", got.GetState(), brief(got.GetTerminal()), brief(terminal))
 	}
 	wantOnlyTerminal(t, "WatchTurn after the last seq", watchFrom(t, client, turnID, got.GetLastSeq()), terminal)
+	return s, cfg, prompts, client, req, turnID, terminal
+}
 
+// A turn ended in memory whose gateway is killed before the store takes
+// its terminal is ended again at the next start: at a seq of its own, so
+// that the seq its stream's terminal had names no other event.
+func TestATurnEndedInMemoryAndKilledBeforeTheStoreRecoversIsEndedAtASeqItsStreamNeverUsed(t *testing.T) {
+	s, cfg, _, _, _, turnID, terminal := endedWithTheStoreRefusingEverything(t)
+	_ = s.cmd.Process.Signal(syscall.SIGKILL)
+	<-s.exited
+	again := serve(t, "--config", cfg)
+	client := acpgatev1.NewAgentGatewayClient(dialTest(t, again.addr))
+	got, err := client.GetTurn(context.Background(), &acpgatev1.GetTurnRequest{TurnId: turnID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := got.GetTerminal()
+	if stopped.GetError().GetTransport().GetReason() != acpgatev1.TransportReason_TRANSPORT_REASON_GATEWAY_STOPPED || stopped.GetSeq() <= terminal.GetSeq() {
+		t.Fatalf("after the restart the turn ends with %s; want GATEWAY_STOPPED above the seq of its stream's terminal, %d", brief(stopped), terminal.GetSeq())
+	}
+	for _, e := range watchFrom(t, client, turnID, 0) {
+		if e.GetSeq() == terminal.GetSeq() {
+			t.Errorf("seq %d, its stream's terminal, now names %s", e.GetSeq(), brief(e))
+		}
+	}
+	wantOnlyTerminal(t, "WatchTurn after the seq of the stream's terminal", watchFrom(t, client, turnID, terminal.GetSeq()), stopped)
+}
+
+func TestATerminalTheStoreRefusesEndsTheTurnInMemoryAndIsRecordedOnceTheStoreTakesIt(t *testing.T) {
+	s, cfg, prompts, client, req, turnID, terminal := endedWithTheStoreRefusingEverything(t)
 	// The store takes writes again: the janitor records the terminal.
-	if err := unix.Prlimit(pid, unix.RLIMIT_FSIZE, &unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY}, nil); err != nil {
+	if err := unix.Prlimit(s.cmd.Process.Pid, unix.RLIMIT_FSIZE, &unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY}, nil); err != nil {
 		t.Fatalf("prlimit: %v", err)
 	}
 	waitLog(t, s, "the turn's terminal, which the store had refused, is recorded")
@@ -321,7 +357,7 @@ func TestATerminalTheStoreRefusesEndsTheTurnInMemoryAndIsRecordedOnceTheStoreTak
 	<-s.exited
 	again := serve(t, "--config", cfg)
 	client = acpgatev1.NewAgentGatewayClient(dialTest(t, again.addr))
-	got, err = client.GetTurn(context.Background(), &acpgatev1.GetTurnRequest{TurnId: turnID})
+	got, err := client.GetTurn(context.Background(), &acpgatev1.GetTurnRequest{TurnId: turnID})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func testReservation(t *testing.T, open func(*testing.T) store.Store) {
 		mustAppend(t, st, "t1", Events(2, 5))
 		assertReserved(t, st, "t1", 5+store.ReserveAhead)
 		running, err := st.Running(ctx)
-		if err != nil || len(running) != 1 || running[0].Reserved != 5+store.ReserveAhead || running[0].StoppedSeq() != 6+store.ReserveAhead {
+		if err != nil || len(running) != 1 || running[0].Reserved != 5+store.ReserveAhead || running[0].StoppedSeq() <= store.FailedSeq(5+store.ReserveAhead) {
 			t.Errorf("Running = %+v, %v; want t1 reserved to %d", running, err, 5+store.ReserveAhead)
 		}
 	})
