@@ -39,6 +39,11 @@ const storePoll = 100 * time.Millisecond
 //
 // Every stream is its own cursor: a slow one falls behind without holding
 // the turn back, and reads the store when it is behind what memory keeps.
+//
+// Every stream ends with the terminal, whatever after says: events at or
+// below after are skipped, the terminal never is, so a client that resumes
+// from a seq past what the store kept (its gateway crashed, or its journal
+// failed, after it saw the seq) still learns how the turn ended.
 func (g *Gateway) follow(ctx context.Context, turnID string, after uint64, stream grpc.ServerStream) error {
 	heartbeat := time.NewTimer(g.cfg.HeartbeatInterval)
 	defer heartbeat.Stop()
@@ -149,6 +154,14 @@ func (g *Gateway) sendAndWait(ctx context.Context, stream grpc.ServerStream, bat
 // whether seq is the terminal's.
 func (g *Gateway) nextEvents(ctx context.Context, turnID string, after uint64) (batch []store.Event, more <-chan struct{}, release func(), done func(uint64) bool, err error) {
 	if t, events, more, inMemory, last, ended := g.readRunning(turnID, after); t != nil {
+		if ended && after >= last {
+			// The terminal is never skipped.
+			after = last - 1
+			if t, events, more, inMemory, last, ended = g.readRunning(turnID, after); t == nil {
+				// Handed off meanwhile: read the store.
+				return g.nextEvents(ctx, turnID, after)
+			}
+		}
 		release = func() {}
 		if !inMemory {
 			if events, release, err = g.readPage(ctx, turnID, after); err != nil {
@@ -178,6 +191,10 @@ func (g *Gateway) nextEvents(ctx context.Context, turnID string, after uint64) (
 		release()
 		return nil, nil, nil, nil, status.Errorf(storeCode(err), "reading turn %q: %v", turnID, err)
 	}
+	if ended && after >= lastSeq {
+		// The terminal is never skipped.
+		after = lastSeq - 1
+	}
 	events, give, err := g.readPage(ctx, turnID, after)
 	if err != nil {
 		release()
@@ -192,6 +209,7 @@ func (g *Gateway) nextEvents(ctx context.Context, turnID string, after uint64) (
 
 // turnProto is a turn's record as the API shows it.
 func (g *Gateway) turnProto(rec store.Turn) (*acpgatev1.Turn, error) {
+	rec = g.recorded(rec)
 	t := &acpgatev1.Turn{
 		TurnId:    rec.ID,
 		RequestId: requestIDOf(rec.RequestID),

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -44,6 +45,15 @@ const (
 // store behind, in batches (group commit), within commitDelay; the turn's
 // started event and its terminal are written before anyone can read them,
 // so a client that saw either can count on the store having it.
+//
+// A seq, once sent, names the same event for good. An event read before
+// the store has it could be lost in a crash, so each write to the store
+// also reserves seqs ahead (store.ReserveAhead), and no stream reads an
+// event above the reservation: a turn ended after a crash, or after its
+// journal failed, has its terminal numbered above it, past every seq a
+// client may have seen. The reservation is extended by the writes the
+// journal makes anyway, far ahead of what the turn reaches, so streams
+// never wait for it.
 type journal struct {
 	id     string
 	st     store.Store
@@ -52,14 +62,19 @@ type journal struct {
 	m      *metrics.Agent     // nil without metrics
 
 	mu        sync.Mutex
-	recent    []store.Event // the latest events, seqs contiguous, the last is lastSeq
+	recent    []store.Event // the latest events, seqs contiguous (but for a terminal above the reservation, see end), the last is lastSeq
 	lastSeq   uint64
-	committed uint64        // events up to this seq are in the store
-	pending   int           // the bytes of the events after committed
-	ended     bool          // the terminal is journaled
-	changed   chan struct{} // closed when events are added, then replaced
-	wrote     chan struct{} // signalled when a commit finishes
-	failed    error         // the store's first failure
+	committed uint64 // events up to this seq are in the store
+	reserved  uint64 // the store's reservation: no stream reads an event above it
+	pending   int    // the bytes of the events after committed
+	ended     bool   // the terminal is journaled
+	// unrecorded is the terminal, encoded, when the store could not take
+	// it: the turn ended at endedAt, but its record says it runs.
+	unrecorded []byte
+	endedAt    time.Time
+	changed    chan struct{} // closed when events are added, then replaced
+	wrote      chan struct{} // signalled when a commit finishes
+	failed     error         // the store's first failure
 	// refused, when set, is called before a terminal the store did not
 	// take is delivered from memory (see handOff); set before the turn
 	// runs.
@@ -73,17 +88,19 @@ type journal struct {
 
 func newJournal(id string, st store.Store, log *slog.Logger, m *metrics.Agent, cancel func(cause string)) *journal {
 	j := &journal{
-		id:      id,
-		m:       m,
-		st:      st,
-		log:     log,
-		cancel:  cancel,
-		changed: make(chan struct{}),
-		wrote:   make(chan struct{}, 1),
-		flush:   make(chan struct{}, 1),
-		urgent:  make(chan struct{}, 1),
-		stop:    make(chan struct{}),
-		done:    make(chan struct{}),
+		id:     id,
+		m:      m,
+		st:     st,
+		log:    log,
+		cancel: cancel,
+		// The store's Begin has reserved the started event's seq.
+		reserved: store.BeginReserved,
+		changed:  make(chan struct{}),
+		wrote:    make(chan struct{}, 1),
+		flush:    make(chan struct{}, 1),
+		urgent:   make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
 	}
 	go j.commitLoop()
 	return j
@@ -143,7 +160,7 @@ func (j *journal) start(ctx context.Context, sessionID string, started store.Eve
 	j.recent = append(j.recent, started)
 	j.lastSeq = started.Seq
 	if err == nil {
-		j.committed = started.Seq
+		j.committed, j.reserved = started.Seq, started.Seq+store.ReserveAhead
 	} else {
 		j.failed = fmt.Errorf("journaling the turn's start: %w", err)
 		err = j.failed
@@ -235,6 +252,7 @@ func (j *journal) commit() {
 		err = j.failed
 	} else {
 		j.committed = pending[len(pending)-1].Seq
+		j.reserved = j.committed + store.ReserveAhead
 		for _, e := range pending {
 			j.pending -= e.Len()
 		}
@@ -290,63 +308,144 @@ func (j *journal) trim() {
 	j.recent = kept
 }
 
-// end journals the terminal: the events the store does not have yet and
-// then it are written in one step, before any stream can read it. It
-// returns the store's failure, if any; the terminal is then still
-// delivered to the streams reading from memory.
+// end journals the terminal e, numbered seq: the events the store does not
+// have yet and then it are written in one step, before any stream can read
+// it. It returns the terminal as journaled.
+//
+// When the store has failed, or fails now, the terminal is failed(err, e)
+// instead (or failed(err, nil), without e's partial answer, when the store
+// refuses that), numbered above the reservation and recorded alone: the
+// events the store lacks are lost, and a seq a client may have seen must
+// not name another event (see journal). The streams get what the record
+// holds. When the store refuses even that, the terminal is kept in memory
+// (unrecorded): streams still end with it, and the turn reads as ended
+// (see Gateway.recorded).
 //
 // The committer is stopped first, not asked for one last batch: a short
 // turn (a burst of chunks well inside commitDelay) has all its events
 // still unwritten here, and a batch and then the terminal would be two
 // writes, one after the other, between the agent's last word and the
 // client's terminal.
-func (j *journal) end(terminal store.Event) error {
+func (j *journal) end(e *acpgatev1.PromptEvent, seq uint64, failed func(error, *acpgatev1.PromptEvent) *acpgatev1.PromptEvent) store.Event {
 	close(j.stop)
 	<-j.done
 	j.mu.Lock()
 	err, rest := j.failed, j.uncommitted()
 	j.mu.Unlock()
+	var terminal store.Event
+	var unrecorded []byte
 	if err == nil {
+		terminal = encodeEvent(e, seq)
 		began := time.Now()
-		err = j.st.End(context.Background(), j.id, rest, terminal, began)
+		if err = j.st.End(context.Background(), j.id, rest, terminal, began); err != nil {
+			err = fmt.Errorf("journaling the turn's last events and terminal: %w", err)
+			j.log.Error("the turn's last events and terminal could not be journaled; ending it without them", "turn", j.id, "err", err)
+		}
 		j.noteWrite(began, eventsLen(rest)+terminal.Len())
-		if err != nil {
-			j.log.Error("the turn's last events and terminal could not be journaled", "turn", j.id, "err", err)
+	}
+	if err != nil {
+		j.mu.Lock()
+		if j.failed == nil {
+			j.failed = err
+		}
+		// Only events up to the reservation were read; the others go.
+		for len(j.recent) > 0 && j.recent[len(j.recent)-1].Seq > j.reserved {
+			j.recent = j.recent[:len(j.recent)-1]
+		}
+		seq = store.FailedSeq(j.reserved)
+		j.mu.Unlock()
+		// With what the agent had answered, and else without it: a
+		// partial answer of megabytes may be what the store cannot take.
+		for _, from := range []*acpgatev1.PromptEvent{e, nil} {
+			terminal = encodeEvent(failed(err, from), seq)
+			began := time.Now()
+			recErr := j.st.End(context.Background(), j.id, nil, terminal, began)
+			j.noteWrite(began, terminal.Len())
+			if recErr == nil {
+				unrecorded = nil
+				break
+			}
+			j.log.Error("the turn's terminal could not be recorded; the turn's request_id may run again", "turn", j.id, "err", recErr)
+			unrecorded = terminal.Bytes()
 		}
 	}
-	if err != nil && j.refused != nil {
+	if unrecorded != nil && j.refused != nil {
+		// Not even the failure's terminal is in the store: with several
+		// replicas, the store's ending is the one everyone gets (handOff).
 		j.refused()
 	}
 	j.mu.Lock()
+	j.unrecorded, j.endedAt = unrecorded, time.Now()
 	j.recent = append(j.recent, terminal)
 	j.lastSeq = terminal.Seq
-	if err == nil {
+	if j.failed == nil {
 		j.committed, j.pending = terminal.Seq, 0
-	} else if j.failed == nil {
-		// The turn stays readable from memory (see runTurn).
-		j.failed = fmt.Errorf("journaling the turn's last events and terminal: %w", err)
 	}
 	j.ended = true
 	j.broadcast()
 	j.mu.Unlock()
-	return err
+	return terminal
+}
+
+// recorded reports whether the store holds the turn's ending (or it
+// runs), and, when it does not, the terminal the streams got and when.
+func (j *journal) recorded() (ok bool, terminal []byte, endedAt time.Time) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.unrecorded == nil, j.unrecorded, j.endedAt
+}
+
+// recordLate writes the terminal the store refused when the turn ended
+// (see end), and reports whether the record is now settled: the store took
+// it, or the turn is no longer the store's to end (ended by another, or
+// gone), so that nothing is left to retry. Its one caller at a time is
+// the gateway's janitor, or Close once the janitor has stopped.
+func (j *journal) recordLate(ctx context.Context) bool {
+	j.mu.Lock()
+	data, seq, endedAt := j.unrecorded, j.lastSeq, j.endedAt
+	j.mu.Unlock()
+	if data == nil {
+		return false
+	}
+	err := j.st.End(ctx, j.id, nil, store.Event{Seq: seq, Data: data}, endedAt)
+	if err != nil && !errors.Is(err, store.ErrEnded) && !errors.Is(err, store.ErrNotFound) {
+		return false
+	}
+	j.mu.Lock()
+	j.unrecorded = nil
+	j.mu.Unlock()
+	if err == nil {
+		j.log.Info("the turn's terminal, which the store had refused, is recorded", "turn", j.id, "seq", seq)
+	}
+	return true
+}
+
+// visible is the last seq a stream may read: the terminal once the turn
+// has ended, else the last event up to the reservation; j.mu is held.
+func (j *journal) visible() uint64 {
+	if j.ended {
+		return j.lastSeq
+	}
+	return min(j.lastSeq, j.reserved)
 }
 
 // read returns up to max events after seq from memory, and a channel
 // closed when more arrive. inMemory is false when events after seq have
-// already left memory: read them from the store. ended reports that the
-// terminal is journaled and is the last event up to lastSeq.
+// already left memory: read them from the store. last is the last seq a
+// stream may read now, and ended reports that it is the terminal's.
 func (j *journal) read(after uint64, max int) (events []store.Event, more <-chan struct{}, inMemory bool, last uint64, ended bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if after >= j.lastSeq {
-		return nil, j.changed, true, j.lastSeq, j.ended
+	last = j.visible()
+	if after >= last {
+		return nil, j.changed, true, last, j.ended
 	}
-	first := j.lastSeq - uint64(len(j.recent)) + 1
-	if len(j.recent) == 0 || after+1 < first {
-		return nil, j.changed, false, j.lastSeq, j.ended
+	if len(j.recent) == 0 || after+1 < j.recent[0].Seq {
+		return nil, j.changed, false, last, j.ended
 	}
-	i := int(after + 1 - first)
-	n := min(max, len(j.recent)-i)
-	return j.recent[i : i+n : i+n], j.changed, true, j.lastSeq, j.ended
+	// recent's seqs follow one another, but for a terminal numbered
+	// above the reservation (see end).
+	i := min(int(after+1-j.recent[0].Seq), len(j.recent)-1)
+	n := min(max, len(j.recent)-i, int(last-j.recent[i].Seq+1))
+	return j.recent[i : i+n : i+n], j.changed, true, last, j.ended
 }

@@ -27,6 +27,19 @@ func (g *Gateway) sweep(interval time.Duration) {
 		}
 		g.expireTurns()
 		g.expireSuspended(time.Now())
+		g.recordEndings()
+	}
+}
+
+// recordEndings records the terminals the store refused when their turns
+// ended (see journal.end), once it takes them: so that the record, and a
+// later start of the gateway, says what the turns' streams said, not that
+// the gateway stopped.
+func (g *Gateway) recordEndings() {
+	for _, t := range g.turns.all() {
+		if t.j.recordLate(context.Background()) {
+			g.turns.remove(t.rec.ID)
+		}
 	}
 }
 
@@ -114,6 +127,7 @@ func (g *Gateway) Close() {
 		close(g.janitor)
 	}
 	g.janitorWG.Wait()
+	g.recordEndings()
 	g.stopPools(context.Background())
 	g.closeAll(context.Background())
 	g.stopReplicas(context.Background())

@@ -206,9 +206,11 @@ func (g *Gateway) load() (sessions, runningTurns int) {
 }
 
 // stoppedTerminal is the terminal of a turn whose gateway stopped without
-// ending it: the gateway was killed, or its replica was lost.
+// ending it: the gateway was killed, or its replica was lost. It is
+// numbered above the turn's reservation, past every seq its gateway may
+// have sent (see store.Turn.Reserved).
 func (g *Gateway) stoppedTerminal(t store.Turn) store.Event {
-	return encodeEvent(terminal(outcome.Result{Error: g.interp.GatewayStopped(outcome.Text{})}), t.LastSeq+1)
+	return encodeEvent(terminal(outcome.Result{Error: g.interp.GatewayStopped(outcome.Text{})}), t.StoppedSeq())
 }
 
 // live is the other replicas with a live lease, by ID; UNAVAILABLE when

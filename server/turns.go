@@ -64,6 +64,22 @@ func (t *turnTable) all() []*runningTurn {
 	return out
 }
 
+// recorded is rec as its streams know it: a turn of this gateway whose
+// terminal the store could not take (see journal.end) has ended, with the
+// terminal its streams got, whatever its record says. So a request_id
+// whose turn ended that way may run again when the ending says so.
+func (g *Gateway) recorded(rec store.Turn) store.Turn {
+	if !rec.Running() || rec.ID == "" {
+		return rec
+	}
+	if live := g.turns.get(rec.ID); live != nil {
+		if ok, terminal, endedAt := live.j.recorded(); !ok {
+			rec.Terminal, rec.EndedAt = terminal, endedAt
+		}
+	}
+	return rec
+}
+
 // turnPlan is a turn about to start: its record, and either the session
 // it claimed or the one-shot session it will open.
 type turnPlan struct {
@@ -93,6 +109,7 @@ func (g *Gateway) begin(ctx context.Context, req *acpgatev1.PromptRequest, block
 	key := requestKey(owner, req.GetRequestId())
 	if key != "" {
 		rec, err := g.store.Latest(context.Background(), key)
+		rec = g.recorded(rec)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 		case err != nil:
@@ -156,7 +173,7 @@ func (g *Gateway) begin(ctx context.Context, req *acpgatev1.PromptRequest, block
 			return "", status.Errorf(codes.Unavailable, "recording the turn in the journal: %v", err)
 		}
 		// A concurrent submission of the same request_id won.
-		if _, err := previous(existing, req); err != nil {
+		if _, err := previous(g.recorded(existing), req); err != nil {
 			return "", err
 		}
 		return existing.ID, nil
@@ -225,10 +242,10 @@ func (g *Gateway) claimSession(ctx context.Context, id, turnID string) (*liveSes
 func (g *Gateway) runTurn(ctx context.Context, r *runningTurn, plan *turnPlan) (terminalBytes int64) {
 	defer g.admit.turnEnded(r.rec.ID)
 	defer func() {
-		// A turn whose journal the store could not take stays readable
-		// from memory: the store has neither all its events nor its
-		// terminal, and its streams must still end with the terminal.
-		if r.j.failure() == nil {
+		// A turn whose terminal the store could not take stays readable
+		// from memory: its streams must still end with the terminal, and
+		// its request_id's next submission must find it ended.
+		if ok, _, _ := r.j.recorded(); ok {
 			g.turns.remove(r.rec.ID)
 		}
 	}()
@@ -304,6 +321,16 @@ func (g *Gateway) runTurn(ctx context.Context, r *runningTurn, plan *turnPlan) (
 	return streamed.terminal
 }
 
+// journalFailed is the terminal of a turn whose journal failed with err,
+// in place of e: what the agent had answered is lost with the journal, so
+// the turn ends with the retryable journal failure, keeping e's partial
+// answer, if any.
+func (g *Gateway) journalFailed(err error, e *acpgatev1.PromptEvent) *acpgatev1.PromptEvent {
+	he := g.interp.JournalFailed(err.Error(), outcome.Text{})
+	he.Partial = e.GetError().GetPartial()
+	return terminal(outcome.Result{Error: he})
+}
+
 // afterTurn closes a one-shot session, and a session whose agent is gone.
 func (g *Gateway) afterTurn(live *liveSession, e *acpgatev1.HarnessError) {
 	if live.oneShot || e.GetTransport() != nil {
@@ -331,7 +358,7 @@ func (g *Gateway) endUnstarted(ctx context.Context, r *runningTurn, err error) o
 		g.log.ErrorContext(ctx, "the turn could not be journaled", "turn", r.rec.ID, "err", err)
 	}
 	result := outcome.Result{Error: e}
-	r.j.end(encodeEvent(terminal(result), 2))
+	r.j.end(terminal(result), 2, g.journalFailed)
 	g.logTerminal(ctx, r.rec.ID, r.rec.Agent, "", e)
 	g.noteTurnEnd(r, nil, result)
 	return result
@@ -375,8 +402,7 @@ func (g *Gateway) pump(ctx context.Context, q *eventQueue, j *journal, coalesce 
 					detail := fmt.Sprintf("the turn's journal reached limits.max_turn_bytes (%d bytes); the events after it were not journaled", limit)
 					e = terminal(outcome.Result{Error: g.interp.JournalFailed(detail, outcome.Text{})})
 				}
-				end := encodeEvent(e, seq)
-				j.end(end)
+				end := j.end(e, seq, g.journalFailed)
 				return pumpStats{events: events, bytes: size, terminal: int64(end.Len())}
 			}
 			if over {
@@ -417,9 +443,7 @@ func (g *Gateway) endStopped(ctx context.Context) error {
 		return err
 	}
 	for _, rec := range running {
-		e := g.interp.GatewayStopped(outcome.Text{})
-		ev := encodeEvent(terminal(outcome.Result{Error: e}), rec.LastSeq+1)
-		if err := g.store.End(ctx, rec.ID, nil, ev, time.Now()); err != nil {
+		if err := g.store.End(ctx, rec.ID, nil, g.stoppedTerminal(rec), time.Now()); err != nil {
 			return fmt.Errorf("ending turn %s: %w", rec.ID, err)
 		}
 		g.log.Warn("a turn was running when the gateway stopped; it has ended", "turn", rec.ID, "agent", rec.Agent, "last_seq", rec.LastSeq)

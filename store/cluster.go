@@ -78,7 +78,7 @@ type Cluster interface {
 	// not by Leave, one replica at a time; each is reaped by exactly one
 	// caller even when several replicas reap at once. For each: every
 	// running turn it owned is ended with terminal(turn), whose Seq must
-	// be turn.LastSeq+1, and its sessions are released (Session.Replica
+	// be turn.StoppedSeq(), and its sessions are released (Session.Replica
 	// becomes ""). It returns the replicas reaped and the turns ended.
 	Reap(ctx context.Context, terminal func(Turn) Event) (reaped []Replica, ended []Turn, err error)
 	// ClaimSession makes this replica the owner of session id, if it has

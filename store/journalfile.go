@@ -370,17 +370,3 @@ func (b batch) all() iter.Seq[Event] {
 		}
 	}
 }
-
-// head is the first n events.
-func (b batch) head(n int) batch {
-	var out batch
-	for _, s := range b {
-		if n <= 0 {
-			break
-		}
-		s = s[:min(n, len(s))]
-		out = append(out, s)
-		n -= len(s)
-	}
-	return out
-}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -50,7 +51,7 @@ func (m *Memory) Begin(_ context.Context, t Turn) (Turn, bool, error) {
 	}
 	// Replica is the store's to set, and a store of one gateway acts for
 	// no replica.
-	t.EndedAt, t.LastSeq, t.Terminal, t.Replica = time.Time{}, 0, nil, ""
+	t.EndedAt, t.LastSeq, t.Reserved, t.Terminal, t.Replica = time.Time{}, 0, BeginReserved, nil, ""
 	m.turns[t.ID] = &memTurn{rec: cloneTurn(t)}
 	return Turn{}, true, nil
 }
@@ -63,7 +64,7 @@ func (m *Memory) Started(_ context.Context, turnID, sessionID string, started Ev
 		return err
 	}
 	mt.rec.SessionID = sessionID
-	return mt.append([]Event{started})
+	return mt.reserve(mt.append([]Event{started}))
 }
 
 func (m *Memory) Append(_ context.Context, turnID string, events []Event) error {
@@ -73,7 +74,16 @@ func (m *Memory) Append(_ context.Context, turnID string, events []Event) error 
 	if err != nil {
 		return err
 	}
-	return mt.append(events)
+	return mt.reserve(mt.append(events))
+}
+
+// reserve extends the reservation past the events just journaled, when
+// err says they were (see Turn.Reserved).
+func (mt *memTurn) reserve(err error) error {
+	if err == nil {
+		mt.rec.Reserved = mt.rec.LastSeq + ReserveAhead
+	}
+	return err
 }
 
 func (m *Memory) End(_ context.Context, turnID string, rest []Event, terminal Event, endedAt time.Time) error {
@@ -83,9 +93,18 @@ func (m *Memory) End(_ context.Context, turnID string, rest []Event, terminal Ev
 	if err != nil {
 		return err
 	}
-	if err := mt.append(endEvents(rest, terminal)); err != nil {
+	last := mt.rec.LastSeq
+	if len(rest) > 0 {
+		last = rest[len(rest)-1].Seq
+	}
+	if err := terminalFits(terminal.Seq, last, mt.rec.Reserved, len(rest) == 0); err != nil {
+		return fmt.Errorf("memory store: turn %q: %w", turnID, err)
+	}
+	if err := mt.append(rest); err != nil {
 		return err
 	}
+	mt.events = append(mt.events, Event{Seq: terminal.Seq, Data: terminal.Bytes()})
+	mt.rec.LastSeq = terminal.Seq
 	mt.rec.EndedAt = endedAt
 	mt.rec.Terminal = terminal.Bytes()
 	return nil
@@ -188,14 +207,12 @@ func (m *Memory) Events(_ context.Context, turnID string, afterSeq uint64, limit
 	if !ok {
 		return nil, ErrNotFound
 	}
-	// Seqs run 1, 2, 3…: event n is at index n-1.
-	if afterSeq >= uint64(len(mt.events)) {
-		return nil, nil
-	}
-	end := min(uint64(len(mt.events)), afterSeq+uint64(max(limit, 0)))
-	out := make([]Event, 0, end-afterSeq)
+	// Seqs run 1, 2, 3…, but a terminal may skip some (see End).
+	from, _ := slices.BinarySearchFunc(mt.events, afterSeq+1, func(e Event, seq uint64) int { return cmp.Compare(e.Seq, seq) })
+	end := min(len(mt.events), from+max(limit, 0))
+	out := make([]Event, 0, end-from)
 	size := 0
-	for _, e := range mt.events[afterSeq:end] {
+	for _, e := range mt.events[from:end] {
 		if size += len(e.Data); len(out) > 0 && maxBytes > 0 && size > maxBytes {
 			break
 		}

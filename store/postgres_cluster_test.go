@@ -24,7 +24,7 @@ const (
 
 // lostTerminal is the terminal a reaper gives a lost replica's turn.
 func lostTerminal(t store.Turn) store.Event {
-	return store.Event{Seq: t.LastSeq + 1, Data: []byte("gateway stopped: " + t.ID)}
+	return store.Event{Seq: t.StoppedSeq(), Data: []byte("gateway stopped: " + t.ID)}
 }
 
 func join(t *testing.T, s *store.Postgres, id string, ttl time.Duration) store.Replica {
@@ -275,8 +275,11 @@ func TestReapEndsALostReplicasTurnsReleasesItsSessionsAndWakesReaders(t *testing
 			t.Errorf("%s's journal ends with %+v, %v; want the terminal", e.ID, events, err)
 		}
 	}
-	if got, _ := b.Get(ctx, "t1"); got.LastSeq != 5 {
-		t.Errorf("t1's terminal has seq %d, want 5 (after its 4 events)", got.LastSeq)
+	if got, want := mustGet(t, b, "t1").LastSeq, (store.Turn{LastSeq: 4, Reserved: 4 + store.ReserveAhead}).StoppedSeq(); got != want {
+		t.Errorf("t1's terminal has seq %d, want %d (above the seqs its 4 events reserved)", got, want)
+	}
+	if events, err := b.Events(ctx, "t1", 3, 10, 0); err != nil || len(events) != 2 || events[0].Seq != 4 || events[1].Seq <= 4+store.ReserveAhead {
+		t.Errorf("t1's journal after seq 3 = %+v, %v; want seq 4, then the terminal above the reservation", events, err)
 	}
 	if got, _ := b.Get(ctx, "b's"); !got.Running() {
 		t.Error("the live replica's turn was ended")
@@ -528,4 +531,13 @@ func TestReapDeletesTheRecordsOfLeasesThatEndedMoreThanADayAgo(t *testing.T) {
 	if !slices.Equal(ids, []string{"reaper", "recent"}) {
 		t.Errorf("replica records after Reap = %v, want [reaper recent]", ids)
 	}
+}
+
+func mustGet(t *testing.T, st store.Store, id string) store.Turn {
+	t.Helper()
+	got, err := st.Get(context.Background(), id)
+	if err != nil {
+		t.Fatalf("Get(%s): %v", id, err)
+	}
+	return got
 }

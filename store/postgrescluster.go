@@ -205,10 +205,10 @@ func endLost(ctx context.Context, tx pgx.Tx, r Replica, terminal func(Turn) Even
 	}
 	for i, t := range turns {
 		ev := terminal(t)
-		if ev.Seq != t.LastSeq+1 {
-			return nil, fmt.Errorf("the terminal of turn %s has seq %d, not %d", t.ID, ev.Seq, t.LastSeq+1)
+		if ev.Seq != t.StoppedSeq() {
+			return nil, fmt.Errorf("the terminal of turn %s has seq %d, not %d", t.ID, ev.Seq, t.StoppedSeq())
 		}
-		if err := writeJournal(ctx, tx, "end turn "+t.ID, pgEnd, t.ID, []Event{ev}, 0, now.UnixNano()); err != nil {
+		if err := writeJournal(ctx, tx, "end turn "+t.ID, pgEnd, t.ID, []Event{ev}, 0, now.UnixNano(), true); err != nil {
 			return nil, err
 		}
 		turns[i].EndedAt, turns[i].LastSeq, turns[i].Terminal = time.Unix(0, now.UnixNano()), ev.Seq, bytes.Clone(nonNil(ev.Flat()))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -25,11 +26,12 @@ import (
 // pgJournal is the statement of a journal write: $1 turn id, $2 the last
 // seq it must have, $3 the last seq after the batch, $4 and $5 the
 // batch's seqs and data, $6 the epoch that must own it (0: no fencing);
-// more arguments from $7 for the SET clause it is given.
-func pgJournal(set string) string {
+// more arguments from $7 for the SET clause it is given, and where, a
+// condition on the record, in place of last_seq = $2.
+func pgJournal(set, where string) string {
 	return `WITH t AS (
 		UPDATE turns SET last_seq = $3` + set + `
-		WHERE id = $1 AND last_seq = $2 AND ended_at IS NULL
+		WHERE id = $1 AND ` + where + ` AND ended_at IS NULL
 			AND ($6::bigint = 0 OR (epoch = $6 AND lease_live($6)))
 		RETURNING id
 	), ins AS (
@@ -39,10 +41,16 @@ func pgJournal(set string) string {
 	SELECT pg_notify('` + notifyChannel + `', t.id) FROM t`
 }
 
+// pgReserve extends a running turn's reservation past the batch it
+// journals (see Turn.Reserved).
 var (
-	pgAppend  = pgJournal("")
-	pgStarted = pgJournal(", session_id = $7")
-	pgEnd     = pgJournal(", ended_at = $7")
+	pgReserve = ", reserved_seq = $3::bigint + " + strconv.Itoa(ReserveAhead)
+
+	pgAppend  = pgJournal(pgReserve, "last_seq = $2")
+	pgStarted = pgJournal(pgReserve+", session_id = $7", "last_seq = $2")
+	// pgEnd's terminal follows the last event, or, alone ($8), is above
+	// the reservation (see Store.End).
+	pgEnd = pgJournal(", ended_at = $7", "(last_seq = $2 OR ($8::boolean AND last_seq < $3 AND reserved_seq < $3))")
 )
 
 func (p *Postgres) Started(ctx context.Context, turnID, sessionID string, started Event) error {
@@ -63,7 +71,7 @@ func (p *Postgres) Append(ctx context.Context, turnID string, events []Event) er
 // kept (Get reads it from there), in the statement that writes rest.
 func (p *Postgres) End(ctx context.Context, turnID string, rest []Event, terminal Event, endedAt time.Time) error {
 	events := endEvents(rest, terminal)
-	return writeJournal(ctx, p.pool, "end turn "+turnID, pgEnd, turnID, events, p.Self().Epoch, endedAt.UnixNano())
+	return writeJournal(ctx, p.pool, "end turn "+turnID, pgEnd, turnID, events, p.Self().Epoch, endedAt.UnixNano(), len(rest) == 0)
 }
 
 // execer is what a journal write needs of a pool or a transaction.

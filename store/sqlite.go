@@ -89,6 +89,9 @@ var migrations = []migration{
 	// there so that an acpgate that cannot read such files refuses the
 	// store instead of streaming its headers as events.
 	func(context.Context, *sql.Tx, *journalFiles) error { return nil },
+	// Each running turn's seq reservation, and the seqs a terminal
+	// numbered above it skips (see Turn.Reserved and Store.End).
+	sqlMigration(schemaV7),
 }
 
 // schemaV1 is the first schema; until version 3 it kept each event of a
@@ -141,6 +144,12 @@ const schemaV4 = `CREATE TABLE sessions (
 // schemaV5 adds when a session was suspended (see Session.SuspendedAt);
 // 0, zero time, while it is open and for the records of version 4.
 const schemaV5 = `ALTER TABLE sessions ADD COLUMN suspended_at INTEGER NOT NULL DEFAULT 0; -- unix nanoseconds`
+
+// schemaV7 adds a running turn's seq reservation (see Turn.Reserved), and
+// how many seqs an ended turn's terminal skips after its last filed event
+// (see Store.End): 0 for the records before it, whose seqs never skip.
+const schemaV7 = `ALTER TABLE turns ADD COLUMN reserved_seq INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE turns ADD COLUMN skipped INTEGER NOT NULL DEFAULT 0;`
 
 // A migration changes the schema (and data) inside the transaction that
 // records the new version.
@@ -450,7 +459,7 @@ const turnColumns = `id, request_id, attempt, agent, session_id, target, prompt_
 
 // selectTurn is what scanTurn reads: the record and where its journal
 // files end.
-const selectTurn = `SELECT ` + turnColumns + `, journal_bytes FROM turns`
+const selectTurn = `SELECT ` + turnColumns + `, journal_bytes, reserved_seq FROM turns`
 
 type rowScanner interface{ Scan(dest ...any) error }
 
@@ -465,11 +474,12 @@ func scanTurn(r rowScanner) (scannedTurn, error) {
 	var t scannedTurn
 	var startedAt int64
 	var endedAt sql.NullInt64
-	var lastSeq int64
+	var lastSeq, reserved int64
 	if err := r.Scan(&t.ID, &t.RequestID, &t.Attempt, &t.Agent, &t.SessionID, &t.Target, &t.PromptHash,
-		&startedAt, &endedAt, &lastSeq, &t.Terminal, &t.Owner, &t.size); err != nil {
+		&startedAt, &endedAt, &lastSeq, &t.Terminal, &t.Owner, &t.size, &reserved); err != nil {
 		return scannedTurn{}, err
 	}
+	t.Reserved = uint64(reserved)
 	t.StartedAt = time.Unix(0, startedAt)
 	if endedAt.Valid {
 		t.EndedAt = time.Unix(0, endedAt.Int64)
@@ -514,7 +524,7 @@ func (s *SQLite) Begin(ctx context.Context, t Turn) (Turn, bool, error) {
 			}
 		}
 		_, err := s.writeStmts.exec(ctx, tx, sqlInsertTurn,
-			t.ID, t.RequestID, t.Attempt, t.Agent, t.SessionID, t.Target, nonNil(t.PromptHash), t.StartedAt.UnixNano(), t.Owner)
+			t.ID, t.RequestID, t.Attempt, t.Agent, t.SessionID, t.Target, nonNil(t.PromptHash), t.StartedAt.UnixNano(), t.Owner, BeginReserved)
 		created = err == nil
 		return err
 	})
@@ -522,7 +532,7 @@ func (s *SQLite) Begin(ctx context.Context, t Turn) (Turn, bool, error) {
 }
 
 func (s *SQLite) Started(ctx context.Context, turnID, sessionID string, started Event) error {
-	return s.journal(ctx, "journal the start of turn "+turnID, turnID, batch{{started}}, 1, false, sqlJournalStart, sessionID)
+	return s.journal(ctx, "journal the start of turn "+turnID, turnID, journalWrite{events: []Event{started}, sessionID: &sessionID})
 }
 
 func (s *SQLite) Append(ctx context.Context, turnID string, events []Event) error {
@@ -542,28 +552,27 @@ func (s *SQLite) Append(ctx context.Context, turnID string, events []Event) erro
 		}
 		return nil
 	}
-	return s.journal(ctx, "journal events of turn "+turnID, turnID, batch{events}, len(events), false, sqlJournalCommit)
+	return s.journal(ctx, "journal events of turn "+turnID, turnID, journalWrite{events: events})
 }
 
 func (s *SQLite) End(ctx context.Context, turnID string, rest []Event, terminal Event, endedAt time.Time) error {
-	// The terminal is kept once: in the record when it is small (Get
-	// and List read it there), else as the journal files' last event,
-	// the record's terminal then NULL.
-	events := batch{rest, {terminal}}
-	if terminal.Len() > inlineTerminal {
-		return s.journal(ctx, "end turn "+turnID, turnID, events, events.len(), true, sqlJournalEndInFiles, endedAt.UnixNano())
-	}
-	return s.journal(ctx, "end turn "+turnID, turnID, events, len(rest), true, sqlJournalEndInRecord,
-		endedAt.UnixNano(), nonNil(terminal.Flat()))
+	return s.journal(ctx, "end turn "+turnID, turnID, journalWrite{events: rest, terminal: &terminal, endedAt: endedAt.UnixNano()})
 }
 
-// journal commits events to a turn's journal: the first filed of them to
-// its files, the others (a terminal the record keeps) counted in its
-// record, with one guarded UPDATE, update, which sets the record's
-// last_seq and journal_bytes, then the record's columns from set, and
-// changes the record only while it is running and says what the store
-// last committed (see sqlJournalCommit). ends says the events end the turn.
-func (s *SQLite) journal(ctx context.Context, op, turnID string, events batch, filed int, ends bool, update string, set ...any) error {
+// journalWrite is one commit of a turn's journal.
+type journalWrite struct {
+	events    []Event // the events to its files, following the last journaled one
+	terminal  *Event  // the terminal, when the commit ends the turn
+	endedAt   int64   // unix nanoseconds, with terminal
+	sessionID *string // the turn's session, with its started event
+}
+
+// journal commits w to a turn's journal: its events to the turn's files,
+// then one guarded UPDATE of its record, which sets last_seq,
+// journal_bytes and the reservation (see Turn.Reserved), or the ending,
+// and changes the record only while it is running and says what the
+// store last committed (see sqlJournalCommit).
+func (s *SQLite) journal(ctx context.Context, op, turnID string, w journalWrite) error {
 	r := &s.running
 	r.mu.Lock()
 	j, err := r.get(ctx, s, turnID)
@@ -571,7 +580,8 @@ func (s *SQLite) journal(ctx context.Context, op, turnID string, events batch, f
 		r.mu.Unlock()
 		return s.opError(op, err)
 	}
-	before, after, err := s.commitJournal(ctx, j, turnID, events, filed, update, set)
+	ends := w.terminal != nil
+	before, after, err := s.commitJournal(ctx, j, turnID, w)
 	r.done(turnID, j, err == nil && !ends)
 	r.mu.Unlock()
 	if err != nil {
@@ -584,21 +594,44 @@ func (s *SQLite) journal(ctx context.Context, op, turnID string, events batch, f
 // commitJournal is journal's write and update, which advance j; r.mu is
 // held. before and after are the data file's committed size before and
 // after it.
-func (s *SQLite) commitJournal(ctx context.Context, j *runningJournal, turnID string, events batch, filed int, update string, set []any) (before, after uint64, err error) {
+//
+// The terminal is kept once: in the record when it is small (Get and List
+// read it there), else as the journal files' last event, the record's
+// terminal then NULL. One numbered above the reservation (see Store.End)
+// is kept in the record with the seqs it skips (skipped), so that the
+// files stay numbered by position.
+func (s *SQLite) commitJournal(ctx context.Context, j *runningJournal, turnID string, w journalWrite) (before, after uint64, err error) {
 	prev := j.lastSeq
-	for e := range events.all() {
+	for _, e := range w.events {
 		if e.Seq != prev+1 {
 			return 0, 0, fmt.Errorf("event seq %d does not follow %d", e.Seq, prev)
 		}
 		prev++
 	}
+	filed, last, reserved := batch{w.events}, prev, prev+ReserveAhead
+	update, set := sqlJournalCommit, []any{int64(reserved)}
+	switch t := w.terminal; {
+	case t != nil:
+		if err := terminalFits(t.Seq, prev, j.reserved, len(w.events) == 0); err != nil {
+			return 0, 0, err
+		}
+		last, reserved = t.Seq, j.reserved
+		if skipped := t.Seq - prev - 1; skipped == 0 && t.Len() > inlineTerminal {
+			filed = batch{w.events, {*t}}
+			update, set = sqlJournalEndInFiles, []any{w.endedAt}
+		} else {
+			update, set = sqlJournalEndInRecord, []any{w.endedAt, nonNil(t.Flat()), int64(skipped)}
+		}
+	case w.sessionID != nil:
+		update, set = sqlJournalStart, append(set, *w.sessionID)
+	}
 	newSize := j.size
-	if filed > 0 {
-		if newSize, err = s.files.writeTo(j.w, j.lastSeq, j.size, events.head(filed)); err != nil {
+	if filed.len() > 0 {
+		if newSize, err = s.files.writeTo(j.w, j.lastSeq, j.size, filed); err != nil {
 			return 0, 0, err
 		}
 	}
-	args := append([]any{int64(prev), int64(newSize)}, set...)
+	args := append([]any{int64(last), int64(newSize)}, set...)
 	args = append(args, turnID, int64(j.lastSeq))
 	res, err := s.writeStmts.exec(ctx, nil, update, args...)
 	if err != nil {
@@ -610,7 +643,7 @@ func (s *SQLite) commitJournal(ctx context.Context, j *runningJournal, turnID st
 		return 0, 0, s.running.why(ctx, s, turnID, j.lastSeq)
 	}
 	before = j.size
-	j.lastSeq, j.size = prev, newSize
+	j.lastSeq, j.size, j.reserved = last, newSize, reserved
 	return before, newSize, nil
 }
 
@@ -781,9 +814,9 @@ func (s *SQLite) queryTurns(ctx context.Context, op, q string, args ...any) ([]T
 
 func (s *SQLite) Events(ctx context.Context, turnID string, afterSeq uint64, limit, maxBytes int) ([]Event, error) {
 	op := "read the journal of turn " + turnID
-	var lastSeq, size int64
+	var lastSeq, size, skipped int64
 	var ended, terminalInFiles bool
-	err := s.readStmts.queryRow(ctx, nil, sqlEventsRecord, turnID).Scan(&lastSeq, &ended, &size, &terminalInFiles)
+	err := s.readStmts.queryRow(ctx, nil, sqlEventsRecord, turnID).Scan(&lastSeq, &ended, &size, &terminalInFiles, &skipped)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -795,10 +828,11 @@ func (s *SQLite) Events(ctx context.Context, turnID string, afterSeq uint64, lim
 		return nil, nil
 	}
 	// The files hold every event but an ended turn's terminal, unless it
-	// was too large for the record.
+	// was too large for the record; a terminal in the record may skip
+	// seqs after them.
 	inFiles := last
 	if ended && !terminalInFiles {
-		inFiles--
+		inFiles -= 1 + uint64(skipped)
 	}
 	var out []Event
 	if afterSeq < inFiles {
@@ -813,7 +847,7 @@ func (s *SQLite) Events(ctx context.Context, turnID string, afterSeq uint64, lim
 			return nil, s.opError(op, err)
 		}
 	}
-	if ended && !terminalInFiles && len(out) < limit && afterSeq+uint64(len(out)) == inFiles {
+	if ended && !terminalInFiles && len(out) < limit && afterSeq+uint64(len(out)) >= inFiles {
 		terminal := Event{Seq: last}
 		err := s.readStmts.queryRow(ctx, nil, sqlTerminal, turnID).Scan(&terminal.Data)
 		if errors.Is(err, sql.ErrNoRows) {

@@ -291,6 +291,8 @@ func TestSQLiteFile(t *testing.T) {
 		}
 		// Back to version 4, with one record as version 4 wrote it.
 		for _, q := range []string{
+			`ALTER TABLE turns DROP COLUMN reserved_seq`,
+			`ALTER TABLE turns DROP COLUMN skipped`,
 			`ALTER TABLE sessions DROP COLUMN suspended_at`,
 			`INSERT INTO sessions (id, agent, acp_session_id, cwd, owner, created_at, mode, config_options) VALUES ('s1', 'echo', 'acp-s1', '.', 'alice', 1000, '', '{}')`,
 			`PRAGMA user_version = 4`,

@@ -36,10 +36,11 @@ type runningJournals struct {
 
 // runningJournal is a running turn's open files and committed extent.
 type runningJournal struct {
-	w       *journalWriter
-	lastSeq uint64 // the record's last_seq
-	size    uint64 // the record's journal_bytes
-	kept    bool   // in runningJournals.turns
+	w        *journalWriter
+	lastSeq  uint64 // the record's last_seq
+	size     uint64 // the record's journal_bytes
+	reserved uint64 // the record's reserved_seq
+	kept     bool   // in runningJournals.turns
 }
 
 // get returns turnID's journal: the one kept from its last commit, or one
@@ -48,7 +49,7 @@ func (r *runningJournals) get(ctx context.Context, s *SQLite, turnID string) (*r
 	if j, ok := r.turns[turnID]; ok {
 		return j, nil
 	}
-	lastSeq, size, err := s.journalRecord(ctx, turnID)
+	lastSeq, size, reserved, err := s.journalRecord(ctx, turnID)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +57,7 @@ func (r *runningJournals) get(ctx context.Context, s *SQLite, turnID string) (*r
 	if err != nil {
 		return nil, err
 	}
-	j := &runningJournal{w: w, lastSeq: uint64(lastSeq), size: uint64(size)}
+	j := &runningJournal{w: w, lastSeq: uint64(lastSeq), size: uint64(size), reserved: uint64(reserved)}
 	if r.turns == nil {
 		r.turns = make(map[string]*runningJournal)
 	}
@@ -84,7 +85,7 @@ func (r *runningJournals) done(turnID string, j *runningJournal, keep bool) {
 // ended, or its record no longer says what the store committed, which
 // only another writer of the database could have done. mu is held.
 func (r *runningJournals) why(ctx context.Context, s *SQLite, turnID string, lastSeq uint64) error {
-	seq, _, err := s.journalRecord(ctx, turnID)
+	seq, _, _, err := s.journalRecord(ctx, turnID)
 	if err != nil {
 		return err
 	}
@@ -93,18 +94,18 @@ func (r *runningJournals) why(ctx context.Context, s *SQLite, turnID string, las
 
 // journalRecord reads what a running turn's record says is committed:
 // ErrNotFound or ErrEnded when it is not running.
-func (s *SQLite) journalRecord(ctx context.Context, turnID string) (lastSeq, size int64, err error) {
+func (s *SQLite) journalRecord(ctx context.Context, turnID string) (lastSeq, size, reserved int64, err error) {
 	var endedAt sql.NullInt64
-	err = s.writeStmts.queryRow(ctx, nil, sqlJournalRecord, turnID).Scan(&lastSeq, &endedAt, &size)
+	err = s.writeStmts.queryRow(ctx, nil, sqlJournalRecord, turnID).Scan(&lastSeq, &endedAt, &size, &reserved)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return 0, 0, ErrNotFound
+		return 0, 0, 0, ErrNotFound
 	case err != nil:
-		return 0, 0, err
+		return 0, 0, 0, err
 	case endedAt.Valid:
-		return 0, 0, ErrEnded
+		return 0, 0, 0, ErrEnded
 	}
-	return lastSeq, size, nil
+	return lastSeq, size, reserved, nil
 }
 
 // close closes every kept journal's files.

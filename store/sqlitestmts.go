@@ -9,21 +9,21 @@ import (
 // batch of its events), and which the SQLite store prepares once.
 const (
 	sqlLatest        = selectTurn + ` WHERE request_id = ? ORDER BY attempt DESC LIMIT 1`
-	sqlInsertTurn    = `INSERT INTO turns (` + turnColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, 0, NULL, ?)`
-	sqlJournalRecord = `SELECT last_seq, ended_at, journal_bytes FROM turns WHERE id = ?`
+	sqlInsertTurn    = `INSERT INTO turns (` + turnColumns + `, reserved_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, 0, NULL, ?, ?)`
+	sqlJournalRecord = `SELECT last_seq, ended_at, journal_bytes, reserved_seq FROM turns WHERE id = ?`
 	// A journal's commits (see SQLite.journal): each sets last_seq and
 	// journal_bytes and its own columns, guarded by the last_seq the
 	// store last committed, so that a record not as the store left it is
 	// not changed.
-	sqlJournalCommit      = `UPDATE turns SET last_seq = ?, journal_bytes = ?` + journalGuard
-	sqlJournalStart       = `UPDATE turns SET last_seq = ?, journal_bytes = ?, session_id = ?` + journalGuard
+	sqlJournalCommit      = `UPDATE turns SET last_seq = ?, journal_bytes = ?, reserved_seq = ?` + journalGuard
+	sqlJournalStart       = `UPDATE turns SET last_seq = ?, journal_bytes = ?, reserved_seq = ?, session_id = ?` + journalGuard
 	sqlJournalEndInFiles  = `UPDATE turns SET last_seq = ?, journal_bytes = ?, ended_at = ?, terminal = NULL` + journalGuard
-	sqlJournalEndInRecord = `UPDATE turns SET last_seq = ?, journal_bytes = ?, ended_at = ?, terminal = ?` + journalGuard
+	sqlJournalEndInRecord = `UPDATE turns SET last_seq = ?, journal_bytes = ?, ended_at = ?, terminal = ?, skipped = ?` + journalGuard
 	journalGuard          = ` WHERE id = ? AND last_seq = ? AND ended_at IS NULL`
 	sqlEnded              = `SELECT ended_at IS NOT NULL FROM turns WHERE id = ?`
 	sqlGet                = selectTurn + ` WHERE id = ?`
 	sqlExtent             = `SELECT last_seq, ended_at IS NOT NULL FROM turns WHERE id = ?`
-	sqlEventsRecord       = `SELECT last_seq, ended_at IS NOT NULL, journal_bytes, ended_at IS NOT NULL AND terminal IS NULL FROM turns WHERE id = ?`
+	sqlEventsRecord       = `SELECT last_seq, ended_at IS NOT NULL, journal_bytes, ended_at IS NOT NULL AND terminal IS NULL, skipped FROM turns WHERE id = ?`
 	sqlTerminal           = `SELECT terminal FROM turns WHERE id = ?`
 	sqlOwner              = `SELECT owner FROM turns WHERE id = ?`
 )

@@ -17,6 +17,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -47,6 +48,13 @@ type Turn struct {
 	EndedAt time.Time
 	// LastSeq is the seq of the last journaled event.
 	LastSeq uint64
+	// Reserved is the highest seq the gateway may have sent while the
+	// turn ran: each Started and Append reserves ReserveAhead seqs past
+	// its last event, in the same write, and the gateway sends no event
+	// above the reservation. A turn ended without its gateway (it was
+	// killed, or its replica lost) is numbered above it (StoppedSeq), so
+	// that no seq a client saw names another event afterwards.
+	Reserved uint64
 	// Terminal is the terminal event, encoded; nil while the turn runs.
 	Terminal []byte
 	// Replica is the replica that runs the turn, in a store shared by
@@ -58,6 +66,41 @@ type Turn struct {
 
 // Running reports whether the turn has not ended.
 func (t Turn) Running() bool { return t.EndedAt.IsZero() }
+
+// BeginReserved is the reservation of a turn Begin records: its started
+// event, seq 1, which a stream reads as soon as the store has taken or
+// refused it (a turn whose start the store refused still starts with it).
+const BeginReserved = 1
+
+// ReserveAhead is how many seqs past its last event each Started and
+// Append reserves (see Turn.Reserved). The gateway keeps at most a few
+// thousand events waiting for the store, so a reservation this far ahead
+// is extended long before a running turn reaches it, and sending never
+// waits for it; after a crash the turn's seqs skip at most this many.
+const ReserveAhead = 1 << 16
+
+// StoppedSeq is the seq of the terminal of a turn ended without its
+// gateway: above every seq the gateway may have sent. That includes the
+// seq just above the reservation, which a gateway whose journal failed
+// gives its own terminal (see FailedSeq) and may have sent when the store
+// took nothing more, so that a turn ended twice that way still has no seq
+// that names two events.
+func (t Turn) StoppedSeq() uint64 { return FailedSeq(max(t.LastSeq, t.Reserved)) + 1 }
+
+// FailedSeq is the seq of the terminal the gateway gives a turn whose
+// journal failed, reserved being its reservation: above every seq it may
+// have sent.
+func FailedSeq(reserved uint64) uint64 { return reserved + 1 }
+
+// terminalFits checks a terminal's seq against the last journaled event,
+// last, and the turn's reservation: it follows last, or, alone (alone:
+// no events come with it), is numbered above the reservation.
+func terminalFits(seq, last, reserved uint64, alone bool) error {
+	if seq == last+1 || (alone && seq > last && seq > reserved) {
+		return nil
+	}
+	return fmt.Errorf("the terminal's seq %d neither follows %d nor, alone, is above the reserved %d", seq, last, reserved)
+}
 
 // Event is one journaled event: its seq and its encoding.
 type Event struct {
@@ -194,8 +237,12 @@ type Store interface {
 	// following the last journaled one.
 	Append(ctx context.Context, turnID string, events []Event) error
 	// End journals rest, events of the turn not journaled yet (often
-	// none), then the terminal event, and marks the turn ended at endedAt:
-	// one step, so that a turn's last events and its ending are kept
+	// none), then the terminal event, and marks the turn ended at endedAt.
+	// The terminal follows the last event; or, when rest is empty, it may
+	// be numbered above the turn's reservation, skipping the seqs between
+	// (the ending of a turn whose gateway may have sent events the store
+	// does not have: it stopped, or its journal failed). End is one step,
+	// so that a turn's last events and its ending are kept
 	// together or not at all, and a short turn's ending waits for one
 	// write, not two (a burst of 1,000 chunks fits in the time between
 	// batches, so all of it is still unwritten when the turn ends).

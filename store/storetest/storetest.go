@@ -38,6 +38,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("running and retention", func(t *testing.T) { testRetention(t, s) })
 	t.Run("copies", func(t *testing.T) { testCopies(t, s) })
 	t.Run("sessions", func(t *testing.T) { testSessions(t, s) })
+	t.Run("reservation", func(t *testing.T) { testReservation(t, s) })
 }
 
 // NewSession is a session record as the gateway would keep it: created at

@@ -219,14 +219,21 @@ func (ElicitationDecider) EnumDescriptor() ([]byte, []int) {
 // PromptEvent is one message of a Prompt or WatchTurn stream.
 //
 // Stream invariants: `seq` starts at 1 and increases by one per event
-// (heartbeats, which carry `seq` 0, aside); the
+// (heartbeats, which carry `seq` 0, aside), but for a terminal that may
+// skip seqs (see `seq`); a `seq`, once sent to anyone, names the same
+// event for good; the
 // first event is `started`; chunks arrive in the order the agent sent them;
 // exactly one terminal event (`outcome` or `error`) is the last message, and
 // the stream then ends with status OK. A stream that ends with a non-OK
 // status ran no turn.
 type PromptEvent struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Position of this event in its stream, starting at 1, without gaps.
+	// Position of this event in its turn, starting at 1: one more than the
+	// previous event's, but for the terminal of a turn its gateway could not
+	// finish (it was killed, or could not journal the turn), which is numbered
+	// above every seq the turn may have sent and so may skip some. Once sent
+	// to anyone, a seq names the same event for good: in every replay, watch
+	// and GetTurn.
 	Seq uint64 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
 	// When the gateway observed the event.
 	Time *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=time,proto3" json:"time,omitempty"`

@@ -2169,7 +2169,7 @@ type WatchTurnRequest struct {
 	TurnId string `protobuf:"bytes,1,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
 	// Stream the events with `seq` greater than this: 0 for all of them, or
 	// the last `seq` a client saw to resume after it without a gap or a
-	// duplicate.
+	// duplicate. The terminal is streamed whatever this is.
 	AfterSeq      uint64 `protobuf:"varint,2,opt,name=after_seq,json=afterSeq,proto3" json:"after_seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

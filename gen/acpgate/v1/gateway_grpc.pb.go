@@ -98,8 +98,10 @@ type AgentGatewayClient interface {
 	ResolveElicitation(ctx context.Context, in *ResolveElicitationRequest, opts ...grpc.CallOption) (*ResolveElicitationResponse, error)
 	// WatchTurn streams a turn's events with `seq` greater than `after_seq`:
 	// replayed from the turn's journal, then live as they happen, ending with
-	// the terminal event and status OK. Watching an ended turn replays it and
-	// ends. Any number of watchers may follow a turn, each at its own pace; a
+	// the terminal event and status OK. Every WatchTurn ends with the turn's
+	// terminal, whatever its `after_seq`: events at or below it are skipped,
+	// the terminal never is (on a running turn it waits for it). Watching an
+	// ended turn replays it and ends. Any number of watchers may follow a turn, each at its own pace; a
 	// watcher never slows the turn. The events are byte for byte those the
 	// turn's Prompt stream carried (heartbeats aside, which are not
 	// journaled). NOT_FOUND for an unknown turn or one past its retention.
@@ -387,8 +389,10 @@ type AgentGatewayServer interface {
 	ResolveElicitation(context.Context, *ResolveElicitationRequest) (*ResolveElicitationResponse, error)
 	// WatchTurn streams a turn's events with `seq` greater than `after_seq`:
 	// replayed from the turn's journal, then live as they happen, ending with
-	// the terminal event and status OK. Watching an ended turn replays it and
-	// ends. Any number of watchers may follow a turn, each at its own pace; a
+	// the terminal event and status OK. Every WatchTurn ends with the turn's
+	// terminal, whatever its `after_seq`: events at or below it are skipped,
+	// the terminal never is (on a running turn it waits for it). Watching an
+	// ended turn replays it and ends. Any number of watchers may follow a turn, each at its own pace; a
 	// watcher never slows the turn. The events are byte for byte those the
 	// turn's Prompt stream carried (heartbeats aside, which are not
 	// journaled). NOT_FOUND for an unknown turn or one past its retention.
