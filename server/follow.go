@@ -201,7 +201,10 @@ func (g *Gateway) nextEvents(ctx context.Context, turnID string, after uint64) (
 		return nil, nil, nil, nil, err
 	}
 	if !ended {
-		return events, more, func() { release(); give() }, func(uint64) bool { return false }, nil
+		// Not release itself in the closure: release is the result this
+		// return assigns, and the closure would call itself.
+		stopWaiting := release
+		return events, more, func() { stopWaiting(); give() }, func(uint64) bool { return false }, nil
 	}
 	release()
 	return events, nil, give, func(seq uint64) bool { return seq >= lastSeq }, nil
