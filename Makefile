@@ -13,7 +13,7 @@ BENCH    := $(GO) -C bench
 # loaded CI machine hits now and then. A count has no deadline to race.
 FUZZTIME ?= 100000x
 
-.PHONY: all deps generate generate-python lint test go-test fuzz interop smoke examples conformance check-generated breaking build bench bench-smoke check-deploy
+.PHONY: all deps generate generate-python lint test go-test fuzz interop smoke examples conformance check-generated breaking build bench bench-smoke check-deploy image image-agents image-smoke release
 
 all: lint test
 
@@ -103,3 +103,42 @@ bench:
 ## bench-smoke: every benchmark client and section on tiny shapes; fails on any lost chunk.
 bench-smoke:
 	$(BENCH) run ./cmd/acpbench run -smoke
+
+# ---- packaging: container images and release binaries (docs/operations.md)
+
+# What `acpgate version` prints, embedded at link time (cmd/acpgate/version.go).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS := -s -w -X main.buildVersion=$(VERSION) -X main.buildCommit=$(COMMIT)
+# Static: the SQLite driver is pure Go (modernc.org/sqlite), so nothing needs cgo.
+STATIC  := CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)'
+
+# podman, else docker. CONTAINER_FLAGS are global flags before the verb
+# (CI's VMs need --runtime runc --cgroup-manager=cgroupfs).
+CONTAINER       ?= $(shell command -v podman >/dev/null 2>&1 && echo podman || echo docker)
+CONTAINER_FLAGS ?=
+IMAGE           ?= acpgate:dev
+# Empty: the Containerfile's own base (distroless/static). CI passes an image
+# made from Debian's archive, since it reaches no registry.
+IMAGE_BASE      ?=
+AGENTS_IMAGE    ?= acpgate-agents:dev
+# Empty: Containerfile.agents' own Node base (node:20-bookworm-slim).
+NODE_IMAGE      ?=
+IMAGE_ARCH      ?= $(shell $(GO) env GOARCH)
+
+## image: build the container image IMAGE (Containerfile) from a static binary.
+image:
+	rm -rf dist/image && mkdir -p dist/image/state
+	GOOS=linux GOARCH=$(IMAGE_ARCH) $(STATIC) -o dist/image/acpgate ./cmd/acpgate
+	cp deploy/container/acpgate.yaml dist/image/acpgate.yaml
+	$(CONTAINER) $(CONTAINER_FLAGS) build -f Containerfile $(if $(IMAGE_BASE),--build-arg BASE=$(IMAGE_BASE)) -t $(IMAGE) dist/image
+
+## image-agents: build AGENTS_IMAGE (Containerfile.agents: Node and Gemini CLI beside acpgate from IMAGE).
+image-agents:
+	mkdir -p dist/image-agents
+	cp deploy/container/agents.yaml dist/image-agents/acpgate.yaml
+	$(CONTAINER) $(CONTAINER_FLAGS) build -f Containerfile.agents --build-arg ACPGATE_IMAGE=$(IMAGE) $(if $(NODE_IMAGE),--build-arg NODE_IMAGE=$(NODE_IMAGE)) -t $(AGENTS_IMAGE) dist/image-agents
+
+## image-smoke: build both images, run IMAGE unprivileged, prompt it, check health, drain on SIGTERM.
+image-smoke:
+	bash scripts/image-smoke.sh
