@@ -7,6 +7,9 @@ TOOL     := $(GO) tool -modfile=tools/go.mod
 # product module's dependencies and tests are the product's; lint and
 # go-test cover it too, from its directory.
 BENCH    := $(GO) -C bench
+# deploy/ is a module of its own too: its tests need Helm and the
+# Kubernetes API types, which the product must not depend on.
+DEPLOY   := $(GO) -C deploy
 # A count, not a duration: with a duration, Go 1.26's fuzzing coordinator can
 # report "context deadline exceeded" as a failure when the time runs out
 # while a worker is busy (go.dev/issue/75804, fixed in Go 1.27), which a
@@ -45,10 +48,16 @@ test: deps build check-deploy go-test fuzz smoke examples conformance
 
 ## check-deploy: the alerting rules parse (promtool check rules) and fire on
 ## the synthetic series of their unit tests (promtool test rules). promtool
-## comes with Debian's prometheus package (make deps).
+## comes with Debian's prometheus package (make deps). Then deploy/'s tests:
+## helm lint and helm template of the chart, every rendered and plain
+## Kubernetes manifest decoded strictly into the k8s.io/api types, their
+## configurations through acpgate serve --check, and the systemd unit
+## through systemd-analyze verify.
 check-deploy:
 	promtool check rules deploy/prometheus/alerts.yaml
 	promtool test rules deploy/prometheus/alerts_test.yaml
+	$(DEPLOY) vet ./...
+	$(DEPLOY) test -count=1 ./...
 
 # PostgreSQL is required here (not skipped when missing): the postgres
 # store's suite and end-to-end tests run against a real server (make deps).
