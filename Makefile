@@ -25,7 +25,7 @@ generate:
 	$(TOOL) buf generate
 	@$(MAKE) --no-print-directory generate-python 2>/dev/null || echo "(Python stubs not regenerated: run make deps for Debian's protoc)"
 
-## lint: no tracked build outputs, buf lint, gofmt, go vet, staticcheck (the product and the bench module).
+## lint: no tracked build outputs, buf lint, gofmt, go vet, staticcheck (the product, the bench and the deploy module).
 lint:
 	bash scripts/check-tracked.sh
 	$(TOOL) buf lint
@@ -35,6 +35,8 @@ lint:
 	$(BENCH) vet ./...
 	$(TOOL) staticcheck ./...
 	$(BENCH) tool -modfile=../tools/go.mod staticcheck ./...
+	$(DEPLOY) vet ./...
+	$(DEPLOY) tool -modfile=../tools/go.mod staticcheck ./...
 
 ## deps: install what the suite needs beyond Go (pinned; only what is missing).
 deps:
@@ -151,3 +153,20 @@ image-agents:
 ## image-smoke: build both images, run IMAGE unprivileged, prompt it, check health, drain on SIGTERM.
 image-smoke:
 	bash scripts/image-smoke.sh
+
+# Linux only: agent containment (namespaces, prctl), the Landlock sandbox
+# and the journal cache use Linux system calls, so darwin does not build.
+RELEASE_PLATFORMS ?= linux/amd64 linux/arm64
+
+## release: static binaries for RELEASE_PLATFORMS in dist/release (version and commit embedded), a CycloneDX SBOM of each
+## (cyclonedx-gomod bin: the modules recorded in the binary itself), and SHA256SUMS.
+release:
+	rm -rf dist/release && mkdir -p dist/release
+	@set -e; for p in $(RELEASE_PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; out=dist/release/acpgate-$(VERSION)-$$os-$$arch; \
+		echo "building $$out"; \
+		GOOS=$$os GOARCH=$$arch $(STATIC) -o $$out ./cmd/acpgate; \
+		$(TOOL) cyclonedx-gomod bin -json -version $(VERSION) -output $$out.sbom.cdx.json $$out; \
+	done
+	cd dist/release && sha256sum acpgate-* > SHA256SUMS
+	@cat dist/release/SHA256SUMS

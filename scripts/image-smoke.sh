@@ -60,6 +60,8 @@ make --no-print-directory image-agents CONTAINER="$CONTAINER" CONTAINER_FLAGS="$
 gemini_version="$(ctr run --rm "${runflags[@]}" --entrypoint gemini "$AGENTS_IMAGE" --version)"
 echo "$AGENTS_IMAGE: gemini $gemini_version, $(ctr run --rm "${runflags[@]}" "$AGENTS_IMAGE" version | head -1)"
 [ "$gemini_version" = 0.61.0 ] || { echo "FAIL: gemini --version printed '$gemini_version', want 0.61.0" >&2; exit 1; }
+ctr run --rm "${runflags[@]}" "$AGENTS_IMAGE" serve --check --config /etc/acpgate/acpgate.yaml \
+  || { echo "FAIL: $AGENTS_IMAGE's built-in configuration does not pass serve --check" >&2; exit 1; }
 
 name="acpgate-smoke-$$"
 log="$(mktemp)"
