@@ -10,13 +10,16 @@ BENCH    := $(GO) -C bench
 # The workflow-engine recipes (docs/workflows.md) are modules of their own
 # too, so that DBOS's and Temporal's SDKs stay out of the product's module.
 WORKFLOWS := examples/workflows/dbos examples/workflows/temporal
+# deploy/ is a module of its own too: its tests need Helm and the
+# Kubernetes API types, which the product must not depend on.
+DEPLOY   := $(GO) -C deploy
 # A count, not a duration: with a duration, Go 1.26's fuzzing coordinator can
 # report "context deadline exceeded" as a failure when the time runs out
 # while a worker is busy (go.dev/issue/75804, fixed in Go 1.27), which a
 # loaded CI machine hits now and then. A count has no deadline to race.
 FUZZTIME ?= 100000x
 
-.PHONY: all deps generate generate-python lint test test-go go-test fuzz interop smoke examples workflows conformance check-generated breaking build bench bench-smoke check-deploy
+.PHONY: all deps generate generate-python lint test test-go go-test fuzz interop smoke examples workflows conformance check-generated breaking build bench bench-smoke check-deploy image image-agents image-smoke release
 
 all: lint test
 
@@ -25,7 +28,7 @@ generate:
 	$(TOOL) buf generate
 	@$(MAKE) --no-print-directory generate-python 2>/dev/null || echo "(Python stubs not regenerated: run make deps for Debian's protoc)"
 
-## lint: no tracked build outputs, doc links resolve, buf lint, gofmt, go vet, staticcheck (the product, the bench module and the workflow recipes).
+## lint: no tracked build outputs, doc links resolve, buf lint, gofmt, go vet, staticcheck (the product, the bench and deploy modules and the workflow recipes).
 lint:
 	bash scripts/check-tracked.sh
 	python3 scripts/check-doc-links.py
@@ -39,6 +42,8 @@ lint:
 	@for m in $(WORKFLOWS); do \
 		$(GO) -C $$m vet ./... && $(GO) -C $$m tool -modfile=$(CURDIR)/tools/go.mod staticcheck ./... || exit 1; \
 	done
+	$(DEPLOY) vet ./...
+	$(DEPLOY) tool -modfile=../tools/go.mod staticcheck ./...
 
 ## deps: install what the suite needs beyond Go (pinned; only what is missing).
 deps:
@@ -52,10 +57,16 @@ test: deps build check-deploy go-test fuzz smoke examples workflows conformance
 
 ## check-deploy: the alerting rules parse (promtool check rules) and fire on
 ## the synthetic series of their unit tests (promtool test rules). promtool
-## comes with Debian's prometheus package (make deps).
+## comes with Debian's prometheus package (make deps). Then deploy/'s tests:
+## helm lint and helm template of the chart, every rendered and plain
+## Kubernetes manifest decoded strictly into the k8s.io/api types, their
+## configurations through acpgate serve --check, and the systemd unit
+## through systemd-analyze verify.
 check-deploy:
 	promtool check rules deploy/prometheus/alerts.yaml
 	promtool test rules deploy/prometheus/alerts_test.yaml
+	$(DEPLOY) vet ./...
+	ACPGATE_REQUIRE_SYSTEMD=1 $(DEPLOY) test -count=1 ./...
 
 ## test-go: the Go tests alone, needing nothing but Go: the tests that need
 ## PostgreSQL, Node.js or Debian's tools skip themselves (and say so) where
@@ -123,3 +134,59 @@ bench:
 ## bench-smoke: every benchmark client and section on tiny shapes; fails on any lost chunk.
 bench-smoke:
 	$(BENCH) run ./cmd/acpbench run -smoke
+
+# ---- packaging: container images and release binaries (docs/operations.md)
+
+# What `acpgate version` prints, embedded at link time (cmd/acpgate/version.go).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS := -s -w -X main.buildVersion=$(VERSION) -X main.buildCommit=$(COMMIT)
+# Static: the SQLite driver is pure Go (modernc.org/sqlite), so nothing needs cgo.
+STATIC  := CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)'
+
+# podman, else docker. CONTAINER_FLAGS are global flags before the verb
+# (CI's VMs need --runtime runc --cgroup-manager=cgroupfs).
+CONTAINER       ?= $(shell command -v podman >/dev/null 2>&1 && echo podman || echo docker)
+CONTAINER_FLAGS ?=
+IMAGE           ?= acpgate:dev
+# Empty: the Containerfile's own base (distroless/static). CI passes an image
+# made from Debian's archive, since it reaches no registry.
+IMAGE_BASE      ?=
+AGENTS_IMAGE    ?= acpgate-agents:dev
+# Empty: Containerfile.agents' own Node base (node:20-bookworm-slim).
+NODE_IMAGE      ?=
+IMAGE_ARCH      ?= $(shell $(GO) env GOARCH)
+
+## image: build the container image IMAGE (Containerfile) from a static binary.
+image:
+	rm -rf dist/image && mkdir -p dist/image/state
+	GOOS=linux GOARCH=$(IMAGE_ARCH) $(STATIC) -o dist/image/acpgate ./cmd/acpgate
+	cp deploy/container/acpgate.yaml dist/image/acpgate.yaml
+	$(CONTAINER) $(CONTAINER_FLAGS) build -f Containerfile $(if $(IMAGE_BASE),--build-arg BASE=$(IMAGE_BASE)) -t $(IMAGE) dist/image
+
+## image-agents: build AGENTS_IMAGE (Containerfile.agents: Node and Gemini CLI beside acpgate from IMAGE).
+image-agents:
+	mkdir -p dist/image-agents
+	cp deploy/container/agents.yaml dist/image-agents/acpgate.yaml
+	$(CONTAINER) $(CONTAINER_FLAGS) build -f Containerfile.agents --build-arg ACPGATE_IMAGE=$(IMAGE) $(if $(NODE_IMAGE),--build-arg NODE_IMAGE=$(NODE_IMAGE)) -t $(AGENTS_IMAGE) dist/image-agents
+
+## image-smoke: build both images, run IMAGE unprivileged, prompt it, check health, drain on SIGTERM.
+image-smoke:
+	bash scripts/image-smoke.sh
+
+# Linux only: agent containment (namespaces, prctl), the Landlock sandbox
+# and the journal cache use Linux system calls, so darwin does not build.
+RELEASE_PLATFORMS ?= linux/amd64 linux/arm64
+
+## release: static binaries for RELEASE_PLATFORMS in dist/release (version and commit embedded), a CycloneDX SBOM of each
+## (cyclonedx-gomod bin: the modules recorded in the binary itself), and SHA256SUMS.
+release:
+	rm -rf dist/release && mkdir -p dist/release
+	@set -e; for p in $(RELEASE_PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; out=dist/release/acpgate-$(VERSION)-$$os-$$arch; \
+		echo "building $$out"; \
+		GOOS=$$os GOARCH=$$arch $(STATIC) -o $$out ./cmd/acpgate; \
+		$(TOOL) cyclonedx-gomod bin -json -version $(VERSION) -output $$out.sbom.cdx.json $$out; \
+	done
+	cd dist/release && sha256sum acpgate-* > SHA256SUMS
+	@cat dist/release/SHA256SUMS

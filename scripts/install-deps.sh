@@ -6,7 +6,8 @@
 # server and promtool) for the alerting rules' checks and the real scrape
 # test, and Debian's postgresql for the postgres store's tests (they start
 # a server of their own from its binaries; the package's own service is
-# not used).
+# not used), and podman, runc and mmdebstrap for the container images
+# (scripts/image-smoke.sh) and systemd for systemd-analyze verify.
 # Safe to run repeatedly. Debian packages need root.
 #
 # The packages come with services (a Prometheus server, a PostgreSQL
@@ -34,7 +35,7 @@ for dir in acp/testdata/tsagent clients/node; do
   fi
 done
 
-debs=(openssl protobuf-compiler protobuf-compiler-grpc libprotobuf-dev python3-grpcio python3-protobuf python3-venv python3-wheel prometheus postgresql)
+debs=(openssl protobuf-compiler protobuf-compiler-grpc libprotobuf-dev python3-grpcio python3-protobuf python3-venv python3-wheel prometheus postgresql podman runc mmdebstrap systemd)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

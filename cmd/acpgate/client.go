@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"slices"
 	"strings"
 )
@@ -86,31 +85,6 @@ func runClient(ctx context.Context, name string, args []string, stdout, stderr i
 		}
 	}
 	return 0, false
-}
-
-var versionCommand = clientCommand{
-	name: "version", brief: "print the version",
-	summary: "print acpgate's version",
-	run: func(_ context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) int {
-		if code, ok := parseFlags(fs, args); !ok {
-			return code
-		}
-		if fs.NArg() != 0 {
-			return usageError(fs, stderr, "version takes no arguments")
-		}
-		fmt.Fprintf(stdout, "acpgate %s\n", version())
-		return exitOK
-	},
-}
-
-// version is acpgate's version: the main module's version from the build
-// information, or "devel" for a build without one.
-func version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok || bi.Main.Version == "" || bi.Main.Version == "(devel)" {
-		return "devel"
-	}
-	return bi.Main.Version
 }
 
 // newFlagSet returns a FlagSet for a subcommand whose usage prints synopsis

@@ -28,6 +28,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	configPath := fs.String("config", "", "configuration file (YAML); without one, the built-in demo agent is served as agent \"demo\"")
 	listen := fs.String("listen", "", "address to listen on, overriding the configuration (127.0.0.1:0 picks a free port)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	check := fs.Bool("check", false, "check the configuration as serve would at start (strict decoding, every rule, the files it names readable, the exposure rule), then exit: 0 when it is valid, 2 otherwise")
 	// Profiling, for the benchmark harness; not shown in the usage.
 	cpuProfile := fs.String("cpuprofile", "", "")
 	allocProfile := fs.String("allocprofile", "", "")
@@ -77,6 +78,10 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	if err := cfg.ExposureProblem(); err != nil {
 		fmt.Fprintf(stderr, "acpgate serve: %v\n", err)
 		return 2
+	}
+	if *check {
+		fmt.Fprintf(stderr, "acpgate serve: the configuration is valid\n")
+		return 0
 	}
 	// The TLS and auth material is loaded now, so a file that does not
 	// parse is a configuration error like any other.
