@@ -13,7 +13,7 @@ BENCH    := $(GO) -C bench
 # loaded CI machine hits now and then. A count has no deadline to race.
 FUZZTIME ?= 100000x
 
-.PHONY: all deps generate generate-python lint test go-test fuzz interop smoke examples conformance check-generated breaking build bench bench-smoke check-deploy
+.PHONY: all deps generate generate-python lint test go-test fuzz interop interop-real smoke examples conformance check-generated breaking build bench bench-smoke check-deploy
 
 all: lint test
 
@@ -62,6 +62,13 @@ fuzz:
 	$(GO) test ./acp/jsonrpc -run '^$$' -fuzz '^FuzzDispatchNeverPanics$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./acp -run '^$$' -fuzz '^FuzzTheChunkFastPathAgreesWithTheGeneralPath$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./acp -run '^$$' -fuzz '^FuzzTheScannerAgreesWithEncodingJSON$$' -fuzztime $(FUZZTIME)
+
+## interop-real: the real ACP agents (docs/agents.md), pinned in
+## interop/agents and installed once, through the real binary against
+## local stand-ins for their model APIs.
+interop-real:
+	bash scripts/install-agents.sh
+	ACPGATE_REAL_AGENTS="$(CURDIR)/interop/agents/node_modules" $(BENCH) test -count=1 -timeout 15m ./realagents/
 
 ## smoke: grpcurl lists, describes, health-checks and prompts the real binary.
 smoke:
