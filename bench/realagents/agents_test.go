@@ -65,7 +65,7 @@ var agents = []agent{
 	},
 	{
 		name: "qwen", bin: "qwen", args: []string{"--acp"}, auth: "openai",
-		mode: "default", asks: true, rejectEnds: true,
+		asks: true, rejectEnds: true,
 		setup: func(t *testing.T, home, url string) map[string]string {
 			writeFile(t, home, ".qwen/settings.json", `{
   "security": {"auth": {"selectedType": "openai"}},
@@ -100,7 +100,7 @@ var agents = []agent{
 		},
 	},
 	{
-		name: "codex", bin: "codex-acp", mode: "read-only",
+		name: "codex", bin: "codex-acp",
 		// The stand-in's call of the offered shell tool comes back at once
 		// with neither a tool_call update nor a permission request:
 		// unverified (docs/agents.md).

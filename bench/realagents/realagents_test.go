@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -102,6 +103,11 @@ func TestEachRealAgentThroughTheGateway(t *testing.T) {
 			defer cancel()
 			r := start(ctx, t, a, "ask")
 			t.Logf("modes %v current %q; options %v", r.session.GetModes(), r.session.GetCurrentModeId(), r.session.GetConfigOptions())
+			// Under permission_policy ask, no session may stay in a mode in
+			// which the agent approves its own tools.
+			if m := r.session.GetCurrentModeId(); slices.Contains([]string{"auto-edit", "autoEdit", "yolo", "acceptEdits", "bypassPermissions"}, m) {
+				t.Errorf("under permission_policy ask the session is in mode %q, which runs tools without asking", m)
+			}
 
 			t.Run("a whole turn ends end_turn with streamed chunks", func(t *testing.T) {
 				tr := r.prompt(ctx, t, "Say hello.", nil)
