@@ -101,9 +101,10 @@ var agents = []agent{
 	},
 	{
 		name: "codex", bin: "codex-acp",
-		// The stand-in's call of the offered shell tool comes back at once
-		// with neither a tool_call update nor a permission request:
-		// unverified (docs/agents.md).
+		// Its exec_command runs in codex's Linux sandbox first and asks only
+		// when the sandbox refuses; here the sandbox cannot start (no
+		// bubblewrap), so the command fails without a request: unverified
+		// (docs/agents.md).
 		unverifiedPermission: true,
 		setup: func(t *testing.T, home, url string) map[string]string {
 			writeFile(t, home, ".codex/config.toml", fmt.Sprintf(`model = "stand-in"
