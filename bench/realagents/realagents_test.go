@@ -158,6 +158,38 @@ func TestEachRealAgentThroughTheGateway(t *testing.T) {
 				}
 			})
 
+			// An audio block reaches an agent that advertised
+			// promptCapabilities.audio (Gemini CLI, Qwen Code: they answer);
+			// for any other the gateway ends the turn before the agent sees it.
+			t.Run("an audio prompt reaches only an agent that advertised audio", func(t *testing.T) {
+				agents, err := r.client.ListAgents(ctx, &acpgatev1.ListAgentsRequest{})
+				if err != nil || len(agents.GetAgents()) != 1 {
+					t.Fatalf("ListAgents: %v, %v", agents, err)
+				}
+				audio := agents.GetAgents()[0].GetCapabilities().GetPromptAudio()
+				pctx, cancel := context.WithTimeout(ctx, turnBound)
+				defer cancel()
+				stream, err := r.client.Prompt(pctx, &acpgatev1.PromptRequest{SessionId: r.session.GetId(), Text: "Listen.",
+					Prompt: []*acpgatev1.ContentBlock{{Block: &acpgatev1.ContentBlock_Audio{Audio: &acpgatev1.AudioContent{Data: "AAAA", MimeType: "audio/wav"}}}}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var last *acpgatev1.PromptEvent
+				for {
+					e, err := stream.Recv()
+					if err != nil {
+						break
+					}
+					last = e
+				}
+				switch got := last.GetError().GetCapabilityNotSupported().GetPrimitive(); {
+				case audio && last.GetOutcome().GetStopReason() != "end_turn":
+					t.Errorf("the agent advertised audio; an audio prompt ended %v", last)
+				case !audio && got != "promptCapabilities.audio":
+					t.Errorf("an audio prompt ended %v, want capability_not_supported promptCapabilities.audio", last)
+				}
+			})
+
 			t.Run("Cancel mid-turn ends the turn cancelled", func(t *testing.T) {
 				var once sync.Once
 				tr := r.prompt(ctx, t, fakemodel.MarkSlow+" count slowly", func(e *acpgatev1.PromptEvent) {
