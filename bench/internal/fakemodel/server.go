@@ -174,8 +174,10 @@ func decode(r *http.Request, v any) error {
 	return json.NewDecoder(io.LimitReader(r.Body, 64<<20)).Decode(v)
 }
 
-// textOf is the text of a message content that is a string or a list of
-// parts with text.
+// textOf is the text of a message content that is a string, or the last
+// text part of a list of parts: the newest prompt, since agents put their
+// own context before it, and Qwen Code sends a prompt that had no answer
+// (a model error) in one message with the next.
 func textOf(raw json.RawMessage) string {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
@@ -186,12 +188,13 @@ func textOf(raw json.RawMessage) string {
 		Text string `json:"text"`
 	}
 	_ = json.Unmarshal(raw, &parts)
-	var b strings.Builder
+	last := ""
 	for _, p := range parts {
-		b.WriteString(p.Text)
-		b.WriteString("\n")
+		if strings.TrimSpace(p.Text) != "" {
+			last = p.Text
+		}
 	}
-	return b.String()
+	return last
 }
 
 // chunkCount is how many events an answer is streamed in: several, so
