@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 
 	"github.com/acpgate/acpgate/acp"
@@ -27,8 +28,10 @@ var askingModes = []string{"default", "read-only"}
 // matchApproval puts a session that its agent started in a self-approving
 // mode into the agent's asking mode, when the gateway's policy is not
 // allow and the caller chose no mode. An agent that advertises no asking
-// mode is left as it is (docs/agents.md says what each enforces).
-func matchApproval(ctx context.Context, policy config.Policy, callerMode string, sess *acp.Session) error {
+// mode is left as it is (docs/agents.md says what each enforces). The
+// change is logged: an operator reading the agent's own documentation
+// would otherwise expect its default mode.
+func matchApproval(ctx context.Context, log *slog.Logger, policy config.Policy, callerMode string, sess *acp.Session) error {
 	st := sess.Settings()
 	if policy == config.PolicyAllow || callerMode != "" || !slices.Contains(selfApprovingModes, st.CurrentMode) {
 		return nil
@@ -40,6 +43,7 @@ func matchApproval(ctx context.Context, policy config.Policy, callerMode string,
 		if err := sess.SetMode(ctx, asking); err != nil {
 			return fmt.Errorf("the agent started the session in mode %q, which runs tools without asking, and did not take mode %q, which permission_policy %s needs: %w (set permission_policy: allow to keep its mode)", st.CurrentMode, asking, policy, err)
 		}
+		log.InfoContext(ctx, "moved the session out of a mode in which the agent approves its own tools, to match permission_policy", "session", sess.ID(), "from", st.CurrentMode, "to", asking, "permission_policy", string(policy))
 		return nil
 	}
 	return nil

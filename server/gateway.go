@@ -503,7 +503,7 @@ func (g *Gateway) start(ctx context.Context, o *opening, oneShot bool) (*liveSes
 			return nil, err
 		}
 	}
-	if err := matchApproval(ctx, entry.cfg.PermissionPolicy, callerMode, sess); err != nil {
+	if err := matchApproval(ctx, g.log, entry.cfg.PermissionPolicy, callerMode, sess); err != nil {
 		sess.Close()
 		o.abandon()
 		return nil, err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"syscall"
 	"testing"
 
@@ -35,5 +36,8 @@ func TestASessionStartedInASelfApprovingModeIsMovedToTheAskingModeUnlessThePolic
 			t.Errorf("policy %s, caller mode %q: the agent reports %q", c.policy, c.callerMode, got)
 		}
 		s.stop(t, syscall.SIGTERM)
+		if logged := strings.Contains(s.log(), "to match permission_policy"); logged != (c.want != "auto") {
+			t.Errorf("policy %s, caller mode %q: the gateway logged the change: %v\n%s", c.policy, c.callerMode, logged, s.log())
+		}
 	}
 }
