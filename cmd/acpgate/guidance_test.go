@@ -38,3 +38,24 @@ func TestAFailedTurnSaysWhetherItIsRetryable(t *testing.T) {
 		}
 	}
 }
+
+// A misconfigured agent's command shows at start, not at the first session
+// that fails to start.
+func TestServeWarnsAtStartOfAnAgentWhoseCommandCannotBeFound(t *testing.T) {
+	cfg := writeConfig(t, `
+store: memory
+agents:
+  - name: present
+    command: "${ACPGATE_E2E_AGENT}"
+  - name: missing
+    command: acpgate-no-such-agent-program
+`)
+	s := serve(t, "--config", cfg)
+	log := s.log()
+	if !strings.Contains(log, "an agent's command cannot be found") || !strings.Contains(log, "agent=missing") {
+		t.Errorf("no warning about the missing command:\n%s", log)
+	}
+	if n := strings.Count(log, "an agent's command cannot be found"); n != 1 {
+		t.Errorf("%d warnings for one missing command:\n%s", n, log)
+	}
+}

@@ -72,6 +72,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "acpgate serve: %v\n", err)
 		return 2
 	}
+	warnMissingCommands(log, cfg)
 	// The TLS and auth material is loaded now, so a file that does not
 	// parse is a configuration error like any other.
 	sec, err := server.NewSecurity(cfg, log)
