@@ -19,7 +19,7 @@ DEPLOY   := $(GO) -C deploy
 # loaded CI machine hits now and then. A count has no deadline to race.
 FUZZTIME ?= 100000x
 
-.PHONY: all deps generate generate-python lint test test-go go-test fuzz interop smoke examples workflows conformance check-generated breaking build bench bench-smoke check-deploy image image-agents image-smoke release
+.PHONY: all deps generate generate-python lint test test-go go-test fuzz interop interop-real smoke examples workflows conformance check-generated breaking build bench bench-smoke check-deploy image image-agents image-smoke release
 
 all: lint test
 
@@ -86,6 +86,13 @@ fuzz:
 	$(GO) test ./acp/jsonrpc -run '^$$' -fuzz '^FuzzDispatchNeverPanics$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./acp -run '^$$' -fuzz '^FuzzTheChunkFastPathAgreesWithTheGeneralPath$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./acp -run '^$$' -fuzz '^FuzzTheScannerAgreesWithEncodingJSON$$' -fuzztime $(FUZZTIME)
+
+## interop-real: the real ACP agents (docs/agents.md), pinned in
+## interop/agents and installed once, through the real binary against
+## local stand-ins for their model APIs.
+interop-real:
+	bash scripts/install-agents.sh
+	ACPGATE_REAL_AGENTS="$(CURDIR)/interop/agents/node_modules" $(BENCH) test -count=1 -timeout 15m ./realagents/
 
 ## smoke: grpcurl lists, describes, health-checks and prompts the real binary.
 smoke:

@@ -37,6 +37,13 @@ type FSAccess struct {
 	MaxWriteBytes int64
 }
 
+// CodeResourceNotFound is ACP's error code for a path that does not exist.
+// Agents recognise a missing file by it (Qwen Code by the code alone, Gemini
+// CLI by the message "Resource not found"): answered with -32602 instead,
+// they take the read as failed rather than the file as new, and a tool that
+// reads before it writes (creating a file) fails without asking.
+const CodeResourceNotFound = -32002
+
 func fsError(code int64, format string, args ...any) *jsonrpc.ErrorObject {
 	return &jsonrpc.ErrorObject{Code: code, Message: fmt.Sprintf(format, args...)}
 }
@@ -56,7 +63,10 @@ func (s *Session) confine(path string, mayNotExist bool) (string, *jsonrpc.Error
 	}
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return "", fsError(jsonrpc.CodeInvalidParams, "path %q does not exist", path)
+			// The ACP SDKs' wording, then the gateway's: agents match either.
+			e := fsError(CodeResourceNotFound, "Resource not found: path %q does not exist", path)
+			e.Data = map[string]string{"uri": path}
+			return "", e
 		}
 		return "", fsError(jsonrpc.CodeInternalError, "resolving path %q: %v", path, err)
 	}

@@ -658,7 +658,7 @@ func TestFileSystemAccessIsConfinedToTheWorkingDirectory(t *testing.T) {
 		{"read " + filepath.Join(cwd, "link.txt"), "read-error:-32602:"},
 		{"read " + filepath.Join(cwd, "..", filepath.Base(outside), "secret.txt"), "read-error:-32602:"},
 		{"read notes.txt", "read-error:-32602:"},
-		{"read " + filepath.Join(cwd, "missing.txt"), "read-error:-32602:"},
+		{"read " + filepath.Join(cwd, "missing.txt"), "read-error:-32002:"},
 		{"write " + filepath.Join(cwd, "new.txt") + " hello", "write:ok"},
 		{"write " + filepath.Join(outside, "new.txt") + " hello", "write-error:-32602:"},
 		{"write " + filepath.Join(cwd, "big.txt") + " " + strings.Repeat("x", 200), "write-error:-32602:"},

@@ -8,6 +8,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base32"
@@ -510,12 +511,19 @@ func (g *Gateway) start(ctx context.Context, o *opening, oneShot bool) (*liveSes
 		return nil, err
 	}
 	entry.noteCapabilities(sess.Info())
+	callerMode := ""
 	for _, w := range o.want {
+		callerMode = cmp.Or(w.mode, callerMode)
 		if err := w.apply(ctx, g, sess); err != nil {
 			sess.Close()
 			o.abandon()
 			return nil, err
 		}
+	}
+	if err := matchApproval(ctx, g.log, entry.cfg.PermissionPolicy, callerMode, sess); err != nil {
+		sess.Close()
+		o.abandon()
+		return nil, err
 	}
 	now := time.Now()
 	live := &liveSession{sess: sess, agent: entry, slot: o.slot, owner: o.owner, oneShot: oneShot, tempDir: o.tempDir, created: now, lastActive: now, resumed: o.loadID != ""}

@@ -574,7 +574,7 @@ func TestWatchShowsATurnAsPromptWouldAndExitsWithItsTerminal(t *testing.T) {
 		t.Errorf("exit %d, stdout %q; want %d, %q; stderr:\n%s", code, stdout, exitTransport, "part\n", stderr)
 	}
 	// The note breaks the answer's line on stderr only, as for prompt.
-	if want := "\n· thinking: hmm\nacpgate: transport: the agent exited; partial output: part\n"; stderr != want {
+	if want := "\n· thinking: hmm\nacpgate: transport: the agent exited; partial output: part\n· retryable: running the same prompt again may succeed\n"; stderr != want {
 		t.Errorf("stderr = %q, want %q", stderr, want)
 	}
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 
 	"google.golang.org/genproto/googleapis/rpc/code"
 	"google.golang.org/grpc"
@@ -39,6 +40,9 @@ func statusExit(err error, interrupted bool, stderr io.Writer) int {
 		return exitCancelled
 	}
 	fmt.Fprintf(stderr, "acpgate: %s: %s\n", codeName(st.Code()), st.Message())
+	if st.Code() == codes.Unavailable && strings.Contains(st.Message(), "connection refused") {
+		fmt.Fprintln(stderr, "· nothing listens there: is `acpgate serve` running at that address? --addr (or ACPGATE_ADDR) names another")
+	}
 	for _, d := range st.Details() {
 		if he, ok := d.(*acpgatev1.HarnessError); ok {
 			label, _ := classify(he)

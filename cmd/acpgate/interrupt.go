@@ -20,10 +20,24 @@ package main
 //
 // Either way an interrupted prompt exits 7 unless the turn ended otherwise
 // first.
+//
+// With --request-id (and the turn left running on disconnect, the default
+// there), Ctrl-C after the turn has started detaches instead: a cancelled
+// turn is not retryable, so cancelling would spend the id for the gateway's
+// turn_retention. The command prints how to follow the turn (acpgate watch)
+// and how to cancel it (acpgate cancel, or a second Ctrl-C within
+// secondInterruptWait, which takes the cancel path above), then exits 0,
+// leaving the turn running.
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
@@ -38,13 +52,33 @@ var clientCancelWait = 30 * time.Second
 // clientCancelTimeout bounds the Cancel call an interrupted prompt makes.
 const clientCancelTimeout = 5 * time.Second
 
+// secondInterruptWait is how long a detaching prompt waits for a second
+// Ctrl-C, which cancels the turn instead: long enough to decide, short
+// enough that a detached command does not seem stuck.
+var secondInterruptWait = 3 * time.Second
+
+// interruptAgain delivers the interrupts that arrive after the first (the
+// command's ctx already reports the first); stop ends the delivery.
+var interruptAgain = func() (again <-chan os.Signal, stop func()) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	return ch, func() { signal.Stop(ch) }
+}
+
+// interruption is what an interrupted prompt decided, for streamPrompt.
+type interruption struct {
+	detached atomic.Bool
+}
+
 // cancelOnInterrupt does what this file's documentation says for one Prompt
-// call; abandon cancels the call's own context. Once the `started` event
-// arrives, pass its session id to turnStarted; call stop when the stream has
-// ended.
-func cancelOnInterrupt(ctx context.Context, client acpgatev1.AgentGatewayClient, abandon context.CancelFunc) (turnStarted func(sessionID string), stop func()) {
-	startedCh := make(chan string, 1) // the session id, once the turn started
-	done := make(chan struct{})       // closed when the stream has ended
+// call; abandon cancels the call's own context. detach says that an
+// interruption detaches (a request id that outlives the command). Once the
+// `started` event arrives, pass it to turnStarted; call stop when the
+// stream has ended. Messages go to stderr.
+func cancelOnInterrupt(ctx context.Context, client acpgatev1.AgentGatewayClient, abandon context.CancelFunc, detach bool, stderr io.Writer) (turnStarted func(started *acpgatev1.PromptEvent), stop func(), st *interruption) {
+	startedCh := make(chan *acpgatev1.TurnStarted, 1) // once the turn started
+	done := make(chan struct{})                       // closed when the stream has ended
+	st = &interruption{}
 	var watcher sync.WaitGroup
 	watcher.Go(func() {
 		select {
@@ -52,17 +86,22 @@ func cancelOnInterrupt(ctx context.Context, client acpgatev1.AgentGatewayClient,
 			return
 		case <-ctx.Done():
 		}
-		var sessionID string
+		var started *acpgatev1.TurnStarted
 		select {
-		case sessionID = <-startedCh:
+		case started = <-startedCh:
 		default:
 		}
-		if sessionID == "" {
+		if started.GetSessionId() == "" {
+			abandon()
+			return
+		}
+		if detach && !secondInterrupt(started, stderr, done) {
+			st.detached.Store(true)
 			abandon()
 			return
 		}
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), clientCancelTimeout)
-		_, err := client.Cancel(cctx, &acpgatev1.CancelRequest{SessionId: sessionID})
+		_, err := client.Cancel(cctx, &acpgatev1.CancelRequest{SessionId: started.GetSessionId()})
 		cancel()
 		if err != nil {
 			abandon()
@@ -76,9 +115,9 @@ func cancelOnInterrupt(ctx context.Context, client acpgatev1.AgentGatewayClient,
 			abandon()
 		}
 	})
-	turnStarted = func(sessionID string) {
+	turnStarted = func(ev *acpgatev1.PromptEvent) {
 		select {
-		case startedCh <- sessionID:
+		case startedCh <- ev.GetStarted():
 		default:
 		}
 	}
@@ -86,5 +125,29 @@ func cancelOnInterrupt(ctx context.Context, client acpgatev1.AgentGatewayClient,
 		close(done)
 		watcher.Wait()
 	}
-	return turnStarted, stop
+	return turnStarted, stop, st
+}
+
+// secondInterrupt tells the user how to follow and cancel the started turn
+// and waits secondInterruptWait for a second interrupt: true when one came
+// (cancel the turn), false to detach. The stream ending first (done) is
+// detaching too: the turn's own ending is then already shown.
+func secondInterrupt(started *acpgatev1.TurnStarted, stderr io.Writer, done <-chan struct{}) bool {
+	again, stop := interruptAgain()
+	defer stop()
+	fmt.Fprintf(stderr, "\nacpgate: detaching: turn %s runs on (its request id outlives this command).\n"+
+		"  follow it:  acpgate watch %s\n"+
+		"  cancel it:  Ctrl-C again within %s, or acpgate cancel %s\n",
+		started.GetTurnId(), started.GetTurnId(), secondInterruptWait, started.GetSessionId())
+	timer := time.NewTimer(secondInterruptWait)
+	defer timer.Stop()
+	select {
+	case <-again:
+		fmt.Fprintln(stderr, "acpgate: cancelling the turn")
+		return true
+	case <-timer.C:
+		return false
+	case <-done:
+		return false
+	}
 }

@@ -29,7 +29,9 @@ protojson line and nothing else is printed to stdout.
 With --request-id, running the same prompt again with the same id starts no
 new turn: it attaches to the first one and streams it from its start. With
 --detach, the command prints the turn's id as soon as the turn has started
-and exits 0, leaving the turn running; follow it with acpgate watch.`,
+and exits 0, leaving the turn running; follow it with acpgate watch.
+With --request-id, Ctrl-C detaches too (the turn runs on; a second Ctrl-C
+at once cancels it); without one, Ctrl-C cancels the turn.`,
 	run: runPrompt,
 }
 
@@ -112,6 +114,13 @@ func runPrompt(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 	return streamPrompt(ctx, client, req, sink, detached, stderr)
 }
 
+// detachesOnInterrupt says whether Ctrl-C leaves req's turn running
+// (interrupt.go): it has a request id and does not ask to be cancelled on
+// disconnect.
+func detachesOnInterrupt(req *acpgatev1.PromptRequest) bool {
+	return req.GetRequestId() != "" && req.GetOnDisconnect() != acpgatev1.DisconnectPolicy_DISCONNECT_POLICY_CANCEL
+}
+
 // eventSink shows a prompt's events.
 type eventSink interface {
 	// event shows one event before the terminal.
@@ -133,22 +142,40 @@ func streamPrompt(ctx context.Context, client acpgatev1.AgentGatewayClient, req 
 	rpcCtx, rpcCancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer rpcCancel()
 
-	turnStarted, stopWatching := cancelOnInterrupt(ctx, client, rpcCancel)
+	turnStarted, stopWatching, interrupted := cancelOnInterrupt(ctx, client, rpcCancel, detachesOnInterrupt(req), stderr)
 	defer stopWatching()
 
 	stream, err := client.Prompt(rpcCtx, req)
 	if err != nil {
 		return statusExit(err, ctx.Err() != nil, stderr)
 	}
+	// Once detached, the abandoned call's ending is no failure to report.
+	quiet := &detachedWriter{w: stderr, st: interrupted}
 	code, _ := showTurn(ctx, stream, sink, func(ev *acpgatev1.PromptEvent) (done bool) {
 		if detached != nil {
 			detached(ev)
 			return true
 		}
-		turnStarted(ev.GetStarted().GetSessionId())
+		turnStarted(ev)
 		return false
-	}, stderr)
+	}, quiet)
+	if interrupted.detached.Load() {
+		return exitOK
+	}
 	return code
+}
+
+// detachedWriter passes writes to w until the prompt has detached.
+type detachedWriter struct {
+	w  io.Writer
+	st *interruption
+}
+
+func (d *detachedWriter) Write(p []byte) (int, error) {
+	if d.st.detached.Load() {
+		return len(p), nil
+	}
+	return d.w.Write(p)
 }
 
 // turnStream is a stream of one turn's events: a Prompt or a WatchTurn

@@ -187,6 +187,16 @@ func (s *humanSink) failed(ev *acpgatev1.PromptEvent, label string) {
 	e := ev.GetError()
 	fmt.Fprintf(s.err, "acpgate: %s: %s\n", label, e.GetMessage())
 	printHarnessExtras(e, s.err)
+	fmt.Fprintln(s.err, retryNote(e))
+}
+
+// retryNote says whether running the same prompt again may end otherwise
+// (HarnessError.retryable): what a person decides next.
+func retryNote(e *acpgatev1.HarnessError) string {
+	if e.GetRetryable() {
+		return "· retryable: running the same prompt again may succeed"
+	}
+	return "· not retryable: the same prompt would end the same way; change it, the agent or its configuration"
 }
 
 func (s *humanSink) abort() { s.endOut() }

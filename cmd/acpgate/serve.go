@@ -79,6 +79,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "acpgate serve: %v\n", err)
 		return 2
 	}
+	warnMissingCommands(log, cfg)
 	if *check {
 		fmt.Fprintf(stderr, "acpgate serve: the configuration is valid\n")
 		return 0

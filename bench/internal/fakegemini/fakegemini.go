@@ -14,7 +14,12 @@
 // the user speaks next, which model to route to): the answer is then the
 // smallest value of that schema, taking the first value of every enum, so
 // that its checks end the turn ("user" speaks next) instead of failing or
-// looping. Anything else is a 404 in the API's error shape, counted, so that
+// looping.
+//
+// A prompt carrying one of fakemodel's markers chooses a scenario, as with
+// the other stand-ins: a call of Gemini CLI's write_file tool (which it asks
+// permission for), a slow answer to cancel, a refusal (finish reason
+// SAFETY), or an API error. Anything else is a 404 in the API's error shape, counted, so that
 // a new call Gemini CLI makes shows up instead of being guessed at.
 package fakegemini
 
@@ -25,6 +30,9 @@ import (
 	"net/http"
 	"strings"
 	"sync/atomic"
+	"time"
+
+	"github.com/acpgate/acpgate/bench/internal/fakemodel"
 )
 
 // Options says what the stand-in answers.
@@ -90,7 +98,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (int, int) {
 	switch call {
 	case "streamGenerateContent":
 		s.stream.Add(1)
-		return s.streamAnswer(w, req), n
+		return s.streamAnswer(w, r, req), n
 	case "generateContent":
 		s.generate.Add(1)
 		return writeJSON(w, s.response(req, s.answerFor(req))), n
@@ -106,7 +114,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (int, int) {
 // request is the part of a GenerateContentRequest (or CountTokensRequest)
 // the stand-in reads.
 type request struct {
-	Contents         []json.RawMessage `json:"contents"`
+	Contents []json.RawMessage `json:"contents"`
+	Tools    []struct {
+		FunctionDeclarations []struct {
+			Name                 string          `json:"name"`
+			Parameters           json.RawMessage `json:"parameters"`
+			ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema"`
+		} `json:"functionDeclarations"`
+	} `json:"tools"`
 	GenerationConfig struct {
 		ResponseMimeType   string          `json:"responseMimeType"`
 		ResponseSchema     json.RawMessage `json:"responseSchema"`
@@ -125,30 +140,118 @@ func (s *Server) answerFor(req request) string {
 	if len(schema) == 0 {
 		schema = g.ResponseSchema
 	}
-	var sc jsonSchema
+	var sc fakemodel.Schema
 	_ = json.Unmarshal(schema, &sc) // no schema: an empty object
-	b, _ := json.Marshal(sc.smallest(s.opts.Answer))
+	b, _ := json.Marshal(sc.Smallest(s.opts.Answer))
 	return string(b)
 }
 
+// content is the part of a Content the stand-in reads.
+type content struct {
+	Role  string `json:"role"`
+	Parts []struct {
+		Text             string          `json:"text"`
+		FunctionResponse json.RawMessage `json:"functionResponse"`
+	} `json:"parts"`
+}
+
+// scenario is what the model does with req, and the tool call of the
+// Permission scenario.
+func scenario(req request) (fakemodel.Scenario, map[string]any) {
+	var prompt string
+	for _, raw := range req.Contents {
+		var c content
+		_ = json.Unmarshal(raw, &c)
+		if c.Role != "user" {
+			continue
+		}
+		text, result := "", false
+		for _, p := range c.Parts {
+			text += p.Text
+			result = result || len(p.FunctionResponse) > 0
+		}
+		if result {
+			prompt = "" // the tool ran: answer
+		} else {
+			prompt = text
+		}
+	}
+	sc := fakemodel.ScenarioOf(prompt)
+	if sc != fakemodel.Permission {
+		return sc, nil
+	}
+	var tools []fakemodel.Tool
+	for _, t := range req.Tools {
+		for _, f := range t.FunctionDeclarations {
+			schema := f.ParametersJSONSchema
+			if len(schema) == 0 {
+				schema = f.Parameters
+			}
+			tools = append(tools, fakemodel.Tool{Name: f.Name, Schema: schema})
+		}
+	}
+	name, args, ok := fakemodel.ToolCall(prompt, tools)
+	if !ok {
+		return fakemodel.Answer, nil
+	}
+	return sc, map[string]any{"functionCall": map[string]any{"name": name, "args": args}}
+}
+
 // streamAnswer writes the answer as server-sent events, the last one with
-// the finish reason and usage.
-func (s *Server) streamAnswer(w http.ResponseWriter, req request) int {
+// the finish reason and usage; or the prompt's scenario.
+func (s *Server) streamAnswer(w http.ResponseWriter, r *http.Request, req request) int {
 	answer := s.answerFor(req)
+	sc, call := fakemodel.Answer, map[string]any(nil)
+	if req.GenerationConfig.ResponseMimeType != "application/json" {
+		sc, call = scenario(req)
+	}
+	if sc == fakemodel.Fail {
+		return apiError(w, http.StatusBadRequest, "INVALID_ARGUMENT", fakemodel.ErrorMessage)
+	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	flusher, _ := w.(http.Flusher)
-	parts := split(answer, s.opts.Chunks)
-	for i, p := range parts {
-		resp := s.response(req, p)
-		if i < len(parts)-1 {
-			resp = map[string]any{"candidates": []any{candidate(p, "")}}
-		}
+	send := func(resp map[string]any) {
 		b, _ := json.Marshal(resp)
 		fmt.Fprintf(w, "data: %s\r\n\r\n", b)
 		if flusher != nil {
 			flusher.Flush()
 		}
+	}
+	switch sc {
+	case fakemodel.Permission:
+		resp := s.response(req, "")
+		resp["candidates"] = []any{map[string]any{"index": 0, "finishReason": "STOP", "content": map[string]any{"role": "model", "parts": []any{call}}}}
+		send(resp)
+		return http.StatusOK
+	case fakemodel.Refuse:
+		resp := s.response(req, "")
+		resp["candidates"] = []any{map[string]any{"index": 0, "finishReason": "SAFETY", "content": map[string]any{"role": "model", "parts": []any{}}}}
+		send(resp)
+		return http.StatusOK
+	case fakemodel.Slow:
+		tick := time.NewTicker(fakemodel.SlowTick)
+		defer tick.Stop()
+		deadline := time.After(fakemodel.SlowFor)
+		for {
+			select {
+			case <-r.Context().Done():
+				return http.StatusOK
+			case <-deadline:
+				send(s.response(req, answer))
+				return http.StatusOK
+			case <-tick.C:
+				send(map[string]any{"candidates": []any{candidate("tick ", "")}})
+			}
+		}
+	}
+	parts := fakemodel.Chunks(answer, s.opts.Chunks)
+	for i, p := range parts {
+		resp := s.response(req, p)
+		if i < len(parts)-1 {
+			resp = map[string]any{"candidates": []any{candidate(p, "")}}
+		}
+		send(resp)
 	}
 	return http.StatusOK
 }
@@ -179,18 +282,6 @@ func tokens(req request) int {
 		n += len(c)
 	}
 	return max(1, n/4)
-}
-
-// split cuts s into n pieces of about equal length, on rune boundaries
-// (fewer when s is short).
-func split(s string, n int) []string {
-	r := []rune(s)
-	n = min(n, max(1, len(r)))
-	out := make([]string, 0, n)
-	for i := range n {
-		out = append(out, string(r[i*len(r)/n:(i+1)*len(r)/n]))
-	}
-	return out
 }
 
 func writeJSON(w http.ResponseWriter, v any) int {

@@ -3,6 +3,7 @@ package fakegemini
 import (
 	"bufio"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -99,5 +100,15 @@ func TestACallTheStandInDoesNotServeIsANotFoundAndCounted(t *testing.T) {
 	}
 	if c := s.Counts(); c.Unknown != 1 {
 		t.Fatalf("counts %+v", c)
+	}
+}
+
+func TestThePermissionScenarioCallsGeminiCLIsWriteFileWithThePathAfterTheMarker(t *testing.T) {
+	body := `{"contents":[{"role":"user","parts":[{"text":"context /root/.gemini"},{"text":"[permission] write /w/new.txt"}]}],
+		"tools":[{"functionDeclarations":[{"name":"write_file","parametersJsonSchema":{"type":"object","properties":{"file_path":{"type":"string"},"content":{"type":"string"}},"required":["file_path","content"]}}]}]}`
+	resp, _ := post(t, Options{}, "/v1beta/models/m:streamGenerateContent?alt=sse", body)
+	b, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(b), `"functionCall":{"args":{"content":"written by the stand-in model\n","file_path":"/w/new.txt"},"name":"write_file"}`) {
+		t.Errorf("no write_file call of /w/new.txt:\n%s", b)
 	}
 }
