@@ -22,6 +22,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/acpgate/acpgate/internal/exitcode"
 	"io"
 	"os"
 	"slices"
@@ -118,9 +119,9 @@ func addrFlag(fs *flag.FlagSet) *string {
 func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return exitOK, false
+			return exitcode.OK, false
 		}
-		return exitUsage, false
+		return exitcode.Usage, false
 	}
 	return 0, true
 }
@@ -129,5 +130,5 @@ func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
 func usageError(fs *flag.FlagSet, stderr io.Writer, msg string) int {
 	fmt.Fprintf(stderr, "acpgate %s: %s\n", fs.Name(), msg)
 	fs.Usage()
-	return exitUsage
+	return exitcode.Usage
 }

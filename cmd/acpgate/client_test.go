@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"github.com/acpgate/acpgate/internal/exitcode"
 	"net"
 	"strconv"
 	"strings"
@@ -483,7 +484,7 @@ func TestAPromptIgnoresHeartbeatsForPeopleAndPrintsThemInJSON(t *testing.T) {
 	addr := cliServe(t, f)
 
 	code, stdout, stderr := cliRun(t, "prompt", "--addr", addr, "--session", "s1", "hi")
-	if code != exitOK || stdout != "Hello\n" {
+	if code != exitcode.OK || stdout != "Hello\n" {
 		t.Errorf("exit %d, stdout %q; want 0, %q; stderr:\n%s", code, stdout, "Hello\n", stderr)
 	}
 	if stderr != "· end_turn (session s1)\n" {
@@ -491,7 +492,7 @@ func TestAPromptIgnoresHeartbeatsForPeopleAndPrintsThemInJSON(t *testing.T) {
 	}
 
 	code, stdout, stderr = cliRun(t, "prompt", "--addr", addr, "--json", "--session", "s1", "hi")
-	if code != exitOK || stderr != "" {
+	if code != exitcode.OK || stderr != "" {
 		t.Errorf("--json: exit %d, stderr %q", code, stderr)
 	}
 	cliCheckJSONLines(t, stdout, events)
@@ -515,7 +516,7 @@ func TestAPromptSendsItsRequestIDAndDisconnectPolicy(t *testing.T) {
 		f := &fakeGateway{events: cliScript(cliStarted("s1"), cliOutcome("s1", "ok", "ok"))}
 		addr := cliServe(t, f)
 		args := append(append([]string{"--addr", addr, "--agent", "demo"}, tc.args...), "hi")
-		if code, _, stderr := cliRun(t, "prompt", args...); code != exitOK {
+		if code, _, stderr := cliRun(t, "prompt", args...); code != exitcode.OK {
 			t.Errorf("%q: exit %d; stderr:\n%s", tc.args, code, stderr)
 			continue
 		}
@@ -536,7 +537,7 @@ func TestADetachedPromptPrintsTheTurnIDAtStartAndLeavesTheTurnRunning(t *testing
 			args = append([]string{"--json"}, args...)
 		}
 		code, stdout, stderr := cliRun(t, "prompt", args...)
-		if code != exitOK || stderr != "" {
+		if code != exitcode.OK || stderr != "" {
 			t.Errorf("--json=%v: exit %d, stderr %q; want 0 and nothing on stderr", asJSON, code, stderr)
 		}
 		if asJSON {
@@ -555,8 +556,8 @@ func TestADetachedPromptPrintsTheTurnIDAtStartAndLeavesTheTurnRunning(t *testing
 func TestADetachedPromptThatIsRejectedExitsAsAnAttachedOneWould(t *testing.T) {
 	addr := cliServe(t, &fakeGateway{promptErr: status.Error(codes.AlreadyExists, "request_id \"job-7\" was used for another prompt")})
 	code, stdout, stderr := cliRun(t, "prompt", "--addr", addr, "--agent", "demo", "--request-id", "job-7", "--detach", "hi")
-	if code != exitRejected || stdout != "" || !strings.Contains(stderr, "acpgate: ALREADY_EXISTS: ") {
-		t.Errorf("exit %d, stdout %q, stderr %q; want %d and ALREADY_EXISTS", code, stdout, stderr, exitRejected)
+	if code != exitcode.Rejected || stdout != "" || !strings.Contains(stderr, "acpgate: ALREADY_EXISTS: ") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want %d and ALREADY_EXISTS", code, stdout, stderr, exitcode.Rejected)
 	}
 }
 
@@ -570,8 +571,8 @@ func TestWatchShowsATurnAsPromptWouldAndExitsWithItsTerminal(t *testing.T) {
 
 	// Flags may follow the turn id.
 	code, stdout, stderr := cliRun(t, "watch", "--addr", addr, "turn-1", "--after", "0")
-	if code != exitTransport || stdout != "part\n" {
-		t.Errorf("exit %d, stdout %q; want %d, %q; stderr:\n%s", code, stdout, exitTransport, "part\n", stderr)
+	if code != exitcode.Transport || stdout != "part\n" {
+		t.Errorf("exit %d, stdout %q; want %d, %q; stderr:\n%s", code, stdout, exitcode.Transport, "part\n", stderr)
 	}
 	// The note breaks the answer's line on stderr only, as for prompt.
 	if want := "\n· thinking: hmm\nacpgate: transport: the agent exited; partial output: part\n· retryable: running the same prompt again may succeed\n"; stderr != want {
@@ -579,8 +580,8 @@ func TestWatchShowsATurnAsPromptWouldAndExitsWithItsTerminal(t *testing.T) {
 	}
 
 	code, stdout, _ = cliRun(t, "watch", "--addr", addr, "--json", "--after", "1", "turn-1")
-	if code != exitTransport {
-		t.Errorf("--json: exit %d, want %d", code, exitTransport)
+	if code != exitcode.Transport {
+		t.Errorf("--json: exit %d, want %d", code, exitcode.Transport)
 	}
 	cliCheckJSONLines(t, stdout, events) // heartbeats included
 
@@ -595,8 +596,8 @@ func TestWatchShowsATurnAsPromptWouldAndExitsWithItsTerminal(t *testing.T) {
 func TestWatchingAnUnknownTurnExitsAsAPromptRejectedWithNotFound(t *testing.T) {
 	addr := cliServe(t, &fakeGateway{watchErr: status.Error(codes.NotFound, `no turn "t9" (unknown, or past its retention)`)})
 	code, stdout, stderr := cliRun(t, "watch", "--addr", addr, "t9")
-	if code != exitRejected || stdout != "" || stderr != "acpgate: NOT_FOUND: no turn \"t9\" (unknown, or past its retention)\n" {
-		t.Errorf("exit %d, stdout %q, stderr %q; want %d and only NOT_FOUND", code, stdout, stderr, exitRejected)
+	if code != exitcode.Rejected || stdout != "" || stderr != "acpgate: NOT_FOUND: no turn \"t9\" (unknown, or past its retention)\n" {
+		t.Errorf("exit %d, stdout %q, stderr %q; want %d and only NOT_FOUND", code, stdout, stderr, exitcode.Rejected)
 	}
 }
 
@@ -608,8 +609,8 @@ func TestAWatchCutOffMidTurnSaysWhereToResume(t *testing.T) {
 	f.watchEvents[2].Seq = 0 // a heartbeat is not where to resume
 	addr := cliServe(t, f)
 	code, stdout, stderr := cliRun(t, "watch", "--addr", addr, "turn-1")
-	if code != exitGatewayUnavailable || stdout != "half\n" {
-		t.Errorf("exit %d, stdout %q; want %d, %q", code, stdout, exitGatewayUnavailable, "half\n")
+	if code != exitcode.GatewayUnavailable || stdout != "half\n" {
+		t.Errorf("exit %d, stdout %q; want %d, %q", code, stdout, exitcode.GatewayUnavailable, "half\n")
 	}
 	if want := "acpgate: UNAVAILABLE: gone\n· the turn goes on without this watch; resume with: acpgate watch --after 2 turn-1\n"; stderr != want {
 		t.Errorf("stderr = %q, want %q", stderr, want)
@@ -887,7 +888,7 @@ func TestTurnsListsEveryPageUpToTheLimitAsATable(t *testing.T) {
 	f := &fakeGateway{turns: cliTurns(), turnsPage: 2}
 	addr := cliServe(t, f)
 	code, stdout, stderr := cliRun(t, "turns", "--addr", addr, "--limit", "0", "--agent", "demo")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d:\n%s", code, stderr)
 	}
 	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
@@ -917,7 +918,7 @@ func TestTurnsListsEveryPageUpToTheLimitAsATable(t *testing.T) {
 	// --limit cuts the list, asks for no more than it needs, and says so.
 	code, stdout, _ = cliRun(t, "turns", "--addr", addr, "--limit", "3", "--session", "s1")
 	lines = strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
-	if code != exitOK || len(lines) != 5 || !strings.HasPrefix(lines[3], "t3 ") || lines[4] != "(more turns: --limit 0 lists them all)" {
+	if code != exitcode.OK || len(lines) != 5 || !strings.HasPrefix(lines[3], "t3 ") || lines[4] != "(more turns: --limit 0 lists them all)" {
 		t.Errorf("--limit 3: exit %d, stdout:\n%s", code, stdout)
 	}
 	f.mu.Lock()
@@ -929,13 +930,13 @@ func TestTurnsListsEveryPageUpToTheLimitAsATable(t *testing.T) {
 
 	code, stdout, _ = cliRun(t, "turns", "--addr", addr, "--json", "--limit", "2")
 	var got acpgatev1.ListTurnsResponse
-	if err := protojson.Unmarshal([]byte(stdout), &got); code != exitOK || err != nil ||
+	if err := protojson.Unmarshal([]byte(stdout), &got); code != exitcode.OK || err != nil ||
 		!proto.Equal(&got, &acpgatev1.ListTurnsResponse{Turns: f.turns[:2], NextPageToken: "2"}) || strings.Count(stdout, "\n") != 1 {
 		t.Errorf("--json: exit %d, err %v, output %q", code, err, stdout)
 	}
 
 	empty := cliServe(t, &fakeGateway{})
-	if code, stdout, _ := cliRun(t, "turns", "--addr", empty); code != exitOK || stdout != "no turns\n" {
+	if code, stdout, _ := cliRun(t, "turns", "--addr", empty); code != exitcode.OK || stdout != "no turns\n" {
 		t.Errorf("empty: exit %d, stdout %q", code, stdout)
 	}
 }
@@ -944,7 +945,7 @@ func TestTurnDescribesOneTurnWithItsErrorMessage(t *testing.T) {
 	f := &fakeGateway{turns: cliTurns()}
 	addr := cliServe(t, f)
 	code, stdout, stderr := cliRun(t, "turn", "--addr", addr, "t4")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d:\n%s", code, stderr)
 	}
 	want := []string{"turn t4", "state ended", "agent demo", "session s1", "attempt 1", "request -",
@@ -961,12 +962,12 @@ func TestTurnDescribesOneTurnWithItsErrorMessage(t *testing.T) {
 
 	code, stdout, _ = cliRun(t, "turn", "--addr", addr, "--json", "t5")
 	var got acpgatev1.Turn
-	if err := protojson.Unmarshal([]byte(stdout), &got); code != exitOK || err != nil || !proto.Equal(&got, f.turns[0]) {
+	if err := protojson.Unmarshal([]byte(stdout), &got); code != exitcode.OK || err != nil || !proto.Equal(&got, f.turns[0]) {
 		t.Errorf("--json: exit %d, err %v, output %q", code, err, stdout)
 	}
 
-	if code, stdout, stderr := cliRun(t, "turn", "--addr", addr, "t9"); code != exitRejected || stdout != "" || !strings.HasPrefix(stderr, "acpgate: NOT_FOUND: ") {
-		t.Errorf("unknown turn: exit %d, stdout %q, stderr %q; want %d and NOT_FOUND", code, stdout, stderr, exitRejected)
+	if code, stdout, stderr := cliRun(t, "turn", "--addr", addr, "t9"); code != exitcode.Rejected || stdout != "" || !strings.HasPrefix(stderr, "acpgate: NOT_FOUND: ") {
+		t.Errorf("unknown turn: exit %d, stdout %q, stderr %q; want %d and NOT_FOUND", code, stdout, stderr, exitcode.Rejected)
 	}
 }
 
@@ -1032,22 +1033,6 @@ func TestCLIVersion(t *testing.T) {
 	code, stdout, _ := cliRun(t, "version")
 	if code != 0 || !strings.HasPrefix(stdout, "acpgate "+version()+"\n") || version() == "" {
 		t.Errorf("exit %d, stdout %q", code, stdout)
-	}
-}
-
-func TestCLIExitCodeTable(t *testing.T) {
-	table := exitCodeTable()
-	if !strings.HasPrefix(table, "| exit code | meaning |\n|---|---|\n") {
-		t.Errorf("table header:\n%s", table)
-	}
-	for _, code := range []int{exitOK, exitUsage, exitTransport, exitProtocol, exitHarness, exitPolicyRefused,
-		exitCancelled, exitAuthRequired, exitCapability, exitStaleTarget, exitGatewayFailure, exitInvalidArgument, exitRejected, exitGatewayUnavailable} {
-		if strings.Count(table, "\n| "+strconv.Itoa(code)+" | ") != 1 {
-			t.Errorf("table lacks exactly one row for %d:\n%s", code, table)
-		}
-	}
-	if n := strings.Count(table, "\n"); n != len(exitCodes)+2 {
-		t.Errorf("table has %d lines, want %d", n, len(exitCodes)+2)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/acpgate/acpgate/internal/exitcode"
 	"io"
 
 	"google.golang.org/protobuf/proto"
@@ -42,14 +43,14 @@ func oneCall(setup func(fs *flag.FlagSet) unaryCall) commandFunc {
 			return usageError(fs, stderr, msg)
 		}
 		client, closeConn, code := dial(*addr, stderr)
-		if code != exitOK {
+		if code != exitcode.OK {
 			return code
 		}
 		defer closeConn()
 		if err := call.do(ctx, client, fs.Args(), stdout); err != nil {
 			return statusExit(err, ctx.Err() != nil, stderr)
 		}
-		return exitOK
+		return exitcode.OK
 	}
 }
 

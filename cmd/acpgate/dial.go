@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/acpgate/acpgate/internal/exitcode"
 	"io"
 	"math"
 	"strings"
@@ -25,9 +26,9 @@ func dial(addr string, stderr io.Writer) (acpgatev1.AgentGatewayClient, func(), 
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32)))
 	if err != nil {
 		fmt.Fprintf(stderr, "acpgate: invalid --addr %q: %v\n", addr, err)
-		return nil, nil, exitUsage
+		return nil, nil, exitcode.Usage
 	}
-	return acpgatev1.NewAgentGatewayClient(conn), func() { _ = conn.Close() }, exitOK
+	return acpgatev1.NewAgentGatewayClient(conn), func() { _ = conn.Close() }, exitcode.OK
 }
 
 // statusExit reports a failed call and returns its exit code. interrupted
@@ -37,7 +38,7 @@ func statusExit(err error, interrupted bool, stderr io.Writer) int {
 	st := status.Convert(err)
 	if interrupted && (st.Code() == codes.Canceled || st.Code() == codes.DeadlineExceeded) {
 		fmt.Fprintln(stderr, "acpgate: cancelled: interrupted")
-		return exitCancelled
+		return exitcode.Cancelled
 	}
 	fmt.Fprintf(stderr, "acpgate: %s: %s\n", codeName(st.Code()), st.Message())
 	if st.Code() == codes.Unavailable && strings.Contains(st.Message(), "connection refused") {
@@ -45,18 +46,18 @@ func statusExit(err error, interrupted bool, stderr io.Writer) int {
 	}
 	for _, d := range st.Details() {
 		if he, ok := d.(*acpgatev1.HarnessError); ok {
-			label, _ := classify(he)
+			label, _ := exitcode.Classify(he)
 			fmt.Fprintf(stderr, "acpgate: %s: %s\n", label, he.GetMessage())
 			printHarnessExtras(he, stderr)
 		}
 	}
 	switch st.Code() {
 	case codes.Unavailable, codes.DeadlineExceeded:
-		return exitGatewayUnavailable
+		return exitcode.GatewayUnavailable
 	case codes.InvalidArgument:
-		return exitInvalidArgument
+		return exitcode.InvalidArgument
 	default:
-		return exitRejected
+		return exitcode.Rejected
 	}
 }
 

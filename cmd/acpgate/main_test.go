@@ -4,10 +4,7 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
-
-	"github.com/acpgate/acpgate/internal/testpg"
 )
 
-// TestMain checks that the tests leak no goroutine, once the PostgreSQL
-// server of the tests that use one has stopped.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(testpg.Wrap(m)) }
+// TestMain checks that the command's tests leak no goroutine.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/acpgate/acpgate/internal/exitcode"
 	"io"
 	"os"
 	"strings"
@@ -71,7 +72,7 @@ func runPrompt(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 		b, err := io.ReadAll(clientStdin)
 		if err != nil {
 			fmt.Fprintf(stderr, "acpgate: reading the prompt from stdin: %v\n", err)
-			return exitUsage
+			return exitcode.Usage
 		}
 		text = string(b)
 	}
@@ -80,7 +81,7 @@ func runPrompt(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 	}
 
 	client, closeConn, code := dial(*addr, stderr)
-	if code != exitOK {
+	if code != exitcode.OK {
 		return code
 	}
 	defer closeConn()
@@ -160,7 +161,7 @@ func streamPrompt(ctx context.Context, client acpgatev1.AgentGatewayClient, req 
 		return false
 	}, quiet)
 	if interrupted.detached.Load() {
-		return exitOK
+		return exitcode.OK
 	}
 	return code
 }
@@ -216,14 +217,14 @@ func showTurn(ctx context.Context, stream turnStream, sink eventSink, started fu
 		switch ev.GetEvent().(type) {
 		case *acpgatev1.PromptEvent_Started:
 			if started != nil && started(ev) {
-				return exitOK, lastSeq
+				return exitcode.OK, lastSeq
 			}
 			sink.event(ev)
 		case *acpgatev1.PromptEvent_Outcome:
 			sink.outcome(ev)
-			terminal = exitOK
+			terminal = exitcode.OK
 		case *acpgatev1.PromptEvent_Error:
-			label, code := classify(ev.GetError())
+			label, code := exitcode.Classify(ev.GetError())
 			sink.failed(ev, label)
 			terminal = code
 		default:
@@ -236,8 +237,8 @@ func showTurn(ctx context.Context, stream turnStream, sink eventSink, started fu
 	sink.abort()
 	if ctx.Err() != nil {
 		fmt.Fprintln(stderr, "acpgate: cancelled: interrupted")
-		return exitCancelled, lastSeq
+		return exitcode.Cancelled, lastSeq
 	}
 	fmt.Fprintln(stderr, "acpgate: protocol: the gateway ended the stream without a terminal event")
-	return exitProtocol, lastSeq
+	return exitcode.Protocol, lastSeq
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/acpgate/acpgate/internal/exitcode"
 	"io"
 	"runtime"
 	"runtime/debug"
@@ -29,7 +30,7 @@ var versionCommand = clientCommand{
 		}
 		v, commit := buildIdentity()
 		fmt.Fprintf(stdout, "acpgate %s\ncommit: %s\ngo: %s\nacp protocol: %d\n", v, commit, runtime.Version(), acp.ProtocolVersion)
-		return exitOK
+		return exitcode.OK
 	},
 }
 

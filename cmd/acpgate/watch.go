@@ -7,6 +7,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/acpgate/acpgate/internal/exitcode"
 	"io"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
@@ -37,7 +38,7 @@ func runWatch(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stde
 	turnID := positional[0]
 
 	client, closeConn, code := dial(*addr, stderr)
-	if code != exitOK {
+	if code != exitcode.OK {
 		return code
 	}
 	defer closeConn()

@@ -1,0 +1,61 @@
+package e2e
+
+import (
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/acpgate/acpgate/internal/testutil"
+)
+
+// A refused connection is most often a gateway that is not running, or one
+// at another address: the CLI says both.
+func TestARefusedConnectionAsksWhetherTheGatewayRunsThere(t *testing.T) {
+	bin, _ := binaries(t)
+	port, err := testutil.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "agents", "--addr", fmt.Sprintf("127.0.0.1:%d", port)).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "is `acpgate serve` running at that address? --addr (or ACPGATE_ADDR) names another") {
+		t.Errorf("agents against a closed port: %v\n%s", err, out)
+	}
+}
+
+// Whether running the prompt again may help is the first thing a person
+// decides after a failed turn: the real binary says it under the error line.
+func TestAFailedTurnSaysWhetherItIsRetryable(t *testing.T) {
+	s := serve(t)
+	bin, _ := binaries(t)
+	for _, c := range []struct{ text, want string }{
+		{"please refuse", "· not retryable: "},
+		{"fail", "· "},
+	} {
+		out, err := exec.Command(bin, "prompt", "--addr", s.addr, "--agent", "demo", c.text).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), c.want) || !strings.Contains(string(out), "retryable") {
+			t.Errorf("prompt %q: %v\n%s", c.text, err, out)
+		}
+	}
+}
+
+// A misconfigured agent's command shows at start, not at the first session
+// that fails to start.
+func TestServeWarnsAtStartOfAnAgentWhoseCommandCannotBeFound(t *testing.T) {
+	cfg := writeConfig(t, `
+store: memory
+agents:
+  - name: present
+    command: "${ACPGATE_E2E_AGENT}"
+  - name: missing
+    command: acpgate-no-such-agent-program
+`)
+	s := serve(t, "--config", cfg)
+	log := s.log()
+	if !strings.Contains(log, "an agent's command cannot be found") || !strings.Contains(log, "agent=missing") {
+		t.Errorf("no warning about the missing command:\n%s", log)
+	}
+	if n := strings.Count(log, "an agent's command cannot be found"); n != 1 {
+		t.Errorf("%d warnings for one missing command:\n%s", n, log)
+	}
+}
