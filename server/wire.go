@@ -71,13 +71,3 @@ func findField(b []byte, num protowire.Number) (start int, value []byte, end int
 	}
 	return -1, nil, 0
 }
-
-// valueOf is the offset in b and the value of the top-level
-// length-delimited field num; -1 and nil when it is not there.
-func valueOf(b []byte, num protowire.Number) (int, []byte) {
-	start, value, end := findField(b, num)
-	if start < 0 {
-		return -1, nil
-	}
-	return end - len(value), value
-}
