@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"slices"
-	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -32,21 +31,13 @@ const promptMethod = "/" + ServiceName + "/Prompt"
 
 // sessionMethods are the calls about one session (its session_id) that
 // need the session's agent, or its live state: they run on its owner.
-var sessionMethods = map[string]bool{
-	"/" + ServiceName + "/GetSession":             true,
-	"/" + ServiceName + "/CloseSession":           true,
-	"/" + ServiceName + "/Cancel":                 true,
-	"/" + ServiceName + "/ResolvePermission":      true,
-	"/" + ServiceName + "/ResolveElicitation":     true,
-	"/" + ServiceName + "/SetSessionMode":         true,
-	"/" + ServiceName + "/SetSessionConfigOption": true,
-}
-
 // placedMethods open a session on whichever replica has room: here, or,
-// when this replica is at its session limit, on another.
-var placedMethods = map[string]bool{
-	"/" + ServiceName + "/CreateSession": true,
-}
+// when this replica is at its session limit, on another. Both come from
+// the declaration of every RPC (rpcs.go).
+var (
+	sessionMethods = methodsRouted(routeSessionOwner)
+	placedMethods  = methodsRouted(routePlaced)
+)
 
 // peerAuth wraps the authentication interceptors: a call carrying the
 // cluster secret speaks for the caller the forwarding replica
@@ -327,7 +318,7 @@ func (r *replicas) outgoing(ctx context.Context) (context.Context, error) {
 // responseFor is a new response message of method, by the service's
 // descriptor.
 func responseFor(method string) (proto.Message, error) {
-	name := method[strings.LastIndexByte(method, '/')+1:]
+	name := methodName(method)
 	md := acpgatev1.File_acpgate_v1_gateway_proto.Services().ByName(protoreflect.Name("AgentGateway")).Methods().ByName(protoreflect.Name(name))
 	if md == nil {
 		return nil, status.Errorf(codes.Internal, "no method %s to forward", method)

@@ -2,10 +2,19 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"google.golang.org/protobuf/encoding/prototext"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/dynamicpb"
+	"io"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/golang-jwt/jwt/v5"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -17,6 +26,14 @@ import (
 // use, one only the ml-team group may use, and root as an admin. as(name,
 // groups...) is a context calling as that principal.
 func tenants(t *testing.T) (acpgatev1.AgentGatewayClient, func(name string, groups ...string) context.Context) {
+	t.Helper()
+	conn, as := tenantConn(t)
+	return acpgatev1.NewAgentGatewayClient(conn), as
+}
+
+// tenantConn is tenants' gateway as a connection, for calls made from the
+// service's descriptor.
+func tenantConn(t *testing.T) (*grpc.ClientConn, func(name string, groups ...string) context.Context) {
 	t.Helper()
 	p, signer, s := jwtGatewayFrom(t, func(p *pki, jwks string) string {
 		return fmt.Sprintf(`
@@ -34,8 +51,8 @@ agents:
     allow: ["claim:groups=ml-team"]
 `, p.certFile, p.keyFle, jwks)
 	})
-	client := acpgatev1.NewAgentGatewayClient(p.tlsClient(t, s, nil))
-	return client, func(name string, groups ...string) context.Context {
+	conn := p.tlsClient(t, s, nil)
+	return conn, func(name string, groups ...string) context.Context {
 		token := signer.Sign(goodClaims(func(c jwt.MapClaims) {
 			c["sub"] = name
 			c["groups"] = groups
@@ -188,5 +205,117 @@ func TestRequestIDsAreScopedToTheirPrincipal(t *testing.T) {
 	}
 	if turns[0] == turns[1] {
 		t.Errorf("bob's job-1 attached to alice's turn %s", turns[0])
+	}
+}
+
+// Every RPC of the service, called by a principal about what another
+// created, is refused, found by walking the service's descriptor rather than
+// a list kept by hand: a new RPC that names a session or a turn and forgets
+// to check its owner fails here. An RPC naming a session or a turn answers
+// NOT_FOUND, worded as for an id that does not exist; one naming an agent
+// the caller may not use answers PERMISSION_DENIED; a listing shows none of
+// it.
+func TestEveryRPCRefusesWhatAnotherPrincipalOwns(t *testing.T) {
+	conn, as := tenantConn(t)
+	client := acpgatev1.NewAgentGatewayClient(conn)
+	alice, bob := as("alice"), as("bob")
+	sess, err := client.CreateSession(alice, &acpgatev1.CreateSessionRequest{Agent: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := client.Prompt(alice, &acpgatev1.PromptRequest{SessionId: sess.GetId(), Text: "chunk hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var turnID string
+	for ev, err := stream.Recv(); err == nil; ev, err = stream.Recv() {
+		if s := ev.GetStarted(); s != nil {
+			turnID = s.GetTurnId()
+		}
+	}
+	if turnID == "" {
+		t.Fatal("alice's turn never started")
+	}
+	// Fields a request may need to get past its own validation to the
+	// owner's check; the ids under test are set separately.
+	fillers := map[protoreflect.Name]string{"text": "hi", "mode_id": "code", "option_id": "x", "value": "x", "request_id": "r1", "action": "decline", "acp_session_id": "x"}
+	methods := acpgatev1.File_acpgate_v1_gateway_proto.Services().ByName("AgentGateway").Methods()
+	for i := range methods.Len() {
+		m := methods.Get(i)
+		t.Run(string(m.Name()), func(t *testing.T) {
+			in := dynamicpb.NewMessage(m.Input())
+			fields := m.Input().Fields()
+			set := func(name protoreflect.Name, v string) bool {
+				f := fields.ByName(name)
+				switch {
+				case f == nil || f.IsList():
+					return false
+				case f.Kind() == protoreflect.StringKind:
+					in.Set(f, protoreflect.ValueOfString(v))
+				case f.Kind() == protoreflect.EnumKind:
+					in.Set(f, protoreflect.ValueOfEnum(1)) // the first value past UNSPECIFIED
+				default:
+					return false
+				}
+				return true
+			}
+			for name, v := range fillers {
+				set(name, v)
+			}
+			// A listing's ids are filters: it answers with none of alice's,
+			// or refuses an agent bob may not use.
+			want := []codes.Code{codes.OK}
+			switch {
+			case strings.HasPrefix(string(m.Name()), "List"):
+				set("session_id", sess.GetId())
+				set("agent", "ml")
+				want = []codes.Code{codes.OK, codes.PermissionDenied}
+			case set("session_id", sess.GetId()), set("turn_id", turnID):
+				want = []codes.Code{codes.NotFound}
+			case set("agent", "ml"):
+				want = []codes.Code{codes.PermissionDenied}
+			}
+			full := "/" + string(m.Parent().FullName()) + "/" + string(m.Name())
+			var answer proto.Message
+			if m.IsStreamingServer() {
+				st, err := conn.NewStream(bob, &grpc.StreamDesc{ServerStreams: true}, full)
+				if err == nil {
+					err = st.SendMsg(in)
+				}
+				if err == nil {
+					err = st.CloseSend()
+				}
+				for err == nil {
+					out := dynamicpb.NewMessage(m.Output())
+					if err = st.RecvMsg(out); err == nil && answer == nil {
+						answer = out
+					}
+				}
+				if errors.Is(err, io.EOF) {
+					err = nil
+				}
+				wantOneOf(t, string(m.Name()), err, want)
+			} else {
+				out := dynamicpb.NewMessage(m.Output())
+				err := conn.Invoke(bob, full, in, out)
+				wantOneOf(t, string(m.Name()), err, want)
+				answer = out
+			}
+			if answer != nil {
+				text := prototext.Format(answer)
+				for _, secret := range []string{sess.GetId(), turnID, `"ml"`} {
+					if strings.Contains(text, secret) {
+						t.Errorf("%s answered bob with alice's %s: %s", m.Name(), secret, text)
+					}
+				}
+			}
+		})
+	}
+}
+
+func wantOneOf(t *testing.T, what string, err error, codes []codes.Code) {
+	t.Helper()
+	if !slices.Contains(codes, status.Code(err)) {
+		t.Errorf("%s: %v, want one of %v", what, err, codes)
 	}
 }
