@@ -83,9 +83,9 @@ go-test:
 ## fuzz: run each fuzz target for FUZZTIME (executions, or a duration).
 fuzz:
 	$(GO) test ./outcome -run '^$$' -fuzz '^FuzzInterpretAlwaysYieldsExactlyOne$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./acp/jsonrpc -run '^$$' -fuzz '^FuzzDispatchNeverPanics$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./acp -run '^$$' -fuzz '^FuzzTheChunkFastPathAgreesWithTheGeneralPath$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./acp -run '^$$' -fuzz '^FuzzTheScannerAgreesWithEncodingJSON$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/acp/jsonrpc -run '^$$' -fuzz '^FuzzDispatchNeverPanics$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/acp -run '^$$' -fuzz '^FuzzTheChunkFastPathAgreesWithTheGeneralPath$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/acp -run '^$$' -fuzz '^FuzzTheScannerAgreesWithEncodingJSON$$' -fuzztime $(FUZZTIME)
 
 ## interop-real: the real ACP agents (docs/agents.md), pinned in
 ## interop/agents and installed once, through the real binary against

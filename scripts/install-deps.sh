@@ -26,7 +26,7 @@ if [ ! -x "$gobin/grpcurl" ]; then
   go install "github.com/fullstorydev/grpcurl/cmd/grpcurl@$GRPCURL_VERSION"
 fi
 
-for dir in acp/testdata/tsagent clients/node; do
+for dir in internal/acp/testdata/tsagent clients/node; do
   [ -f "$dir/package-lock.json" ] || continue
   if [ ! -d "$dir/node_modules" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules" ]; then
     echo "installing Node packages in $dir"

@@ -18,7 +18,7 @@ import (
 	"github.com/acpgate/acpgate/internal/config"
 	"github.com/acpgate/acpgate/internal/demoagent"
 	"github.com/acpgate/acpgate/internal/scratch"
-	"github.com/acpgate/acpgate/server"
+	"github.com/acpgate/acpgate/internal/server"
 )
 
 // runServe is `acpgate serve`: run the gateway until SIGINT or SIGTERM.

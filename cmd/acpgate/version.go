@@ -9,7 +9,7 @@ import (
 	"runtime"
 	"runtime/debug"
 
-	"github.com/acpgate/acpgate/acp"
+	"github.com/acpgate/acpgate/internal/acp"
 )
 
 // buildVersion and buildCommit are set at link time by `make release` and

@@ -10,9 +10,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/acpgate/acpgate/acp"
-	"github.com/acpgate/acpgate/acp/jsonrpc"
-	"github.com/acpgate/acpgate/store"
+	"github.com/acpgate/acpgate/internal/acp"
+	"github.com/acpgate/acpgate/internal/acp/jsonrpc"
+	"github.com/acpgate/acpgate/internal/store"
 )
 
 // Defaults applied to settings a configuration file leaves out.

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/acpgate/acpgate/auth"
+	"github.com/acpgate/acpgate/internal/auth"
 )
 
 // TLS is the transport security of the gRPC listener. The zero TLS is

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acpgate/acpgate/acp"
-	"github.com/acpgate/acpgate/auth"
+	"github.com/acpgate/acpgate/internal/acp"
+	"github.com/acpgate/acpgate/internal/auth"
 )
 
 // checker applies the rules a decoded Config must meet, collecting every

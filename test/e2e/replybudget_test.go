@@ -9,7 +9,7 @@ import (
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 
-	"github.com/acpgate/acpgate/acp"
+	"github.com/acpgate/acpgate/internal/acp"
 )
 
 // floodCostBound is what the flood below may cost the gateway above its

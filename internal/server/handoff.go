@@ -1,0 +1,96 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/acpgate/acpgate/internal/store"
+)
+
+// Hand-off: with several replicas, a turn's ending is the one the store
+// holds, whoever wrote it. A replica that cannot write a turn's journal
+// (the database is unreachable, or its lease was lost and the store fences
+// it) does not deliver an ending of its own from memory, which the store
+// would not have and which a reaper would contradict: it drops the turn
+// from memory first, and every stream of it, here as on any replica, reads
+// the store and gets the ending there. That ending is written by the
+// replica that reaps the lease (GATEWAY_STOPPED), or, when the lease
+// outlives the outage, by this replica itself (endHandedOff): the same
+// terminal, after the last event the store has. Either way one terminal,
+// the same to everyone.
+
+// handOff drops turn r from memory and sees that the store ends it.
+// Called before r's terminal is delivered from memory.
+func (g *Gateway) handOff(r *runningTurn) {
+	g.turns.remove(r.rec.ID)
+	rs := g.replicas
+	rs.goEnd(func() { g.endHandedOff(rs, r.rec.ID) })
+}
+
+// endHandedOff ends a turn handed off to the store, unless a reaper does
+// first, trying every lease_ttl/3 until the store answers or the gateway
+// stops (its lease then lapses and a reaper ends the turn).
+func (g *Gateway) endHandedOff(rs *replicas, id string) {
+	every := g.cfg.Cluster.LeaseTTL / 3
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-rs.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), every)
+		done := g.tryEndHandedOff(ctx, id)
+		cancel()
+		if done {
+			return
+		}
+	}
+}
+
+// tryEndHandedOff writes the GATEWAY_STOPPED terminal of turn id after the
+// events the store has, as a reaper would; it reports whether the turn
+// has ended (by this write, or by anyone's before it).
+func (g *Gateway) tryEndHandedOff(ctx context.Context, id string) bool {
+	rec, err := g.store.Get(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return true
+	case err != nil:
+		return false
+	case !rec.Running():
+		return true
+	}
+	err = g.store.End(ctx, id, nil, g.stoppedTerminal(rec), time.Now())
+	switch {
+	case err == nil:
+		g.log.Warn("a turn whose journal the store refused has ended as a lost replica's would", "turn", id, "agent", rec.Agent, "last_seq", rec.LastSeq)
+		return true
+	case errors.Is(err, store.ErrEnded), errors.Is(err, store.ErrFenced):
+		// Reaped meanwhile, or the lease was lost: the reaper's.
+		return true
+	case !errors.Is(err, store.ErrUnavailable):
+		// Not the outage: say so, since the turn reads as running until
+		// a later try, or a reaper, ends it.
+		g.log.Warn("ending a turn whose journal the store refused failed; retrying", "turn", id, "err", err)
+	}
+	return false
+}
+
+// readRunning reads turn id from memory while it runs here (see
+// journal.read). It returns a nil turn when the turn is not here, or left
+// during the read: a turn handed off is dropped before its terminal is
+// delivered from memory, so a read that may have seen that terminal is
+// discarded, and the store is read instead.
+func (g *Gateway) readRunning(id string, after uint64) (t *runningTurn, events []store.Event, more <-chan struct{}, inMemory bool, last uint64, ended bool) {
+	if t = g.turns.get(id); t == nil {
+		return nil, nil, nil, false, 0, false
+	}
+	events, more, inMemory, last, ended = t.j.read(after, followBatch)
+	if g.turns.get(id) != t {
+		return nil, nil, nil, false, 0, false
+	}
+	return t, events, more, inMemory, last, ended
+}

@@ -1,0 +1,150 @@
+package server
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+	"github.com/acpgate/acpgate/internal/store"
+)
+
+// WatchTurn streams a turn's events after after_seq.
+func (g *Gateway) WatchTurn(req *acpgatev1.WatchTurnRequest, stream acpgatev1.AgentGateway_WatchTurnServer) error {
+	if req.GetTurnId() == "" {
+		return status.Error(codes.InvalidArgument, "turn_id is required")
+	}
+	if err := g.mayWatch(stream.Context(), req.GetTurnId()); err != nil {
+		return err
+	}
+	leave, err := g.watchers.enter(req.GetTurnId(), caller(stream.Context()).Name)
+	if err != nil {
+		return err
+	}
+	defer leave()
+	err = g.follow(stream.Context(), req.GetTurnId(), req.GetAfterSeq(), stream)
+	if _, ok := status.FromError(err); ok && status.Code(err) != codes.Unknown {
+		return err
+	}
+	return nil
+}
+
+// GetTurn describes a turn.
+func (g *Gateway) GetTurn(ctx context.Context, req *acpgatev1.GetTurnRequest) (*acpgatev1.Turn, error) {
+	if req.GetTurnId() == "" {
+		return nil, status.Error(codes.InvalidArgument, "turn_id is required")
+	}
+	rec, err := g.turn(ctx, req.GetTurnId())
+	if err != nil {
+		return nil, err
+	}
+	return g.turnProto(rec)
+}
+
+// turn finds a turn's record that the caller may see; NOT_FOUND otherwise,
+// worded as for an id that does not exist.
+func (g *Gateway) turn(ctx context.Context, id string) (store.Turn, error) {
+	rec, err := g.store.Get(ctx, id)
+	if err := g.seen(ctx, id, rec.Owner, err); err != nil {
+		return store.Turn{}, err
+	}
+	return rec, nil
+}
+
+// mayWatch refuses a turn the caller may not see, as turn does, but from
+// its owner alone (store.Store.Owner): the record Get reads carries a
+// completed turn's terminal, the whole answer.
+func (g *Gateway) mayWatch(ctx context.Context, id string) error {
+	owner, err := g.store.Owner(ctx, id)
+	return g.seen(ctx, id, owner, err)
+}
+
+// seen is the answer to a caller looking up turn id, whose owner the store
+// gave with err.
+func (g *Gateway) seen(ctx context.Context, id, owner string, err error) error {
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !g.authz.sees(ctx, owner)) {
+		return status.Errorf(codes.NotFound, "no turn %q (unknown, or past its retention)", id)
+	}
+	if err != nil {
+		// A terminal kept in the journal files is read with the record.
+		return journalReadError(id, err)
+	}
+	return nil
+}
+
+// ListTurns lists turns, newest first.
+func (g *Gateway) ListTurns(ctx context.Context, req *acpgatev1.ListTurnsRequest) (*acpgatev1.ListTurnsResponse, error) {
+	size := int(req.GetPageSize())
+	switch {
+	case size < 0:
+		return nil, status.Error(codes.InvalidArgument, "page_size must not be negative")
+	case size == 0:
+		size = 50
+	case size > 500:
+		size = 500
+	}
+	from, err := decodePageToken(req.GetPageToken())
+	if err != nil {
+		return nil, err
+	}
+	recs, err := g.store.List(ctx, store.Filter{SessionID: req.GetSessionId(), Agent: req.GetAgent(), Owner: g.authz.ownerFilter(ctx)}, size+1, from)
+	if err != nil {
+		return nil, status.Errorf(storeCode(err), "listing turns: %v", err)
+	}
+	resp := &acpgatev1.ListTurnsResponse{}
+	more := len(recs) > size
+	if more {
+		recs = recs[:size]
+	}
+	bytes := 0
+	for i, rec := range recs {
+		t, err := g.turnProto(rec)
+		if err != nil {
+			return nil, err
+		}
+		// A turn's terminal carries its whole answer: a page stops short
+		// of maxListBytes, so that a client with gRPC's default receive
+		// limit can read it, and says where the next one starts.
+		if bytes += proto.Size(t); i > 0 && bytes > maxListBytes {
+			recs, more = recs[:i], true
+			break
+		}
+		resp.Turns = append(resp.Turns, t)
+	}
+	if more {
+		resp.NextPageToken = encodePageToken(store.PositionOf(recs[len(recs)-1]))
+	}
+	return resp, nil
+}
+
+// maxListBytes bounds one ListTurns page, under the 4 MiB that gRPC
+// clients accept by default (a single larger turn still fills a page).
+const maxListBytes = 3 << 20
+
+func encodePageToken(p store.Position) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(p.StartedAt.UnixNano(), 10) + ":" + p.ID))
+}
+
+func decodePageToken(token string) (*store.Position, error) {
+	if token == "" {
+		return nil, nil
+	}
+	bad := status.Error(codes.InvalidArgument, "page_token is not one ListTurns returned")
+	b, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil {
+		return nil, bad
+	}
+	nanos, id, ok := strings.Cut(string(b), ":")
+	n, err := strconv.ParseInt(nanos, 10, 64)
+	if !ok || err != nil || id == "" {
+		return nil, bad
+	}
+	return &store.Position{StartedAt: time.Unix(0, n), ID: id}, nil
+}

@@ -1,0 +1,452 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+	"go.opentelemetry.io/otel/baggage"
+	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+	"github.com/acpgate/acpgate/internal/acp"
+	"github.com/acpgate/acpgate/internal/metrics"
+	"github.com/acpgate/acpgate/internal/store"
+	"github.com/acpgate/acpgate/outcome"
+)
+
+// turnTable is the turns running in this gateway, by id.
+type turnTable struct {
+	mu    sync.Mutex
+	turns map[string]*runningTurn
+}
+
+// runningTurn is a turn running in this gateway.
+type runningTurn struct {
+	rec    store.Turn
+	j      *journal
+	cancel context.CancelFunc // cancels the turn's context: the turn is cancelled
+}
+
+func (t *turnTable) add(r *runningTurn) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.turns == nil {
+		t.turns = make(map[string]*runningTurn)
+	}
+	t.turns[r.rec.ID] = r
+}
+
+func (t *turnTable) remove(id string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.turns, id)
+}
+
+func (t *turnTable) get(id string) *runningTurn {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.turns[id]
+}
+
+func (t *turnTable) all() []*runningTurn {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]*runningTurn, 0, len(t.turns))
+	for _, r := range t.turns {
+		out = append(out, r)
+	}
+	return out
+}
+
+// recorded is rec as its streams know it: a turn of this gateway whose
+// terminal the store could not take (see journal.end) has ended, with the
+// terminal its streams got, whatever its record says. So a request_id
+// whose turn ended that way may run again when the ending says so.
+func (g *Gateway) recorded(rec store.Turn) store.Turn {
+	if !rec.Running() || rec.ID == "" {
+		return rec
+	}
+	if live := g.turns.get(rec.ID); live != nil {
+		if ok, terminal, endedAt := live.j.recorded(); !ok {
+			rec.Terminal, rec.EndedAt = terminal, endedAt
+		}
+	}
+	return rec
+}
+
+// turnPlan is a turn about to start: its record, and either the session
+// it claimed or the one-shot session it will open.
+type turnPlan struct {
+	rec     store.Turn
+	blocks  []acpsdk.ContentBlock
+	live    *liveSession // a claimed open session
+	opening *opening     // a one-shot session to start, or a suspended one to re-open
+	req     *acpgatev1.PromptRequest
+}
+
+// abandon gives back what the plan holds.
+func (p *turnPlan) abandon() {
+	if p.live != nil {
+		p.live.unclaim()
+	}
+	if p.opening != nil {
+		p.opening.abandon()
+	}
+}
+
+// begin decides what a Prompt runs: a new turn (started on its own
+// goroutine), or an earlier turn of the same request_id to attach to. It
+// returns the id of the turn to follow.
+func (g *Gateway) begin(ctx context.Context, req *acpgatev1.PromptRequest, blocks []acpsdk.ContentBlock) (string, error) {
+	attempt := uint32(1)
+	owner := caller(ctx).Name
+	key := requestKey(owner, req.GetRequestId())
+	if key != "" {
+		rec, err := g.store.Latest(context.Background(), key)
+		rec = g.recorded(rec)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return "", status.Errorf(codes.Unavailable, "reading the turn journal: %v", err)
+		default:
+			what, err := previous(rec, req)
+			if err != nil {
+				return "", err
+			}
+			if what == recordedAttach {
+				return rec.ID, nil
+			}
+			attempt = rec.Attempt + 1
+		}
+	}
+	plan := &turnPlan{req: req, blocks: blocks, rec: store.Turn{
+		ID:         g.newTurnID(),
+		RequestID:  key,
+		Owner:      owner,
+		Attempt:    attempt,
+		Target:     requestTarget(req),
+		PromptHash: promptHash(req),
+		StartedAt:  time.Now(),
+	}}
+	if req.GetSessionId() != "" {
+		live, susp, err := g.claimSession(ctx, req.GetSessionId(), plan.rec.ID)
+		if err != nil {
+			return "", err
+		}
+		if susp != nil {
+			if plan.opening, err = g.prepareReopen(ctx, susp); err != nil {
+				return "", err
+			}
+			plan.rec.Agent, plan.rec.SessionID = susp.rec.Agent, susp.rec.ID
+		} else {
+			plan.live = live
+			plan.rec.Agent, plan.rec.SessionID = live.agent.cfg.Name, live.id
+		}
+	} else {
+		mcp, err := g.callerMCP(ctx, req.GetAgent(), req.GetMcpServers())
+		if err != nil {
+			return "", err
+		}
+		o, err := g.prepare(ctx, req.GetAgent(), req.GetCwd())
+		if err != nil {
+			return "", err
+		}
+		o.mcp = mcp
+		plan.opening = o
+		plan.rec.Agent = req.GetAgent()
+	}
+	if err := g.admit.admitTurn(owner, plan.rec.ID); err != nil {
+		plan.abandon()
+		return "", err
+	}
+	existing, created, err := g.store.Begin(context.Background(), plan.rec)
+	if err != nil || !created {
+		g.admit.turnEnded(plan.rec.ID)
+		plan.abandon()
+		if err != nil {
+			return "", status.Errorf(codes.Unavailable, "recording the turn in the journal: %v", err)
+		}
+		// A concurrent submission of the same request_id won.
+		if _, err := previous(g.recorded(existing), req); err != nil {
+			return "", err
+		}
+		return existing.ID, nil
+	}
+	// The turn is the gateway's, not the call's: it may outlive the call,
+	// so it takes only the call's span (its trace parent) and baggage, not
+	// its cancellation.
+	ctx, cancel := context.WithCancel(baggage.ContextWithBaggage(trace.ContextWithSpan(context.Background(), trace.SpanFromContext(ctx)), baggage.FromContext(ctx)))
+	r := &runningTurn{rec: plan.rec, cancel: cancel}
+	r.j = newJournal(plan.rec.ID, g.store, g.log, g.agentMetrics(plan.rec.Agent), func(cause string) {
+		if plan.live != nil {
+			plan.live.sess.Cancel(cause)
+		}
+		cancel()
+	})
+	if g.replicas != nil {
+		r.j.refused = func() { g.handOff(r) }
+	}
+	g.turns.add(r)
+	go func() {
+		// Once runTurn has returned: while it runs, its frame holds the
+		// turn's answer and terminal.
+		collectAfterTurn(g.runTurn(ctx, r, plan))
+	}()
+	return plan.rec.ID, nil
+}
+
+// claimSession claims a session for a turn: an open one, or a suspended
+// one to re-open (claimed too).
+func (g *Gateway) claimSession(ctx context.Context, id, turnID string) (*liveSession, *suspendedSession, error) {
+	live, err := g.session(ctx, id)
+	gone := false
+	if err == nil {
+		select {
+		case <-live.sess.Done():
+			// Its agent has gone; the janitor has not swept it yet. It is
+			// suspended (by this call or a concurrent one) when it can be
+			// re-opened, and has ended otherwise.
+			if gone = !g.suspend(live, "its agent has gone"); gone {
+				g.remove(live)
+			}
+		default:
+			if !live.claim(turnID) {
+				return nil, nil, status.Errorf(codes.FailedPrecondition, "session %q is already running a turn (ACP allows one at a time)", id)
+			}
+			return live, nil, nil
+		}
+	}
+	susp := g.suspended(ctx, id)
+	switch {
+	case susp == nil && gone:
+		return nil, nil, status.Errorf(codes.NotFound, "session %q has ended: its agent is gone", id)
+	case susp == nil:
+		return nil, nil, errNoSession(id)
+	}
+	if !susp.claim() {
+		return nil, nil, errReopening(id)
+	}
+	return nil, susp, nil
+}
+
+// runTurn runs a planned turn to its terminal, journaling its events. It
+// owns the turn: it ends when the turn has ended, whoever is watching. It
+// returns the encoded size of the terminal, 0 for the small terminal of a
+// turn that did not stream.
+func (g *Gateway) runTurn(ctx context.Context, r *runningTurn, plan *turnPlan) (terminalBytes int64) {
+	defer g.admit.turnEnded(r.rec.ID)
+	defer func() {
+		// A turn whose terminal the store could not take stays readable
+		// from memory: its streams must still end with the terminal, and
+		// its request_id's next submission must find it ended.
+		if ok, _, _ := r.j.recorded(); ok {
+			g.turns.remove(r.rec.ID)
+		}
+	}()
+	defer r.cancel()
+	m := g.agentMetrics(r.rec.Agent)
+	m.TurnStarted()
+	defer m.TurnDone()
+	id := r.rec.ID
+	live := plan.live
+	ctx, span := g.turnSpan(ctx, r, live == nil && plan.opening.reopen == nil)
+	if live == nil {
+		var err error
+		if plan.opening.reopen != nil {
+			live, err = g.reopen(ctx, plan.opening)
+		} else {
+			live, err = g.start(ctx, plan.opening, true)
+		}
+		if err != nil {
+			endTurnSpan(span, nil, g.endUnstarted(ctx, r, err), pumpStats{})
+			return 0
+		}
+		live.claim(id)
+		plan.live = live
+	}
+	started := encodeEvent(started(id, live.id, live.agent.cfg.Name, live.takeResumed()), 1)
+	q := newEventQueue()
+	journaled := make(chan struct{}) // closed once the store has taken or refused the started event
+	pumped := make(chan struct{})
+	var streamed pumpStats
+	go func() {
+		defer close(pumped)
+		// The started event is journaled while the agent takes the
+		// prompt, not before: the agent does not wait for the store's
+		// write. Its events wait in q meanwhile, since no stream may read
+		// one before the started event, nor that before the store has
+		// it. A refused start cancels the turn (see journal.start).
+		// Journaled without the turn's cancellation: a turn cancelled
+		// as it starts is a cancelled turn, not a journal that failed.
+		if err := r.j.start(context.WithoutCancel(ctx), live.id, started); err != nil {
+			g.log.ErrorContext(ctx, "the turn could not be journaled", "turn", id, "err", err)
+		}
+		close(journaled)
+		streamed = g.pump(ctx, q, r.j, plan.req.GetCoalesceChunks(), live, m, r.rec.StartedAt)
+	}()
+	result, err := live.sess.Prompt(ctx, plan.blocks, acp.PromptOptions{
+		TurnID:   id,
+		Timeout:  live.agent.cfg.TurnTimeout,
+		Emit:     q.push,
+		OnCancel: q.abandon,
+		OmitText: plan.req.GetOmitOutcomeText(),
+		Meta:     plan.req.GetMeta(),
+	})
+	if err != nil {
+		// Not a turn's ending (busy or closed underneath us), but the
+		// turn has been announced: it still gets a terminal.
+		g.log.ErrorContext(ctx, "the turn could not start", "turn", id, "err", err)
+		result = outcome.Result{Error: g.interp.StaleTarget("the session ended before the turn could start: " + err.Error())}
+	}
+	<-journaled
+	if failed := r.j.failure(); failed != nil {
+		e := g.interp.JournalFailed(failed.Error(), outcome.Text{})
+		e.Partial = result.Error.GetPartial()
+		result = outcome.Result{Error: e}
+	}
+	// The session is free before anyone can read the terminal.
+	live.release()
+	q.finish(terminal(result))
+	<-pumped
+	g.logTerminal(ctx, id, live.agent.cfg.Name, live.id, result.Error)
+	g.noteTurnEnd(r, live, result)
+	endTurnSpan(span, live, result, streamed)
+	g.afterTurn(live, result.Error)
+	return streamed.terminal
+}
+
+// journalFailed is the terminal of a turn whose journal failed with err,
+// in place of e: what the agent had answered is lost with the journal, so
+// the turn ends with the retryable journal failure, keeping e's partial
+// answer, if any.
+func (g *Gateway) journalFailed(err error, e *acpgatev1.PromptEvent) *acpgatev1.PromptEvent {
+	he := g.interp.JournalFailed(err.Error(), outcome.Text{})
+	he.Partial = e.GetError().GetPartial()
+	return terminal(outcome.Result{Error: he})
+}
+
+// afterTurn closes a one-shot session, and a session whose agent is gone.
+func (g *Gateway) afterTurn(live *liveSession, e *acpgatev1.HarnessError) {
+	if live.oneShot || e.GetTransport() != nil {
+		g.remove(live)
+	}
+}
+
+// endUnstarted journals the ending of a turn whose agent did not start (a
+// one-shot turn, or one re-opening a suspended session): a caller handles
+// one shape, so the failure to start or handshake is the turn's terminal,
+// after a started event with no session (a one-shot turn) or the
+// suspended session's id. It returns that terminal.
+func (g *Gateway) endUnstarted(ctx context.Context, r *runningTurn, err error) outcome.Result {
+	var agentErr *acp.Error
+	var e *acpgatev1.HarnessError
+	switch {
+	case errors.As(err, &agentErr):
+		e = agentErr.Proto
+	default:
+		// The turn was cancelled (its client went away, or shutdown)
+		// before its agent had started, or the gateway is draining.
+		e = g.interp.StaleTarget("the turn ended before its agent had started: " + status.Convert(statusOf(err)).Message())
+	}
+	if err := r.j.start(context.Background(), "", encodeEvent(started(r.rec.ID, r.rec.SessionID, r.rec.Agent, false), 1)); err != nil {
+		g.log.ErrorContext(ctx, "the turn could not be journaled", "turn", r.rec.ID, "err", err)
+	}
+	result := outcome.Result{Error: e}
+	r.j.end(terminal(result), 2, g.journalFailed)
+	g.logTerminal(ctx, r.rec.ID, r.rec.Agent, "", e)
+	g.noteTurnEnd(r, nil, result)
+	return result
+}
+
+// pump moves a turn's events from its queue into its journal: merging text
+// chunks when the client asked for that, and bounding the journal at
+// limits.max_turn_bytes, past which the turn is cancelled and its further
+// events are not journaled. It counts the events journaled in am, and the
+// time from began to the first agent message chunk, and returns what it
+// journaled (two integers kept per event: a span per chunk would cost the
+// stream more than the stream costs).
+func (g *Gateway) pump(ctx context.Context, q *eventQueue, j *journal, coalesce bool, live *liveSession, am *metrics.Agent, began time.Time) pumpStats {
+	var (
+		m         merger
+		spare     []*acpgatev1.PromptEvent
+		out       []store.Event // a batch's encodings; the journal copies them
+		size      int64
+		events    int64
+		over      bool
+		firstSeen bool
+	)
+	limit := g.cfg.Limits.MaxTurnBytes
+	for {
+		batch, _ := q.take(context.Background(), spare)
+		seq := j.next()
+		out = out[:0]
+		for i := 0; i < len(batch); i++ {
+			e := batch[i]
+			if coalesce && isTextChunk(e.GetAgentMessageChunk()) {
+				e, i = m.merge(batch, i)
+			}
+			if isTerminal(e) {
+				if len(out) > 0 {
+					j.append(out)
+				}
+				if over && e.GetOutcome() != nil {
+					// The agent completed before the cancel reached it, but
+					// the journal dropped events past the limit: the turn
+					// must not read as complete.
+					detail := fmt.Sprintf("the turn's journal reached limits.max_turn_bytes (%d bytes); the events after it were not journaled", limit)
+					e = terminal(outcome.Result{Error: g.interp.JournalFailed(detail, outcome.Text{})})
+				}
+				end := j.end(e, seq, g.journalFailed)
+				return pumpStats{events: events, bytes: size, terminal: int64(end.Len())}
+			}
+			if over {
+				continue
+			}
+			ev := encodeEvent(e, seq)
+			if size += int64(ev.Len()); size > limit {
+				over = true
+				cause := fmt.Sprintf("the turn's journal reached limits.max_turn_bytes (%d bytes)", limit)
+				g.log.WarnContext(ctx, "cancelling a turn whose journal is full", "turn", j.id, "limit", limit)
+				live.sess.Cancel(cause)
+				continue
+			}
+			out = append(out, ev)
+			seq++
+			events++
+			am.Chunk(ev.Len())
+			if !firstSeen && isAgentMessageChunk(e) {
+				firstSeen = true
+				am.FirstChunk(time.Since(began))
+			}
+		}
+		if len(out) > 0 {
+			j.append(out)
+		}
+		clear(batch)
+		clear(out)
+		spare = batch
+	}
+}
+
+// endStopped ends every turn the store still shows as running: the gateway
+// stopped while they ran (they cannot be running now, since a store is
+// used by one gateway at a time).
+func (g *Gateway) endStopped(ctx context.Context) error {
+	running, err := g.store.Running(ctx)
+	if err != nil {
+		return err
+	}
+	for _, rec := range running {
+		if err := g.store.End(ctx, rec.ID, nil, g.stoppedTerminal(rec), time.Now()); err != nil {
+			return fmt.Errorf("ending turn %s: %w", rec.ID, err)
+		}
+		g.log.Warn("a turn was running when the gateway stopped; it has ended", "turn", rec.ID, "agent", rec.Agent, "last_seq", rec.LastSeq)
+	}
+	return nil
+}
