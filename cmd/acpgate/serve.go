@@ -29,11 +29,17 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	listen := fs.String("listen", "", "address to listen on, overriding the configuration (127.0.0.1:0 picks a free port)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	check := fs.Bool("check", false, "check the configuration as serve would at start (strict decoding, every rule, the files it names readable, the exposure rule), then exit: 0 when it is valid, 2 otherwise")
-	// Profiling, for the benchmark harness; not shown in the usage.
-	cpuProfile := fs.String("cpuprofile", "", "")
-	allocProfile := fs.String("allocprofile", "", "")
-	execTrace := fs.String("trace", "", "")
+	// Profiling. Documented rather than hidden: a flag the usage hides is
+	// found only by reading the source, yet these are what an operator
+	// needs to show where a slow gateway spends its time, and the
+	// benchmarks' profiles (docs/benchmarks.md) are made with them.
+	cpuProfile := fs.String("cpuprofile", "", "profiling: write a CPU profile (go tool pprof) of the whole run to `FILE`")
+	allocProfile := fs.String("allocprofile", "", "profiling: write the allocations since start (go tool pprof) to `FILE` after a clean shutdown")
+	execTrace := fs.String("trace", "", "profiling: write the runtime's execution trace (go tool trace) of the whole run to `FILE`")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	if fs.NArg() > 0 {

@@ -59,3 +59,32 @@ agents:
 		t.Errorf("%d warnings for one missing command:\n%s", n, log)
 	}
 }
+
+// Every flag of `serve -h` says what it does, the profiling ones included:
+// a flag listed with no description reads as a mistake, and one left out
+// is found only in the source.
+func TestServeHelpDescribesEveryFlag(t *testing.T) {
+	code, _, stderr := runCLI(t, "serve", "-h")
+	if code != 0 {
+		t.Errorf("serve -h exits %d, want 0", code)
+	}
+	lines := strings.Split(stderr, "\n")
+	flags := 0
+	for i, line := range lines {
+		if !strings.HasPrefix(line, "  -") {
+			continue
+		}
+		flags++
+		if i+1 >= len(lines) || strings.TrimSpace(lines[i+1]) == "" || strings.HasPrefix(lines[i+1], "  -") {
+			t.Errorf("serve -h lists %q with no description", strings.TrimSpace(line))
+		}
+	}
+	for _, name := range []string{"-cpuprofile", "-allocprofile", "-trace"} {
+		if !strings.Contains(stderr, "  "+name+" ") {
+			t.Errorf("serve -h does not list %s", name)
+		}
+	}
+	if flags == 0 {
+		t.Fatalf("serve -h lists no flags:\n%s", stderr)
+	}
+}
