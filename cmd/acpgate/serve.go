@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/acpgate/acpgate/internal/demoagent"
 	"github.com/acpgate/acpgate/internal/scratch"
 	"github.com/acpgate/acpgate/server"
+	"github.com/acpgate/acpgate/store"
 )
 
 // runServe is `acpgate serve`: run the gateway until SIGINT or SIGTERM.
@@ -27,6 +29,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "configuration file (YAML); without one, the built-in demo agent is served as agent \"demo\"")
 	listen := fs.String("listen", "", "address to listen on, overriding the configuration (127.0.0.1:0 picks a free port)")
+	stateDir := fs.String("state-dir", "", "directory of the sqlite turn store, overriding state_dir (default: acpgate under $XDG_STATE_HOME, else ~/.local/state)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	check := fs.Bool("check", false, "check the configuration as serve would at start (strict decoding, every rule, the files it names readable, the exposure rule), then exit: 0 when it is valid, 2 otherwise")
 	// Profiling. Documented rather than hidden: a flag the usage hides is
@@ -80,6 +83,14 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	if *listen != "" {
 		cfg.Listen = *listen
+	}
+	if *stateDir != "" {
+		// state_dir must be absolute; a flag is relative to where
+		// serve runs, as a person typing it expects.
+		if cfg.StateDir, err = filepath.Abs(*stateDir); err != nil {
+			fmt.Fprintf(stderr, "acpgate serve: --state-dir: %v\n", err)
+			return 2
+		}
 	}
 	if err := cfg.ExposureProblem(); err != nil {
 		fmt.Fprintf(stderr, "acpgate serve: %v\n", err)
@@ -159,6 +170,9 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "acpgate serve: %v\n", err)
+		if errors.Is(err, store.ErrInUse) {
+			fmt.Fprintln(stderr, stateDirInUseHint)
+		}
 		return 1
 	}
 	if *allocProfile != "" {
@@ -169,6 +183,12 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	return 0
 }
+
+// stateDirInUseHint is what to do when another gateway holds the state
+// directory: two gateways cannot share one sqlite store.
+const stateDirInUseHint = "acpgate serve: another gateway uses that state directory; stop it, or give this one its own: " +
+	"--state-dir DIR (or state_dir in the configuration), or XDG_STATE_HOME (the default is acpgate under it), " +
+	"or `store: memory` in the configuration to keep no turns across restarts"
 
 // shutdownOverrun is how long past shutdown_grace the process may take to
 // stop its last agents before it exits regardless.

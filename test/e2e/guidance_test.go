@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -86,5 +87,27 @@ func TestServeHelpDescribesEveryFlag(t *testing.T) {
 	}
 	if flags == 0 {
 		t.Fatalf("serve -h lists no flags:\n%s", stderr)
+	}
+}
+
+// A second gateway on the same state directory cannot start; the error says
+// the three ways to give it its own: --state-dir, XDG_STATE_HOME and
+// `store: memory`. --state-dir overrides the default (startServe points
+// XDG_STATE_HOME elsewhere).
+func TestAStateDirectoryInUseNamesTheWaysToGiveTheGatewayItsOwn(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	cfg := writeConfig(t, e2eConfig)
+	first := serve(t, "--config", cfg, "--state-dir", dir)
+	if log := first.log(); !strings.Contains(log, "state_dir="+dir) {
+		t.Errorf("the first gateway's store is not in --state-dir %s:\n%s", dir, log)
+	}
+	_, err := startServe(t, "--config", cfg, "--state-dir", dir)
+	if err == nil {
+		t.Fatal("a second gateway started on a state directory in use")
+	}
+	for _, want := range []string{"in use by another acpgate process", "--state-dir", "XDG_STATE_HOME", "store: memory"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the second gateway's error does not name %q:\n%v", want, err)
+		}
 	}
 }
