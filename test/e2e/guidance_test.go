@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/acpgate/acpgate/internal/exitcode"
 	"github.com/acpgate/acpgate/internal/testutil"
 )
 
@@ -108,6 +109,51 @@ func TestAStateDirectoryInUseNamesTheWaysToGiveTheGatewayItsOwn(t *testing.T) {
 	for _, want := range []string{"in use by another acpgate process", "--state-dir", "XDG_STATE_HOME", "store: memory"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the second gateway's error does not name %q:\n%v", want, err)
+		}
+	}
+}
+
+// A cwd the gateway cannot take says what it is relative to and that
+// agents[].workspace sets it: without a workspace, every session starts in
+// an empty temporary directory, so an absolute path (the caller's own
+// directory, typically) cannot work.
+func TestACwdOutsideAWorkspaceSaysThatAgentsWorkspaceSetsOne(t *testing.T) {
+	ws := t.TempDir()
+	s := serve(t, "--config", writeConfig(t, `
+store: memory
+agents:
+  - name: bare
+    command: "${ACPGATE_E2E_AGENT}"
+  - name: rooted
+    command: "${ACPGATE_E2E_AGENT}"
+    workspace: `+ws+`
+`))
+	for _, c := range []struct {
+		agent, cwd string
+		want       []string
+	}{
+		{"bare", t.TempDir(), []string{"is absolute", "no workspace", "agents[].workspace"}},
+		{"bare", "src", []string{"does not exist", "no workspace", "agents[].workspace"}},
+		{"rooted", "/etc", []string{"is absolute", `agent "rooted"'s workspace`, "agents[].workspace"}},
+		{"rooted", "../..", []string{"leaves", `agent "rooted"'s workspace`, "agents[].workspace"}},
+	} {
+		for _, cmd := range []string{"prompt", "open"} {
+			args := []string{"--addr", s.addr, "--agent", c.agent, "--cwd", c.cwd}
+			if cmd == "prompt" {
+				args = append(args, "hello")
+			}
+			code, _, stderr := runCLI(t, cmd, args...)
+			if code != exitcode.InvalidArgument {
+				t.Errorf("%s --agent %s --cwd %s: exit %d, want %d; stderr %q", cmd, c.agent, c.cwd, code, exitcode.InvalidArgument, stderr)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("%s --agent %s --cwd %s: stderr does not say %q:\n%s", cmd, c.agent, c.cwd, w, stderr)
+				}
+			}
+			if strings.Contains(stderr, ws) {
+				t.Errorf("%s --agent %s --cwd %s: stderr shows the workspace's path to the caller:\n%s", cmd, c.agent, c.cwd, stderr)
+			}
 		}
 	}
 }
