@@ -157,3 +157,39 @@ agents:
 		}
 	}
 }
+
+// An unknown agent is most often a mistyped one: the CLI shows the
+// gateway's suggestion of the nearest names and the agents there are.
+func TestAnUnknownAgentSuggestsTheNearestNamesAndListsTheConfiguredOnes(t *testing.T) {
+	s := serve(t, "--config", writeConfig(t, `
+store: memory
+agents:
+  - name: gemini
+    command: "${ACPGATE_E2E_AGENT}"
+  - name: codex
+    command: "${ACPGATE_E2E_AGENT}"
+  - name: gemma
+    command: "${ACPGATE_E2E_AGENT}"
+`))
+	for _, c := range []struct{ agent, suggestion string }{
+		{"gemni", `(did you mean "gemini"?)`},
+		{"gemix", `(did you mean "gemini" or "gemma"?)`},
+		{"claude", ""},
+	} {
+		for _, cmd := range []string{"prompt", "open"} {
+			args := []string{"--addr", s.addr, "--agent", c.agent}
+			if cmd == "prompt" {
+				args = append(args, "hello")
+			}
+			code, _, stderr := runCLI(t, cmd, args...)
+			want := fmt.Sprintf("acpgate: NOT_FOUND: no agent named %q is configured", c.agent)
+			if c.suggestion != "" {
+				want += " " + c.suggestion
+			}
+			want += "; the agents you may use: gemini, codex, gemma\n"
+			if code != exitcode.Rejected || stderr != want {
+				t.Errorf("%s --agent %s: exit %d, stderr\n%q\nwant exit %d, stderr\n%q", cmd, c.agent, code, stderr, exitcode.Rejected, want)
+			}
+		}
+	}
+}
