@@ -93,11 +93,17 @@ func runPrompt(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 		// this command.
 		req.OnDisconnect = acpgatev1.DisconnectPolicy_DISCONNECT_POLICY_CONTINUE
 	}
+	var p *progress // the status line while nothing streams (progress.go)
+	if !*asJSON {
+		var stop func()
+		p, stdout, stderr, stop = startProgress(ctx, client, startingPhase(req), req.GetAgent(), stdout, stderr)
+		defer stop()
+	}
 	var sink eventSink
 	if *asJSON {
 		sink = &jsonSink{out: stdout, err: stderr} // every event, as the gateway cuts them
 	} else {
-		sink = newHumanSink(stdout, stderr)
+		sink = progressSink{eventSink: newHumanSink(stdout, stderr), p: p}
 		// The answer is printed as it streams, so how it is cut into chunks
 		// does not show: fewer, larger chunks cost less at every hop.
 		req.CoalesceChunks = true
