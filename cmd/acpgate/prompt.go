@@ -32,7 +32,10 @@ new turn: it attaches to the first one and streams it from its start. With
 --detach, the command prints the turn's id as soon as the turn has started
 and exits 0, leaving the turn running; follow it with acpgate watch.
 With --request-id, Ctrl-C detaches too (the turn runs on; a second Ctrl-C
-at once cancels it); without one, Ctrl-C cancels the turn.`,
+at once cancels it); without one, Ctrl-C cancels the turn.
+
+On a terminal, until the output starts, a status line on stderr says what
+the command waits on: the agent's start (cold or warm), then the agent.`,
 	run: runPrompt,
 }
 
