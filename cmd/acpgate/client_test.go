@@ -896,7 +896,7 @@ func TestTurnsListsEveryPageUpToTheLimitAsATable(t *testing.T) {
 		"TURN STATE AGENT SESSION ATTEMPT REQUEST STARTED ENDED SEQ ENDING",
 		"t5 running demo s2 2 job-7 2026-01-02T03:04:09Z - 3 -",
 		"t4 ended demo s1 1 - 2026-01-02T03:04:01Z 2026-01-02T03:04:02Z 4 transport (retryable)",
-		"t3 ended demo s1 1 - 2026-01-02T03:04:01Z 2026-01-02T03:04:02Z 4 harness",
+		"t3 ended demo s1 1 - 2026-01-02T03:04:01Z 2026-01-02T03:04:02Z 4 cancelled",
 		"t2 ended demo s1 1 - 2026-01-02T03:04:01Z 2026-01-02T03:04:02Z 4 outcome",
 		"t1 ended demo - 1 - 2026-01-02T03:04:00Z 2026-01-02T03:04:00Z 2 transport",
 	}

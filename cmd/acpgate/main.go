@@ -56,7 +56,7 @@ func usage(w io.Writer) {
 
 Usage: acpgate COMMAND [flags]
 
-  serve     [--config FILE] [--listen ADDR]
+  serve     [--config FILE] [--listen ADDR] [--state-dir DIR]
             run the gateway (without --config: the built-in demo agent, as "demo")
   demo-agent
             the built-in demo ACP agent, speaking ACP on stdin/stdout

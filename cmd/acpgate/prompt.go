@@ -32,7 +32,10 @@ new turn: it attaches to the first one and streams it from its start. With
 --detach, the command prints the turn's id as soon as the turn has started
 and exits 0, leaving the turn running; follow it with acpgate watch.
 With --request-id, Ctrl-C detaches too (the turn runs on; a second Ctrl-C
-at once cancels it); without one, Ctrl-C cancels the turn.`,
+at once cancels it); without one, Ctrl-C cancels the turn.
+
+On a terminal, until the output starts, a status line on stderr says what
+the command waits on: the agent's start (cold or warm), then the agent.`,
 	run: runPrompt,
 }
 
@@ -93,11 +96,17 @@ func runPrompt(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 		// this command.
 		req.OnDisconnect = acpgatev1.DisconnectPolicy_DISCONNECT_POLICY_CONTINUE
 	}
+	var p *progress // the status line while nothing streams (progress.go)
+	if !*asJSON {
+		var stop func()
+		p, stdout, stderr, stop = startProgress(ctx, client, startingPhase(req), req.GetAgent(), stdout, stderr)
+		defer stop()
+	}
 	var sink eventSink
 	if *asJSON {
 		sink = &jsonSink{out: stdout, err: stderr} // every event, as the gateway cuts them
 	} else {
-		sink = newHumanSink(stdout, stderr)
+		sink = progressSink{eventSink: newHumanSink(stdout, stderr), p: p}
 		// The answer is printed as it streams, so how it is cut into chunks
 		// does not show: fewer, larger chunks cost less at every hop.
 		req.CoalesceChunks = true

@@ -392,9 +392,9 @@ func turnCells(t *acpgatev1.Turn) []string {
 		strconv.FormatUint(t.GetLastSeq(), 10), turnEnding(t)}
 }
 
-// turnEnding says how a turn ended: "outcome", or its error's class (as
-// outcome.Class names it), marked "(retryable)" where running the prompt
-// again may succeed; "-" while it runs.
+// turnEnding says how a turn ended: "outcome", or its error's name
+// (errorName), marked "(retryable)" where running the prompt again may
+// succeed; "-" while it runs.
 func turnEnding(t *acpgatev1.Turn) string {
 	switch {
 	case t.GetTerminal().GetOutcome() != nil:
@@ -402,11 +402,25 @@ func turnEnding(t *acpgatev1.Turn) string {
 	case t.GetTerminal().GetError() != nil:
 		e := t.GetTerminal().GetError()
 		if e.GetRetryable() {
-			return outcome.Class(e) + " (retryable)"
+			return errorName(e) + " (retryable)"
 		}
-		return outcome.Class(e)
+		return errorName(e)
 	}
 	return "-"
+}
+
+// errorName names an ending error as a person would: "cancelled" and
+// "auth_required" for the harness failures that are those (a cancelled turn
+// listed as "harness" reads as the agent's failure), its class as
+// outcome.Class names it otherwise.
+func errorName(e *acpgatev1.HarnessError) string {
+	switch h := e.GetHarness(); {
+	case h.GetCancelled():
+		return "cancelled"
+	case h.GetAuthRequired():
+		return "auth_required"
+	}
+	return outcome.Class(e)
 }
 
 // timeCell renders a time in UTC to the second, or "-" when it is absent.

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/acpgate/acpgate/internal/demoagent"
 	"github.com/acpgate/acpgate/internal/scratch"
 	"github.com/acpgate/acpgate/internal/server"
+	"github.com/acpgate/acpgate/internal/store"
 )
 
 // runServe is `acpgate serve`: run the gateway until SIGINT or SIGTERM.
@@ -27,13 +29,20 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "configuration file (YAML); without one, the built-in demo agent is served as agent \"demo\"")
 	listen := fs.String("listen", "", "address to listen on, overriding the configuration (127.0.0.1:0 picks a free port)")
+	stateDir := fs.String("state-dir", "", "directory of the sqlite turn store, overriding state_dir (default: acpgate under $XDG_STATE_HOME, else ~/.local/state)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	check := fs.Bool("check", false, "check the configuration as serve would at start (strict decoding, every rule, the files it names readable, the exposure rule), then exit: 0 when it is valid, 2 otherwise")
-	// Profiling, for the benchmark harness; not shown in the usage.
-	cpuProfile := fs.String("cpuprofile", "", "")
-	allocProfile := fs.String("allocprofile", "", "")
-	execTrace := fs.String("trace", "", "")
+	// Profiling. Documented rather than hidden: a flag the usage hides is
+	// found only by reading the source, yet these are what an operator
+	// needs to show where a slow gateway spends its time, and the
+	// benchmarks' profiles (docs/benchmarks.md) are made with them.
+	cpuProfile := fs.String("cpuprofile", "", "profiling: write a CPU profile (go tool pprof) of the whole run to `FILE`")
+	allocProfile := fs.String("allocprofile", "", "profiling: write the allocations since start (go tool pprof) to `FILE` after a clean shutdown")
+	execTrace := fs.String("trace", "", "profiling: write the runtime's execution trace (go tool trace) of the whole run to `FILE`")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	if fs.NArg() > 0 {
@@ -74,6 +83,14 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	if *listen != "" {
 		cfg.Listen = *listen
+	}
+	if *stateDir != "" {
+		// state_dir must be absolute; a flag is relative to where
+		// serve runs, as a person typing it expects.
+		if cfg.StateDir, err = filepath.Abs(*stateDir); err != nil {
+			fmt.Fprintf(stderr, "acpgate serve: --state-dir: %v\n", err)
+			return 2
+		}
 	}
 	if err := cfg.ExposureProblem(); err != nil {
 		fmt.Fprintf(stderr, "acpgate serve: %v\n", err)
@@ -153,6 +170,9 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "acpgate serve: %v\n", err)
+		if errors.Is(err, store.ErrInUse) {
+			fmt.Fprintln(stderr, stateDirInUseHint)
+		}
 		return 1
 	}
 	if *allocProfile != "" {
@@ -163,6 +183,12 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	return 0
 }
+
+// stateDirInUseHint is what to do when another gateway holds the state
+// directory: two gateways cannot share one sqlite store.
+const stateDirInUseHint = "acpgate serve: another gateway uses that state directory; stop it, or give this one its own: " +
+	"--state-dir DIR (or state_dir in the configuration), or XDG_STATE_HOME (the default is acpgate under it), " +
+	"or `store: memory` in the configuration to keep no turns across restarts"
 
 // shutdownOverrun is how long past shutdown_grace the process may take to
 // stop its last agents before it exits regardless.

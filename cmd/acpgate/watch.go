@@ -43,6 +43,12 @@ func runWatch(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stde
 	}
 	defer closeConn()
 
+	var p *progress // the status line while nothing streams (progress.go)
+	if !*asJSON {
+		var stop func()
+		p, stdout, stderr, stop = startProgress(ctx, client, "waiting on the turn", "", stdout, stderr)
+		defer stop()
+	}
 	// Watching is reading: an interrupt ends the call, never the turn.
 	stream, err := client.WatchTurn(ctx, &acpgatev1.WatchTurnRequest{TurnId: turnID, AfterSeq: *after})
 	if err != nil {
@@ -52,7 +58,7 @@ func runWatch(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stde
 	if *asJSON {
 		sink = &jsonSink{out: stdout, err: stderr}
 	} else {
-		sink = newHumanSink(stdout, stderr)
+		sink = progressSink{eventSink: newHumanSink(stdout, stderr), p: p}
 	}
 	seen := &terminalSeen{eventSink: sink}
 	code, lastSeq := showTurn(ctx, stream, seen, nil, stderr)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/acpgate/acpgate/internal/spelling"
 )
 
 // parseYAML parses data into its root node, or nil for an empty document.
@@ -448,37 +450,11 @@ func suggest(key string, handlers map[string]func(*yaml.Node)) string {
 		known = append(known, k)
 	}
 	slices.Sort(known)
-	best, bestDist := "", 3
-	for _, k := range known {
-		if dist := editDistance(key, k); dist < bestDist {
-			best, bestDist = k, dist
-		}
-	}
-	if best == "" {
+	near := spelling.Nearest(key, known)
+	if len(near) == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return fmt.Sprintf(" (did you mean %q?)", near[0])
 }
 
 // scalar returns the value of a scalar node. ok is false, with nothing

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,6 +33,7 @@ import (
 	"github.com/acpgate/acpgate/internal/acp"
 	"github.com/acpgate/acpgate/internal/config"
 	"github.com/acpgate/acpgate/internal/metrics"
+	"github.com/acpgate/acpgate/internal/spelling"
 	"github.com/acpgate/acpgate/internal/store"
 	"github.com/acpgate/acpgate/internal/tracing"
 	"github.com/acpgate/acpgate/outcome"
@@ -455,12 +457,38 @@ func (o *opening) abandon() {
 func (g *Gateway) agentFor(ctx context.Context, agent string) (*agentEntry, error) {
 	entry, ok := g.byName[agent]
 	if !ok {
-		return nil, status.Errorf(codes.NotFound, "no agent named %q is configured", agent)
+		return nil, status.Error(codes.NotFound, g.unknownAgent(ctx, agent))
 	}
 	if err := g.authz.use(ctx, agent); err != nil {
 		return nil, err
 	}
 	return entry, nil
+}
+
+// unknownAgent says that no agent is named agent, suggests the nearest
+// names and lists the agents the caller may use: a mistyped name is the
+// usual cause, and the list is what to choose from. Both leave out the
+// agents the caller's allow excludes, whose names are not the caller's to
+// learn.
+func (g *Gateway) unknownAgent(ctx context.Context, agent string) string {
+	var usable []string
+	for _, a := range g.agents {
+		if g.authz.mayUse(ctx, a.cfg.Name) {
+			usable = append(usable, a.cfg.Name)
+		}
+	}
+	msg := fmt.Sprintf("no agent named %q is configured", agent)
+	if near := spelling.Nearest(agent, usable); len(near) > 0 {
+		quoted := make([]string, len(near))
+		for i, n := range near {
+			quoted[i] = strconv.Quote(n)
+		}
+		msg += fmt.Sprintf(" (did you mean %s?)", strings.Join(quoted, " or "))
+	}
+	if len(usable) == 0 {
+		return msg + "; no agent configured is one you may use"
+	}
+	return msg + "; the agents you may use: " + strings.Join(usable, ", ")
 }
 
 // prepare admits a session of agent and resolves its directory: every

@@ -239,6 +239,11 @@ func legacyEvents(ctx context.Context, tx *sql.Tx, turnID string, after, limit i
 	return out, rows.Err()
 }
 
+// ErrInUse is OpenSQLite's error for a directory whose store another
+// process holds: the caller says how to give this one a directory of its
+// own.
+var ErrInUse = errors.New("in use by another acpgate process")
+
 // OpenSQLite opens (creating if need be) the store in dir.
 func OpenSQLite(dir string) (*SQLite, error) {
 	return OpenSQLiteWith(dir, SQLiteOptions{})
@@ -257,7 +262,7 @@ func OpenSQLiteWith(dir string, opts SQLiteOptions) (_ *SQLite, err error) {
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		lock.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("sqlite store: %s is in use by another acpgate process (it holds %s)", dir, lockPath)
+			return nil, fmt.Errorf("sqlite store: %s is %w (it holds %s)", dir, ErrInUse, lockPath)
 		}
 		return nil, fmt.Errorf("sqlite store: locking %s: %w", lockPath, err)
 	}

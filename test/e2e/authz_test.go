@@ -319,3 +319,22 @@ func wantOneOf(t *testing.T, what string, err error, codes []codes.Code) {
 		t.Errorf("%s: %v, want one of %v", what, err, codes)
 	}
 }
+
+// An unknown agent's error suggests and lists only the agents the caller
+// may use: the name of one its allow excludes is not the caller's to learn.
+func TestAnUnknownAgentNamesOnlyTheAgentsTheCallerMayUse(t *testing.T) {
+	client, as := tenants(t)
+	for _, c := range []struct {
+		ctx  context.Context
+		who  string
+		want string
+	}{
+		{as("bob"), "bob", `no agent named "mk" is configured; the agents you may use: test`},
+		{as("alice", "ml-team"), "alice of ml-team", `no agent named "mk" is configured (did you mean "ml"?); the agents you may use: test, ml`},
+	} {
+		_, err := client.CreateSession(c.ctx, &acpgatev1.CreateSessionRequest{Agent: "mk"})
+		if st := status.Convert(err); st.Code() != codes.NotFound || st.Message() != c.want {
+			t.Errorf("CreateSession of an unknown agent as %s: %v, want NOT_FOUND %q", c.who, err, c.want)
+		}
+	}
+}

@@ -112,3 +112,32 @@ func TestADetachedPromptCanBeWatchedListedAndAttachedToAgainByItsRequestID(t *te
 		t.Errorf("watch of an unknown turn: exit %d, stderr %q; want %d and NOT_FOUND", code, stderr, exitcode.Rejected)
 	}
 }
+
+// A cancelled turn is listed as cancelled: "harness" would read as the
+// agent's own failure.
+func TestTurnsListsACancelledTurnAsCancelled(t *testing.T) {
+	s := serve(t, "--config", writeConfig(t, e2eConfig))
+	code, stdout, stderr, _ := s.runBinary(t, "prompt", "--agent", "test", "--request-id", "e2e-cancel-1", "--detach", "hang")
+	turnID := strings.TrimSpace(stdout)
+	if code != exitcode.OK || turnID == "" {
+		t.Fatalf("prompt --detach: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	rows := turnRows(t, s)
+	if len(rows) != 1 || len(rows[0]) != 10 {
+		t.Fatalf("turns = %q, want the one running turn", rows)
+	}
+	if code, _, stderr, _ := s.runBinary(t, "cancel", rows[0][3]); code != exitcode.OK {
+		t.Fatalf("cancel %s: exit %d, stderr %q", rows[0][3], code, stderr)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for rows[0][1] != "ended" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the cancelled turn has not ended within 10s: %q", rows)
+		}
+		time.Sleep(50 * time.Millisecond)
+		rows = turnRows(t, s)
+	}
+	if ending := strings.Join(rows[0][9:], " "); ending != "cancelled" {
+		t.Errorf("turns lists the cancelled turn's ending as %q, want cancelled", ending)
+	}
+}

@@ -927,7 +927,7 @@ func (r Result) brief(n int) string {
 	return s
 }
 
-// profiles runs floods through acpgate serve with its hidden profiling
+// profiles runs floods through acpgate serve with its profiling
 // flags (CPU from start to exit, allocations written after the clean
 // shutdown that SIGTERM starts) and keeps `go tool pprof -top` of each.
 func (d *driver) profiles() error {

@@ -772,7 +772,7 @@ func (r *report) profileMD(w func(string, ...any)) {
 		return
 	}
 	w("## Where acpgate spends its time\n\n")
-	w("The profiles come from `acpgate serve` itself, the binary measured above, run with its hidden profiling flags `--cpuprofile` and `--allocprofile`: CPU from start to exit, allocations written after the clean shutdown that SIGTERM starts. Each profile covers a fresh gateway's warm-up turn and the runs below; `go tool pprof -top` of each, with the header lines dropped.\n\n")
+	w("The profiles come from `acpgate serve` itself, the binary measured above, run with its profiling flags `--cpuprofile` and `--allocprofile` (see `acpgate serve -h`): CPU from start to exit, allocations written after the clean shutdown that SIGTERM starts. Each profile covers a fresh gateway's warm-up turn and the runs below; `go tool pprof -top` of each, with the header lines dropped.\n\n")
 	for _, p := range r.Profiles {
 		w("### %s: %s chunks × %s, %d runs (%s chunks/s in them)\n\n", p.Shape.Name, fmtInt(float64(p.Shape.N)), size(p.Shape.Size), len(p.Runs), mmm(oks(p.Runs, Result.rate), fmtInt))
 		w("<details><summary>CPU, flat</summary>\n\n```\n%s\n```\n\n</details>\n\n", p.CPU)
