@@ -144,15 +144,15 @@ func TestWithABaselineEachGatewayClientsTurnOnItFollowsItsTurnOnTheWorkingTree(t
 		without, with := clients(false), clients(true)
 		var got []string
 		for _, c := range with {
-			if jobClient(c) == c {
+			if !isBaseline(c) {
 				got = append(got, c)
 			}
 			switch gw := gatewayFor(c, own, base); {
 			case !viaGateway(c) && gw != nil:
 				t.Errorf("%s: %q, which calls an agent, is given a gateway", name, c)
-			case viaGateway(c) && jobClient(c) == c && gw != own:
+			case viaGateway(c) && !isBaseline(c) && gw != own:
 				t.Errorf("%s: %q does not call the working tree's gateway", name, c)
-			case viaGateway(c) && jobClient(c) != c && gw != base:
+			case viaGateway(c) && isBaseline(c) && gw != base:
 				t.Errorf("%s: %q does not call the baseline's gateway", name, c)
 			}
 		}
@@ -160,7 +160,7 @@ func TestWithABaselineEachGatewayClientsTurnOnItFollowsItsTurnOnTheWorkingTree(t
 			t.Errorf("%s: the working tree's clients with a baseline are %q, without %q", name, got, without)
 		}
 		for i, c := range with {
-			if viaGateway(c) && jobClient(c) == c && (i+1 >= len(with) || with[i+1] != onBaseline(c)) {
+			if viaGateway(c) && !isBaseline(c) && (i+1 >= len(with) || with[i+1] != onBaseline(c)) {
 				t.Errorf("%s: %q is not followed by %q in %q", name, c, onBaseline(c), with)
 			}
 		}

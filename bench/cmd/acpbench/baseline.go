@@ -22,20 +22,32 @@ const baselineSuffix = "@baseline"
 // onBaseline is the label of client's results on the baseline gateway.
 func onBaseline(client string) string { return client + baselineSuffix }
 
-// jobClient is the client a label runs: the label without its suffix.
-func jobClient(label string) string { return strings.TrimSuffix(label, baselineSuffix) }
+// jobClient is the client a label runs: the label without its suffixes.
+func jobClient(label string) string {
+	return strings.TrimSuffix(strings.TrimSuffix(label, baselineSuffix), naiveSuffix)
+}
+
+// isBaseline says whether a label's client calls the baseline's gateway.
+func isBaseline(label string) bool { return strings.HasSuffix(label, baselineSuffix) }
+
+// labelJob is the job a label's client runs, for n chunks of size bytes.
+func labelJob(label string, n, size int) Job {
+	return Job{Client: jobClient(label), Naive: isNaive(label), N: n, Size: size}
+}
 
 // throughputClients is the throughput section's clients, in the order
 // each repetition runs them (see withBaseline).
 func throughputClients(baseline bool) []string {
-	return withBaseline([]string{"floor", "floor-sdk", "peer", "gateway", gatewayStream}, baseline)
+	return withBaseline([]string{"floor", "floor-sdk", "peer", "gateway", gatewayStream,
+		onNaive("floor"), onNaive("gateway"), onNaive(gatewayStream)}, baseline)
 }
 
 // pacedClients is the paced section's, in the same way. floorLoaded comes
 // last: it loads the floor with what the working tree's gateway run of the
 // same repetition burned.
 func pacedClients(baseline bool) []string {
-	return withBaseline([]string{"floor", "peer", "gateway", gatewayStream, floorLoaded}, baseline)
+	return withBaseline([]string{"floor", "peer", "gateway", gatewayStream,
+		onNaive("floor"), onNaive("gateway"), onNaive(gatewayStream), floorLoaded}, baseline)
 }
 
 // withBaseline is clients with, when there is a baseline, each gateway
@@ -61,7 +73,7 @@ func gatewayFor(label string, own, base *gatewayProc) *gatewayProc {
 	switch {
 	case !viaGateway(label):
 		return nil
-	case jobClient(label) != label:
+	case isBaseline(label):
 		return base
 	default:
 		return own

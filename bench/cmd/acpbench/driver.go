@@ -29,6 +29,16 @@ type plan struct {
 	pacedRates   []int
 	pacedSeconds float64
 	pacedSize    int
+	// llm is the LLM-like stream: a slow pace of small chunks, measured
+	// after the paced rates and, many at once, by the turns section.
+	llm pace
+	// turnsN are the numbers of simultaneous LLM-like one-shot turns the
+	// turns section measures, turnsRuns the rounds over them.
+	turnsN    []int
+	turnsRuns int
+	// answer is the flood whose peak gateway RSS the answer section reads
+	// with the default client (which gets the whole text in the outcome).
+	answer shape
 
 	breakRates   []int // paced rates to find where the peer breaks
 	breakRuns    int
@@ -66,6 +76,9 @@ type shape struct {
 	Purpose string `json:"purpose"`
 }
 
+// pace is a paced turn's shape: n chunks of size bytes at rate chunks/s.
+type pace struct{ rate, n, size int }
+
 // burstRuns is how many times more often than a flood the short burst is
 // measured. A burst turn lasts a few milliseconds, so one scheduling delay
 // or page-cache miss moves it by half; over 5 runs its ratio to the floor
@@ -84,6 +97,10 @@ func fullPlan(runs int) plan {
 		pacedRates:   []int{1_000, 20_000, 50_000, 100_000},
 		pacedSeconds: 3,
 		pacedSize:    64,
+		llm:          pace{rate: 100, n: 300, size: 40},
+		turnsN:       []int{1, 10, 25, 50, 100},
+		turnsRuns:    3,
+		answer:       shape{Name: "64 KiB flood", N: 2_000, Size: 64 << 10, Runs: 1},
 		breakRates:   []int{25_000, 30_000, 35_000, 40_000, 45_000, 60_000, 80_000},
 		breakRuns:    3,
 		breakSeconds: 2,
@@ -116,6 +133,10 @@ func smokePlan() plan {
 		pacedRates:   []int{1_000, 20_000},
 		pacedSeconds: 0.2,
 		pacedSize:    64,
+		llm:          pace{rate: 100, n: 20, size: 40},
+		turnsN:       []int{1, 3},
+		turnsRuns:    1,
+		answer:       shape{Name: "64 KiB flood", N: 20, Size: 64 << 10, Runs: 1},
 		breakRates:   []int{30_000},
 		breakRuns:    1,
 		breakSeconds: 0.2,
@@ -187,7 +208,7 @@ func runDriver(args []string) int {
 	out := fs.String("out", "", "write the report (Markdown) here; default the repository's docs/benchmarks.md, none with -smoke")
 	rawOut := fs.String("json", "", "also write every raw result here, as JSON")
 	keep := fs.Bool("keep", false, "keep the working directory (binaries, configuration, gateway logs, profiles)")
-	only := fs.String("sections", "", "run only these sections (comma-separated: throughput,paced,breaks,ttfc,warm,gemini,concurrency,idle,backpressure,store,stall,instrumentation,cluster,profiles)")
+	only := fs.String("sections", "", "run only these sections (comma-separated: throughput,paced,breaks,ttfc,warm,gemini,concurrency,turns,answer,idle,backpressure,store,stall,instrumentation,cluster,profiles)")
 	quiet := fs.Duration("quiet", 30*time.Second, "before each measurement, wait up to this long for other processes to leave the CPU idle")
 	gemini := fs.String("gemini", os.Getenv(geminiEnv), "the Gemini CLI binary the gemini section measures (default $"+geminiEnv+"); without one the section is skipped")
 	retries := fs.Int("retries", 2, "repeat a measurement up to this many times when other processes used the CPU during it")
@@ -246,6 +267,8 @@ func runDriver(args []string) int {
 	d.section("warm", d.warmSection)
 	d.section("gemini", d.geminiSection)
 	d.section("concurrency", d.concurrency)
+	d.section("turns", d.turnsSection)
+	d.section("answer", d.answerSection)
 	d.section("idle", d.idle)
 	d.section("backpressure", d.backpressure)
 	d.section("store", d.storeSection)
@@ -386,7 +409,13 @@ agents:
     args: [--unique-sessions]
     turn_timeout: 30m
     idle_timeout: 30m
-%s`, store, instrumentationConfig(c.otlpURL), stateLine, limits, floodAgent, d.agent, c.agents)
+  - name: %s
+    description: the naive floor's agent (one write per chunk)
+    command: %q
+    args: [agent]
+    turn_timeout: 30m
+    idle_timeout: 30m
+%s`, store, instrumentationConfig(c.otlpURL), stateLine, limits, floodAgent, d.agent, naiveAgent, d.self, c.agents)
 }
 
 // gateway starts a fresh acpgate serve configured by c, with extra flags if
@@ -589,7 +618,9 @@ func (d *driver) throughput() error {
 		sr := shapeResult{Shape: sh, Runs: map[string][]Result{}}
 		for rep := range sh.Runs {
 			for _, c := range clients {
-				r := d.job(gatewayFor(c, g, base), Job{Client: jobClient(c), N: sh.N, Size: sh.Size, Timeout: 5 * time.Minute})
+				j := labelJob(c, sh.N, sh.Size)
+				j.Timeout = 5 * time.Minute
+				r := d.job(gatewayFor(c, g, base), j)
 				r.Client = c
 				d.check(sh.Name, r)
 				sr.Runs[c] = append(sr.Runs[c], r)
@@ -611,7 +642,13 @@ func (d *driver) throughput() error {
 
 func (d *driver) paced() error {
 	clients := pacedClients(d.baseBin != "")
+	var paces []pace
 	for _, rate := range d.plan.pacedRates {
+		paces = append(paces, pace{rate, max(100, int(float64(rate)*d.plan.pacedSeconds)), d.plan.pacedSize})
+	}
+	paces = append(paces, d.plan.llm)
+	for _, pc := range paces {
+		rate, n, size := pc.rate, pc.n, pc.size
 		g, err := d.gateway(gatewayConf{})
 		if err != nil {
 			return err
@@ -620,11 +657,11 @@ func (d *driver) paced() error {
 		if err != nil {
 			return err
 		}
-		n := max(100, int(float64(rate)*d.plan.pacedSeconds))
-		pr := pacedResult{Rate: rate, N: n, Size: d.plan.pacedSize, Runs: map[string][]Result{}}
+		pr := pacedResult{Rate: rate, N: n, Size: size, Runs: map[string][]Result{}}
 		for rep := range d.plan.runs {
 			for _, c := range clients {
-				j := Job{Client: jobClient(c), N: n, Size: d.plan.pacedSize, Rate: rate, Latency: true, Timeout: 5 * time.Minute}
+				j := labelJob(c, n, size)
+				j.Rate, j.Latency, j.Timeout = rate, true, 5*time.Minute
 				if c == floorLoaded {
 					// What acpgate and the gateway's client burned in this
 					// repetition, as two busy loops beside the floor.

@@ -30,12 +30,12 @@ type agentProc struct {
 	dir    string
 }
 
-func startAgent(bin string) (*agentProc, error) {
+func startAgent(bin string, args ...string) (*agentProc, error) {
 	dir, err := os.MkdirTemp("", "acpbench-session-")
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin)
+	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -92,6 +92,13 @@ func runStreams(ctx context.Context, j Job, turn func(context.Context, Job, *str
 	return merge(j, j.Client, wall, cpuMark{cpu1.client - cpu0.client, cpu1.gateway - cpu0.gateway}, ss)
 }
 
+// waitStart waits for the job's StartAt, if it has one.
+func waitStart(j Job) {
+	if j.StartAt > 0 {
+		time.Sleep(time.Until(time.Unix(0, j.StartAt)))
+	}
+}
+
 // floorMessage is one line from the agent, decoded in one pass: Params
 // points to a *minNotification (floor) or an *acp.SessionNotification
 // (floor-sdk).
@@ -107,8 +114,18 @@ type floorMessage struct {
 }
 
 func floorTurn(ctx context.Context, j Job, s *stream) {
+	waitStart(j)
 	s.t0 = time.Now()
-	a, err := startAgent(j.Agent)
+	bin, args := j.Agent, []string(nil)
+	if j.Naive {
+		self, err := os.Executable()
+		if err != nil {
+			s.err = err
+			return
+		}
+		bin, args = self, []string{"agent"}
+	}
+	a, err := startAgent(bin, args...)
 	if err != nil {
 		s.err = err
 		return

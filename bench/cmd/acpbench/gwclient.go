@@ -76,11 +76,16 @@ func runGateway(ctx context.Context, j Job) Result {
 // at most readRate chunks/s; progress, when set, is told the count of chunks
 // read after each one.
 func gatewayTurn(ctx context.Context, client acpgatev1.AgentGatewayClient, j Job, s *stream, readRate int, progress func(int64)) {
+	waitStart(j)
 	s.t0 = time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	asStream := j.Client == gatewayStream || j.Client == gatewayStreamMemory
-	req := &acpgatev1.PromptRequest{Agent: floodAgent, Text: j.script(), OmitOutcomeText: asStream, CoalesceChunks: asStream}
+	agent := floodAgent
+	if j.Naive {
+		agent = naiveAgent
+	}
+	req := &acpgatev1.PromptRequest{Agent: agent, Text: j.script(), OmitOutcomeText: asStream, CoalesceChunks: asStream}
 	if j.SessionID != "" {
 		req.Agent, req.SessionId = "", j.SessionID
 	}

@@ -18,6 +18,13 @@ type Job struct {
 	Rate    int    `json:"rate,omitempty"`    // the agent's pace in chunks/s; 0: as fast as it can
 	Streams int    `json:"streams,omitempty"` // concurrent turns, each with its own agent; 0 means 1
 	Latency bool   `json:"latency,omitempty"` // record arrival minus send for every chunk
+	// Naive runs the naive agent (naive.go) instead of the test agent: the
+	// floor spawns it, the gateway clients prompt the gateway's naiveAgent.
+	Naive bool `json:"naive,omitempty"`
+	// StartAt, when set (Unix ns), is when the turn starts: the client
+	// connects first, then waits for it, so that the turns of many client
+	// processes start together.
+	StartAt int64 `json:"start_at,omitempty"`
 	// GatewayPID is acpgate's pid, to read its CPU time (gateway).
 	GatewayPID int `json:"gateway_pid,omitempty"`
 	// TurnID is, for watch, the finished turn to replay.

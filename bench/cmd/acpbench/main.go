@@ -6,6 +6,7 @@
 //	acpbench client -job JSON                     one measurement (used by run)
 //	acpbench report -json FILE [-out FILE]        render a report again from run's -json output
 //	acpbench hops -trace FILE                     where a traced gateway's goroutines waited to run
+//	acpbench agent                                the naive floor's agent, on stdin and stdout (naive.go)
 //
 // It is a module of its own (bench/go.mod, with the product module replaced
 // by the working tree), so that the product's dependencies and tests are the
@@ -39,6 +40,8 @@ func main() {
 		os.Exit(runHog(os.Args[2:]))
 	case "hops":
 		os.Exit(runHops(os.Args[2:]))
+	case "agent":
+		os.Exit(runNaiveAgent(os.Args[2:]))
 	default:
 		usage()
 	}

@@ -395,7 +395,10 @@ func (r *report) markdown() string {
 	r.ttfcMD(w)
 	r.warmMD(w)
 	r.geminiMD(w)
+	r.naiveMD(w)
 	r.concMD(w)
+	r.turnsMD(w)
+	r.answerMD(w)
 	r.idleMD(w)
 	r.bpMD(w)
 	r.storeMD(w)
@@ -511,7 +514,11 @@ func (r *report) pacedMD(w func(string, ...any)) {
 				}
 				note += fmt.Sprintf("; load %s cores", mmm(cores, fmtRatio))
 			}
-			w("| %s/s | %s | %s | %s | %s | %s | %s |\n", fmtInt(float64(p.Rate)), label,
+			pace := fmtInt(float64(p.Rate)) + "/s"
+			if p.Size != p0.Size {
+				pace += " × " + size(p.Size)
+			}
+			w("| %s | %s | %s | %s | %s | %s | %s |\n", pace, label,
 				mmm(oks(rs, Result.streamRate), fmtInt),
 				fmtDurF(median(oks(rs, p50))), mmm(oks(rs, p99), fmtDurF), fmtDurF(median(oks(rs, pmax))), note)
 		}

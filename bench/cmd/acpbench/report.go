@@ -28,6 +28,8 @@ type report struct {
 	Warm         *warmResult   `json:"warm"`
 	Gemini       *geminiResult `json:"gemini"`
 	Concurrency  *concResult   `json:"concurrency"`
+	Turns        *turnsResult  `json:"turns"`
+	Answer       *answerResult `json:"answer"`
 	Idle         *idleResult   `json:"idle"`
 	Backpressure *bpResult     `json:"backpressure"`
 	// BackpressureOmit is the same slow client with omit_outcome_text.

@@ -1,0 +1,256 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The naive floor is what a client gets from the simplest honest agent: one
+// that writes each stamped agent_message_chunk line with a write of its own
+// as soon as it is due (unpaced: as fast as the pipe takes them), instead of
+// the test agent's flood, which stamps a whole burst into one buffer before
+// the first byte leaves it. The floor client reads it as it reads the test
+// agent (bufio and one json.Unmarshal per line). The gateway runs the same
+// agent (naiveAgent in its configuration), so that a gateway client's
+// figures divide by the floor's for the same agent: a ratio against the
+// test agent's pre-built bursts flatters the floor, whose reader then finds
+// a megabyte of lines waiting at every read.
+
+// naiveSuffix marks a label whose client runs the naive agent:
+// "floor/naive" is the floor client on it, "gateway/naive" the gateway
+// client of a gateway running it.
+const naiveSuffix = "/naive"
+
+// naiveAgent is the naive agent's name in the benchmark's gateway
+// configuration; `acpbench agent` runs it.
+const naiveAgent = "naive"
+
+// onNaive is the label of client's results on the naive agent.
+func onNaive(client string) string { return client + naiveSuffix }
+
+// isNaive says whether a label's client runs the naive agent.
+func isNaive(label string) bool {
+	return strings.HasSuffix(strings.TrimSuffix(label, baselineSuffix), naiveSuffix)
+}
+
+// naiveMsg is one JSON-RPC message from the client.
+type naiveMsg struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+// runNaiveAgent serves ACP on stdin and stdout until stdin ends: initialize,
+// session/new, session/prompt (a `flood_timed N SIZE [RATE]` script, as the
+// test agent takes it) and session/cancel.
+func runNaiveAgent(_ []string) int {
+	var mu sync.Mutex // one line at a time on stdout
+	write := func(b []byte) {
+		mu.Lock()
+		_, _ = os.Stdout.Write(b)
+		mu.Unlock()
+	}
+	reply := func(id json.RawMessage, result any) {
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
+		write(append(b, '\n'))
+	}
+	replyErr := func(id json.RawMessage, msg string) {
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": -32602, "message": msg}})
+		write(append(b, '\n'))
+	}
+	var cancelled atomic.Bool
+	var turns sync.WaitGroup
+	sessions := 0
+	r := bufio.NewReaderSize(os.Stdin, 1<<20)
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(line) > 0 {
+			var m naiveMsg
+			if json.Unmarshal(line, &m) != nil {
+				continue
+			}
+			switch m.Method {
+			case "initialize":
+				reply(m.ID, map[string]any{"protocolVersion": 1, "authMethods": []any{},
+					"agentCapabilities": map[string]any{"loadSession": false}})
+			case "session/new":
+				sessions++
+				reply(m.ID, map[string]any{"sessionId": fmt.Sprintf("naive-%d-%d", os.Getpid(), sessions)})
+			case "session/cancel":
+				cancelled.Store(true)
+			case "session/prompt":
+				var p struct {
+					SessionID string `json:"sessionId"`
+					Prompt    []struct {
+						Text string `json:"text"`
+					} `json:"prompt"`
+				}
+				_ = json.Unmarshal(m.Params, &p)
+				text := ""
+				if len(p.Prompt) > 0 {
+					text = p.Prompt[0].Text
+				}
+				n, size, rate, err := parseFloodScript(text)
+				if err != nil {
+					replyErr(m.ID, err.Error())
+					continue
+				}
+				cancelled.Store(false)
+				turns.Go(func() {
+					naiveFlood(write, p.SessionID, n, size, rate, &cancelled)
+					stop := "end_turn"
+					if cancelled.Load() {
+						stop = "cancelled"
+					}
+					reply(m.ID, map[string]any{"stopReason": stop})
+				})
+			default:
+				if len(m.ID) > 0 {
+					b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID,
+						"error": map[string]any{"code": -32601, "message": "method not found: " + m.Method}})
+					write(append(b, '\n'))
+				}
+			}
+		}
+		if err != nil {
+			cancelled.Store(true)
+			turns.Wait()
+			return 0
+		}
+	}
+}
+
+// parseFloodScript reads `flood_timed N SIZE [RATE]`.
+func parseFloodScript(text string) (n, size, rate int, err error) {
+	f := strings.Fields(text)
+	if len(f) < 3 || len(f) > 4 || f[0] != "flood_timed" {
+		return 0, 0, 0, fmt.Errorf("the naive agent runs only `flood_timed N SIZE [RATE]`, not %.60q", text)
+	}
+	v := make([]int, len(f)-1)
+	for i, s := range f[1:] {
+		if v[i], err = strconv.Atoi(s); err != nil || v[i] < 0 {
+			return 0, 0, 0, fmt.Errorf("flood_timed: %q is not a count", s)
+		}
+	}
+	if v[1] < naiveStampLen {
+		return 0, 0, 0, fmt.Errorf("flood_timed: SIZE %d is shorter than the %d-byte stamp", v[1], naiveStampLen)
+	}
+	if len(v) == 3 {
+		rate = v[2]
+	}
+	return v[0], v[1], rate, nil
+}
+
+// naiveStampLen is the stamp that starts every chunk's text, as the test
+// agent writes it (and verifier reads it): the index as 9 digits, a space,
+// the send time as 19 digits of Unix nanoseconds, a space.
+const naiveStampLen = 9 + 1 + 19 + 1
+
+// naiveLine is the session/update line of one chunk of size bytes, and the
+// offset of its text in it.
+func naiveLine(sessionID string, size int) (line []byte, at int) {
+	head, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "session/update", "params": map[string]any{
+		"sessionId": sessionID,
+		"update": map[string]any{"sessionUpdate": "agent_message_chunk", "messageId": "flood",
+			"content": map[string]any{"type": "text", "text": "\x01"}}}})
+	at = strings.Index(string(head), `\u0001`)
+	line = append(append([]byte{}, head[:at]...), strings.Repeat("x", size)...)
+	line = append(append(line, head[at+len(`\u0001`):]...), '\n')
+	copy(line[at:], "000000000 0000000000000000000 ")
+	return line, at
+}
+
+// stampLine writes chunk i's index and the time now into line's text at at.
+func stampLine(line []byte, at, i int) {
+	putDecimal(line[at:at+9], uint64(i))
+	putDecimal(line[at+10:at+29], uint64(time.Now().UnixNano()))
+}
+
+func putDecimal(b []byte, v uint64) {
+	for i := len(b) - 1; i >= 0; i-- {
+		b[i] = byte('0' + v%10)
+		v /= 10
+	}
+}
+
+// naiveFlood writes n chunks, each stamped just before its own write: at
+// once one after the other (rate 0), or chunk i when start + i/rate has
+// come (a late wake-up writes every chunk then due, still one write each).
+func naiveFlood(write func([]byte), sessionID string, n, size, rate int, cancelled *atomic.Bool) {
+	line, at := naiveLine(sessionID, size)
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		if cancelled.Load() {
+			return
+		}
+		if rate > 0 {
+			if wait := time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(rate))); wait > 0 {
+				time.Sleep(wait)
+			}
+		}
+		stampLine(line, at, i)
+		write(line)
+	}
+}
+
+// naiveMD compares the gateway on the naive agent with the naive floor:
+// throughput ratios and coalesced events on the floods, p99 over the
+// floor's at the paced rates, run by run.
+func (r *report) naiveMD(w func(string, ...any)) {
+	floor := onNaive("floor")
+	gws := withBaseline([]string{onNaive("gateway"), onNaive(gatewayStream)}, r.Baseline != "")
+	var floods []shapeResult
+	for _, sr := range r.Throughput {
+		if len(sr.Runs[floor]) > 0 {
+			floods = append(floods, sr)
+		}
+	}
+	if len(floods) == 0 && len(r.Paced) == 0 {
+		return
+	}
+	w("## Against the naive floor\n\n")
+	w("The naive agent (`acpbench agent`) writes each stamped `agent_message_chunk` line with a write of its own, as soon as it is due (unpaced: as fast as the pipe takes them), where the test agent stamps a whole burst into one buffer first; **floor/naive** reads it as the floor reads (a `bufio.Reader`, one `json.Unmarshal` per line), and the gateway runs the same agent. Ratios and differences are taken run by run (median, range).\n\n")
+	if len(floods) > 0 {
+		w("| flood | floor/naive chunks/s | client | chunks/s | / floor/naive | chunk events per run |\n|---|---|---|---|---|---|\n")
+		for _, sr := range floods {
+			fr := median(oks(sr.Runs[floor], Result.rate))
+			for _, c := range gws {
+				rs := sr.Runs[c]
+				if len(rs) == 0 {
+					continue
+				}
+				w("| %s × %s | %s | %s | %s | %s | %s |\n", fmtInt(float64(sr.Shape.N)), size(sr.Shape.Size), fmtInt(fr), c,
+					mmm(oks(rs, Result.rate), fmtInt), mmm(ratios(rs, sr.Runs[floor], Result.rate), fmtRatio),
+					mmm(oks(rs, func(x Result) float64 { return float64(x.Events) }), fmtInt))
+			}
+		}
+		w("\n")
+	}
+	var paced []pacedResult
+	for _, p := range r.Paced {
+		if len(p.Runs[floor]) > 0 {
+			paced = append(paced, p)
+		}
+	}
+	if len(paced) > 0 {
+		w("| pace | floor/naive p99 | client | p99 | p99 − floor/naive p99 |\n|---|---|---|---|---|\n")
+		for _, p := range paced {
+			for _, c := range gws {
+				rs := p.Runs[c]
+				if len(rs) == 0 {
+					continue
+				}
+				w("| %s/s × %s | %s | %s | %s | %s |\n", fmtInt(float64(p.Rate)), size(p.Size), mmm(oks(p.Runs[floor], p99), fmtDurF), c,
+					mmm(oks(rs, p99), fmtDurF), mmm(p99Diffs(rs, p.Runs[floor]), fmtDurF))
+			}
+		}
+		w("\n")
+	}
+}

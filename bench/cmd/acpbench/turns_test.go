@@ -1,0 +1,146 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+// lat is a completed one-turn result whose per-turn p99 is p99.
+func lat(p99 time.Duration) Result {
+	return Result{Client: "floor", Streams: 1, Chunks: 1, Lat: &Latency{Count: 1, P99: int64(p99)}}
+}
+
+func TestTheTurnsCurveTakesTheMedianAndWorstPerTurnP99OfEachRoundAndCountsFailedTurns(t *testing.T) {
+	label := onNaive("gateway")
+	tr := turnsResult{Points: []turnsPoint{
+		{N: 1, Runs: map[string][][]Result{label: {{lat(2 * time.Millisecond)}, {lat(4 * time.Millisecond)}}}},
+		{N: 3, Runs: map[string][][]Result{label: {
+			{lat(1 * time.Millisecond), lat(9 * time.Millisecond), lat(3 * time.Millisecond)},
+			{lat(5 * time.Millisecond), {Client: "gateway", Err: "boom"}, lat(7 * time.Millisecond)},
+		}}},
+	}}
+	rows := tr.rows(label)
+	if len(rows) != 2 || rows[0].N != 1 || rows[1].N != 3 {
+		t.Fatalf("rows %+v, want one per N in order", rows)
+	}
+	ms := func(v ...float64) []float64 {
+		for i := range v {
+			v[i] *= 1e6
+		}
+		return v
+	}
+	want := []turnsRow{
+		{N: 1, Median: ms(2, 4), Worst: ms(2, 4)},
+		{N: 3, Median: ms(3, 6), Worst: ms(9, 7), Failed: 1},
+	}
+	for i, w := range want {
+		g := rows[i]
+		if !equalF(g.Median, w.Median) || !equalF(g.Worst, w.Worst) || g.Failed != w.Failed {
+			t.Errorf("N=%d: got median %v worst %v failed %d, want %v %v %d", w.N, g.Median, g.Worst, g.Failed, w.Median, w.Worst, w.Failed)
+		}
+	}
+	if m, w := turnsP99([]Result{{Err: "x"}}); !math.IsNaN(m) || !math.IsNaN(w) {
+		t.Errorf("no completed turn: got %v, %v, want NaN", m, w)
+	}
+}
+
+func equalF(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Abs(a[i]-b[i]) > 1e-6 {
+			return false
+		}
+	}
+	return true
+}
+
+func TestALogBarGrowsByEqualStepsPerDecadeAndStaysWithinItsWidth(t *testing.T) {
+	cases := []struct {
+		v    float64
+		want int
+	}{
+		{0.1, 0}, {1, 0}, {10, 10}, {100, 20}, {1000, 30}, {5000, 30}, {1.01, 1}, {math.NaN(), 0},
+	}
+	for _, c := range cases {
+		if got := len([]rune(logBar(c.v, 1, 1000, 30))); got != c.want {
+			t.Errorf("logBar(%v, 1, 1000, 30) has %d cells, want %d", c.v, got, c.want)
+		}
+	}
+}
+
+func TestTheTurnsPlotHasALinePerNAndClientWithTheLargestMedianAtFullWidth(t *testing.T) {
+	floor, gw := onNaive("floor"), onNaive("gateway")
+	tr := turnsResult{Points: []turnsPoint{
+		{N: 1, Runs: map[string][][]Result{floor: {{lat(time.Millisecond)}}, gw: {{lat(2 * time.Millisecond)}}}},
+		{N: 100, Runs: map[string][][]Result{floor: {{lat(3 * time.Millisecond)}}, gw: {{lat(500 * time.Millisecond)}}}},
+	}}
+	plot := tr.turnsPlot([]string{floor, gw})
+	lines := strings.Split(strings.TrimSpace(plot), "\n")
+	if len(lines) != 5 {
+		t.Fatalf("plot has %d lines, want a header and 4:\n%s", len(lines), plot)
+	}
+	last := lines[4]
+	if !strings.HasPrefix(last, "N=100") || !strings.Contains(last, gw) || !strings.Contains(last, strings.Repeat("█", 50)) || !strings.HasSuffix(last, "500.0 ms") {
+		t.Errorf("the largest median's line is %q, want N=100, %s, a full bar and 500.0 ms", last, gw)
+	}
+	if strings.Count(lines[1], "█") >= strings.Count(lines[2], "█") {
+		t.Errorf("N=1: the floor's bar is not shorter than the gateway's:\n%s", plot)
+	}
+}
+
+func TestTheNaiveAgentsLineIsValidJSONWithTheStampTheVerifierReads(t *testing.T) {
+	line, at := naiveLine("s1", 40)
+	for i := range 3 {
+		stampLine(line, at, i)
+		var m floorMessage
+		var p minNotification
+		m.Params = &p
+		if err := json.Unmarshal(line, &m); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		v := verifier{size: 40, next: i}
+		sent := v.chunk(p.Update.Content.Text)
+		if v.bad != 0 || p.Update.SessionUpdate != "agent_message_chunk" || p.SessionID != "s1" {
+			t.Fatalf("chunk %d: %s (%+v)", i, v.badMsg, p)
+		}
+		if d := time.Since(time.Unix(0, sent)); d < 0 || d > time.Minute {
+			t.Fatalf("chunk %d's stamp is %v from now", i, d)
+		}
+	}
+}
+
+func TestTheNaiveAgentTakesOnlyAFloodScript(t *testing.T) {
+	if n, s, r, err := parseFloodScript("flood_timed 300 40 100\n"); err != nil || n != 300 || s != 40 || r != 100 {
+		t.Errorf("flood_timed 300 40 100: %d %d %d %v", n, s, r, err)
+	}
+	if n, s, r, err := parseFloodScript("flood_timed 5 64"); err != nil || n != 5 || s != 64 || r != 0 {
+		t.Errorf("flood_timed 5 64: %d %d %d %v", n, s, r, err)
+	}
+	for _, bad := range []string{"", "hello", "flood_timed 5", "flood_timed 5 20", "flood_timed -1 64", "flood_timed 5 64 1 2"} {
+		if _, _, _, err := parseFloodScript(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+func TestNaiveLabelsRunTheirClientOnTheNaiveAgentAndKeepTheBaselineApart(t *testing.T) {
+	for _, c := range []struct {
+		label, client string
+		naive, onBase bool
+	}{
+		{"gateway", "gateway", false, false},
+		{onNaive("gateway"), "gateway", true, false},
+		{onBaseline(onNaive(gatewayStream)), gatewayStream, true, true},
+		{onNaive("floor"), "floor", true, false},
+	} {
+		j := labelJob(c.label, 10, 64)
+		if j.Client != c.client || j.Naive != c.naive || isBaseline(c.label) != c.onBase {
+			t.Errorf("%q: client %q naive %v baseline %v", c.label, j.Client, j.Naive, isBaseline(c.label))
+		}
+	}
+}
