@@ -68,7 +68,7 @@ func runGateway(ctx context.Context, j Job) Result {
 	}
 	defer conn.Close()
 	return runStreams(ctx, j, func(ctx context.Context, j Job, s *stream) {
-		gatewayTurn(ctx, client, j, s, 0, nil)
+		gatewayTurn(ctx, client, j, s, j.ReadRate, nil)
 	})
 }
 

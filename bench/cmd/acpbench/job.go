@@ -25,6 +25,10 @@ type Job struct {
 	// connects first, then waits for it, so that the turns of many client
 	// processes start together.
 	StartAt int64 `json:"start_at,omitempty"`
+	// ReadRate, for the gateway clients, is the most chunks/s the client
+	// reads (0: as fast as it can): a slow client, to see whether
+	// coalescing follows its pace.
+	ReadRate int `json:"read_rate,omitempty"`
 	// GatewayPID is acpgate's pid, to read its CPU time (gateway).
 	GatewayPID int `json:"gateway_pid,omitempty"`
 	// TurnID is, for watch, the finished turn to replay.
