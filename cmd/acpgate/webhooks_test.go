@@ -43,6 +43,7 @@ type hookReceiver struct {
 }
 
 type hookRequest struct {
+	url    string // the request's path and query
 	header http.Header
 	body   []byte
 	code   int
@@ -65,7 +66,7 @@ func newHookReceiver(t *testing.T, failFirst int) *hookReceiver {
 		if r.down || len(r.got) < r.fail {
 			code = http.StatusServiceUnavailable
 		}
-		r.got = append(r.got, hookRequest{header: req.Header.Clone(), body: body, code: code})
+		r.got = append(r.got, hookRequest{url: req.URL.RequestURI(), header: req.Header.Clone(), body: body, code: code})
 		r.mu.Unlock()
 		w.WriteHeader(code)
 	}))
@@ -308,5 +309,94 @@ func TestANotifyURLOutsideTheAllowedPrefixesIsRefusedAtRequestTime(t *testing.T)
 	}
 	if status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), "webhooks.allowed_url_prefixes") {
 		t.Errorf("a gateway without webhooks: %v; want PERMISSION_DENIED naming webhooks.allowed_url_prefixes", err)
+	}
+}
+
+func TestATurnAKilledGatewayLeftRunningIsNotifiedWhenTheNextStartEndsIt(t *testing.T) {
+	r := newHookReceiver(t, 0)
+	cfg, _ := durableConfig(t, fmt.Sprintf("state_dir: %q\n", t.TempDir())+r.config())
+	s := serve(t, "--config", cfg)
+	client, _ := s.client(t)
+	seen := killMidTurn(t, s, client, &acpgatev1.PromptRequest{Agent: "test", Text: "chunk a\nhang", RequestId: "notified-crash", NotifyUrl: r.url()}, "a")
+	turnID := seen[0].GetStarted().GetTurnId()
+	if n := len(r.requests()); n != 0 {
+		t.Fatalf("the receiver got %d requests for a turn still running", n)
+	}
+
+	serve(t, "--config", cfg)
+	q := r.waitDelivered(t, 1, 15*time.Second)[turnID+".1"]
+	if len(q) != 1 {
+		t.Fatalf("the receiver got %v, want the turn's notification", r.delivered())
+	}
+	r.verify(t, q[0])
+	e := hookTurn(t, q[0]).GetTerminal().GetError()
+	if e.GetTransport().GetReason() != acpgatev1.TransportReason_TRANSPORT_REASON_GATEWAY_STOPPED || !e.GetRetryable() {
+		t.Errorf("the notification's terminal is %v, want the retryable GATEWAY_STOPPED", e)
+	}
+}
+
+func TestAnAgentsNotifyURLIsUsedWhenAPromptNamesNone(t *testing.T) {
+	r := newHookReceiver(t, 0)
+	cfg := writeConfig(t, r.config()+fmt.Sprintf(`
+shutdown_grace: 3s
+agents:
+  - name: test
+    command: "${ACPGATE_E2E_AGENT}"
+    args: [--unique-sessions]
+    notify_url: %q
+`, r.url()+"?from=agent"))
+	client, _ := serve(t, "--config", cfg).client(t)
+	byAgent := promptToEnd(t, client, &acpgatev1.PromptRequest{Agent: "test", Text: "chunk by agent"})
+	byRequest := promptToEnd(t, client, &acpgatev1.PromptRequest{Agent: "test", Text: "chunk by request", NotifyUrl: r.url() + "?from=request"})
+	got := r.waitDelivered(t, 2, 10*time.Second)
+	for id, want := range map[string]string{byAgent + ".1": "/hooks/turns?from=agent", byRequest + ".1": "/hooks/turns?from=request"} {
+		if q := got[id]; len(q) != 1 || q[0].url != want {
+			t.Errorf("notification %s: %d deliveries (%v), want one to %s", id, len(q), q, want)
+		}
+	}
+
+	// An agent's target outside the prefixes is refused at start.
+	bad := writeConfig(t, r.config()+`
+agents:
+  - name: test
+    command: "${ACPGATE_E2E_AGENT}"
+    notify_url: https://elsewhere.example.com/hooks/
+`)
+	if _, err := startServe(t, "--config", bad); err == nil || !strings.Contains(err.Error(), "agents[0].notify_url") && !strings.Contains(err.Error(), "webhooks.allowed_url_prefixes") {
+		t.Errorf("a gateway whose agent's notify_url is outside the prefixes: %v; want a start-up error naming it", err)
+	}
+}
+
+func TestANotificationItsReceiverNeverTakesIsGivenUpAtTheHorizonAndCounted(t *testing.T) {
+	r := newHookReceiver(t, 0)
+	r.setDown(true)
+	cfg, _ := durableConfig(t, "metrics: {listen: \"127.0.0.1:0\"}\n"+r.config()+"  retry_horizon: 3s\n")
+	s := serve(t, "--config", cfg)
+	client, _ := s.client(t)
+	promptToEnd(t, client, &acpgatev1.PromptRequest{Agent: "test", Text: "chunk unheard", NotifyUrl: r.url()})
+	url := s.metricsURL(t)
+
+	deadline := time.Now().Add(15 * time.Second)
+	for values(scrape(t, url), "acpgate_webhook_deliveries_total")["result=given_up"] != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("not given up within %s of a 3s horizon; the receiver got %d requests", 15*time.Second, len(r.requests()))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	attempts := len(r.requests())
+	fams := scrape(t, url)
+	if got := values(fams, "acpgate_webhook_delivery_failures_total")[""]; got != float64(attempts) || attempts < 2 {
+		t.Errorf("%d attempts refused, acpgate_webhook_delivery_failures_total = %v; want a few, each counted", attempts, got)
+	}
+	wantValues(t, fams, "acpgate_webhook_deliveries_total", map[string]float64{"result=delivered": 0, "result=given_up": 1, "result=turn_gone": 0})
+	// The gauge is read again each half second: the queue is empty now.
+	time.Sleep(time.Second)
+	if got := values(scrape(t, url), "acpgate_webhook_oldest_pending_seconds")[""]; got != 0 {
+		t.Errorf("acpgate_webhook_oldest_pending_seconds = %v after the only notification was given up, want 0", got)
+	}
+	r.setDown(false)
+	time.Sleep(2 * time.Second)
+	if n := len(r.requests()); n != attempts {
+		t.Errorf("the receiver got %d more requests after the notification was given up", n-attempts)
 	}
 }
