@@ -88,6 +88,11 @@ type notifier struct {
 	log     *slog.Logger
 	m       *metrics.Webhooks
 
+	// failing is whether the last read of the outbox failed: an outage
+	// of the store is logged when it starts, not every notifyPoll. Only
+	// run's goroutine uses it.
+	failing bool
+
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -152,10 +157,15 @@ func (n *notifier) run(ctx context.Context) {
 func (n *notifier) round(ctx context.Context) bool {
 	oldest, err := n.st.OldestNotification(ctx)
 	if err != nil {
-		if ctx.Err() == nil {
-			n.log.Warn("reading the outbox of turn notifications failed; retrying", "err", err)
+		if ctx.Err() == nil && !n.failing {
+			n.log.Warn("reading the outbox of turn notifications failed; retrying every poll until it answers", "err", err, "poll", notifyPoll)
 		}
+		n.failing = true
 		return false
+	}
+	if n.failing {
+		n.log.Info("the outbox of turn notifications answers again")
+		n.failing = false
 	}
 	if oldest.IsZero() {
 		n.m.OldestPending(0)
