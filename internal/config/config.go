@@ -188,6 +188,9 @@ type Config struct {
 	Admin Admin
 	// MCP is what callers may ask of MCP servers for their sessions.
 	MCP MCP
+	// Webhooks is where turns' endings may be announced; none unless
+	// Webhooks.AllowedURLPrefixes is set.
+	Webhooks Webhooks
 }
 
 // MCP is the operator's policy for the MCP servers callers name in
@@ -354,6 +357,9 @@ type Agent struct {
 	// MCPOffered are stdio MCP servers a caller of this agent may ask for
 	// by name (besides MCP.Offered); they are passed only when asked for.
 	MCPOffered []MCPServer
+	// NotifyURL is where the endings of this agent's turns are announced
+	// when a Prompt names no notify_url (see Webhooks); "" for none.
+	NotifyURL string
 	// Allow are the principal patterns that may use the agent; empty
 	// means every caller. A pattern is a principal's exact name, a prefix
 	// ending in "*" (a SPIFFE trust domain or path: spiffe://example.org/ml/*),

@@ -195,6 +195,7 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 				},
 			})
 		},
+		"webhooks": func(v *yaml.Node) { d.webhooks(v, &c.Webhooks) },
 		"postgres": func(v *yaml.Node) {
 			f := field{"postgres", "postgres"}
 			d.fields(v, f, "in postgres", map[string]func(*yaml.Node){
@@ -259,6 +260,7 @@ func (d *decoder) agent(n *yaml.Node, i int) Agent {
 		"inherit_env": d.listInto(&a.InheritEnv, f("inherit_env"), false),
 		"auth_method": d.stringInto(&a.AuthMethod, f("auth_method"), false),
 		"workspace":   d.stringInto(&a.Workspace, f("workspace"), true),
+		"notify_url":  d.stringInto(&a.NotifyURL, f("notify_url"), true),
 		"permission_policy": func(v *yaml.Node) {
 			if s, ok := d.scalar(v, f("permission_policy")); ok {
 				a.PermissionPolicy = Policy(s)

@@ -145,6 +145,7 @@ func (v *checker) config(c *Config) {
 	}
 	v.security(c)
 	v.mcp(c)
+	v.webhooks(c)
 	v.quotas(c.Quotas)
 	v.tracing(c.Tracing)
 	v.cluster(c)

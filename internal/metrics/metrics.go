@@ -48,6 +48,8 @@ type Metrics struct {
 	reg     *prometheus.Registry
 	grpc    *grpcprom.ServerMetrics
 	cluster *Cluster
+	// webhooks instruments turn-ending notifications (webhooks.go).
+	webhooks *Webhooks
 
 	turnsStarted     *prometheus.CounterVec
 	turnsEnded       *prometheus.CounterVec
@@ -166,6 +168,8 @@ func New(limits Limits) *Metrics {
 	)
 	m.cluster = newCluster()
 	reg.MustRegister(m.cluster.collectors()...)
+	m.webhooks = newWebhooks()
+	reg.MustRegister(m.webhooks.collectors()...)
 	return m
 }
 

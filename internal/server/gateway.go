@@ -103,6 +103,7 @@ type Gateway struct {
 	store    store.Store
 	turns    turnTable
 	replicas *replicas // nil for a gateway on its own
+	notifier *notifier // nil without webhooks (notify.go)
 
 	metrics   *metrics.Metrics // nil: none
 	tracer    trace.Tracer     // records nothing without a TracerProvider
@@ -204,6 +205,10 @@ func New(opts Options) (*Gateway, error) {
 		if err := g.suspendRecorded(context.Background()); err != nil {
 			return nil, fmt.Errorf("reading the sessions open when the gateway last stopped: %w", err)
 		}
+	}
+	if err := g.startNotifier(); err != nil {
+		g.stopReplicas(context.Background())
+		return nil, err
 	}
 	g.startPools()
 	interval := opts.JanitorInterval

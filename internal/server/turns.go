@@ -104,6 +104,9 @@ func (p *turnPlan) abandon() {
 // goroutine), or an earlier turn of the same request_id to attach to. It
 // returns the id of the turn to follow.
 func (g *Gateway) begin(ctx context.Context, req *acpgatev1.PromptRequest, blocks []acpsdk.ContentBlock) (string, error) {
+	if err := checkNotifyURL(g.cfg.Webhooks, req.GetNotifyUrl()); err != nil {
+		return "", err
+	}
 	attempt := uint32(1)
 	owner := caller(ctx).Name
 	key := requestKey(owner, req.GetRequestId())
@@ -161,6 +164,7 @@ func (g *Gateway) begin(ctx context.Context, req *acpgatev1.PromptRequest, block
 		plan.opening = o
 		plan.rec.Agent = req.GetAgent()
 	}
+	plan.rec.NotifyURL = g.notifyTarget(req, plan.rec.Agent)
 	if err := g.admit.admitTurn(owner, plan.rec.ID); err != nil {
 		plan.abandon()
 		return "", err

@@ -20,6 +20,7 @@ type Memory struct {
 	turns     map[string]*memTurn
 	byRequest map[string][]string // request id → turn ids, by attempt
 	sessions  map[string]Session
+	outbox    map[string]*memNote // turn id → its pending notification
 }
 
 type memTurn struct {
@@ -29,7 +30,7 @@ type memTurn struct {
 
 // NewMemory returns an empty Memory store.
 func NewMemory() *Memory {
-	return &Memory{turns: make(map[string]*memTurn), byRequest: make(map[string][]string), sessions: make(map[string]Session)}
+	return &Memory{turns: make(map[string]*memTurn), byRequest: make(map[string][]string), sessions: make(map[string]Session), outbox: make(map[string]*memNote)}
 }
 
 var _ Store = (*Memory)(nil)
@@ -107,6 +108,9 @@ func (m *Memory) End(_ context.Context, turnID string, rest []Event, terminal Ev
 	mt.rec.LastSeq = terminal.Seq
 	mt.rec.EndedAt = endedAt
 	mt.rec.Terminal = terminal.Bytes()
+	if mt.rec.NotifyURL != "" {
+		m.outbox[turnID] = &memNote{n: Notification{TurnID: turnID, URL: mt.rec.NotifyURL, CreatedAt: endedAt}, due: endedAt}
+	}
 	return nil
 }
 

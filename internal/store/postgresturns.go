@@ -15,7 +15,7 @@ import (
 // pgSelectTurn reads turn records (as t) with their terminal: the journal's
 // event at last_seq of an ended turn, which the events table alone keeps.
 const pgSelectTurn = `SELECT t.id, t.request_id, t.attempt, t.agent, t.session_id, t.target, t.prompt_hash, t.owner,
-	t.started_at, t.ended_at, t.last_seq, t.replica, e.data, t.reserved_seq
+	t.started_at, t.ended_at, t.last_seq, t.replica, e.data, t.reserved_seq, t.notify_url
 	FROM turns t LEFT JOIN events e ON t.ended_at IS NOT NULL AND e.turn_id = t.id AND e.seq = t.last_seq`
 
 func scanPgTurn(r pgx.Row) (Turn, error) {
@@ -23,7 +23,7 @@ func scanPgTurn(r pgx.Row) (Turn, error) {
 	var attempt, startedAt, lastSeq, reserved int64
 	var endedAt *int64
 	if err := r.Scan(&t.ID, &t.RequestID, &attempt, &t.Agent, &t.SessionID, &t.Target, &t.PromptHash, &t.Owner,
-		&startedAt, &endedAt, &lastSeq, &t.Replica, &t.Terminal, &reserved); err != nil {
+		&startedAt, &endedAt, &lastSeq, &t.Replica, &t.Terminal, &reserved, &t.NotifyURL); err != nil {
 		return Turn{}, err
 	}
 	t.Reserved = uint64(reserved)
@@ -87,11 +87,11 @@ func (p *Postgres) Begin(ctx context.Context, t Turn) (Turn, bool, error) {
 				return err
 			}
 		}
-		tag, err := tx.Exec(ctx, `INSERT INTO turns (id, request_id, attempt, agent, session_id, target, prompt_hash, owner, started_at, replica, epoch, reserved_seq)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+		tag, err := tx.Exec(ctx, `INSERT INTO turns (id, request_id, attempt, agent, session_id, target, prompt_hash, owner, started_at, replica, epoch, reserved_seq, notify_url)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 			ON CONFLICT (request_id, attempt) WHERE request_id <> '' DO NOTHING`,
 			t.ID, t.RequestID, int64(t.Attempt), t.Agent, t.SessionID, t.Target, nonNil(t.PromptHash), t.Owner, t.StartedAt.UnixNano(),
-			self.ID, nullEpoch(self.Epoch), BeginReserved)
+			self.ID, nullEpoch(self.Epoch), BeginReserved, t.NotifyURL)
 		if err != nil {
 			return err
 		}

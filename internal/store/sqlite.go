@@ -92,6 +92,9 @@ var migrations = []migration{
 	// Each running turn's seq reservation, and the seqs a terminal
 	// numbered above it skips (see Turn.Reserved and Store.End).
 	sqlMigration(schemaV7),
+	// Each turn's notification target, and the outbox its ending writes
+	// (see Outbox).
+	sqlMigration(schemaV8),
 }
 
 // schemaV1 is the first schema; until version 3 it kept each event of a
@@ -150,6 +153,30 @@ const schemaV5 = `ALTER TABLE sessions ADD COLUMN suspended_at INTEGER NOT NULL 
 // (see Store.End): 0 for the records before it, whose seqs never skip.
 const schemaV7 = `ALTER TABLE turns ADD COLUMN reserved_seq INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE turns ADD COLUMN skipped INTEGER NOT NULL DEFAULT 0;`
+
+// schemaV8 adds where a turn's ending is announced (Turn.NotifyURL) and
+// the outbox of announcements not yet delivered (see Outbox). A trigger
+// writes a turn's notification in the statement that ends it, whichever
+// statement that is (End, or the ending of a turn its gateway left
+// running), so that the ending and its announcement are kept together or
+// not at all. Times are unix nanoseconds; claimed_until 0 is unclaimed.
+const schemaV8 = `ALTER TABLE turns ADD COLUMN notify_url TEXT NOT NULL DEFAULT '';
+	CREATE TABLE notifications (
+		turn_id       TEXT PRIMARY KEY,
+		url           TEXT NOT NULL,
+		created_at    INTEGER NOT NULL,
+		due_at        INTEGER NOT NULL,
+		attempts      INTEGER NOT NULL DEFAULT 0,
+		claimed_by    TEXT NOT NULL DEFAULT '',
+		claimed_until INTEGER NOT NULL DEFAULT 0
+	) WITHOUT ROWID;
+	CREATE INDEX notifications_due ON notifications (due_at);
+	CREATE TRIGGER turns_notify AFTER UPDATE OF ended_at ON turns
+	WHEN OLD.ended_at IS NULL AND NEW.ended_at IS NOT NULL AND NEW.notify_url <> ''
+	BEGIN
+		INSERT OR IGNORE INTO notifications (turn_id, url, created_at, due_at)
+		VALUES (NEW.id, NEW.notify_url, NEW.ended_at, NEW.ended_at);
+	END;`
 
 // A migration changes the schema (and data) inside the transaction that
 // records the new version.
@@ -464,7 +491,7 @@ const turnColumns = `id, request_id, attempt, agent, session_id, target, prompt_
 
 // selectTurn is what scanTurn reads: the record and where its journal
 // files end.
-const selectTurn = `SELECT ` + turnColumns + `, journal_bytes, reserved_seq FROM turns`
+const selectTurn = `SELECT ` + turnColumns + `, journal_bytes, reserved_seq, notify_url FROM turns`
 
 type rowScanner interface{ Scan(dest ...any) error }
 
@@ -481,7 +508,7 @@ func scanTurn(r rowScanner) (scannedTurn, error) {
 	var endedAt sql.NullInt64
 	var lastSeq, reserved int64
 	if err := r.Scan(&t.ID, &t.RequestID, &t.Attempt, &t.Agent, &t.SessionID, &t.Target, &t.PromptHash,
-		&startedAt, &endedAt, &lastSeq, &t.Terminal, &t.Owner, &t.size, &reserved); err != nil {
+		&startedAt, &endedAt, &lastSeq, &t.Terminal, &t.Owner, &t.size, &reserved, &t.NotifyURL); err != nil {
 		return scannedTurn{}, err
 	}
 	t.Reserved = uint64(reserved)
@@ -529,7 +556,7 @@ func (s *SQLite) Begin(ctx context.Context, t Turn) (Turn, bool, error) {
 			}
 		}
 		_, err := s.writeStmts.exec(ctx, tx, sqlInsertTurn,
-			t.ID, t.RequestID, t.Attempt, t.Agent, t.SessionID, t.Target, nonNil(t.PromptHash), t.StartedAt.UnixNano(), t.Owner, BeginReserved)
+			t.ID, t.RequestID, t.Attempt, t.Agent, t.SessionID, t.Target, nonNil(t.PromptHash), t.StartedAt.UnixNano(), t.Owner, BeginReserved, t.NotifyURL)
 		created = err == nil
 		return err
 	})

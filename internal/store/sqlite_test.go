@@ -291,6 +291,9 @@ func TestSQLiteFile(t *testing.T) {
 		}
 		// Back to version 4, with one record as version 4 wrote it.
 		for _, q := range []string{
+			`DROP TRIGGER turns_notify`,
+			`DROP TABLE notifications`,
+			`ALTER TABLE turns DROP COLUMN notify_url`,
 			`ALTER TABLE turns DROP COLUMN reserved_seq`,
 			`ALTER TABLE turns DROP COLUMN skipped`,
 			`ALTER TABLE sessions DROP COLUMN suspended_at`,

@@ -9,7 +9,7 @@ import (
 // batch of its events), and which the SQLite store prepares once.
 const (
 	sqlLatest        = selectTurn + ` WHERE request_id = ? ORDER BY attempt DESC LIMIT 1`
-	sqlInsertTurn    = `INSERT INTO turns (` + turnColumns + `, reserved_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, 0, NULL, ?, ?)`
+	sqlInsertTurn    = `INSERT INTO turns (` + turnColumns + `, reserved_seq, notify_url) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, 0, NULL, ?, ?, ?)`
 	sqlJournalRecord = `SELECT last_seq, ended_at, journal_bytes, reserved_seq FROM turns WHERE id = ?`
 	// A journal's commits (see SQLite.journal): each sets last_seq and
 	// journal_bytes and its own columns, guarded by the last_seq the

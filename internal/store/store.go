@@ -57,6 +57,10 @@ type Turn struct {
 	Reserved uint64
 	// Terminal is the terminal event, encoded; nil while the turn runs.
 	Terminal []byte
+	// NotifyURL is where the turn's ending is announced (see Outbox): the
+	// turn's End writes a Notification for it in the same step, so that
+	// the announcement is kept exactly when the ending is. "" for none.
+	NotifyURL string
 	// Replica is the replica that runs the turn, in a store shared by
 	// several (see Cluster); "" otherwise. Set by the store at Begin:
 	// what a caller gives is not kept, so a store acting for no replica
@@ -282,6 +286,8 @@ type Store interface {
 	// Sessions keeps the records of open sessions, so that they survive
 	// the gateway with a persistent store.
 	Sessions
+	// Outbox keeps the announcements of turns' endings not yet delivered.
+	Outbox
 	// Close releases the store.
 	Close() error
 }

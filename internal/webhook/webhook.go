@@ -124,7 +124,6 @@ var ErrGivenUp = errors.New("webhook delivery given up")
 // passed (ErrGivenUp), or ctx ends.
 func (s *Sender) Deliver(ctx context.Context, url, id string, body []byte) error {
 	start := time.Now()
-	backoff := orDefault(s.FirstBackoff, DefaultFirstBackoff)
 	for attempt := 1; ; attempt++ {
 		err := s.attempt(ctx, url, id, body)
 		if err == nil {
@@ -133,9 +132,7 @@ func (s *Sender) Deliver(ctx context.Context, url, id string, body []byte) error
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		// Half the backoff, plus up to as much again at random: receivers
-		// that came back are not hit by every sender at once.
-		wait := backoff/2 + rand.N(backoff/2+1)
+		wait := s.Backoff(attempt)
 		if time.Since(start)+wait > orDefault(s.Horizon, DefaultHorizon) {
 			return fmt.Errorf("%w after %d attempts over %s: %v", ErrGivenUp, attempt, time.Since(start).Round(time.Millisecond), err)
 		}
@@ -144,8 +141,28 @@ func (s *Sender) Deliver(ctx context.Context, url, id string, body []byte) error
 			return ctx.Err()
 		case <-time.After(wait):
 		}
-		backoff = min(2*backoff, orDefault(s.MaxBackoff, DefaultMaxBackoff))
 	}
+}
+
+// Attempt posts once, signed with the attempt's time: a nil error means a
+// 2xx answer. A caller that keeps its own schedule of retries (an outbox
+// in a store, which outlives the process) uses it with Backoff rather
+// than Deliver.
+func (s *Sender) Attempt(ctx context.Context, url, id string, body []byte) error {
+	return s.attempt(ctx, url, id, body)
+}
+
+// Backoff is the wait after the attempt-th failed attempt (1 for the
+// first): FirstBackoff doubled per attempt up to MaxBackoff, of which the
+// second half is random, so that receivers that came back are not hit by
+// every sender at once.
+func (s *Sender) Backoff(attempt int) time.Duration {
+	backoff, most := orDefault(s.FirstBackoff, DefaultFirstBackoff), orDefault(s.MaxBackoff, DefaultMaxBackoff)
+	for i := 1; i < attempt && backoff < most; i++ {
+		backoff *= 2
+	}
+	backoff = min(backoff, most)
+	return backoff/2 + rand.N(backoff/2+1)
 }
 
 // attempt posts once, signed with the attempt's time.

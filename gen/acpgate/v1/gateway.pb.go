@@ -2050,7 +2050,21 @@ type PromptRequest struct {
 	// known once the agent is started). Not part of a `request_id`'s
 	// identity: a resubmission attaches to the recorded turn whatever it
 	// names here, and the servers are never journaled.
-	McpServers    []*McpServer `protobuf:"bytes,20,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty"`
+	McpServers []*McpServer `protobuf:"bytes,20,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty"`
+	// A URL the gateway POSTs to when the turn ends, so that a caller (a
+	// workflow engine) can be woken instead of holding this stream open:
+	// the body is the turn as GetTurn returns it (protojson), signed as the
+	// Standard Webhooks convention signs a notification (`webhook-id`,
+	// `webhook-timestamp`, `webhook-signature`) with the operator's secret.
+	// Delivered at least once, retried for a bounded time, and kept in the
+	// store with the turn's ending, so that a restart loses none; a
+	// receiver deduplicates by `webhook-id`. It must start with one of the
+	// operator's `webhooks.allowed_url_prefixes` (PERMISSION_DENIED naming
+	// that key otherwise; INVALID_ARGUMENT for a URL that is not an http or
+	// https URL). Empty: the agent's configured `notify_url`, if any. Not
+	// part of a `request_id`'s identity: a resubmission that attaches to the
+	// recorded turn keeps the target the turn was started with.
+	NotifyUrl     string `protobuf:"bytes,21,opt,name=notify_url,json=notifyUrl,proto3" json:"notify_url,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2160,6 +2174,13 @@ func (x *PromptRequest) GetMcpServers() []*McpServer {
 		return x.McpServers
 	}
 	return nil
+}
+
+func (x *PromptRequest) GetNotifyUrl() string {
+	if x != nil {
+		return x.NotifyUrl
+	}
+	return ""
 }
 
 // WatchTurnRequest names the turn to follow and where to start.
@@ -2978,7 +2999,7 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\x13CloseSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x16\n" +
-	"\x14CloseSessionResponse\"\xfd\x03\n" +
+	"\x14CloseSessionResponse\"\x9c\x04\n" +
 	"\rPromptRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
@@ -2994,7 +3015,9 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\x04meta\x18\n" +
 	" \x03(\v2#.acpgate.v1.PromptRequest.MetaEntryR\x04meta\x126\n" +
 	"\vmcp_servers\x18\x14 \x03(\v2\x15.acpgate.v1.McpServerR\n" +
-	"mcpServers\x1a7\n" +
+	"mcpServers\x12\x1d\n" +
+	"\n" +
+	"notify_url\x18\x15 \x01(\tR\tnotifyUrl\x1a7\n" +
 	"\tMetaEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"H\n" +

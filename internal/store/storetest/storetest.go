@@ -39,6 +39,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("copies", func(t *testing.T) { testCopies(t, s) })
 	t.Run("sessions", func(t *testing.T) { testSessions(t, s) })
 	t.Run("reservation", func(t *testing.T) { testReservation(t, s) })
+	t.Run("outbox", func(t *testing.T) { testOutbox(t, s) })
 }
 
 // NewSession is a session record as the gateway would keep it: created at
@@ -999,7 +1000,7 @@ func assertTurn(t *testing.T, got, want store.Turn) {
 	t.Helper()
 	if got.ID != want.ID || got.RequestID != want.RequestID || got.Attempt != want.Attempt ||
 		got.Agent != want.Agent || got.Target != want.Target || got.SessionID != want.SessionID || got.Owner != want.Owner || got.Replica != want.Replica ||
-		!bytes.Equal(got.PromptHash, want.PromptHash) || !got.StartedAt.Equal(want.StartedAt) {
+		got.NotifyURL != want.NotifyURL || !bytes.Equal(got.PromptHash, want.PromptHash) || !got.StartedAt.Equal(want.StartedAt) {
 		t.Errorf("turn = %+v\nwant %+v", got, want)
 	}
 }
