@@ -168,6 +168,7 @@ IMAGE_ARCH      ?= $(shell $(GO) env GOARCH)
 image:
 	rm -rf dist/image && mkdir -p dist/image/state
 	GOOS=linux GOARCH=$(IMAGE_ARCH) $(STATIC) -o dist/image/acpgate ./cmd/acpgate
+	GOOS=linux GOARCH=$(IMAGE_ARCH) $(STATIC) -o dist/image/acpgate-launcher ./cmd/acpgate-launcher
 	cp deploy/container/acpgate.yaml dist/image/acpgate.yaml
 	$(CONTAINER) $(CONTAINER_FLAGS) build -f Containerfile $(if $(IMAGE_BASE),--build-arg BASE=$(IMAGE_BASE)) -t $(IMAGE) dist/image
 
@@ -193,6 +194,7 @@ release:
 		os=$${p%/*}; arch=$${p#*/}; out=dist/release/acpgate-$(VERSION)-$$os-$$arch; \
 		echo "building $$out"; \
 		GOOS=$$os GOARCH=$$arch $(STATIC) -o $$out ./cmd/acpgate; \
+		GOOS=$$os GOARCH=$$arch $(STATIC) -o dist/release/acpgate-launcher-$(VERSION)-$$os-$$arch ./cmd/acpgate-launcher; \
 		$(TOOL) cyclonedx-gomod bin -json -version $(VERSION) -output $$out.sbom.cdx.json $$out; \
 	done
 	cd dist/release && sha256sum acpgate-* > SHA256SUMS

@@ -70,12 +70,14 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		log.Warn("could not mark the gateway non-dumpable: agents of the same user may read its environment", "err", err)
 	}
-	// The acpgate executable is also the launcher that gives agents their
-	// own /proc and confines sandboxed agents.
+	// The launcher gives agents their own /proc and confines sandboxed
+	// agents: acpgate-launcher beside this executable, else this executable.
 	self, err := os.Executable()
 	if err != nil {
 		log.Warn("locating the acpgate executable: agents get no /proc of their own, those with sandbox.enabled will not start", "err", err)
 	}
+	launcher := launcherBeside(self)
+	log.Debug("agent launcher", "path", launcher)
 	cfg, err := loadConfig(*configPath)
 	if err != nil {
 		fmt.Fprintf(stderr, "acpgate serve: %v\n", err)
@@ -162,7 +164,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 		Version:         version(),
 		Logger:          log,
 		TempDir:         scratchDir.SessionDir,
-		SandboxLauncher: self,
+		SandboxLauncher: launcher,
 		Security:        sec,
 		Ready:           func(addr net.Addr) { fmt.Fprintf(stderr, "acpgate listening on %s\n", addr) },
 		MetricsReady:    func(addr net.Addr) { fmt.Fprintf(stderr, "acpgate metrics on http://%s/metrics\n", addr) },
@@ -219,4 +221,22 @@ func runDemoAgent(ctx context.Context, args []string, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// launcherName is the small launcher's executable (cmd/acpgate-launcher).
+const launcherName = "acpgate-launcher"
+
+// launcherBeside is the launcher agents start through: acpgate-launcher in
+// self's directory when there is one, else self (acpgate is a launcher
+// too, only a slower one to start: see cmd/acpgate-launcher). "" when self
+// is "".
+func launcherBeside(self string) string {
+	if self == "" {
+		return ""
+	}
+	p := filepath.Join(filepath.Dir(self), launcherName)
+	if info, err := os.Stat(p); err == nil && info.Mode().IsRegular() && info.Mode()&0o111 != 0 {
+		return p
+	}
+	return self
 }

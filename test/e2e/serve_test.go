@@ -43,6 +43,11 @@ func binaries(t *testing.T) (string, string) {
 		if acpgatePath, binsErr = testutil.Build(dir, "github.com/acpgate/acpgate/cmd/acpgate"); binsErr != nil {
 			return
 		}
+		// Beside acpgate, as a release and the image ship it: agents start
+		// through it.
+		if _, binsErr = testutil.Build(dir, "github.com/acpgate/acpgate/cmd/acpgate-launcher"); binsErr != nil {
+			return
+		}
 		agentBin, binsErr = testutil.Build(dir, "github.com/acpgate/acpgate/internal/testagent")
 	})
 	if binsErr != nil {

@@ -360,7 +360,9 @@ func (d *driver) setup() error {
 	}
 	d.gwBin = filepath.Join(d.dir, "acpgate")
 	d.agent = filepath.Join(d.dir, "testagent")
-	for _, b := range []struct{ out, pkg string }{{d.gwBin, "./cmd/acpgate"}, {d.agent, "./internal/testagent"}} {
+	// The launcher beside acpgate, as a release and the image ship it.
+	launcher := filepath.Join(d.dir, "acpgate-launcher")
+	for _, b := range []struct{ out, pkg string }{{d.gwBin, "./cmd/acpgate"}, {launcher, "./cmd/acpgate-launcher"}, {d.agent, "./internal/testagent"}} {
 		d.logf("building %s", b.pkg)
 		cmd := exec.Command("go", "build", "-o", b.out, b.pkg)
 		cmd.Dir = d.root
