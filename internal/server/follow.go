@@ -115,7 +115,7 @@ func (g *Gateway) takeBudget(ctx context.Context, n int, after uint64) error {
 	}
 	if !ok {
 		return overQuota(concurrencyRetryDelay, "the gateway's %d MiB for streams reading journals has been taken by other streams for %s; call WatchTurn again with after_seq %d",
-			g.readers.size>>20, g.readers.wait, after)
+			g.readers.Size()>>20, g.readers.Wait(), after)
 	}
 	return nil
 }

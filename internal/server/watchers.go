@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"github.com/acpgate/acpgate/internal/bytebudget"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -30,66 +31,24 @@ const (
 
 // readBudget is a gateway-wide budget of bytes that readers take before
 // they read a page from the store and give back once it is sent.
-type readBudget struct {
-	size int
-	wait time.Duration
-
-	mu    sync.Mutex
-	used  int
-	freed chan struct{} // closed, then replaced, when bytes are given back
-}
+type readBudget struct{ *bytebudget.Budget }
 
 func newReadBudget(size int, wait time.Duration) *readBudget {
-	return &readBudget{size: size, wait: wait, freed: make(chan struct{})}
+	return &readBudget{bytebudget.New(int64(size), wait)}
 }
 
 // take waits until n bytes are free and takes them; n is at most the
 // budget's size. It reports false when they were not free within the
 // budget's wait, and ctx's cause when ctx ended first.
 func (b *readBudget) take(ctx context.Context, n int) (bool, error) {
-	var timeout <-chan time.Time
-	for {
-		b.mu.Lock()
-		if b.used+n <= b.size {
-			b.used += n
-			b.mu.Unlock()
-			return true, nil
-		}
-		freed := b.freed
-		b.mu.Unlock()
-		if timeout == nil {
-			timer := time.NewTimer(b.wait)
-			defer timer.Stop()
-			timeout = timer.C
-		}
-		select {
-		case <-freed:
-		case <-timeout:
-			return false, nil
-		case <-ctx.Done():
-			return false, context.Cause(ctx)
-		}
-	}
+	return b.Take(ctx, int64(n))
 }
 
 // give gives back n bytes taken.
-func (b *readBudget) give(n int) {
-	if n == 0 {
-		return
-	}
-	b.mu.Lock()
-	b.used -= n
-	close(b.freed)
-	b.freed = make(chan struct{})
-	b.mu.Unlock()
-}
+func (b *readBudget) give(n int) { b.Give(int64(n)) }
 
 // inUse is the bytes taken.
-func (b *readBudget) inUse() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.used
-}
+func (b *readBudget) inUse() int { return int(b.InUse()) }
 
 // watchLimits counts the open WatchTurn streams, by turn
 // (limits.max_watchers_per_turn) and by principal

@@ -6,7 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
+	"github.com/acpgate/acpgate/internal/bytebudget"
 	"time"
 	"unicode/utf8"
 )
@@ -49,63 +49,37 @@ const CodeReplyLimit = -32001
 
 // replyBudget is the bytes a connection lends to answers being built or
 // waiting to be written.
-type replyBudget struct {
-	capacity int64
-	wait     time.Duration
-
-	mu    sync.Mutex
-	used  int64
-	freed chan struct{} // closed, and replaced, by every give
-}
+type replyBudget struct{ *bytebudget.Budget }
 
 func newReplyBudget(capacity int64, wait time.Duration) *replyBudget {
-	return &replyBudget{capacity: capacity, wait: wait, freed: make(chan struct{})}
+	return &replyBudget{bytebudget.New(capacity, wait)}
 }
 
 // take lends n bytes, waiting for room up to the budget's wait; it fails
 // at once for an answer larger than the whole budget, which no wait can
 // make room for.
 func (b *replyBudget) take(ctx context.Context, n int64) *ErrorObject {
-	if n > b.capacity {
+	if n > b.Size() {
 		return &ErrorObject{Code: CodeReplyLimit, Message: fmt.Sprintf(
-			"the answer would hold %d bytes, more than the %d bytes the gateway holds for this agent's answers (limits.max_agent_reply_bytes); ask for less at once (a read with line and limit)", n, b.capacity)}
+			"the answer would hold %d bytes, more than the %d bytes the gateway holds for this agent's answers (limits.max_agent_reply_bytes); ask for less at once (a read with line and limit)", n, b.Size())}
 	}
-	var timeout <-chan time.Time
-	for {
-		b.mu.Lock()
-		if b.used+n <= b.capacity {
-			b.used += n
-			b.mu.Unlock()
-			return nil
-		}
-		freed := b.freed
-		b.mu.Unlock()
-		if timeout == nil {
-			t := time.NewTimer(b.wait)
-			defer t.Stop()
-			timeout = t.C
-		}
-		select {
-		case <-freed:
-		case <-timeout:
-			return &ErrorObject{Code: CodeReplyLimit, Message: fmt.Sprintf(
-				"the gateway already holds %d bytes of answers this agent has not read (limits.max_agent_reply_bytes), and none was read for %s; read the answers on stdin before asking for more", b.capacity, b.wait)}
-		case <-ctx.Done():
-			return &ErrorObject{Code: CodeRequestCancelled, Message: "request cancelled while waiting for the agent to read earlier answers: " + context.Cause(ctx).Error()}
-		}
+	ok, err := b.Take(ctx, n)
+	switch {
+	case err != nil:
+		return &ErrorObject{Code: CodeRequestCancelled, Message: "request cancelled while waiting for the agent to read earlier answers: " + err.Error()}
+	case !ok:
+		return &ErrorObject{Code: CodeReplyLimit, Message: fmt.Sprintf(
+			"the gateway already holds %d bytes of answers this agent has not read (limits.max_agent_reply_bytes), and none was read for %s; read the answers on stdin before asking for more", b.Size(), b.Wait())}
 	}
+	return nil
 }
 
-// give returns n bytes and wakes every request waiting for room.
+// give returns n bytes and wakes every request waiting for room. Giving
+// nothing touches nothing: an account that never took may have no budget.
 func (b *replyBudget) give(n int64) {
-	if n == 0 {
-		return
+	if n != 0 {
+		b.Give(n)
 	}
-	b.mu.Lock()
-	b.used -= n
-	close(b.freed)
-	b.freed = make(chan struct{})
-	b.mu.Unlock()
 }
 
 // account is what one request being served holds of its connection's
