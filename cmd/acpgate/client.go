@@ -22,11 +22,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/acpgate/acpgate/internal/exitcode"
 	"io"
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/acpgate/acpgate/internal/exitcode"
 )
 
 // defaultAddr is the gateway address used when --addr is not given and

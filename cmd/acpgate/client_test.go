@@ -3,13 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
-	"github.com/acpgate/acpgate/internal/exitcode"
 	"net"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/acpgate/acpgate/internal/exitcode"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"

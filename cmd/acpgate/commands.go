@@ -11,8 +11,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/acpgate/acpgate/internal/exitcode"
 	"io"
+
+	"github.com/acpgate/acpgate/internal/exitcode"
 
 	"google.golang.org/protobuf/proto"
 

@@ -4,10 +4,11 @@ package main
 
 import (
 	"fmt"
-	"github.com/acpgate/acpgate/internal/exitcode"
 	"io"
 	"math"
 	"strings"
+
+	"github.com/acpgate/acpgate/internal/exitcode"
 
 	"google.golang.org/genproto/googleapis/rpc/code"
 	"google.golang.org/grpc"

@@ -6,10 +6,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/acpgate/acpgate/internal/exitcode"
 	"io"
 	"os"
 	"strings"
+
+	"github.com/acpgate/acpgate/internal/exitcode"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 )

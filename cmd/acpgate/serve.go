@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/acpgate/acpgate/internal/access"
 	"github.com/acpgate/acpgate/internal/config"
 	"github.com/acpgate/acpgate/internal/demoagent"
 	"github.com/acpgate/acpgate/internal/scratch"
@@ -105,7 +106,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	// The TLS and auth material is loaded now, so a file that does not
 	// parse is a configuration error like any other.
-	sec, err := server.NewSecurity(cfg, log)
+	sec, err := access.NewSecurity(cfg, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "acpgate serve: %v\n", err)
 		return 2

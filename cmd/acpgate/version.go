@@ -4,10 +4,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/acpgate/acpgate/internal/exitcode"
 	"io"
 	"runtime"
 	"runtime/debug"
+
+	"github.com/acpgate/acpgate/internal/exitcode"
 
 	"github.com/acpgate/acpgate/internal/acp"
 )

@@ -7,8 +7,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/acpgate/acpgate/internal/exitcode"
 	"io"
+
+	"github.com/acpgate/acpgate/internal/exitcode"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 )

@@ -4,10 +4,11 @@ import (
 	"context"
 	"sync"
 
-	"github.com/acpgate/acpgate/internal/config"
-	"github.com/acpgate/acpgate/outcome"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/acpgate/acpgate/internal/config"
+	"github.com/acpgate/acpgate/outcome"
 )
 
 // msgShuttingDown is what a call refused while the gateway drains is told.

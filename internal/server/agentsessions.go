@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+	"github.com/acpgate/acpgate/internal/access"
 	"github.com/acpgate/acpgate/internal/acp"
 )
 
@@ -61,7 +62,7 @@ func (g *Gateway) withAgent(ctx context.Context, agent, cwd string, f func(sess 
 	if cwd != "" && entry.cfg.Workspace == "" {
 		return status.Errorf(codes.InvalidArgument, "cwd %q: agent %q has no workspace for it to be relative to", cwd, entry.cfg.Name)
 	}
-	slot, err := g.admit.reserveSession(caller(ctx).Name, entry.cfg.Name, entry.cfg.MaxSessions)
+	slot, err := g.admit.reserveSession(access.Caller(ctx).Name, entry.cfg.Name, entry.cfg.MaxSessions)
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
 
-	"github.com/acpgate/acpgate/internal/store"
+	"github.com/acpgate/acpgate/internal/turn/wire"
 )
 
 // requestCodec is gRPC's own proto codec with one difference: a request
@@ -73,24 +73,9 @@ func (s *checkedStream) RecvMsg(m any) error {
 	return s.codec.failure(m)
 }
 
-// encodedEvent is a PromptEvent already encoded (a journaled event), sent
-// as it is: every stream of a turn carries the journal's bytes, and the
-// gateway does not encode an event twice. An event in pieces (a completed
-// turn's outcome, see encodePieces) goes out as its pieces, which gRPC
-// writes to the connection without joining them first.
-type encodedEvent store.Event
-
 func (c *requestCodec) Marshal(v any) (mem.BufferSlice, error) {
-	if e, ok := v.(encodedEvent); ok {
-		if len(e.More) == 0 {
-			return mem.BufferSlice{mem.SliceBuffer(e.Data)}, nil
-		}
-		pieces := store.Event(e).Pieces()
-		out := make(mem.BufferSlice, len(pieces))
-		for i, p := range pieces {
-			out[i] = mem.SliceBuffer(p)
-		}
-		return out, nil
+	if e, ok := v.(wire.Encoded); ok {
+		return e.Buffers(), nil
 	}
 	return c.CodecV2.Marshal(v)
 }

@@ -13,6 +13,7 @@ import (
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/store"
+	"github.com/acpgate/acpgate/internal/turn/wire"
 )
 
 // followBatch and followBytes bound the page a stream reads at once, from
@@ -124,7 +125,7 @@ func (g *Gateway) takeBudget(ctx context.Context, n int, after uint64) error {
 // more at once, waits for more, a heartbeat, or the end of the call.
 func (g *Gateway) sendAndWait(ctx context.Context, stream grpc.ServerStream, batch []store.Event, more <-chan struct{}, done func(uint64) bool, after *uint64, heartbeat *time.Timer) error {
 	for _, e := range batch {
-		if err := stream.SendMsg(encodedEvent(e)); err != nil {
+		if err := stream.SendMsg(wire.Encoded(e)); err != nil {
 			return err
 		}
 		*after = e.Seq

@@ -14,9 +14,11 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+	"github.com/acpgate/acpgate/internal/access"
 	"github.com/acpgate/acpgate/internal/auth"
 	"github.com/acpgate/acpgate/internal/cluster"
 	"github.com/acpgate/acpgate/internal/store"
+	"github.com/acpgate/acpgate/internal/turn/wire"
 )
 
 // Forwarding: a call that needs a session's agent process is served by the
@@ -35,8 +37,8 @@ const promptMethod = "/" + ServiceName + "/Prompt"
 // when this replica is at its session limit, on another. Both come from
 // the declaration of every RPC (rpcs.go).
 var (
-	sessionMethods = methodsRouted(routeSessionOwner)
-	placedMethods  = methodsRouted(routePlaced)
+	sessionMethods = access.MethodsRouted(access.RouteSessionOwner)
+	placedMethods  = access.MethodsRouted(access.RoutePlaced)
 )
 
 // peerAuth wraps the authentication interceptors: a call carrying the
@@ -299,7 +301,7 @@ func (r *replicas) relay(ctx context.Context, ss grpc.ServerStream, addr string,
 			}
 			return err
 		}
-		if err := ss.SendMsg(encodedEvent{Data: f}); err != nil {
+		if err := ss.SendMsg(wire.Encoded{Data: f}); err != nil {
 			return err
 		}
 	}
@@ -318,7 +320,7 @@ func (r *replicas) outgoing(ctx context.Context) (context.Context, error) {
 // responseFor is a new response message of method, by the service's
 // descriptor.
 func responseFor(method string) (proto.Message, error) {
-	name := methodName(method)
+	name := access.MethodName(method)
 	md := acpgatev1.File_acpgate_v1_gateway_proto.Services().ByName(protoreflect.Name("AgentGateway")).Methods().ByName(protoreflect.Name(name))
 	if md == nil {
 		return nil, status.Errorf(codes.Internal, "no method %s to forward", method)

@@ -30,6 +30,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+	"github.com/acpgate/acpgate/internal/access"
 	"github.com/acpgate/acpgate/internal/acp"
 	"github.com/acpgate/acpgate/internal/config"
 	"github.com/acpgate/acpgate/internal/metrics"
@@ -98,7 +99,7 @@ type Gateway struct {
 	admit    *admission
 	watchers *watchLimits // WatchTurn streams open
 	readers  *readBudget  // the bytes streams read from the store and hold
-	authz    authz
+	authz    access.Authz
 	sessions *registry
 	store    store.Store
 	turns    turnTable
@@ -164,7 +165,7 @@ func New(opts Options) (*Gateway, error) {
 		g.store = store.NewMemory()
 	}
 	var err error
-	if g.authz, err = newAuthz(opts.Config); err != nil {
+	if g.authz, err = access.NewAuthz(opts.Config); err != nil {
 		return nil, err
 	}
 	// A replica's turns and sessions of its last run are other replicas'
@@ -272,7 +273,7 @@ func acpConfig(a config.Agent, opts Options, lookup func(string) (string, bool),
 func (g *Gateway) ListAgents(ctx context.Context, _ *acpgatev1.ListAgentsRequest) (*acpgatev1.ListAgentsResponse, error) {
 	resp := &acpgatev1.ListAgentsResponse{}
 	for _, a := range g.agents {
-		if !g.authz.mayUse(ctx, a.cfg.Name) {
+		if !g.authz.MayUse(ctx, a.cfg.Name) {
 			continue
 		}
 		a.mu.Lock()
@@ -346,7 +347,7 @@ func (g *Gateway) ListSessions(ctx context.Context, _ *acpgatev1.ListSessionsReq
 	}
 	resp := &acpgatev1.ListSessionsResponse{}
 	for _, l := range g.sessions.listing() {
-		if !g.authz.sees(ctx, l.ownedBy()) {
+		if !g.authz.Sees(ctx, l.ownedBy()) {
 			continue
 		}
 		resp.Sessions = append(resp.Sessions, l.proto())
@@ -464,7 +465,7 @@ func (g *Gateway) agentFor(ctx context.Context, agent string) (*agentEntry, erro
 	if !ok {
 		return nil, status.Error(codes.NotFound, g.unknownAgent(ctx, agent))
 	}
-	if err := g.authz.use(ctx, agent); err != nil {
+	if err := g.authz.Use(ctx, agent); err != nil {
 		return nil, err
 	}
 	return entry, nil
@@ -478,7 +479,7 @@ func (g *Gateway) agentFor(ctx context.Context, agent string) (*agentEntry, erro
 func (g *Gateway) unknownAgent(ctx context.Context, agent string) string {
 	var usable []string
 	for _, a := range g.agents {
-		if g.authz.mayUse(ctx, a.cfg.Name) {
+		if g.authz.MayUse(ctx, a.cfg.Name) {
 			usable = append(usable, a.cfg.Name)
 		}
 	}
@@ -507,11 +508,11 @@ func (g *Gateway) prepare(ctx context.Context, agent, cwd string) (*opening, err
 	if err != nil {
 		return nil, err
 	}
-	slot, err := g.admit.reserveSession(caller(ctx).Name, agent, entry.cfg.MaxSessions)
+	slot, err := g.admit.reserveSession(access.Caller(ctx).Name, agent, entry.cfg.MaxSessions)
 	if err != nil {
 		return nil, err
 	}
-	o := &opening{entry: entry, slot: slot, owner: caller(ctx).Name}
+	o := &opening{entry: entry, slot: slot, owner: access.Caller(ctx).Name}
 	if o.warm = takeFresh(entry, cwd); o.warm != nil {
 		o.dir, o.tempDir = o.warm.dir, o.warm.tempDir
 		return o, nil
@@ -587,7 +588,7 @@ func (g *Gateway) session(ctx context.Context, id string) (*liveSession, error) 
 	if err != nil {
 		return nil, err
 	}
-	if !g.authz.sees(ctx, live.owner) {
+	if !g.authz.Sees(ctx, live.owner) {
 		return nil, errNoSession(id)
 	}
 	return live, nil

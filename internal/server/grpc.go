@@ -22,10 +22,11 @@ import (
 	"google.golang.org/grpc/status"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+	"github.com/acpgate/acpgate/internal/access"
 )
 
 // ServiceName is the gRPC service's full name, as health checks name it.
-const ServiceName = "acpgate.v1.AgentGateway"
+const ServiceName = access.ServiceName
 
 // Keepalive enforcement: clients may ping at most every 10 s, also without
 // an active stream; the server pings an idle connection after 1 min and
@@ -68,7 +69,7 @@ type GRPCServer struct {
 // requestReadBound).
 //
 // sec, when not nil, adds TLS and caller authentication (see Security).
-func NewGRPCServer(g *Gateway, sec *Security) *GRPCServer {
+func NewGRPCServer(g *Gateway, sec *access.Security) *GRPCServer {
 	log := g.log
 	recover := recovery.WithRecoveryHandlerContext(func(ctx context.Context, p any) error {
 		log.Error("a handler panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
@@ -91,27 +92,27 @@ func NewGRPCServer(g *Gateway, sec *Security) *GRPCServer {
 	// The audit record is written outside recovery, so a panic is audited
 	// as the INTERNAL the caller got, and outside authentication, so a
 	// refused caller is audited too.
-	var audit *auditor
+	var audit *access.Auditor
 	if g.cfg.Audit.Enabled {
-		audit = &auditor{log: log, includeText: g.cfg.Audit.IncludeText}
-		unary, stream = append(unary, audit.unary), append(stream, audit.stream)
+		audit = access.NewAuditor(log, g.cfg.Audit.IncludeText)
+		unary, stream = append(unary, audit.Unary), append(stream, audit.Stream)
 	}
 	unary = append(unary, recovery.UnaryServerInterceptor(recover))
 	stream = append(stream, recovery.StreamServerInterceptor(recover))
 	// Authentication comes before anything looks at the request, so an
 	// unauthenticated caller learns nothing from validation messages.
-	if authUnary, authStream := g.peerAuth(sec.interceptors()); authUnary != nil {
+	if authUnary, authStream := g.peerAuth(sec.Interceptors()); authUnary != nil {
 		unary, stream = append(unary, authUnary), append(stream, authStream)
 	}
 	if audit != nil {
-		unary, stream = append(unary, audit.noteUnary), append(stream, audit.noteStream)
+		unary, stream = append(unary, audit.NoteUnary), append(stream, audit.NoteStream)
 	}
 	var ex func(context.Context) prometheus.Labels
 	if g.traceOpts.TracerProvider != nil {
 		ex = exemplar
 	}
 	unary, stream = g.metrics.Interceptors(unary, stream, ex)
-	opts := append(sec.serverOptions(),
+	opts := append(sec.ServerOptions(),
 		grpc.ForceServerCodecV2(codec),
 		grpc.ChainUnaryInterceptor(append(unary, codec.checkUnary, validateUnary, g.forwardUnary)...),
 		grpc.ChainStreamInterceptor(append(stream, codec.checkStream, g.forwardStream)...),

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"crypto/sha256"
+	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -84,4 +85,22 @@ func previous(rec store.Turn, req *acpgatev1.PromptRequest) (recorded, error) {
 		return recordedRetry, nil
 	}
 	return recordedAttach, nil
+}
+
+// requestKey scopes a request_id to the caller that sent it: two callers
+// using the same key run two turns and never learn of each other's. The
+// separator cannot occur in a request_id (printable ASCII only).
+func requestKey(owner, requestID string) string {
+	if requestID == "" {
+		return ""
+	}
+	return owner + "\x1f" + requestID
+}
+
+// requestIDOf is the request_id a client sent, from its scoped key.
+func requestIDOf(key string) string {
+	if i := strings.LastIndexByte(key, '\x1f'); i >= 0 {
+		return key[i+1:]
+	}
+	return key
 }

@@ -8,12 +8,10 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
-
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/metrics"
 	"github.com/acpgate/acpgate/internal/store"
+	"github.com/acpgate/acpgate/internal/turn/wire"
 )
 
 // Bounds of a journal's memory.
@@ -104,27 +102,6 @@ func newJournal(id string, st store.Store, log *slog.Logger, m *metrics.Agent, c
 	}
 	go j.commitLoop()
 	return j
-}
-
-// encodeEvent numbers, stamps and encodes an event of a journal: a
-// completed turn's outcome with an answer in pieces (see encodePieces), a
-// long text chunk with its text in pieces (see encodeChunkPieces),
-// anything else in one.
-func encodeEvent(e *acpgatev1.PromptEvent, seq uint64) store.Event {
-	e.Seq = seq
-	e.Time = timestamppb.Now()
-	if o := e.GetOutcome(); o.GetText() != "" || o.GetFinalMessage() != "" {
-		return encodePieces(e, o)
-	}
-	if field, c := textChunk(e); c != nil && len(c.Text) >= minChunkPieces {
-		return encodeChunkPieces(e, field, c)
-	}
-	data, err := proto.Marshal(e)
-	if err != nil {
-		// A PromptEvent the gateway built always encodes.
-		panic(fmt.Sprintf("encoding a journal event: %v", err))
-	}
-	return store.Event{Seq: seq, Data: data}
 }
 
 // append journals events that follow lastSeq. It waits while too many
@@ -335,7 +312,7 @@ func (j *journal) end(e *acpgatev1.PromptEvent, seq uint64, failed func(error, *
 	var terminal store.Event
 	var unrecorded []byte
 	if err == nil {
-		terminal = encodeEvent(e, seq)
+		terminal = wire.Encode(e, seq)
 		began := time.Now()
 		if err = j.st.End(context.Background(), j.id, rest, terminal, began); err != nil {
 			err = fmt.Errorf("journaling the turn's last events and terminal: %w", err)
@@ -357,7 +334,7 @@ func (j *journal) end(e *acpgatev1.PromptEvent, seq uint64, failed func(error, *
 		// With what the agent had answered, and else without it: a
 		// partial answer of megabytes may be what the store cannot take.
 		for _, from := range []*acpgatev1.PromptEvent{e, nil} {
-			terminal = encodeEvent(failed(err, from), seq)
+			terminal = wire.Encode(failed(err, from), seq)
 			began := time.Now()
 			recErr := j.st.End(context.Background(), j.id, nil, terminal, began)
 			j.noteWrite(began, terminal.Len())

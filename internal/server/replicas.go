@@ -18,6 +18,7 @@ import (
 	"github.com/acpgate/acpgate/internal/cluster"
 	"github.com/acpgate/acpgate/internal/metrics"
 	"github.com/acpgate/acpgate/internal/store"
+	"github.com/acpgate/acpgate/internal/turn/wire"
 	"github.com/acpgate/acpgate/outcome"
 )
 
@@ -210,7 +211,7 @@ func (g *Gateway) load() (sessions, runningTurns int) {
 // numbered above the turn's reservation, past every seq its gateway may
 // have sent (see store.Turn.Reserved).
 func (g *Gateway) stoppedTerminal(t store.Turn) store.Event {
-	return encodeEvent(terminal(outcome.Result{Error: g.interp.GatewayStopped(outcome.Text{})}), t.StoppedSeq())
+	return wire.Encode(terminal(outcome.Result{Error: g.interp.GatewayStopped(outcome.Text{})}), t.StoppedSeq())
 }
 
 // live is the other replicas with a live lease, by ID; UNAVAILABLE when
@@ -240,7 +241,7 @@ func (g *Gateway) listReplicaSessions(ctx context.Context) (*acpgatev1.ListSessi
 	var order []string
 	resp := &acpgatev1.ListSessionsResponse{}
 	for _, l := range g.sessions.listing() {
-		if g.authz.sees(ctx, l.ownedBy()) {
+		if g.authz.Sees(ctx, l.ownedBy()) {
 			p := l.proto()
 			local[p.GetId()] = p
 			order = append(order, p.GetId())
@@ -252,7 +253,7 @@ func (g *Gateway) listReplicaSessions(ctx context.Context) (*acpgatev1.ListSessi
 			delete(local, rec.ID)
 			continue
 		}
-		if !g.authz.sees(ctx, rec.Owner) {
+		if !g.authz.Sees(ctx, rec.Owner) {
 			continue
 		}
 		p := newSuspended(rec, g.workspaceOf(rec.Agent)).proto()

@@ -136,7 +136,7 @@ func (g *Gateway) unrecord(id string) {
 // suspended finds a suspended session the caller may see; nil otherwise.
 func (g *Gateway) suspended(ctx context.Context, id string) *suspendedSession {
 	susp := g.sessions.lookupSuspended(id)
-	if susp == nil || !g.authz.sees(ctx, susp.rec.Owner) {
+	if susp == nil || !g.authz.Sees(ctx, susp.rec.Owner) {
 		return nil
 	}
 	return susp
@@ -155,7 +155,7 @@ func (g *Gateway) suspendedToLoad(ctx context.Context, agent, id string) (*suspe
 	if susp == nil {
 		return nil, nil
 	}
-	if !g.authz.sees(ctx, susp.rec.Owner) {
+	if !g.authz.Sees(ctx, susp.rec.Owner) {
 		return nil, errNoSession(id)
 	}
 	if !susp.claim() {

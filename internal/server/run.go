@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/acpgate/acpgate/internal/access"
 	"github.com/acpgate/acpgate/internal/config"
 	"github.com/acpgate/acpgate/internal/metrics"
 	"github.com/acpgate/acpgate/internal/store"
@@ -33,7 +34,7 @@ type RunOptions struct {
 	SandboxLauncher string
 	// Security is the listener's TLS and caller authentication; when nil
 	// it is built from Config (NewSecurity).
-	Security *Security
+	Security *access.Security
 	// Ready, when set, is called with the listening address once the
 	// server accepts calls.
 	Ready func(net.Addr)
@@ -63,7 +64,7 @@ func Run(ctx context.Context, opts RunOptions) error {
 	defer stopTracing()
 	sec := opts.Security
 	if sec == nil {
-		if sec, err = NewSecurity(opts.Config, log); err != nil {
+		if sec, err = access.NewSecurity(opts.Config, log); err != nil {
 			return err
 		}
 	}

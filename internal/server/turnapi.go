@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+	"github.com/acpgate/acpgate/internal/access"
 	"github.com/acpgate/acpgate/internal/store"
 )
 
@@ -24,7 +25,7 @@ func (g *Gateway) WatchTurn(req *acpgatev1.WatchTurnRequest, stream acpgatev1.Ag
 	if err := g.mayWatch(stream.Context(), req.GetTurnId()); err != nil {
 		return err
 	}
-	leave, err := g.watchers.enter(req.GetTurnId(), caller(stream.Context()).Name)
+	leave, err := g.watchers.enter(req.GetTurnId(), access.Caller(stream.Context()).Name)
 	if err != nil {
 		return err
 	}
@@ -69,7 +70,7 @@ func (g *Gateway) mayWatch(ctx context.Context, id string) error {
 // seen is the answer to a caller looking up turn id, whose owner the store
 // gave with err.
 func (g *Gateway) seen(ctx context.Context, id, owner string, err error) error {
-	if errors.Is(err, store.ErrNotFound) || (err == nil && !g.authz.sees(ctx, owner)) {
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !g.authz.Sees(ctx, owner)) {
 		return status.Errorf(codes.NotFound, "no turn %q (unknown, or past its retention)", id)
 	}
 	if err != nil {
@@ -94,7 +95,7 @@ func (g *Gateway) ListTurns(ctx context.Context, req *acpgatev1.ListTurnsRequest
 	if err != nil {
 		return nil, err
 	}
-	recs, err := g.store.List(ctx, store.Filter{SessionID: req.GetSessionId(), Agent: req.GetAgent(), Owner: g.authz.ownerFilter(ctx)}, size+1, from)
+	recs, err := g.store.List(ctx, store.Filter{SessionID: req.GetSessionId(), Agent: req.GetAgent(), Owner: g.authz.OwnerFilter(ctx)}, size+1, from)
 	if err != nil {
 		return nil, status.Errorf(storeCode(err), "listing turns: %v", err)
 	}

@@ -14,9 +14,11 @@ import (
 	"google.golang.org/grpc/status"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+	"github.com/acpgate/acpgate/internal/access"
 	"github.com/acpgate/acpgate/internal/acp"
 	"github.com/acpgate/acpgate/internal/metrics"
 	"github.com/acpgate/acpgate/internal/store"
+	"github.com/acpgate/acpgate/internal/turn/wire"
 	"github.com/acpgate/acpgate/outcome"
 )
 
@@ -108,7 +110,7 @@ func (g *Gateway) begin(ctx context.Context, req *acpgatev1.PromptRequest, block
 		return "", err
 	}
 	attempt := uint32(1)
-	owner := caller(ctx).Name
+	owner := access.Caller(ctx).Name
 	key := requestKey(owner, req.GetRequestId())
 	if key != "" {
 		rec, err := g.store.Latest(context.Background(), key)
@@ -274,7 +276,7 @@ func (g *Gateway) runTurn(ctx context.Context, r *runningTurn, plan *turnPlan) (
 		live.claim(id)
 		plan.live = live
 	}
-	started := encodeEvent(started(id, live.id, live.agent.cfg.Name, live.takeResumed()), 1)
+	started := wire.Encode(started(id, live.id, live.agent.cfg.Name, live.takeResumed()), 1)
 	q := newEventQueue()
 	journaled := make(chan struct{}) // closed once the store has taken or refused the started event
 	pumped := make(chan struct{})
@@ -358,7 +360,7 @@ func (g *Gateway) endUnstarted(ctx context.Context, r *runningTurn, err error) o
 		// before its agent had started, or the gateway is draining.
 		e = g.interp.StaleTarget("the turn ended before its agent had started: " + status.Convert(statusOf(err)).Message())
 	}
-	if err := r.j.start(context.Background(), "", encodeEvent(started(r.rec.ID, r.rec.SessionID, r.rec.Agent, false), 1)); err != nil {
+	if err := r.j.start(context.Background(), "", wire.Encode(started(r.rec.ID, r.rec.SessionID, r.rec.Agent, false), 1)); err != nil {
 		g.log.ErrorContext(ctx, "the turn could not be journaled", "turn", r.rec.ID, "err", err)
 	}
 	result := outcome.Result{Error: e}
@@ -412,7 +414,7 @@ func (g *Gateway) pump(ctx context.Context, q *eventQueue, j *journal, coalesce 
 			if over {
 				continue
 			}
-			ev := encodeEvent(e, seq)
+			ev := wire.Encode(e, seq)
 			if size += int64(ev.Len()); size > limit {
 				over = true
 				cause := fmt.Sprintf("the turn's journal reached limits.max_turn_bytes (%d bytes)", limit)

@@ -2,10 +2,11 @@ package server
 
 import (
 	"context"
-	"github.com/acpgate/acpgate/internal/bytebudget"
 	"runtime/debug"
 	"sync"
 	"time"
+
+	"github.com/acpgate/acpgate/internal/bytebudget"
 )
 
 // Bounds of what streams following turns hold (see follow).

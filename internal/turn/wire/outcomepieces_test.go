@@ -1,4 +1,4 @@
-package server
+package wire
 
 import (
 	"bytes"
@@ -25,7 +25,7 @@ func TestAnOutcomeEncodedInPiecesIsTheEncodingProtoMarshalGives(t *testing.T) {
 		"with every scalar past them":            {Text: "a", FinalMessage: "a", TextBytes: 1, FinalMessageBytes: 1, TextOmission: acpgatev1.TextOmission_TEXT_OMISSION_CLIENT_GONE},
 	} {
 		e := &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_Outcome{Outcome: o}}
-		ev := encodeEvent(e, 9)
+		ev := Encode(e, 9)
 		if len(ev.More) == 0 {
 			t.Errorf("%s: encoded in one piece; want the answer in pieces of its own", name)
 		}
@@ -49,7 +49,7 @@ func TestAnOutcomeInPiecesSharesTheAnswerInsteadOfCopyingIt(t *testing.T) {
 	}}}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	ev := encodeEvent(e, 2)
+	ev := Encode(e, 2)
 	runtime.ReadMemStats(&after)
 	if allocated := after.TotalAlloc - before.TotalAlloc; allocated > 64<<10 {
 		t.Errorf("encoding an outcome repeating a %d-byte answer allocated %d bytes; want a few KiB", len(answer), allocated)
@@ -76,7 +76,7 @@ func TestAnOutcomeWithMetaDecodesAsItWasInPieces(t *testing.T) {
 		Meta:  meta,
 		Event: &acpgatev1.PromptEvent_Outcome{Outcome: &acpgatev1.PromptOutcome{Text: "answer", FinalMessage: "answer", Meta: meta}},
 	}
-	ev := encodeEvent(e, 4)
+	ev := Encode(e, 4)
 	got := &acpgatev1.PromptEvent{}
 	if err := proto.Unmarshal(ev.Bytes(), got); err != nil {
 		t.Fatalf("the pieces joined do not decode: %v", err)
@@ -88,7 +88,7 @@ func TestAnOutcomeWithMetaDecodesAsItWasInPieces(t *testing.T) {
 
 func TestAnOutcomeWithoutTextIsEncodedInOnePiece(t *testing.T) {
 	e := &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_Outcome{Outcome: &acpgatev1.PromptOutcome{TextOmitted: true, TextBytes: 5}}}
-	ev := encodeEvent(e, 3)
+	ev := Encode(e, 3)
 	want, _ := proto.Marshal(e)
 	if len(ev.More) != 0 || !bytes.Equal(ev.Data, want) {
 		t.Errorf("encoded as %d bytes and %d more pieces; want proto.Marshal's %d bytes alone", len(ev.Data), len(ev.More), len(want))

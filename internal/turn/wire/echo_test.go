@@ -1,4 +1,4 @@
-package server
+package wire
 
 import (
 	"bytes"
@@ -34,7 +34,7 @@ func TestEventsWithoutARepeatedTextHaveNoEcho(t *testing.T) {
 		"an outcome with no message":                            {Event: &acpgatev1.PromptEvent_Outcome{Outcome: &acpgatev1.PromptOutcome{Text: "text only"}}},
 		"an outcome whose final message is not the text's tail": {Event: &acpgatev1.PromptEvent_Outcome{Outcome: &acpgatev1.PromptOutcome{Text: "one", FinalMessage: "two"}}},
 	} {
-		if ev := encodeEvent(e, 5); ev.Echo != (store.Echo{}) {
+		if ev := Encode(e, 5); ev.Echo != (store.Echo{}) {
 			t.Errorf("%s: echo %+v; want none", name, ev.Echo)
 		}
 	}
@@ -47,7 +47,7 @@ func TestAnOutcomeTellsTheJournalThatItsFinalMessageRepeatsItsText(t *testing.T)
 		"the final message a tail": {Text: answer, FinalMessage: answer[len("first message\n\n"):], TurnId: "t1"},
 		"a short answer":           {Text: "ok", FinalMessage: "ok"},
 	} {
-		ev := encodeEvent(&acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_Outcome{Outcome: o}}, 7)
+		ev := Encode(&acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_Outcome{Outcome: o}}, 7)
 		assertEcho(t, name, ev, o.FinalMessage)
 	}
 }

@@ -1,8 +1,7 @@
-package server
+package access
 
 import (
 	"context"
-	"encoding/binary"
 	"log/slog"
 	"strings"
 	"sync"
@@ -10,17 +9,17 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/auth"
 	"github.com/acpgate/acpgate/internal/store"
+	"github.com/acpgate/acpgate/internal/turn/wire"
 	"github.com/acpgate/acpgate/outcome"
 )
 
-// auditor writes the audit log: one INFO record, msg "audit", per RPC,
+// Auditor writes the audit log: one INFO record, msg "audit", per RPC,
 // naming the principal, the RPC, the agent, session and turn it concerned,
 // its status code, the terminal class of a turn it streamed, and its
 // duration. Never the prompt's or the answer's text, unless includeText
@@ -30,9 +29,14 @@ import (
 // authentication or validation are audited too; the principal is learnt
 // from an inner interceptor (note), after authentication, through a holder
 // the outer one put in the context.
-type auditor struct {
+type Auditor struct {
 	log         *slog.Logger
 	includeText bool
+}
+
+// NewAuditor is an Auditor writing to log; includeText is audit.include_text.
+func NewAuditor(log *slog.Logger, includeText bool) *Auditor {
+	return &Auditor{log: log, includeText: includeText}
 }
 
 // auditKey is the context key of a call's *auditRecord.
@@ -47,7 +51,7 @@ type auditRecord struct {
 	last      any           // the last event sent (not a heartbeat), undecoded
 }
 
-func (a *auditor) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+func (a *Auditor) Unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	rec := &auditRecord{}
 	if m, ok := req.(proto.Message); ok {
 		rec.req = m
@@ -62,7 +66,7 @@ func (a *auditor) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo
 	return resp, err
 }
 
-func (a *auditor) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+func (a *Auditor) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	rec := &auditRecord{}
 	ctx := ss.Context()
 	start := time.Now()
@@ -73,7 +77,7 @@ func (a *auditor) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerI
 
 // note records the authenticated principal in the call's audit record; it
 // runs after authentication.
-func (a *auditor) note(ctx context.Context) {
+func (a *Auditor) note(ctx context.Context) {
 	rec, ok := ctx.Value(auditKey{}).(*auditRecord)
 	if !ok {
 		return
@@ -85,12 +89,12 @@ func (a *auditor) note(ctx context.Context) {
 	}
 }
 
-func (a *auditor) noteUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+func (a *Auditor) NoteUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	a.note(ctx)
 	return handler(ctx, req)
 }
 
-func (a *auditor) noteStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+func (a *Auditor) NoteStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	a.note(ss.Context())
 	return handler(srv, ss)
 }
@@ -131,7 +135,7 @@ func (s *auditedStream) SendMsg(m any) error {
 }
 
 // write logs rec's call, which ended with err after starting at start.
-func (a *auditor) write(ctx context.Context, rpc string, rec *auditRecord, err error, start time.Time) {
+func (a *Auditor) write(ctx context.Context, rpc string, rec *auditRecord, err error, start time.Time) {
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	var agent, session, turn string
@@ -173,56 +177,10 @@ func asEvent(m any) *acpgatev1.PromptEvent {
 	switch m := m.(type) {
 	case *acpgatev1.PromptEvent:
 		return m
-	case encodedEvent:
-		return decodeForAudit(store.Event(m).Pieces())
+	case wire.Encoded:
+		return wire.DecodeForAudit(store.Event(m).Pieces())
 	}
 	return nil
-}
-
-// decodeForAudit decodes an encoded event, given in pieces, except that a
-// completed turn's outcome decodes empty: the audit needs to know only
-// that it is there, and the outcome repeats the turn's answer, twice for a
-// one-message turn. Decoding it whole copied both strings out of the
-// encoding: 312 MiB more at the end of a 156 MiB answer, live beside the
-// encoding being sent. nil when the bytes do not decode.
-func decodeForAudit(pieces [][]byte) *acpgatev1.PromptEvent {
-	r := pieceReader{pieces: pieces}
-	var rest []byte
-	completed := false
-	for !r.empty() {
-		// A field's tag and, for a length-delimited one, its length
-		// come first, each at most a varint's size.
-		head := r.peek(2 * binary.MaxVarintLen64)
-		num, typ, n := protowire.ConsumeTag(head)
-		if n < 0 {
-			return nil
-		}
-		m := protowire.ConsumeFieldValue(num, typ, head[n:])
-		if typ == protowire.BytesType {
-			size, sizeLen := protowire.ConsumeVarint(head[n:])
-			if sizeLen < 0 || uint64(n+sizeLen)+size > uint64(r.len()) {
-				return nil
-			}
-			m = sizeLen + int(size)
-		}
-		if m < 0 {
-			return nil
-		}
-		if num == outcomeField && typ == protowire.BytesType {
-			completed = true
-			r.next(n+m, nil)
-		} else {
-			r.next(n+m, func(b []byte) { rest = append(rest, b...) })
-		}
-	}
-	e := &acpgatev1.PromptEvent{}
-	if proto.Unmarshal(rest, e) != nil {
-		return nil
-	}
-	if completed {
-		e.Event = &acpgatev1.PromptEvent_Outcome{Outcome: &acpgatev1.PromptOutcome{}}
-	}
-	return e
 }
 
 // stringField is m's string field name, or "" when it has none.
@@ -247,54 +205,4 @@ func promptText(p *acpgatev1.PromptRequest) string {
 		}
 	}
 	return strings.Join(parts, "\n")
-}
-
-// pieceReader reads an encoding given in pieces from the front.
-type pieceReader struct {
-	pieces [][]byte
-}
-
-func (r *pieceReader) empty() bool { return r.len() == 0 }
-
-func (r *pieceReader) len() int {
-	n := 0
-	for _, p := range r.pieces {
-		n += len(p)
-	}
-	return n
-}
-
-// peek returns up to n bytes from the front: the first piece's own bytes
-// when it holds them, else a copy across pieces.
-func (r *pieceReader) peek(n int) []byte {
-	if len(r.pieces) == 0 || len(r.pieces[0]) >= n {
-		if len(r.pieces) == 0 {
-			return nil
-		}
-		return r.pieces[0][:n]
-	}
-	var out []byte
-	for _, p := range r.pieces {
-		out = append(out, p[:min(len(p), n-len(out))]...)
-		if len(out) == n {
-			break
-		}
-	}
-	return out
-}
-
-// next consumes n bytes from the front, handing them to keep, piece by
-// piece, unless keep is nil. The caller has checked that there are n.
-func (r *pieceReader) next(n int, keep func([]byte)) {
-	for n > 0 {
-		k := min(n, len(r.pieces[0]))
-		if keep != nil {
-			keep(r.pieces[0][:k])
-		}
-		r.pieces[0] = r.pieces[0][k:]
-		if len(r.pieces[0]) == 0 {
-			r.pieces = r.pieces[1:]
-		}
-		n -= k
-	}
 }

@@ -1,4 +1,4 @@
-package server
+package wire
 
 import (
 	"bytes"
@@ -25,7 +25,7 @@ func TestALongTextChunkEncodedInPiecesIsTheEncodingProtoMarshalGives(t *testing.
 		"a thought":                                {Event: &acpgatev1.PromptEvent_AgentThoughtChunk{AgentThoughtChunk: chunk("m3")}},
 		"a user message":                           {Event: &acpgatev1.PromptEvent_UserMessageChunk{UserMessageChunk: chunk("")}},
 	} {
-		ev := encodeEvent(e, 300) // a seq of two bytes
+		ev := Encode(e, 300) // a seq of two bytes
 		want, err := proto.Marshal(e)
 		if err != nil {
 			t.Fatal(err)
@@ -48,7 +48,7 @@ func TestALongTextChunkEncodedInPiecesIsTheEncodingProtoMarshalGives(t *testing.
 func TestAShortTextChunkIsEncodedInOnePiece(t *testing.T) {
 	text := strings.Repeat("x", minChunkPieces-1)
 	e := &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_AgentMessageChunk{AgentMessageChunk: &acpgatev1.MessageChunk{Text: text}}}
-	if ev := encodeEvent(e, 2); len(ev.More) != 0 {
+	if ev := Encode(e, 2); len(ev.More) != 0 {
 		t.Errorf("a chunk of %d bytes was encoded in %d pieces; want one", len(text), 1+len(ev.More))
 	}
 }

@@ -1,4 +1,4 @@
-package server
+package access
 
 import (
 	"testing"
@@ -41,39 +41,22 @@ func TestEachDeclarationMatchesItsRequest(t *testing.T) {
 			continue
 		}
 		has := func(field protoreflect.Name) bool { return m.Input().Fields().ByName(field) != nil }
-		need := map[access][]protoreflect.Name{
-			accessAgentUser:    {"agent"},
-			accessSessionOwner: {"session_id"},
-			accessTurnOwner:    {"turn_id"},
-			accessPrompt:       {"agent", "session_id"},
-		}[rule.access]
-		if rule.route == routeSessionOwner {
+		need := map[Requirement][]protoreflect.Name{
+			AgentUser:    {"agent"},
+			SessionOwner: {"session_id"},
+			TurnOwner:    {"turn_id"},
+			PromptCaller: {"agent", "session_id"},
+		}[rule.Requires]
+		if rule.Route == RouteSessionOwner {
 			need = append(need, "session_id")
 		}
 		for _, f := range need {
 			if !has(f) {
-				t.Errorf("%s is declared %v/%v, but %s has no field %s", m.Name(), rule.access, rule.route, m.Input().FullName(), f)
+				t.Errorf("%s is declared %v/%v, but %s has no field %s", m.Name(), rule.Requires, rule.Route, m.Input().FullName(), f)
 			}
 		}
-		if rule.access == 0 || rule.route == 0 {
+		if rule.Requires == 0 || rule.Route == 0 {
 			t.Errorf("%s is declared without an access or a route", m.Name())
 		}
-	}
-}
-
-// The forwarding tables are the declaration's: the calls a replica relays
-// to a session's owner, and the ones it places on the replica with room.
-func TestForwardingFollowsTheDeclaration(t *testing.T) {
-	for name, rule := range rpcs {
-		full := "/" + ServiceName + "/" + name
-		if sessionMethods[full] != (rule.route == routeSessionOwner) {
-			t.Errorf("%s: relayed to the session's owner %v, declared %v", name, sessionMethods[full], rule.route)
-		}
-		if placedMethods[full] != (rule.route == routePlaced) {
-			t.Errorf("%s: placed %v, declared %v", name, placedMethods[full], rule.route)
-		}
-	}
-	if len(sessionMethods) == 0 || len(placedMethods) == 0 {
-		t.Error("no method is relayed or placed: the derivation is broken")
 	}
 }

@@ -1,4 +1,4 @@
-package server
+package access
 
 import (
 	"context"
@@ -115,17 +115,17 @@ func handshakeClientAuth(cfg *config.Config) tls.ClientAuthType {
 	return tls.NoClientCert
 }
 
-// serverOptions are the transport credentials, when TLS is on.
-func (s *Security) serverOptions() []grpc.ServerOption {
+// ServerOptions are the transport credentials, when TLS is on.
+func (s *Security) ServerOptions() []grpc.ServerOption {
 	if s == nil || s.reloader == nil {
 		return nil
 	}
 	return []grpc.ServerOption{grpc.Creds(credentials.NewTLS(s.reloader.ServerConfig()))}
 }
 
-// interceptors authenticate every call but those to public services; nil
+// Interceptors authenticate every call but those to public services; nil
 // under auth mode none.
-func (s *Security) interceptors() (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
+func (s *Security) Interceptors() (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
 	if s == nil || s.mode == config.AuthNone {
 		return nil, nil
 	}

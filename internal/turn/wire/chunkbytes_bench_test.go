@@ -1,4 +1,4 @@
-package server
+package wire
 
 import (
 	"context"
@@ -45,7 +45,7 @@ func BenchmarkAChunksBytes(b *testing.B) {
 				e := textChunkEvent(text)
 				e.Seq = uint64(i + 2)
 				wire += proto.Size(e)
-				if err := st.Append(ctx, id, []store.Event{encodeEvent(e, e.Seq)}); err != nil {
+				if err := st.Append(ctx, id, []store.Event{Encode(e, e.Seq)}); err != nil {
 					b.Fatal(err)
 				}
 			}
