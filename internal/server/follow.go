@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+	"github.com/acpgate/acpgate/internal/rpcerr"
 	"github.com/acpgate/acpgate/internal/store"
 	"github.com/acpgate/acpgate/internal/turn/wire"
 )
@@ -98,7 +99,7 @@ func (g *Gateway) readPage(ctx context.Context, turnID string, after uint64) (ev
 	events, err = g.store.Events(ctx, turnID, after, followBatch, followBytes)
 	if err != nil {
 		g.readers.give(took)
-		return nil, nil, journalReadError(turnID, err)
+		return nil, nil, rpcerr.JournalRead(turnID, err)
 	}
 	if size := eventsLen(events); size < took {
 		g.readers.give(took - size)
@@ -115,7 +116,7 @@ func (g *Gateway) takeBudget(ctx context.Context, n int, after uint64) error {
 		return err
 	}
 	if !ok {
-		return overQuota(concurrencyRetryDelay, "the gateway's %d MiB for streams reading journals has been taken by other streams for %s; call WatchTurn again with after_seq %d",
+		return rpcerr.OverQuota(rpcerr.RetryDelay, "the gateway's %d MiB for streams reading journals has been taken by other streams for %s; call WatchTurn again with after_seq %d",
 			g.readers.Size()>>20, g.readers.Wait(), after)
 	}
 	return nil
@@ -190,7 +191,7 @@ func (g *Gateway) nextEvents(ctx context.Context, turnID string, after uint64) (
 	}
 	if err != nil {
 		release()
-		return nil, nil, nil, nil, status.Errorf(storeCode(err), "reading turn %q: %v", turnID, err)
+		return nil, nil, nil, nil, status.Errorf(rpcerr.StoreCode(err), "reading turn %q: %v", turnID, err)
 	}
 	if ended && after >= lastSeq {
 		// The terminal is never skipped.

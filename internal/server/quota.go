@@ -1,21 +1,12 @@
 package server
 
 import (
-	"fmt"
 	"time"
 
 	"golang.org/x/time/rate"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/durationpb"
-)
 
-// concurrencyRetryDelay is the retry_delay of a refusal for a concurrency
-// quota (open sessions, concurrent turns): when a slot frees up depends on
-// turns and sessions ending, which the gateway cannot foresee, so it
-// suggests a short, fixed wait.
-const concurrencyRetryDelay = time.Second
+	"github.com/acpgate/acpgate/internal/rpcerr"
+)
 
 // callerUse is what one principal holds under its quota.
 type callerUse struct {
@@ -53,29 +44,12 @@ func (a *admission) forget(principal string, u *callerUse) {
 	}
 }
 
-// overQuota is RESOURCE_EXHAUSTED with a RetryInfo saying when to retry.
-func overQuota(retry time.Duration, format string, args ...any) error {
-	st := status.New(codes.ResourceExhausted, fmt.Sprintf(format, args...))
-	if d, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(retry)}); err == nil {
-		st = d
-	}
-	return st.Err()
-}
-
-// who names principal in a refusal.
-func who(principal string) string {
-	if principal == "" {
-		return "the anonymous caller"
-	}
-	return fmt.Sprintf("principal %q", principal)
-}
-
 // checkSessionQuota refuses one more session of principal when its
 // open_sessions quota is used up. Called with a.mu held.
 func (a *admission) checkSessionQuota(principal string) error {
 	q := a.quotas.For(principal)
 	if q.OpenSessions > 0 && a.callers[principal] != nil && a.callers[principal].sessions >= q.OpenSessions {
-		return overQuota(concurrencyRetryDelay, "%s is at its quota of %d open sessions", who(principal), q.OpenSessions)
+		return rpcerr.OverQuota(rpcerr.RetryDelay, "%s is at its quota of %d open sessions", rpcerr.Who(principal), q.OpenSessions)
 	}
 	return nil
 }
@@ -88,7 +62,7 @@ func (a *admission) takeTurnQuota(principal string) error {
 	u := a.use(principal)
 	if q.ConcurrentTurns > 0 && u.turns >= q.ConcurrentTurns {
 		a.forget(principal, u)
-		return overQuota(concurrencyRetryDelay, "%s is at its quota of %d concurrent turns", who(principal), q.ConcurrentTurns)
+		return rpcerr.OverQuota(rpcerr.RetryDelay, "%s is at its quota of %d concurrent turns", rpcerr.Who(principal), q.ConcurrentTurns)
 	}
 	if u.bucket != nil {
 		now := time.Now()
@@ -96,7 +70,7 @@ func (a *admission) takeTurnQuota(principal string) error {
 		if d := r.DelayFrom(now); d > 0 {
 			r.CancelAt(now)
 			a.forget(principal, u)
-			return overQuota(d, "%s is at its quota of %d turns per minute; retry in %s", who(principal), q.TurnsPerMinute, d.Round(time.Millisecond))
+			return rpcerr.OverQuota(d, "%s is at its quota of %d turns per minute; retry in %s", rpcerr.Who(principal), q.TurnsPerMinute, d.Round(time.Millisecond))
 		}
 	}
 	u.turns++

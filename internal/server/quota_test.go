@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/acpgate/acpgate/internal/config"
+	"github.com/acpgate/acpgate/internal/rpcerr"
 )
 
 // retryDelay checks that err is RESOURCE_EXHAUSTED with a RetryInfo and
@@ -36,8 +37,8 @@ func TestAConcurrentTurnQuotaRefusesWithRetryInfoUntilATurnEnds(t *testing.T) {
 	if err := a.admitTurn("alice", "t1"); err != nil {
 		t.Fatal(err)
 	}
-	if d := retryDelay(t, a.admitTurn("alice", "t2")); d != concurrencyRetryDelay {
-		t.Errorf("retry_delay %v, want %v", d, concurrencyRetryDelay)
+	if d := retryDelay(t, a.admitTurn("alice", "t2")); d != rpcerr.RetryDelay {
+		t.Errorf("retry_delay %v, want %v", d, rpcerr.RetryDelay)
 	}
 	if err := a.admitTurn("bob", "t3"); err != nil {
 		t.Errorf("bob is refused for alice's turn: %v", err)

@@ -14,6 +14,7 @@ import (
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/access"
+	"github.com/acpgate/acpgate/internal/rpcerr"
 	"github.com/acpgate/acpgate/internal/store"
 )
 
@@ -75,7 +76,7 @@ func (g *Gateway) seen(ctx context.Context, id, owner string, err error) error {
 	}
 	if err != nil {
 		// A terminal kept in the journal files is read with the record.
-		return journalReadError(id, err)
+		return rpcerr.JournalRead(id, err)
 	}
 	return nil
 }
@@ -97,7 +98,7 @@ func (g *Gateway) ListTurns(ctx context.Context, req *acpgatev1.ListTurnsRequest
 	}
 	recs, err := g.store.List(ctx, store.Filter{SessionID: req.GetSessionId(), Agent: req.GetAgent(), Owner: g.authz.OwnerFilter(ctx)}, size+1, from)
 	if err != nil {
-		return nil, status.Errorf(storeCode(err), "listing turns: %v", err)
+		return nil, status.Errorf(rpcerr.StoreCode(err), "listing turns: %v", err)
 	}
 	resp := &acpgatev1.ListTurnsResponse{}
 	more := len(recs) > size

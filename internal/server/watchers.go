@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/acpgate/acpgate/internal/bytebudget"
+	"github.com/acpgate/acpgate/internal/rpcerr"
 )
 
 // Bounds of what streams following turns hold (see follow).
@@ -78,10 +79,10 @@ func (w *watchLimits) enter(turnID, principal string) (leave func(), err error) 
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if n := w.turns[turnID]; n >= w.perTurn {
-		return nil, overQuota(concurrencyRetryDelay, "turn %q already has %d WatchTurn streams open (limits.max_watchers_per_turn); retry once one ends", turnID, n)
+		return nil, rpcerr.OverQuota(rpcerr.RetryDelay, "turn %q already has %d WatchTurn streams open (limits.max_watchers_per_turn); retry once one ends", turnID, n)
 	}
 	if n := w.principals[principal]; n >= w.perPrincipal {
-		return nil, overQuota(concurrencyRetryDelay, "%s already has %d WatchTurn streams open (limits.max_watchers_per_principal); close one, or retry once one ends", who(principal), n)
+		return nil, rpcerr.OverQuota(rpcerr.RetryDelay, "%s already has %d WatchTurn streams open (limits.max_watchers_per_principal); close one, or retry once one ends", rpcerr.Who(principal), n)
 	}
 	w.turns[turnID]++
 	w.principals[principal]++
