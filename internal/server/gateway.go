@@ -37,6 +37,7 @@ import (
 	"github.com/acpgate/acpgate/internal/spelling"
 	"github.com/acpgate/acpgate/internal/store"
 	"github.com/acpgate/acpgate/internal/tracing"
+	"github.com/acpgate/acpgate/internal/turn"
 	"github.com/acpgate/acpgate/outcome"
 )
 
@@ -97,14 +98,14 @@ type Gateway struct {
 	interp outcome.Interpreter
 
 	admit    *admission
-	watchers *watchLimits // WatchTurn streams open
-	readers  *readBudget  // the bytes streams read from the store and hold
+	watchers *turn.WatchLimits // WatchTurn streams open
 	authz    access.Authz
 	sessions *registry
 	store    store.Store
-	turns    turnTable
-	replicas *replicas // nil for a gateway on its own
-	notifier *notifier // nil without webhooks (notify.go)
+	turns    turn.Table
+	reader   *turn.Reader // every stream of a turn reads through it
+	replicas *replicas    // nil for a gateway on its own
+	notifier *notifier    // nil without webhooks (notify.go)
 
 	metrics   *metrics.Metrics // nil: none
 	tracer    trace.Tracer     // records nothing without a TracerProvider
@@ -152,8 +153,7 @@ func New(opts Options) (*Gateway, error) {
 		byName:    make(map[string]*agentEntry),
 		admit:     newAdmission(opts.Config.Limits.MaxSessions, opts.Config.Limits.MaxWarm, opts.Config.Quotas),
 		sessions:  newRegistry(),
-		watchers:  newWatchLimits(opts.Config.Limits.MaxWatchersPerTurn, opts.Config.Limits.MaxWatchersPerPrincipal),
-		readers:   newReadBudget(readBudgetBytes, readBudgetWait),
+		watchers:  turn.NewWatchLimits(opts.Config.Limits.MaxWatchersPerTurn, opts.Config.Limits.MaxWatchersPerPrincipal),
 		janitor:   make(chan struct{}),
 		tempDir:   opts.TempDir,
 		store:     opts.Store,
@@ -164,6 +164,7 @@ func New(opts Options) (*Gateway, error) {
 	if g.store == nil {
 		g.store = store.NewMemory()
 	}
+	g.reader = turn.NewReader(turn.ReaderOptions{Turns: &g.turns, Store: g.store, Budget: turn.NewReadBudget(turn.ReadBudgetBytes, turn.ReadBudgetWait), Heartbeat: opts.Config.HeartbeatInterval})
 	var err error
 	if g.authz, err = access.NewAuthz(opts.Config); err != nil {
 		return nil, err

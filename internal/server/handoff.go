@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/acpgate/acpgate/internal/store"
+	"github.com/acpgate/acpgate/internal/turn"
 )
 
 // Hand-off: with several replicas, a turn's ending is the one the store
@@ -22,10 +23,10 @@ import (
 
 // handOff drops turn r from memory and sees that the store ends it.
 // Called before r's terminal is delivered from memory.
-func (g *Gateway) handOff(r *runningTurn) {
-	g.turns.remove(r.rec.ID)
+func (g *Gateway) handOff(r *turn.Running) {
+	g.turns.Remove(r.Rec.ID)
 	rs := g.replicas
-	rs.goEnd(func() { g.endHandedOff(rs, r.rec.ID) })
+	rs.goEnd(func() { g.endHandedOff(rs, r.Rec.ID) })
 }
 
 // endHandedOff ends a turn handed off to the store, unless a reaper does
@@ -77,20 +78,4 @@ func (g *Gateway) tryEndHandedOff(ctx context.Context, id string) bool {
 		g.log.Warn("ending a turn whose journal the store refused failed; retrying", "turn", id, "err", err)
 	}
 	return false
-}
-
-// readRunning reads turn id from memory while it runs here (see
-// journal.read). It returns a nil turn when the turn is not here, or left
-// during the read: a turn handed off is dropped before its terminal is
-// delivered from memory, so a read that may have seen that terminal is
-// discarded, and the store is read instead.
-func (g *Gateway) readRunning(id string, after uint64) (t *runningTurn, events []store.Event, more <-chan struct{}, inMemory bool, last uint64, ended bool) {
-	if t = g.turns.get(id); t == nil {
-		return nil, nil, nil, false, 0, false
-	}
-	events, more, inMemory, last, ended = t.j.read(after, followBatch)
-	if g.turns.get(id) != t {
-		return nil, nil, nil, false, 0, false
-	}
-	return t, events, more, inMemory, last, ended
 }

@@ -36,9 +36,9 @@ func (g *Gateway) sweep(interval time.Duration) {
 // later start of the gateway, says what the turns' streams said, not that
 // the gateway stopped.
 func (g *Gateway) recordEndings() {
-	for _, t := range g.turns.all() {
-		if t.j.recordLate(context.Background()) {
-			g.turns.remove(t.rec.ID)
+	for _, t := range g.turns.All() {
+		if t.Journal.RecordLate(context.Background()) {
+			g.turns.Remove(t.Rec.ID)
 		}
 	}
 }
@@ -101,8 +101,8 @@ func (g *Gateway) Drain(ctx context.Context) {
 		l.sess.Cancel(msgShuttingDown)
 	}
 	// Turns whose one-shot agent is still starting have no session yet.
-	for _, t := range g.turns.all() {
-		t.cancel()
+	for _, t := range g.turns.All() {
+		t.Cancel()
 	}
 	turnsCtx := ctx
 	if deadline, ok := ctx.Deadline(); ok {

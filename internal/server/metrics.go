@@ -13,6 +13,7 @@ import (
 	"github.com/acpgate/acpgate/internal/acp"
 	"github.com/acpgate/acpgate/internal/config"
 	"github.com/acpgate/acpgate/internal/metrics"
+	"github.com/acpgate/acpgate/internal/turn"
 	"github.com/acpgate/acpgate/outcome"
 )
 
@@ -27,14 +28,14 @@ func (g *Gateway) agentMetrics(name string) *metrics.Agent {
 
 // noteTurnEnd records a turn's terminal; live is its session, nil when
 // its agent did not start.
-func (g *Gateway) noteTurnEnd(r *runningTurn, live *liveSession, result outcome.Result) {
-	m := g.agentMetrics(r.rec.Agent)
+func (g *Gateway) noteTurnEnd(r *turn.Running, live *liveSession, result outcome.Result) {
+	m := g.agentMetrics(r.Rec.Agent)
 	if m == nil {
 		return
 	}
 	class, reason := metrics.Classify(result.Error)
 	u := result.Outcome.GetUsage()
-	m.TurnEnded(class, reason, time.Since(r.rec.StartedAt), u.GetInputTokens(), u.GetOutputTokens())
+	m.TurnEnded(class, reason, time.Since(r.Rec.StartedAt), u.GetInputTokens(), u.GetOutputTokens())
 	if live != nil && u != nil && u.CostAmount != nil {
 		m.Cost(u.GetCostCurrency(), live.costAdded(u.GetCostAmount()))
 	}

@@ -31,13 +31,13 @@ func (g *Gateway) Prompt(req *acpgatev1.PromptRequest, stream acpgatev1.AgentGat
 	if err != nil {
 		return err
 	}
-	err = g.follow(ctx, turnID, 0, stream)
+	err = g.reader.Follow(ctx, turnID, 0, stream)
 	if err == nil {
 		return nil
 	}
 	if cancelsOnDisconnect(req) {
-		if t := g.turns.get(turnID); t != nil {
-			t.cancel()
+		if t := g.turns.Get(turnID); t != nil {
+			t.Cancel()
 		}
 	}
 	if st, ok := status.FromError(err); ok && st.Code() != codes.Unknown && st.Code() != codes.Canceled {

@@ -130,12 +130,12 @@ func (g *Gateway) startReplicas(ctx context.Context) error {
 // shutdown_grace, and are killed after it.
 func (g *Gateway) leaseLost(r *replicas, err error) {
 	r.setServing(false)
-	turns := g.turns.all()
+	turns := g.turns.All()
 	for _, t := range turns {
-		g.turns.remove(t.rec.ID)
+		g.turns.Remove(t.Rec.ID)
 	}
 	for _, t := range turns {
-		t.cancel()
+		t.Cancel()
 	}
 	for _, s := range g.sessions.allSuspended() {
 		g.sessions.deleteSuspended(s)
@@ -203,7 +203,7 @@ func (g *Gateway) stopReplicas(ctx context.Context) {
 // load is what placement reads of this replica: its open sessions and
 // running turns.
 func (g *Gateway) load() (sessions, runningTurns int) {
-	return len(g.sessions.all()), len(g.turns.all())
+	return len(g.sessions.all()), len(g.turns.All())
 }
 
 // stoppedTerminal is the terminal of a turn whose gateway stopped without

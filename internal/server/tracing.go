@@ -19,6 +19,7 @@ import (
 	"github.com/acpgate/acpgate/internal/config"
 	"github.com/acpgate/acpgate/internal/metrics"
 	"github.com/acpgate/acpgate/internal/tracing"
+	"github.com/acpgate/acpgate/internal/turn"
 	"github.com/acpgate/acpgate/outcome"
 )
 
@@ -107,26 +108,21 @@ func agentEnviron(a config.Agent, opts Options, lookup func(string) (string, boo
 }
 
 // turnSpan starts a turn's span in ctx, which holds the Prompt call's.
-func (g *Gateway) turnSpan(ctx context.Context, r *runningTurn, oneShot bool) (context.Context, trace.Span) {
+func (g *Gateway) turnSpan(ctx context.Context, r *turn.Running, oneShot bool) (context.Context, trace.Span) {
 	return g.tracer.Start(ctx, SpanTurn, trace.WithAttributes(
-		acp.AttrAgent.String(r.rec.Agent),
-		acp.AttrTurn.String(r.rec.ID),
-		acp.AttrAttempt.Int(int(r.rec.Attempt)),
+		acp.AttrAgent.String(r.Rec.Agent),
+		acp.AttrTurn.String(r.Rec.ID),
+		acp.AttrAttempt.Int(int(r.Rec.Attempt)),
 		acp.AttrOneShot.Bool(oneShot),
 	))
 }
 
-// pumpStats are what a turn streamed: events journaled between its
-// started event and its terminal, and their encoded bytes; and the encoded
-// size of its terminal.
-type pumpStats struct{ events, bytes, terminal int64 }
-
 // endTurnSpan records a turn's ending on its span and ends it. live is
 // the turn's session, nil when its agent did not start.
-func endTurnSpan(span trace.Span, live *liveSession, result outcome.Result, st pumpStats) {
+func endTurnSpan(span trace.Span, live *liveSession, result outcome.Result, st turn.Stats) {
 	if span.IsRecording() {
 		class, reason := metrics.Classify(result.Error)
-		attrs := []attribute.KeyValue{acp.AttrClass.String(class), acp.AttrEvents.Int64(st.events), acp.AttrBytes.Int64(st.bytes)}
+		attrs := []attribute.KeyValue{acp.AttrClass.String(class), acp.AttrEvents.Int64(st.Events), acp.AttrBytes.Int64(st.Bytes)}
 		if reason != "" {
 			attrs = append(attrs, acp.AttrReason.String(reason))
 		}

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/access"
@@ -26,12 +27,12 @@ func (g *Gateway) WatchTurn(req *acpgatev1.WatchTurnRequest, stream acpgatev1.Ag
 	if err := g.mayWatch(stream.Context(), req.GetTurnId()); err != nil {
 		return err
 	}
-	leave, err := g.watchers.enter(req.GetTurnId(), access.Caller(stream.Context()).Name)
+	leave, err := g.watchers.Enter(req.GetTurnId(), access.Caller(stream.Context()).Name)
 	if err != nil {
 		return err
 	}
 	defer leave()
-	err = g.follow(stream.Context(), req.GetTurnId(), req.GetAfterSeq(), stream)
+	err = g.reader.Follow(stream.Context(), req.GetTurnId(), req.GetAfterSeq(), stream)
 	if _, ok := status.FromError(err); ok && status.Code(err) != codes.Unknown {
 		return err
 	}
@@ -149,4 +150,32 @@ func decodePageToken(token string) (*store.Position, error) {
 		return nil, bad
 	}
 	return &store.Position{StartedAt: time.Unix(0, n), ID: id}, nil
+}
+
+// turnProto is a turn's record as the API shows it.
+func (g *Gateway) turnProto(rec store.Turn) (*acpgatev1.Turn, error) {
+	rec = g.recorded(rec)
+	t := &acpgatev1.Turn{
+		TurnId:    rec.ID,
+		RequestId: requestIDOf(rec.RequestID),
+		Attempt:   rec.Attempt,
+		Agent:     rec.Agent,
+		SessionId: rec.SessionID,
+		State:     acpgatev1.TurnState_TURN_STATE_RUNNING,
+		StartedAt: timestamppb.New(rec.StartedAt),
+		LastSeq:   rec.LastSeq,
+		Replica:   rec.Replica,
+	}
+	if live := g.turns.Get(rec.ID); live != nil {
+		t.LastSeq = max(t.LastSeq, live.Journal.LastVisible())
+	}
+	if !rec.Running() {
+		t.State = acpgatev1.TurnState_TURN_STATE_ENDED
+		t.EndedAt = timestamppb.New(rec.EndedAt)
+		t.Terminal = &acpgatev1.PromptEvent{}
+		if err := proto.Unmarshal(rec.Terminal, t.Terminal); err != nil {
+			return nil, status.Errorf(codes.Internal, "turn %q's terminal does not decode: %v", rec.ID, err)
+		}
+	}
+	return t, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
@@ -16,55 +15,11 @@ import (
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/access"
 	"github.com/acpgate/acpgate/internal/acp"
-	"github.com/acpgate/acpgate/internal/metrics"
 	"github.com/acpgate/acpgate/internal/store"
+	"github.com/acpgate/acpgate/internal/turn"
 	"github.com/acpgate/acpgate/internal/turn/wire"
 	"github.com/acpgate/acpgate/outcome"
 )
-
-// turnTable is the turns running in this gateway, by id.
-type turnTable struct {
-	mu    sync.Mutex
-	turns map[string]*runningTurn
-}
-
-// runningTurn is a turn running in this gateway.
-type runningTurn struct {
-	rec    store.Turn
-	j      *journal
-	cancel context.CancelFunc // cancels the turn's context: the turn is cancelled
-}
-
-func (t *turnTable) add(r *runningTurn) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.turns == nil {
-		t.turns = make(map[string]*runningTurn)
-	}
-	t.turns[r.rec.ID] = r
-}
-
-func (t *turnTable) remove(id string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	delete(t.turns, id)
-}
-
-func (t *turnTable) get(id string) *runningTurn {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.turns[id]
-}
-
-func (t *turnTable) all() []*runningTurn {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	out := make([]*runningTurn, 0, len(t.turns))
-	for _, r := range t.turns {
-		out = append(out, r)
-	}
-	return out
-}
 
 // recorded is rec as its streams know it: a turn of this gateway whose
 // terminal the store could not take (see journal.end) has ended, with the
@@ -74,8 +29,8 @@ func (g *Gateway) recorded(rec store.Turn) store.Turn {
 	if !rec.Running() || rec.ID == "" {
 		return rec
 	}
-	if live := g.turns.get(rec.ID); live != nil {
-		if ok, terminal, endedAt := live.j.recorded(); !ok {
+	if live := g.turns.Get(rec.ID); live != nil {
+		if ok, terminal, endedAt := live.Journal.Recorded(); !ok {
 			rec.Terminal, rec.EndedAt = terminal, endedAt
 		}
 	}
@@ -188,21 +143,21 @@ func (g *Gateway) begin(ctx context.Context, req *acpgatev1.PromptRequest, block
 	// so it takes only the call's span (its trace parent) and baggage, not
 	// its cancellation.
 	ctx, cancel := context.WithCancel(baggage.ContextWithBaggage(trace.ContextWithSpan(context.Background(), trace.SpanFromContext(ctx)), baggage.FromContext(ctx)))
-	r := &runningTurn{rec: plan.rec, cancel: cancel}
-	r.j = newJournal(plan.rec.ID, g.store, g.log, g.agentMetrics(plan.rec.Agent), func(cause string) {
+	r := &turn.Running{Rec: plan.rec, Cancel: cancel}
+	r.Journal = turn.NewJournal(plan.rec.ID, g.store, g.log, g.agentMetrics(plan.rec.Agent), func(cause string) {
 		if plan.live != nil {
 			plan.live.sess.Cancel(cause)
 		}
 		cancel()
 	})
 	if g.replicas != nil {
-		r.j.refused = func() { g.handOff(r) }
+		r.Journal.OnRefused(func() { g.handOff(r) })
 	}
-	g.turns.add(r)
+	g.turns.Add(r)
 	go func() {
 		// Once runTurn has returned: while it runs, its frame holds the
 		// turn's answer and terminal.
-		collectAfterTurn(g.runTurn(ctx, r, plan))
+		turn.CollectAfterTurn(g.runTurn(ctx, r, plan))
 	}()
 	return plan.rec.ID, nil
 }
@@ -245,21 +200,21 @@ func (g *Gateway) claimSession(ctx context.Context, id, turnID string) (*liveSes
 // owns the turn: it ends when the turn has ended, whoever is watching. It
 // returns the encoded size of the terminal, 0 for the small terminal of a
 // turn that did not stream.
-func (g *Gateway) runTurn(ctx context.Context, r *runningTurn, plan *turnPlan) (terminalBytes int64) {
-	defer g.admit.turnEnded(r.rec.ID)
+func (g *Gateway) runTurn(ctx context.Context, r *turn.Running, plan *turnPlan) (terminalBytes int64) {
+	defer g.admit.turnEnded(r.Rec.ID)
 	defer func() {
 		// A turn whose terminal the store could not take stays readable
 		// from memory: its streams must still end with the terminal, and
 		// its request_id's next submission must find it ended.
-		if ok, _, _ := r.j.recorded(); ok {
-			g.turns.remove(r.rec.ID)
+		if ok, _, _ := r.Journal.Recorded(); ok {
+			g.turns.Remove(r.Rec.ID)
 		}
 	}()
-	defer r.cancel()
-	m := g.agentMetrics(r.rec.Agent)
+	defer r.Cancel()
+	m := g.agentMetrics(r.Rec.Agent)
 	m.TurnStarted()
 	defer m.TurnDone()
-	id := r.rec.ID
+	id := r.Rec.ID
 	live := plan.live
 	ctx, span := g.turnSpan(ctx, r, live == nil && plan.opening.reopen == nil)
 	if live == nil {
@@ -270,17 +225,17 @@ func (g *Gateway) runTurn(ctx context.Context, r *runningTurn, plan *turnPlan) (
 			live, err = g.start(ctx, plan.opening, true)
 		}
 		if err != nil {
-			endTurnSpan(span, nil, g.endUnstarted(ctx, r, err), pumpStats{})
+			endTurnSpan(span, nil, g.endUnstarted(ctx, r, err), turn.Stats{})
 			return 0
 		}
 		live.claim(id)
 		plan.live = live
 	}
 	started := wire.Encode(started(id, live.id, live.agent.cfg.Name, live.takeResumed()), 1)
-	q := newEventQueue()
+	q := turn.NewQueue()
 	journaled := make(chan struct{}) // closed once the store has taken or refused the started event
 	pumped := make(chan struct{})
-	var streamed pumpStats
+	var streamed turn.Stats
 	go func() {
 		defer close(pumped)
 		// The started event is journaled while the agent takes the
@@ -290,17 +245,28 @@ func (g *Gateway) runTurn(ctx context.Context, r *runningTurn, plan *turnPlan) (
 		// it. A refused start cancels the turn (see journal.start).
 		// Journaled without the turn's cancellation: a turn cancelled
 		// as it starts is a cancelled turn, not a journal that failed.
-		if err := r.j.start(context.WithoutCancel(ctx), live.id, started); err != nil {
+		if err := r.Journal.Start(context.WithoutCancel(ctx), live.id, started); err != nil {
 			g.log.ErrorContext(ctx, "the turn could not be journaled", "turn", id, "err", err)
 		}
 		close(journaled)
-		streamed = g.pump(ctx, q, r.j, plan.req.GetCoalesceChunks(), live, m, r.rec.StartedAt)
+		streamed = turn.Pump(ctx, q, r.Journal, turn.PumpOptions{
+			Coalesce: plan.req.GetCoalesceChunks(),
+			MaxBytes: g.cfg.Limits.MaxTurnBytes,
+			Cancel:   func(cause string) { live.sess.Cancel(cause) },
+			Full: func(detail string) *acpgatev1.PromptEvent {
+				return terminal(outcome.Result{Error: g.interp.JournalFailed(detail, outcome.Text{})})
+			},
+			Failed:  g.journalFailed,
+			Metrics: m,
+			Began:   r.Rec.StartedAt,
+			Log:     g.log,
+		})
 	}()
 	result, err := live.sess.Prompt(ctx, plan.blocks, acp.PromptOptions{
 		TurnID:   id,
 		Timeout:  live.agent.cfg.TurnTimeout,
-		Emit:     q.push,
-		OnCancel: q.abandon,
+		Emit:     q.Push,
+		OnCancel: q.Abandon,
 		OmitText: plan.req.GetOmitOutcomeText(),
 		Meta:     plan.req.GetMeta(),
 	})
@@ -311,20 +277,20 @@ func (g *Gateway) runTurn(ctx context.Context, r *runningTurn, plan *turnPlan) (
 		result = outcome.Result{Error: g.interp.StaleTarget("the session ended before the turn could start: " + err.Error())}
 	}
 	<-journaled
-	if failed := r.j.failure(); failed != nil {
+	if failed := r.Journal.Failure(); failed != nil {
 		e := g.interp.JournalFailed(failed.Error(), outcome.Text{})
 		e.Partial = result.Error.GetPartial()
 		result = outcome.Result{Error: e}
 	}
 	// The session is free before anyone can read the terminal.
 	live.release()
-	q.finish(terminal(result))
+	q.Finish(terminal(result))
 	<-pumped
 	g.logTerminal(ctx, id, live.agent.cfg.Name, live.id, result.Error)
 	g.noteTurnEnd(r, live, result)
 	endTurnSpan(span, live, result, streamed)
 	g.afterTurn(live, result.Error)
-	return streamed.terminal
+	return streamed.Terminal
 }
 
 // journalFailed is the terminal of a turn whose journal failed with err,
@@ -349,7 +315,7 @@ func (g *Gateway) afterTurn(live *liveSession, e *acpgatev1.HarnessError) {
 // one shape, so the failure to start or handshake is the turn's terminal,
 // after a started event with no session (a one-shot turn) or the
 // suspended session's id. It returns that terminal.
-func (g *Gateway) endUnstarted(ctx context.Context, r *runningTurn, err error) outcome.Result {
+func (g *Gateway) endUnstarted(ctx context.Context, r *turn.Running, err error) outcome.Result {
 	var agentErr *acp.Error
 	var e *acpgatev1.HarnessError
 	switch {
@@ -360,84 +326,14 @@ func (g *Gateway) endUnstarted(ctx context.Context, r *runningTurn, err error) o
 		// before its agent had started, or the gateway is draining.
 		e = g.interp.StaleTarget("the turn ended before its agent had started: " + status.Convert(statusOf(err)).Message())
 	}
-	if err := r.j.start(context.Background(), "", wire.Encode(started(r.rec.ID, r.rec.SessionID, r.rec.Agent, false), 1)); err != nil {
-		g.log.ErrorContext(ctx, "the turn could not be journaled", "turn", r.rec.ID, "err", err)
+	if err := r.Journal.Start(context.Background(), "", wire.Encode(started(r.Rec.ID, r.Rec.SessionID, r.Rec.Agent, false), 1)); err != nil {
+		g.log.ErrorContext(ctx, "the turn could not be journaled", "turn", r.Rec.ID, "err", err)
 	}
 	result := outcome.Result{Error: e}
-	r.j.end(terminal(result), 2, g.journalFailed)
-	g.logTerminal(ctx, r.rec.ID, r.rec.Agent, "", e)
+	r.Journal.End(terminal(result), 2, g.journalFailed)
+	g.logTerminal(ctx, r.Rec.ID, r.Rec.Agent, "", e)
 	g.noteTurnEnd(r, nil, result)
 	return result
-}
-
-// pump moves a turn's events from its queue into its journal: merging text
-// chunks when the client asked for that, and bounding the journal at
-// limits.max_turn_bytes, past which the turn is cancelled and its further
-// events are not journaled. It counts the events journaled in am, and the
-// time from began to the first agent message chunk, and returns what it
-// journaled (two integers kept per event: a span per chunk would cost the
-// stream more than the stream costs).
-func (g *Gateway) pump(ctx context.Context, q *eventQueue, j *journal, coalesce bool, live *liveSession, am *metrics.Agent, began time.Time) pumpStats {
-	var (
-		m         merger
-		spare     []*acpgatev1.PromptEvent
-		out       []store.Event // a batch's encodings; the journal copies them
-		size      int64
-		events    int64
-		over      bool
-		firstSeen bool
-	)
-	limit := g.cfg.Limits.MaxTurnBytes
-	for {
-		batch, _ := q.take(context.Background(), spare)
-		seq := j.next()
-		out = out[:0]
-		for i := 0; i < len(batch); i++ {
-			e := batch[i]
-			if coalesce && isTextChunk(e.GetAgentMessageChunk()) {
-				e, i = m.merge(batch, i)
-			}
-			if isTerminal(e) {
-				if len(out) > 0 {
-					j.append(out)
-				}
-				if over && e.GetOutcome() != nil {
-					// The agent completed before the cancel reached it, but
-					// the journal dropped events past the limit: the turn
-					// must not read as complete.
-					detail := fmt.Sprintf("the turn's journal reached limits.max_turn_bytes (%d bytes); the events after it were not journaled", limit)
-					e = terminal(outcome.Result{Error: g.interp.JournalFailed(detail, outcome.Text{})})
-				}
-				end := j.end(e, seq, g.journalFailed)
-				return pumpStats{events: events, bytes: size, terminal: int64(end.Len())}
-			}
-			if over {
-				continue
-			}
-			ev := wire.Encode(e, seq)
-			if size += int64(ev.Len()); size > limit {
-				over = true
-				cause := fmt.Sprintf("the turn's journal reached limits.max_turn_bytes (%d bytes)", limit)
-				g.log.WarnContext(ctx, "cancelling a turn whose journal is full", "turn", j.id, "limit", limit)
-				live.sess.Cancel(cause)
-				continue
-			}
-			out = append(out, ev)
-			seq++
-			events++
-			am.Chunk(ev.Len())
-			if !firstSeen && isAgentMessageChunk(e) {
-				firstSeen = true
-				am.FirstChunk(time.Since(began))
-			}
-		}
-		if len(out) > 0 {
-			j.append(out)
-		}
-		clear(batch)
-		clear(out)
-		spare = batch
-	}
 }
 
 // endStopped ends every turn the store still shows as running: the gateway

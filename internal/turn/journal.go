@@ -1,4 +1,4 @@
-package server
+package turn
 
 import (
 	"context"
@@ -33,7 +33,7 @@ const (
 	maxUncommittedBytes = 4 << 20
 )
 
-// journal is a running turn's events on their way to the store and to
+// Journal is a running turn's events on their way to the store and to
 // every stream that follows the turn.
 //
 // The turn's pump appends events: numbered, stamped and encoded once, so
@@ -52,7 +52,7 @@ const (
 // client may have seen. The reservation is extended by the writes the
 // journal makes anyway, far ahead of what the turn reaches, so streams
 // never wait for it.
-type journal struct {
+type Journal struct {
 	id     string
 	st     store.Store
 	log    *slog.Logger
@@ -74,8 +74,7 @@ type journal struct {
 	wrote      chan struct{} // signalled when a commit finishes
 	failed     error         // the store's first failure
 	// refused, when set, is called before a terminal the store did not
-	// take is delivered from memory (see handOff); set before the turn
-	// runs.
+	// take is delivered from memory (see OnRefused).
 	refused func()
 
 	flush  chan struct{} // signalled when there is something to commit
@@ -84,8 +83,10 @@ type journal struct {
 	done   chan struct{} // closed when the committer has finished
 }
 
-func newJournal(id string, st store.Store, log *slog.Logger, m *metrics.Agent, cancel func(cause string)) *journal {
-	j := &journal{
+// NewJournal starts the journal of turn id, writing to st; cancel cancels
+// the turn when the journal cannot be written. End stops its committer.
+func NewJournal(id string, st store.Store, log *slog.Logger, m *metrics.Agent, cancel func(cause string)) *Journal {
+	j := &Journal{
 		id:     id,
 		m:      m,
 		st:     st,
@@ -104,9 +105,9 @@ func newJournal(id string, st store.Store, log *slog.Logger, m *metrics.Agent, c
 	return j
 }
 
-// append journals events that follow lastSeq. It waits while too many
+// Append journals events that follow lastSeq. It waits while too many
 // events wait for the store.
-func (j *journal) append(events []store.Event) {
+func (j *Journal) Append(events []store.Event) {
 	j.mu.Lock()
 	for (j.lastSeq-j.committed >= maxUncommitted || j.pending >= maxUncommittedBytes) && j.failed == nil {
 		j.mu.Unlock()
@@ -125,11 +126,11 @@ func (j *journal) append(events []store.Event) {
 	signal(j.flush)
 }
 
-// start journals the turn's started event, seq 1, and the session it runs
+// Start journals the turn's started event, seq 1, and the session it runs
 // in, before any stream can read it. When the store refuses it, the turn
 // is cancelled and stays readable from memory, as when a batch fails: the
 // started event is still the first a stream reads.
-func (j *journal) start(ctx context.Context, sessionID string, started store.Event) error {
+func (j *Journal) Start(ctx context.Context, sessionID string, started store.Event) error {
 	began := time.Now()
 	err := j.st.Started(ctx, j.id, sessionID, started)
 	j.noteWrite(began, started.Len())
@@ -150,9 +151,25 @@ func (j *journal) start(ctx context.Context, sessionID string, started store.Eve
 	return err
 }
 
+// OnRefused sets f to be called before a terminal the store did not take
+// is delivered from memory: with several replicas, the store's ending is
+// the one everyone gets, so the gateway hands the turn off instead. Call
+// it before the turn runs.
+func (j *Journal) OnRefused(f func()) { j.refused = f }
+
+// ID is the turn's id.
+func (j *Journal) ID() string { return j.id }
+
+// LastVisible is the last seq a stream may read now (see visible).
+func (j *Journal) LastVisible() uint64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.visible()
+}
+
 // noteWrite records a write of size bytes of events to the store that
 // began at began.
-func (j *journal) noteWrite(began time.Time, size int) {
+func (j *Journal) noteWrite(began time.Time, size int) {
 	if j.m != nil {
 		j.m.JournalWrite(time.Since(began), size)
 	}
@@ -168,27 +185,27 @@ func eventsLen(events []store.Event) int {
 }
 
 // broadcast wakes the streams waiting for events; j.mu is held.
-func (j *journal) broadcast() {
+func (j *Journal) broadcast() {
 	close(j.changed)
 	j.changed = make(chan struct{})
 }
 
-// failure is the store's first failure, or nil.
-func (j *journal) failure() error {
+// Failure is the store's first failure, or nil.
+func (j *Journal) Failure() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.failed
 }
 
-// next returns the seq the next event gets.
-func (j *journal) next() uint64 {
+// Next returns the seq the next event gets.
+func (j *Journal) Next() uint64 {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.lastSeq + 1
 }
 
 // commitLoop writes events to the store behind the turn.
-func (j *journal) commitLoop() {
+func (j *Journal) commitLoop() {
 	defer close(j.done)
 	for {
 		select {
@@ -209,7 +226,7 @@ func (j *journal) commitLoop() {
 }
 
 // commit writes the events the store does not have yet.
-func (j *journal) commit() {
+func (j *Journal) commit() {
 	j.mu.Lock()
 	if j.failed != nil {
 		j.mu.Unlock()
@@ -248,7 +265,7 @@ func (j *journal) commit() {
 // the one goroutine writing them to the store: an event's bytes are not
 // written after it is encoded, and recent changes only under j.mu (a
 // trim makes a new slice).
-func (j *journal) uncommitted() []store.Event {
+func (j *Journal) uncommitted() []store.Event {
 	n := int(j.lastSeq - j.committed)
 	if n <= 0 {
 		return nil
@@ -266,7 +283,7 @@ func (j *journal) uncommitted() []store.Event {
 // garbage brought collection cycles often enough to show in the latency of
 // a paced turn. Trimming to half makes one copy every recentEvents/2
 // events at most.
-func (j *journal) trim() {
+func (j *Journal) trim() {
 	if len(j.recent) <= recentEvents && eventsLen(j.recent) <= recentBytes {
 		return
 	}
@@ -285,7 +302,7 @@ func (j *journal) trim() {
 	j.recent = kept
 }
 
-// end journals the terminal e, numbered seq: the events the store does not
+// End journals the terminal e, numbered seq: the events the store does not
 // have yet and then it are written in one step, before any stream can read
 // it. It returns the terminal as journaled.
 //
@@ -296,14 +313,14 @@ func (j *journal) trim() {
 // not name another event (see journal). The streams get what the record
 // holds. When the store refuses even that, the terminal is kept in memory
 // (unrecorded): streams still end with it, and the turn reads as ended
-// (see Gateway.recorded).
+// (see the gateway's recorded).
 //
 // The committer is stopped first, not asked for one last batch: a short
 // turn (a burst of chunks well inside commitDelay) has all its events
 // still unwritten here, and a batch and then the terminal would be two
 // writes, one after the other, between the agent's last word and the
 // client's terminal.
-func (j *journal) end(e *acpgatev1.PromptEvent, seq uint64, failed func(error, *acpgatev1.PromptEvent) *acpgatev1.PromptEvent) store.Event {
+func (j *Journal) End(e *acpgatev1.PromptEvent, seq uint64, failed func(error, *acpgatev1.PromptEvent) *acpgatev1.PromptEvent) store.Event {
 	close(j.stop)
 	<-j.done
 	j.mu.Lock()
@@ -364,20 +381,20 @@ func (j *journal) end(e *acpgatev1.PromptEvent, seq uint64, failed func(error, *
 	return terminal
 }
 
-// recorded reports whether the store holds the turn's ending (or it
+// Recorded reports whether the store holds the turn's ending (or it
 // runs), and, when it does not, the terminal the streams got and when.
-func (j *journal) recorded() (ok bool, terminal []byte, endedAt time.Time) {
+func (j *Journal) Recorded() (ok bool, terminal []byte, endedAt time.Time) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.unrecorded == nil, j.unrecorded, j.endedAt
 }
 
-// recordLate writes the terminal the store refused when the turn ended
+// RecordLate writes the terminal the store refused when the turn ended
 // (see end), and reports whether the record is now settled: the store took
 // it, or the turn is no longer the store's to end (ended by another, or
 // gone), so that nothing is left to retry. Its one caller at a time is
 // the gateway's janitor, or Close once the janitor has stopped.
-func (j *journal) recordLate(ctx context.Context) bool {
+func (j *Journal) RecordLate(ctx context.Context) bool {
 	j.mu.Lock()
 	data, seq, endedAt := j.unrecorded, j.lastSeq, j.endedAt
 	j.mu.Unlock()
@@ -399,7 +416,7 @@ func (j *journal) recordLate(ctx context.Context) bool {
 
 // visible is the last seq a stream may read: the terminal once the turn
 // has ended, else the last event up to the reservation; j.mu is held.
-func (j *journal) visible() uint64 {
+func (j *Journal) visible() uint64 {
 	if j.ended {
 		return j.lastSeq
 	}
@@ -410,7 +427,7 @@ func (j *journal) visible() uint64 {
 // closed when more arrive. inMemory is false when events after seq have
 // already left memory: read them from the store. last is the last seq a
 // stream may read now, and ended reports that it is the terminal's.
-func (j *journal) read(after uint64, max int) (events []store.Event, more <-chan struct{}, inMemory bool, last uint64, ended bool) {
+func (j *Journal) read(after uint64, max int) (events []store.Event, more <-chan struct{}, inMemory bool, last uint64, ended bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	last = j.visible()

@@ -1,4 +1,4 @@
-package server
+package turn
 
 import "runtime"
 
@@ -27,10 +27,10 @@ import "runtime"
 // was a quarter of the gateway's CPU on the 64 KiB flood.
 const collectAfter = 32 << 20
 
-// collectAfterTurn collects garbage after a turn whose terminal had
+// CollectAfterTurn collects garbage after a turn whose terminal had
 // terminalBytes, when that is at least collectAfter. Call it once the
 // turn's own goroutine holds nothing of it.
-func collectAfterTurn(terminalBytes int64) {
+func CollectAfterTurn(terminalBytes int64) {
 	if terminalBytes >= collectAfter {
 		runtime.GC()
 	}

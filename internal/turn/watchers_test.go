@@ -1,4 +1,4 @@
-package server
+package turn
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 )
 
 func TestAReaderWaitsForRoomInTheReadBudgetAndTakesItOnceGivenBack(t *testing.T) {
-	b := newReadBudget(100, 10*time.Second)
+	b := NewReadBudget(100, 10*time.Second)
 	if ok, err := b.take(context.Background(), 60); !ok || err != nil {
 		t.Fatalf("take 60 of 100: %v, %v", ok, err)
 	}
@@ -44,7 +44,7 @@ func TestAReaderWaitsForRoomInTheReadBudgetAndTakesItOnceGivenBack(t *testing.T)
 
 func TestAReaderIsRefusedOnceItHasWaitedTheReadBudgetsWait(t *testing.T) {
 	const wait = 200 * time.Millisecond
-	b := newReadBudget(100, wait)
+	b := NewReadBudget(100, wait)
 	if ok, _ := b.take(context.Background(), 100); !ok {
 		t.Fatal("the whole budget was refused")
 	}
@@ -62,7 +62,7 @@ func TestAReaderIsRefusedOnceItHasWaitedTheReadBudgetsWait(t *testing.T) {
 }
 
 func TestAReaderStopsWaitingForTheReadBudgetWhenItsStreamEnds(t *testing.T) {
-	b := newReadBudget(100, time.Minute)
+	b := NewReadBudget(100, time.Minute)
 	b.take(context.Background(), 100)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	gone := errors.New("the client went away")
@@ -92,33 +92,33 @@ func wantRetryLater(t *testing.T, what string, err error) {
 }
 
 func TestWatchersAreBoundedPerTurnAndPerPrincipalAndAdmittedAgainOnceOneLeaves(t *testing.T) {
-	w := newWatchLimits(2, 3)
-	alice1, err := w.enter("t1", "alice")
+	w := NewWatchLimits(2, 3)
+	alice1, err := w.Enter("t1", "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.enter("t1", "alice"); err != nil {
+	if _, err := w.Enter("t1", "alice"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = w.enter("t1", "bob")
+	_, err = w.Enter("t1", "bob")
 	wantRetryLater(t, "a third watcher of t1", err)
-	if _, err := w.enter("t2", "alice"); err != nil {
+	if _, err := w.Enter("t2", "alice"); err != nil {
 		t.Fatalf("alice's third watcher, of another turn: %v", err)
 	}
-	_, err = w.enter("t3", "alice")
+	_, err = w.Enter("t3", "alice")
 	wantRetryLater(t, "alice's fourth watcher", err)
-	if _, err := w.enter("t3", "bob"); err != nil {
+	if _, err := w.Enter("t3", "bob"); err != nil {
 		t.Fatalf("bob is refused for alice's watchers: %v", err)
 	}
 	alice1()
 	alice1() // a second call counts once
-	if _, err := w.enter("t1", "bob"); err != nil {
+	if _, err := w.Enter("t1", "bob"); err != nil {
 		t.Fatalf("a watcher of t1 once one left: %v", err)
 	}
-	if _, err := w.enter("t3", "alice"); err != nil {
+	if _, err := w.Enter("t3", "alice"); err != nil {
 		t.Fatalf("alice once one of hers left: %v", err)
 	}
-	_, err = w.enter("t1", "carol")
+	_, err = w.Enter("t1", "carol")
 	wantRetryLater(t, "t1 full again", err)
 }
 

@@ -1,4 +1,4 @@
-package server
+package turn
 
 import (
 	"context"
@@ -13,17 +13,17 @@ func chunk(text string) *acpgatev1.PromptEvent {
 }
 
 // fill queues maxQueuedEvents chunks, which fit without waiting.
-func fill(q *eventQueue) {
+func fill(q *Queue) {
 	for range maxQueuedEvents {
-		q.push(chunk("x"))
+		q.Push(chunk("x"))
 	}
 }
 
 // pushes pushes one more event on a goroutine and reports when it returns.
-func pushes(q *eventQueue, e *acpgatev1.PromptEvent) <-chan struct{} {
+func pushes(q *Queue, e *acpgatev1.PromptEvent) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
-		q.push(e)
+		q.Push(e)
 		close(done)
 	}()
 	return done
@@ -39,7 +39,7 @@ func returnsWithin(c <-chan struct{}, d time.Duration) bool {
 }
 
 func TestAFullQueueHoldsTheTurnBackUntilTheStreamTakesItsEvents(t *testing.T) {
-	q := newEventQueue()
+	q := NewQueue()
 	fill(q)
 	done := pushes(q, chunk("one more"))
 	if returnsWithin(done, 50*time.Millisecond) {
@@ -58,10 +58,10 @@ func TestAFullQueueHoldsTheTurnBackUntilTheStreamTakesItsEvents(t *testing.T) {
 }
 
 func TestACancelledTurnNeverWaitsForItsStreamAndItsTerminalStillArrives(t *testing.T) {
-	q := newEventQueue()
+	q := NewQueue()
 	fill(q)
 	done := pushes(q, chunk("dropped"))
-	q.abandon()
+	q.Abandon()
 	if !returnsWithin(done, 5*time.Second) {
 		t.Fatal("a push blocked on a full queue did not return once the turn was cancelled")
 	}
@@ -69,7 +69,7 @@ func TestACancelledTurnNeverWaitsForItsStreamAndItsTerminalStillArrives(t *testi
 		t.Fatal("a push after the cancel waited")
 	}
 	terminal := &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_Error{Error: &acpgatev1.HarnessError{Message: "cancelled"}}}
-	q.finish(terminal)
+	q.Finish(terminal)
 	batch, _ := q.take(context.Background(), nil)
 	if len(batch) != maxQueuedEvents+1 || batch[len(batch)-1] != terminal {
 		t.Errorf("took %d events ending with %v, want the %d queued and the terminal", len(batch), batch[len(batch)-1], maxQueuedEvents)

@@ -1,4 +1,4 @@
-package server
+package turn
 
 import (
 	"context"
@@ -25,8 +25,8 @@ const maxQueuedBytes = 1 << 20
 // 4 MiB that gRPC clients accept by default.
 const maxCoalescedBytes = 64 << 10
 
-// eventQueue carries one turn's events from the goroutine that runs the
-// turn to the turn's pump, which journals them (see journal).
+// Queue carries one turn's events from the goroutine that runs the
+// turn to the turn's pump, which journals them (see Journal, Pump).
 //
 // Nothing the turn needs in order to end ever waits on a client: clients
 // read the journal at their own pace. When the turn itself sent on the
@@ -39,7 +39,7 @@ const maxCoalescedBytes = 64 << 10
 // cancellation is requested (abandon), an event that does not fit is
 // dropped instead. Its seq is never assigned, so the journal stays
 // gapless, and the terminal, which always fits, carries the partial output.
-type eventQueue struct {
+type Queue struct {
 	mu        sync.Mutex
 	events    []*acpgatev1.PromptEvent
 	bytes     int  // queuedSize of events
@@ -51,8 +51,9 @@ type eventQueue struct {
 	stopOnce sync.Once
 }
 
-func newEventQueue() *eventQueue {
-	return &eventQueue{
+// NewQueue is an empty queue.
+func NewQueue() *Queue {
+	return &Queue{
 		ready: make(chan struct{}, 1),
 		room:  make(chan struct{}, 1),
 		stop:  make(chan struct{}),
@@ -75,8 +76,8 @@ func signal(c chan struct{}) {
 	}
 }
 
-// push queues one event of the running turn (acp.PromptOptions.Emit).
-func (q *eventQueue) push(e *acpgatev1.PromptEvent) {
+// Push queues one event of the running turn (acp.PromptOptions.Emit).
+func (q *Queue) Push(e *acpgatev1.PromptEvent) {
 	for {
 		q.mu.Lock()
 		size := queuedSize(e)
@@ -102,18 +103,18 @@ func (q *eventQueue) push(e *acpgatev1.PromptEvent) {
 	}
 }
 
-// finish queues the turn's terminal, which is never dropped and never
+// Finish queues the turn's terminal, which is never dropped and never
 // waits.
-func (q *eventQueue) finish(e *acpgatev1.PromptEvent) {
+func (q *Queue) Finish(e *acpgatev1.PromptEvent) {
 	q.mu.Lock()
 	q.events = append(q.events, e)
 	q.mu.Unlock()
 	signal(q.ready)
 }
 
-// abandon is called once the turn's cancellation is requested
+// Abandon is called once the turn's cancellation is requested
 // (acp.PromptOptions.OnCancel).
-func (q *eventQueue) abandon() {
+func (q *Queue) Abandon() {
 	q.mu.Lock()
 	q.abandoned = true
 	q.mu.Unlock()
@@ -122,7 +123,7 @@ func (q *eventQueue) abandon() {
 
 // take waits for queued events and takes them all, swapping in spare as
 // the queue's next buffer. It returns false when ctx ends first.
-func (q *eventQueue) take(ctx context.Context, spare []*acpgatev1.PromptEvent) ([]*acpgatev1.PromptEvent, bool) {
+func (q *Queue) take(ctx context.Context, spare []*acpgatev1.PromptEvent) ([]*acpgatev1.PromptEvent, bool) {
 	for {
 		q.mu.Lock()
 		if len(q.events) > 0 {

@@ -1,4 +1,4 @@
-package server
+package turn
 
 import (
 	"context"
@@ -10,55 +10,56 @@ import (
 	"github.com/acpgate/acpgate/internal/rpcerr"
 )
 
-// Bounds of what streams following turns hold (see follow).
+// Bounds of what streams following turns hold (see Reader).
 const (
-	// readBudgetBytes bounds, gateway-wide, the bytes of the pages that
+	// ReadBudgetBytes bounds, gateway-wide, the bytes of the pages that
 	// streams have read from the store and not yet sent. A stream blocked
 	// on a client that does not read holds its page until the client
 	// reads or leaves; without this bound a crowd of them, across
 	// principals, held as many pages as there were streams.
-	readBudgetBytes = 64 << 20
-	// readBudgetWait bounds how long a stream waits for room in the
+	ReadBudgetBytes = 64 << 20
+	// ReadBudgetWait bounds how long a stream waits for room in the
 	// budget before it is refused (RESOURCE_EXHAUSTED, with a RetryInfo):
 	// the budget is taken by streams that may never read again, so a
 	// wait without a bound could be forever.
-	readBudgetWait = 10 * time.Second
+	ReadBudgetWait = 10 * time.Second
 	// returnMemoryAfter and returnMemoryDelay: once at least
 	// returnMemoryAfter watchers were open and half of them have left,
 	// the memory they held is given back to the system returnMemoryDelay
-	// later (see watchLimits.leave).
+	// later (see WatchLimits.leave).
 	returnMemoryAfter = 16
 	returnMemoryDelay = time.Second
 )
 
-// readBudget is a gateway-wide budget of bytes that readers take before
+// ReadBudget is a gateway-wide budget of bytes that readers take before
 // they read a page from the store and give back once it is sent.
-type readBudget struct{ *bytebudget.Budget }
+type ReadBudget struct{ *bytebudget.Budget }
 
-func newReadBudget(size int, wait time.Duration) *readBudget {
-	return &readBudget{bytebudget.New(int64(size), wait)}
+// NewReadBudget is a budget of size bytes whose takers wait at most wait.
+func NewReadBudget(size int, wait time.Duration) *ReadBudget {
+	return &ReadBudget{bytebudget.New(int64(size), wait)}
 }
 
 // take waits until n bytes are free and takes them; n is at most the
 // budget's size. It reports false when they were not free within the
 // budget's wait, and ctx's cause when ctx ended first.
-func (b *readBudget) take(ctx context.Context, n int) (bool, error) {
+func (b *ReadBudget) take(ctx context.Context, n int) (bool, error) {
 	return b.Take(ctx, int64(n))
 }
 
 // give gives back n bytes taken.
-func (b *readBudget) give(n int) { b.Give(int64(n)) }
+func (b *ReadBudget) give(n int) { b.Give(int64(n)) }
 
 // inUse is the bytes taken.
-func (b *readBudget) inUse() int { return int(b.InUse()) }
+func (b *ReadBudget) inUse() int { return int(b.InUse()) }
 
-// watchLimits counts the open WatchTurn streams, by turn
+// WatchLimits counts the open WatchTurn streams, by turn
 // (limits.max_watchers_per_turn) and by principal
 // (limits.max_watchers_per_principal). Each stream costs what gRPC
 // buffers for it and the page it is sending; without a count, a caller's
 // connections × streams were the only bound on how many it could open
 // and leave unread.
-type watchLimits struct {
+type WatchLimits struct {
 	perTurn, perPrincipal int
 
 	mu         sync.Mutex
@@ -68,14 +69,15 @@ type watchLimits struct {
 	returning  bool           // a return of memory is due
 }
 
-func newWatchLimits(perTurn, perPrincipal int) *watchLimits {
-	return &watchLimits{perTurn: perTurn, perPrincipal: perPrincipal, turns: map[string]int{}, principals: map[string]int{}}
+// NewWatchLimits bounds streams at perTurn a turn and perPrincipal a principal.
+func NewWatchLimits(perTurn, perPrincipal int) *WatchLimits {
+	return &WatchLimits{perTurn: perTurn, perPrincipal: perPrincipal, turns: map[string]int{}, principals: map[string]int{}}
 }
 
-// enter counts one more stream of principal on turnID, or refuses it with
+// Enter counts one more stream of principal on turnID, or refuses it with
 // RESOURCE_EXHAUSTED and a RetryInfo when a bound is reached. leave must
 // be called once the stream ends.
-func (w *watchLimits) enter(turnID, principal string) (leave func(), err error) {
+func (w *WatchLimits) Enter(turnID, principal string) (leave func(), err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if n := w.turns[turnID]; n >= w.perTurn {
@@ -98,7 +100,7 @@ func (w *watchLimits) enter(turnID, principal string) (leave func(), err error) 
 // not revised until the next collection, which an idle gateway may not
 // run for minutes, and the pages it returns are only those above that
 // goal.
-func (w *watchLimits) leave(turnID, principal string) {
+func (w *WatchLimits) leave(turnID, principal string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	decrement(w.turns, turnID)
@@ -112,7 +114,7 @@ func (w *watchLimits) leave(turnID, principal string) {
 
 // returnMemory gives the memory the runtime holds and does not use back
 // to the system.
-func (w *watchLimits) returnMemory() {
+func (w *WatchLimits) returnMemory() {
 	debug.FreeOSMemory()
 	w.mu.Lock()
 	w.returning, w.peak = false, w.open
