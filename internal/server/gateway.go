@@ -34,6 +34,7 @@ import (
 	"github.com/acpgate/acpgate/internal/acp"
 	"github.com/acpgate/acpgate/internal/config"
 	"github.com/acpgate/acpgate/internal/metrics"
+	"github.com/acpgate/acpgate/internal/notify"
 	"github.com/acpgate/acpgate/internal/spelling"
 	"github.com/acpgate/acpgate/internal/store"
 	"github.com/acpgate/acpgate/internal/tracing"
@@ -103,9 +104,9 @@ type Gateway struct {
 	sessions *registry
 	store    store.Store
 	turns    turn.Table
-	reader   *turn.Reader // every stream of a turn reads through it
-	replicas *replicas    // nil for a gateway on its own
-	notifier *notifier    // nil without webhooks (notify.go)
+	reader   *turn.Reader     // every stream of a turn reads through it
+	replicas *replicas        // nil for a gateway on its own
+	notifier *notify.Notifier // nil without webhooks (notify.go)
 
 	metrics   *metrics.Metrics // nil: none
 	tracer    trace.Tracer     // records nothing without a TracerProvider

@@ -121,7 +121,7 @@ func (g *Gateway) Drain(ctx context.Context) {
 func (g *Gateway) Close() {
 	// Closing is stopping: the kept sessions' records stay (see remove).
 	g.admit.drain()
-	g.notifier.stop()
+	g.notifier.Stop()
 	select {
 	case <-g.janitor:
 	default:
