@@ -5,14 +5,6 @@ import (
 	"fmt"
 )
 
-// ErrDamaged is, by errors.Is, what reading a journal returns when its
-// files do not hold what the turn's record says they do: shorter than
-// committed (a power loss before they were synced), missing, or holding
-// an event that does not decode. The events are lost, not the gateway
-// broken: a caller reports it as such (gRPC's DATA_LOSS), and nothing
-// retried will bring them back.
-var ErrDamaged = errors.New("the journal is damaged")
-
 // damagedError is an ErrDamaged with what was found and its cause.
 type damagedError struct {
 	msg   string

@@ -98,7 +98,7 @@ func (m *Memory) End(_ context.Context, turnID string, rest []Event, terminal Ev
 	if len(rest) > 0 {
 		last = rest[len(rest)-1].Seq
 	}
-	if err := terminalFits(terminal.Seq, last, mt.rec.Reserved, len(rest) == 0); err != nil {
+	if err := TerminalFits(terminal.Seq, last, mt.rec.Reserved, len(rest) == 0); err != nil {
 		return fmt.Errorf("memory store: turn %q: %w", turnID, err)
 	}
 	if err := mt.append(rest); err != nil {

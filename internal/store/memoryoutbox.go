@@ -31,7 +31,7 @@ func (m *Memory) ClaimNotifications(_ context.Context, claimer string, now time.
 		e.n.Attempts++
 		out = append(out, e.n)
 	}
-	sortNotifications(out)
+	SortNotifications(out)
 	return out, nil
 }
 

@@ -159,11 +159,6 @@ func (p *Postgres) Close() error {
 	return nil
 }
 
-// ErrUnavailable marks a failure to reach the database (refused, reset,
-// shutting down, timed out): the same call may succeed once it is back,
-// so a caller answers it as retryable (UNAVAILABLE), not as a fault.
-var ErrUnavailable = errors.New("the database is unreachable")
-
 // opError gives err the store's context. The store's own sentinels go
 // through as they are: callers compare them with errors.Is, and they say
 // what happened without more. A failure to reach the database is marked

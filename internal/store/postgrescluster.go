@@ -211,7 +211,7 @@ func endLost(ctx context.Context, tx pgx.Tx, r Replica, terminal func(Turn) Even
 		if err := writeJournal(ctx, tx, "end turn "+t.ID, pgEnd, t.ID, []Event{ev}, 0, now.UnixNano(), true); err != nil {
 			return nil, err
 		}
-		turns[i].EndedAt, turns[i].LastSeq, turns[i].Terminal = time.Unix(0, now.UnixNano()), ev.Seq, bytes.Clone(nonNil(ev.Flat()))
+		turns[i].EndedAt, turns[i].LastSeq, turns[i].Terminal = time.Unix(0, now.UnixNano()), ev.Seq, bytes.Clone(NonNilBytes(ev.Flat()))
 	}
 	return turns, nil
 }

@@ -90,7 +90,7 @@ func writeJournal(ctx context.Context, db execer, op, stmt, turnID string, event
 		if e.Seq != first+uint64(i) {
 			return opError(op, fmt.Errorf("event seq %d does not follow %d", e.Seq, first+uint64(i)-1))
 		}
-		seqs[i], data[i] = int64(e.Seq), nonNil(e.Flat())
+		seqs[i], data[i] = int64(e.Seq), NonNilBytes(e.Flat())
 	}
 	if first == 0 {
 		return opError(op, errors.New("event seq 0: seqs start at 1"))

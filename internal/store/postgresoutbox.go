@@ -35,7 +35,7 @@ func (p *Postgres) ClaimNotifications(ctx context.Context, claimer string, now t
 	if err != nil {
 		return nil, opError("claim notifications", err)
 	}
-	sortNotifications(out)
+	SortNotifications(out)
 	return out, nil
 }
 

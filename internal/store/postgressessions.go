@@ -53,7 +53,7 @@ func (p *Postgres) PutSession(ctx context.Context, s Session) error {
 			owner = excluded.owner, created_at = excluded.created_at, mode = excluded.mode, config_options = excluded.config_options,
 			replica = excluded.replica, epoch = excluded.epoch, suspended_at = excluded.suspended_at
 		WHERE `+pgMayChangeSession("$10"),
-		s.ID, s.Agent, s.ACPSessionID, s.Cwd, s.Owner, s.CreatedAt.UnixNano(), s.Mode, options, self.ID, nullEpoch(self.Epoch), unixNanoOrZero(s.SuspendedAt))
+		s.ID, s.Agent, s.ACPSessionID, s.Cwd, s.Owner, s.CreatedAt.UnixNano(), s.Mode, options, self.ID, nullEpoch(self.Epoch), UnixNanoOrZero(s.SuspendedAt))
 	if err != nil {
 		return opError(op, err)
 	}

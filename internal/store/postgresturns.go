@@ -90,7 +90,7 @@ func (p *Postgres) Begin(ctx context.Context, t Turn) (Turn, bool, error) {
 		tag, err := tx.Exec(ctx, `INSERT INTO turns (id, request_id, attempt, agent, session_id, target, prompt_hash, owner, started_at, replica, epoch, reserved_seq, notify_url)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 			ON CONFLICT (request_id, attempt) WHERE request_id <> '' DO NOTHING`,
-			t.ID, t.RequestID, int64(t.Attempt), t.Agent, t.SessionID, t.Target, nonNil(t.PromptHash), t.Owner, t.StartedAt.UnixNano(),
+			t.ID, t.RequestID, int64(t.Attempt), t.Agent, t.SessionID, t.Target, NonNilBytes(t.PromptHash), t.Owner, t.StartedAt.UnixNano(),
 			self.ID, nullEpoch(self.Epoch), BeginReserved, t.NotifyURL)
 		if err != nil {
 			return err

@@ -556,7 +556,7 @@ func (s *SQLite) Begin(ctx context.Context, t Turn) (Turn, bool, error) {
 			}
 		}
 		_, err := s.writeStmts.exec(ctx, tx, sqlInsertTurn,
-			t.ID, t.RequestID, t.Attempt, t.Agent, t.SessionID, t.Target, nonNil(t.PromptHash), t.StartedAt.UnixNano(), t.Owner, BeginReserved, t.NotifyURL)
+			t.ID, t.RequestID, t.Attempt, t.Agent, t.SessionID, t.Target, NonNilBytes(t.PromptHash), t.StartedAt.UnixNano(), t.Owner, BeginReserved, t.NotifyURL)
 		created = err == nil
 		return err
 	})
@@ -644,7 +644,7 @@ func (s *SQLite) commitJournal(ctx context.Context, j *runningJournal, turnID st
 	update, set := sqlJournalCommit, []any{int64(reserved)}
 	switch t := w.terminal; {
 	case t != nil:
-		if err := terminalFits(t.Seq, prev, j.reserved, len(w.events) == 0); err != nil {
+		if err := TerminalFits(t.Seq, prev, j.reserved, len(w.events) == 0); err != nil {
 			return 0, 0, err
 		}
 		last, reserved = t.Seq, j.reserved
@@ -652,7 +652,7 @@ func (s *SQLite) commitJournal(ctx context.Context, j *runningJournal, turnID st
 			filed = batch{w.events, {*t}}
 			update, set = sqlJournalEndInFiles, []any{w.endedAt}
 		} else {
-			update, set = sqlJournalEndInRecord, []any{w.endedAt, nonNil(t.Flat()), int64(skipped)}
+			update, set = sqlJournalEndInRecord, []any{w.endedAt, NonNilBytes(t.Flat()), int64(skipped)}
 		}
 	case w.sessionID != nil:
 		update, set = sqlJournalStart, append(set, *w.sessionID)
@@ -718,16 +718,6 @@ func sqliteCode(err error) (int, bool) {
 		return 0, false
 	}
 	return e.Code() & 0xff, true
-}
-
-// nonNil makes an absent byte slice an empty one: the driver would store
-// nil as NULL, which the NOT NULL columns refuse and Get would hand back
-// as nil where the caller gave an empty slice.
-func nonNil(b []byte) []byte {
-	if b == nil {
-		return []byte{}
-	}
-	return b
 }
 
 func (s *SQLite) Get(ctx context.Context, turnID string) (Turn, error) {

@@ -1,10 +1,8 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
-	"slices"
 	"time"
 )
 
@@ -43,16 +41,8 @@ func scanNotifications(rows *sql.Rows, scan func(*sql.Rows, *Notification, *int6
 		n.CreatedAt = time.Unix(0, createdAt)
 		out = append(out, n)
 	}
-	sortNotifications(out)
+	SortNotifications(out)
 	return out, rows.Err()
-}
-
-// sortNotifications puts notifications oldest first, as Outbox's claims
-// return them.
-func sortNotifications(ns []Notification) {
-	slices.SortFunc(ns, func(a, b Notification) int {
-		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.TurnID, b.TurnID))
-	})
 }
 
 func (s *SQLite) FinishNotification(ctx context.Context, turnID, claimer string) error {

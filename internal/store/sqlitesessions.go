@@ -24,7 +24,7 @@ func (s *SQLite) PutSession(ctx context.Context, sess Session) error {
 	return s.inTx(ctx, "record session "+sess.ID, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO sessions (id, agent, acp_session_id, cwd, owner, created_at, mode, config_options, suspended_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			sess.ID, sess.Agent, sess.ACPSessionID, sess.Cwd, sess.Owner, sess.CreatedAt.UnixNano(), sess.Mode, string(encoded), unixNanoOrZero(sess.SuspendedAt))
+			sess.ID, sess.Agent, sess.ACPSessionID, sess.Cwd, sess.Owner, sess.CreatedAt.UnixNano(), sess.Mode, string(encoded), UnixNanoOrZero(sess.SuspendedAt))
 		return err
 	})
 }
@@ -90,13 +90,4 @@ func (s *SQLite) Sessions(ctx context.Context) ([]Session, error) {
 		return nil, s.opError(op, err)
 	}
 	return out, nil
-}
-
-// unixNanoOrZero is t in unix nanoseconds, 0 for the zero time (whose
-// UnixNano is not 0), so that "not suspended" reads back as the zero time.
-func unixNanoOrZero(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
 }

@@ -96,10 +96,11 @@ func (t Turn) StoppedSeq() uint64 { return FailedSeq(max(t.LastSeq, t.Reserved))
 // have sent.
 func FailedSeq(reserved uint64) uint64 { return reserved + 1 }
 
-// terminalFits checks a terminal's seq against the last journaled event,
+// TerminalFits checks a terminal's seq against the last journaled event,
 // last, and the turn's reservation: it follows last, or, alone (alone:
-// no events come with it), is numbered above the reservation.
-func terminalFits(seq, last, reserved uint64, alone bool) error {
+// no events come with it), is numbered above the reservation. It is End's
+// rule, which every backend checks before it writes anything.
+func TerminalFits(seq, last, reserved uint64, alone bool) error {
 	if seq == last+1 || (alone && seq > last && seq > reserved) {
 		return nil
 	}
@@ -139,9 +140,9 @@ type Echo struct {
 	From, At, Len int
 }
 
-// valid reports whether e describes a repeat inside an encoding of n
+// Valid reports whether e describes a repeat inside an encoding of n
 // bytes.
-func (e Echo) valid(n int) bool {
+func (e Echo) Valid(n int) bool {
 	return e.Len > 0 && e.From >= 0 && e.From+e.Len <= e.At && e.At+e.Len <= n
 }
 
@@ -164,11 +165,12 @@ func endEvents(rest []Event, terminal Event) []Event {
 
 // Pieces is the event's encoding as Data and More, without empty pieces.
 func (e Event) Pieces() [][]byte {
-	return e.appendPieces(make([][]byte, 0, 1+len(e.More)))
+	return e.AppendPieces(make([][]byte, 0, 1+len(e.More)))
 }
 
-// appendPieces appends the event's non-empty pieces to bufs.
-func (e Event) appendPieces(bufs [][]byte) [][]byte {
+// AppendPieces appends the event's non-empty pieces to bufs: Pieces
+// without a slice of its own, for a writer that gathers many events'.
+func (e Event) AppendPieces(bufs [][]byte) [][]byte {
 	if len(e.Data) > 0 {
 		bufs = append(bufs, e.Data)
 	}

@@ -31,11 +31,11 @@ const maxStoredHeader = 1 + 3*binary.MaxVarintLen64
 // which are written and never kept.
 func appendStored(head []byte, bufs [][]byte, e Event) ([]byte, [][]byte) {
 	echo := e.Echo
-	if echo.Len < minEcho || !echo.valid(e.Len()) {
+	if echo.Len < minEcho || !echo.Valid(e.Len()) {
 		echo = Echo{}
 	}
 	if echo.Len == 0 && (len(e.Data) == 0 || e.Data[0] != storedHeader) {
-		return head, e.appendPieces(bufs)
+		return head, e.AppendPieces(bufs)
 	}
 	head = append(head, storedHeader)
 	head = binary.AppendUvarint(head, uint64(echo.From))

@@ -40,7 +40,7 @@ func FuzzStored(f *testing.F) {
 		if err != nil || !bytes.Equal(got, enc) {
 			t.Fatalf("kept %x, read back %x, %v; want %x", stored, got, err, enc)
 		}
-		if e.Echo.Len >= minEcho && e.Echo.valid(len(enc)) && len(stored) >= len(enc) {
+		if e.Echo.Len >= minEcho && e.Echo.Valid(len(enc)) && len(stored) >= len(enc) {
 			t.Errorf("an event with a %d-byte repeat was kept in %d bytes, its encoding is %d", e.Echo.Len, len(stored), len(enc))
 		}
 		// Whatever the files hold: an error or some bytes, never a panic.
