@@ -35,6 +35,7 @@ import (
 	"github.com/acpgate/acpgate/internal/metrics"
 	"github.com/acpgate/acpgate/internal/spelling"
 	"github.com/acpgate/acpgate/internal/store"
+	"github.com/acpgate/acpgate/internal/store/memory"
 	"github.com/acpgate/acpgate/internal/tracing"
 	"github.com/acpgate/acpgate/outcome"
 )
@@ -161,7 +162,7 @@ func New(opts Options) (*Gateway, error) {
 		traceOpts: Options{TracerProvider: opts.TracerProvider, Propagator: opts.Propagator},
 	}
 	if g.store == nil {
-		g.store = store.NewMemory()
+		g.store = memory.New()
 	}
 	var err error
 	if g.authz, err = newAuthz(opts.Config); err != nil {

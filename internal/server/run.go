@@ -13,6 +13,7 @@ import (
 	"github.com/acpgate/acpgate/internal/config"
 	"github.com/acpgate/acpgate/internal/metrics"
 	"github.com/acpgate/acpgate/internal/store"
+	"github.com/acpgate/acpgate/internal/store/memory"
 )
 
 // RunOptions configure Run.
@@ -144,7 +145,7 @@ func OpenStore(cfg *config.Config, lookupEnv func(string) (string, bool), log *s
 	switch cfg.Store {
 	case config.StoreMemory:
 		log.Info("turn store", "store", "memory", "durable", false)
-		return store.NewMemory(), nil
+		return memory.New(), nil
 	case config.StorePostgres:
 		ctx, cancel := context.WithTimeout(context.Background(), postgresOpenTimeout)
 		defer cancel()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/acpgate/acpgate/internal/store"
+	"github.com/acpgate/acpgate/internal/store/memory"
 	"github.com/acpgate/acpgate/internal/store/storetest"
 	"github.com/acpgate/acpgate/internal/testpg"
 )
@@ -24,7 +25,7 @@ var benchStores = []struct {
 	name string
 	open func(b *testing.B) store.Store
 }{
-	{"memory", func(*testing.B) store.Store { return store.NewMemory() }},
+	{"memory", func(*testing.B) store.Store { return memory.New() }},
 	{"sqlite", func(b *testing.B) store.Store { return openBenchSQLite(b) }},
 	// A server on this machine (testpg: fsync off, a unix socket's
 	// neighbour over TCP), so the figures are the store's and the

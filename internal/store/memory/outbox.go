@@ -1,21 +1,23 @@
-package store
+package memory
 
 import (
 	"context"
 	"slices"
 	"time"
+
+	"github.com/acpgate/acpgate/internal/store"
 )
 
-// memNote is a pending notification in a Memory store, with its schedule
+// memNote is a pending notification in a memory Store, with its schedule
 // and claim.
 type memNote struct {
-	n         Notification
+	n         store.Notification
 	due       time.Time // when it may be claimed next
 	claimedBy string
 	claimEnd  time.Time // the claim's lease ends; zero: unclaimed
 }
 
-func (m *Memory) ClaimNotifications(_ context.Context, claimer string, now time.Time, lease time.Duration, limit int) ([]Notification, error) {
+func (m *Store) ClaimNotifications(_ context.Context, claimer string, now time.Time, lease time.Duration, limit int) ([]store.Notification, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var due []*memNote
@@ -25,17 +27,17 @@ func (m *Memory) ClaimNotifications(_ context.Context, claimer string, now time.
 		}
 	}
 	slices.SortFunc(due, func(a, b *memNote) int { return a.due.Compare(b.due) })
-	out := []Notification{}
+	out := []store.Notification{}
 	for _, e := range due[:min(len(due), max(limit, 0))] {
 		e.claimedBy, e.claimEnd = claimer, now.Add(lease)
 		e.n.Attempts++
 		out = append(out, e.n)
 	}
-	SortNotifications(out)
+	store.SortNotifications(out)
 	return out, nil
 }
 
-func (m *Memory) FinishNotification(_ context.Context, turnID, claimer string) error {
+func (m *Store) FinishNotification(_ context.Context, turnID, claimer string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if e, ok := m.outbox[turnID]; ok && e.claimedBy == claimer {
@@ -44,7 +46,7 @@ func (m *Memory) FinishNotification(_ context.Context, turnID, claimer string) e
 	return nil
 }
 
-func (m *Memory) RetryNotification(_ context.Context, turnID, claimer string, next time.Time) error {
+func (m *Store) RetryNotification(_ context.Context, turnID, claimer string, next time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if e, ok := m.outbox[turnID]; ok && e.claimedBy == claimer {
@@ -53,7 +55,7 @@ func (m *Memory) RetryNotification(_ context.Context, turnID, claimer string, ne
 	return nil
 }
 
-func (m *Memory) OldestNotification(context.Context) (time.Time, error) {
+func (m *Store) OldestNotification(context.Context) (time.Time, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var oldest time.Time
