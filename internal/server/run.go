@@ -14,6 +14,7 @@ import (
 	"github.com/acpgate/acpgate/internal/metrics"
 	"github.com/acpgate/acpgate/internal/store"
 	"github.com/acpgate/acpgate/internal/store/memory"
+	"github.com/acpgate/acpgate/internal/store/postgres"
 )
 
 // RunOptions configure Run.
@@ -149,7 +150,7 @@ func OpenStore(cfg *config.Config, lookupEnv func(string) (string, bool), log *s
 	case config.StorePostgres:
 		ctx, cancel := context.WithTimeout(context.Background(), postgresOpenTimeout)
 		defer cancel()
-		st, err := store.OpenPostgres(ctx, store.PostgresOptions{
+		st, err := postgres.Open(ctx, postgres.Options{
 			DSN: cfg.Postgres.DSN, MaxConns: cfg.Postgres.MaxConns, StatementTimeout: cfg.Postgres.StatementTimeout})
 		if err != nil {
 			return nil, err

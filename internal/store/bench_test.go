@@ -10,6 +10,7 @@ import (
 
 	"github.com/acpgate/acpgate/internal/store"
 	"github.com/acpgate/acpgate/internal/store/memory"
+	"github.com/acpgate/acpgate/internal/store/postgres"
 	"github.com/acpgate/acpgate/internal/store/storetest"
 	"github.com/acpgate/acpgate/internal/testpg"
 )
@@ -30,7 +31,16 @@ var benchStores = []struct {
 	// A server on this machine (testpg: fsync off, a unix socket's
 	// neighbour over TCP), so the figures are the store's and the
 	// protocol's costs, not a network's or a disk's.
-	{"postgres", func(b *testing.B) store.Store { return openPostgres(b, testpg.Start(b)) }},
+	{"postgres", func(b *testing.B) store.Store { return openBenchPostgres(b) }},
+}
+
+func openBenchPostgres(b *testing.B) *postgres.Store {
+	p, err := postgres.Open(context.Background(), postgres.Options{DSN: testpg.Start(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { p.Close() })
+	return p
 }
 
 func openBenchSQLite(b *testing.B) *store.SQLite {

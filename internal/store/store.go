@@ -155,14 +155,6 @@ func (e Event) Len() int {
 	return n
 }
 
-// endEvents is an ending's events: rest, then the terminal, in a new
-// slice. rest is the caller's, usually a window of a longer slice whose
-// later elements another goroutine may read: appending to it in place
-// would write there.
-func endEvents(rest []Event, terminal Event) []Event {
-	return append(rest[:len(rest):len(rest)], terminal)
-}
-
 // Pieces is the event's encoding as Data and More, without empty pieces.
 func (e Event) Pieces() [][]byte {
 	return e.AppendPieces(make([][]byte, 0, 1+len(e.More)))

@@ -1,4 +1,4 @@
-package store
+package postgres
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/acpgate/acpgate/internal/store"
 )
 
 // The PostgreSQL store's turn records: Begin, and the reads of records.
@@ -18,13 +20,13 @@ const pgSelectTurn = `SELECT t.id, t.request_id, t.attempt, t.agent, t.session_i
 	t.started_at, t.ended_at, t.last_seq, t.replica, e.data, t.reserved_seq, t.notify_url
 	FROM turns t LEFT JOIN events e ON t.ended_at IS NOT NULL AND e.turn_id = t.id AND e.seq = t.last_seq`
 
-func scanPgTurn(r pgx.Row) (Turn, error) {
-	var t Turn
+func scanPgTurn(r pgx.Row) (store.Turn, error) {
+	var t store.Turn
 	var attempt, startedAt, lastSeq, reserved int64
 	var endedAt *int64
 	if err := r.Scan(&t.ID, &t.RequestID, &attempt, &t.Agent, &t.SessionID, &t.Target, &t.PromptHash, &t.Owner,
 		&startedAt, &endedAt, &lastSeq, &t.Replica, &t.Terminal, &reserved, &t.NotifyURL); err != nil {
-		return Turn{}, err
+		return store.Turn{}, err
 	}
 	t.Reserved = uint64(reserved)
 	t.Attempt = uint32(attempt)
@@ -43,19 +45,19 @@ type queryer interface {
 }
 
 // pgTurns runs a query of pgSelectTurn's columns.
-func pgTurns(ctx context.Context, q queryer, sql string, args ...any) ([]Turn, error) {
+func pgTurns(ctx context.Context, q queryer, sql string, args ...any) ([]store.Turn, error) {
 	rows, err := q.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Turn, error) { return scanPgTurn(r) })
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Turn, error) { return scanPgTurn(r) })
 }
 
 // latestTurn is the latest attempt of requestID; ErrNotFound for none.
-func latestTurn(ctx context.Context, q queryer, requestID string) (Turn, error) {
+func latestTurn(ctx context.Context, q queryer, requestID string) (store.Turn, error) {
 	t, err := scanPgTurn(q.QueryRow(ctx, pgSelectTurn+` WHERE t.request_id = $1 ORDER BY t.attempt DESC LIMIT 1`, requestID))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Turn{}, ErrNotFound
+		return store.Turn{}, store.ErrNotFound
 	}
 	return t, err
 }
@@ -67,9 +69,9 @@ func latestTurn(ctx context.Context, q queryer, requestID string) (Turn, error) 
 // Join the turn is stamped with this store's replica and epoch, while the
 // lease is held (FOR SHARE) so that a reaper cannot end the lease between
 // the check and the commit and miss the turn.
-func (p *Postgres) Begin(ctx context.Context, t Turn) (Turn, bool, error) {
+func (p *Store) Begin(ctx context.Context, t store.Turn) (store.Turn, bool, error) {
 	self := p.Self()
-	var existing Turn
+	var existing store.Turn
 	created := false
 	err := p.inTx(ctx, "begin turn "+t.ID, func(tx pgx.Tx) error {
 		if self.Epoch != 0 {
@@ -83,15 +85,15 @@ func (p *Postgres) Begin(ctx context.Context, t Turn) (Turn, bool, error) {
 				existing = latest
 				return nil
 			}
-			if err != nil && !errors.Is(err, ErrNotFound) {
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
 		}
 		tag, err := tx.Exec(ctx, `INSERT INTO turns (id, request_id, attempt, agent, session_id, target, prompt_hash, owner, started_at, replica, epoch, reserved_seq, notify_url)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 			ON CONFLICT (request_id, attempt) WHERE request_id <> '' DO NOTHING`,
-			t.ID, t.RequestID, int64(t.Attempt), t.Agent, t.SessionID, t.Target, NonNilBytes(t.PromptHash), t.Owner, t.StartedAt.UnixNano(),
-			self.ID, nullEpoch(self.Epoch), BeginReserved, t.NotifyURL)
+			t.ID, t.RequestID, int64(t.Attempt), t.Agent, t.SessionID, t.Target, store.NonNilBytes(t.PromptHash), t.Owner, t.StartedAt.UnixNano(),
+			self.ID, nullEpoch(self.Epoch), store.BeginReserved, t.NotifyURL)
 		if err != nil {
 			return err
 		}
@@ -116,48 +118,48 @@ func nullEpoch(epoch int64) *int64 {
 	return &epoch
 }
 
-func (p *Postgres) Get(ctx context.Context, turnID string) (Turn, error) {
+func (p *Store) Get(ctx context.Context, turnID string) (store.Turn, error) {
 	t, err := scanPgTurn(p.pool.QueryRow(ctx, pgSelectTurn+` WHERE t.id = $1`, turnID))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Turn{}, ErrNotFound
+		return store.Turn{}, store.ErrNotFound
 	}
 	return t, opError("get turn "+turnID, err)
 }
 
-func (p *Postgres) Extent(ctx context.Context, turnID string) (uint64, bool, error) {
+func (p *Store) Extent(ctx context.Context, turnID string) (uint64, bool, error) {
 	var lastSeq int64
 	var ended bool
 	err := p.pool.QueryRow(ctx, `SELECT last_seq, ended_at IS NOT NULL FROM turns WHERE id = $1`, turnID).Scan(&lastSeq, &ended)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return 0, false, ErrNotFound
+		return 0, false, store.ErrNotFound
 	case err != nil:
 		return 0, false, opError("read the extent of turn "+turnID, err)
 	}
 	return uint64(lastSeq), ended, nil
 }
 
-func (p *Postgres) Owner(ctx context.Context, turnID string) (string, error) {
+func (p *Store) Owner(ctx context.Context, turnID string) (string, error) {
 	var owner string
 	err := p.pool.QueryRow(ctx, `SELECT owner FROM turns WHERE id = $1`, turnID).Scan(&owner)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return "", ErrNotFound
+		return "", store.ErrNotFound
 	case err != nil:
 		return "", opError("read the owner of turn "+turnID, err)
 	}
 	return owner, nil
 }
 
-func (p *Postgres) Latest(ctx context.Context, requestID string) (Turn, error) {
+func (p *Store) Latest(ctx context.Context, requestID string) (store.Turn, error) {
 	if requestID == "" {
-		return Turn{}, ErrNotFound
+		return store.Turn{}, store.ErrNotFound
 	}
 	t, err := latestTurn(ctx, p.pool, requestID)
 	return t, opError("find request "+requestID, err)
 }
 
-func (p *Postgres) List(ctx context.Context, f Filter, limit int, from *Position) ([]Turn, error) {
+func (p *Store) List(ctx context.Context, f store.Filter, limit int, from *store.Position) ([]store.Turn, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
@@ -190,10 +192,14 @@ func (p *Postgres) List(ctx context.Context, f Filter, limit int, from *Position
 	return out, opError("list turns", err)
 }
 
-func (p *Postgres) Running(ctx context.Context) ([]Turn, error) {
+func (p *Store) Running(ctx context.Context) ([]store.Turn, error) {
 	out, err := pgTurns(ctx, p.pool, pgSelectTurn+` WHERE t.ended_at IS NULL`)
 	return out, opError("list running turns", err)
 }
+
+// deleteBatch bounds how many turns one statement of DeleteEnded deletes:
+// the rows it locks wait for it, and running turns' writes go on between.
+const deleteBatch = 100
 
 // DeleteEnded deletes records in statements of deleteBatch turns, each of
 // which also lists the turns in deleted_journals; SKIP LOCKED lets
@@ -201,7 +207,7 @@ func (p *Postgres) Running(ctx context.Context) ([]Turn, error) {
 // after, in statements of purgeBatch rows (purgeJournals). A deleted
 // turn's events are never seen: Events reads only those of a turn whose
 // record exists.
-func (p *Postgres) DeleteEnded(ctx context.Context, before time.Time) (int, error) {
+func (p *Store) DeleteEnded(ctx context.Context, before time.Time) (int, error) {
 	const op = "delete ended turns"
 	total := 0
 	for {
@@ -231,7 +237,7 @@ const purgeBatch = 10_000
 
 // purgeJournals deletes the events of the turns in deleted_journals, and
 // then the turns from it.
-func (p *Postgres) purgeJournals(ctx context.Context) error {
+func (p *Store) purgeJournals(ctx context.Context) error {
 	for {
 		tag, err := p.pool.Exec(ctx, `DELETE FROM events WHERE (turn_id, seq) IN (
 			SELECT e.turn_id, e.seq FROM deleted_journals d JOIN events e ON e.turn_id = d.turn_id LIMIT $1)`, purgeBatch)

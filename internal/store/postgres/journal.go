@@ -1,4 +1,4 @@
-package store
+package postgres
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/acpgate/acpgate/internal/store"
 )
 
 // The PostgreSQL store's journals: Started, Append and End write a batch
@@ -42,22 +44,22 @@ func pgJournal(set, where string) string {
 }
 
 // pgReserve extends a running turn's reservation past the batch it
-// journals (see Turn.Reserved).
+// journals (see store.Turn.Reserved).
 var (
-	pgReserve = ", reserved_seq = $3::bigint + " + strconv.Itoa(ReserveAhead)
+	pgReserve = ", reserved_seq = $3::bigint + " + strconv.Itoa(store.ReserveAhead)
 
 	pgAppend  = pgJournal(pgReserve, "last_seq = $2")
 	pgStarted = pgJournal(pgReserve+", session_id = $7", "last_seq = $2")
 	// pgEnd's terminal follows the last event, or, alone ($8), is above
-	// the reservation (see Store.End).
+	// the reservation (see store.Store.End).
 	pgEnd = pgJournal(", ended_at = $7", "(last_seq = $2 OR ($8::boolean AND last_seq < $3 AND reserved_seq < $3))")
 )
 
-func (p *Postgres) Started(ctx context.Context, turnID, sessionID string, started Event) error {
-	return writeJournal(ctx, p.pool, "journal the start of turn "+turnID, pgStarted, turnID, []Event{started}, p.Self().Epoch, sessionID)
+func (p *Store) Started(ctx context.Context, turnID, sessionID string, started store.Event) error {
+	return writeJournal(ctx, p.pool, "journal the start of turn "+turnID, pgStarted, turnID, []store.Event{started}, p.Self().Epoch, sessionID)
 }
 
-func (p *Postgres) Append(ctx context.Context, turnID string, events []Event) error {
+func (p *Store) Append(ctx context.Context, turnID string, events []store.Event) error {
 	op := "journal events of turn " + turnID
 	if len(events) == 0 {
 		// Nothing to journal, but the caller still learns of a turn
@@ -69,9 +71,17 @@ func (p *Postgres) Append(ctx context.Context, turnID string, events []Event) er
 
 // End journals the terminal as the turn's last event, where alone it is
 // kept (Get reads it from there), in the statement that writes rest.
-func (p *Postgres) End(ctx context.Context, turnID string, rest []Event, terminal Event, endedAt time.Time) error {
+func (p *Store) End(ctx context.Context, turnID string, rest []store.Event, terminal store.Event, endedAt time.Time) error {
 	events := endEvents(rest, terminal)
 	return writeJournal(ctx, p.pool, "end turn "+turnID, pgEnd, turnID, events, p.Self().Epoch, endedAt.UnixNano(), len(rest) == 0)
+}
+
+// endEvents is an ending's events: rest, then the terminal, in a new
+// slice. rest is the caller's, usually a window of a longer slice whose
+// later elements another goroutine may read: appending to it in place
+// would write there.
+func endEvents(rest []store.Event, terminal store.Event) []store.Event {
+	return append(rest[:len(rest):len(rest)], terminal)
 }
 
 // execer is what a journal write needs of a pool or a transaction.
@@ -82,7 +92,7 @@ type execer interface {
 
 // writeJournal runs the journal write stmt for a batch of events whose seqs
 // follow one another; when it changes nothing, refusal says why.
-func writeJournal(ctx context.Context, db execer, op, stmt, turnID string, events []Event, epoch int64, more ...any) error {
+func writeJournal(ctx context.Context, db execer, op, stmt, turnID string, events []store.Event, epoch int64, more ...any) error {
 	first := events[0].Seq
 	seqs := make([]int64, len(events))
 	data := make([][]byte, len(events))
@@ -90,7 +100,7 @@ func writeJournal(ctx context.Context, db execer, op, stmt, turnID string, event
 		if e.Seq != first+uint64(i) {
 			return opError(op, fmt.Errorf("event seq %d does not follow %d", e.Seq, first+uint64(i)-1))
 		}
-		seqs[i], data[i] = int64(e.Seq), NonNilBytes(e.Flat())
+		seqs[i], data[i] = int64(e.Seq), store.NonNilBytes(e.Flat())
 	}
 	if first == 0 {
 		return opError(op, errors.New("event seq 0: seqs start at 1"))
@@ -118,13 +128,13 @@ func refusal(ctx context.Context, db queryer, turnID string, first *uint64, epoc
 		turnID, epoch).Scan(&lastSeq, &ended, &owner, &live)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return ErrNotFound
+		return store.ErrNotFound
 	case err != nil:
 		return err
 	case ended:
-		return ErrEnded
+		return store.ErrEnded
 	case epoch != 0 && (owner != epoch || !live):
-		return ErrFenced
+		return store.ErrFenced
 	case first != nil && *first != uint64(lastSeq)+1:
 		return fmt.Errorf("event seq %d does not follow %d", *first, lastSeq)
 	case first != nil:
@@ -154,9 +164,9 @@ const pgEventsBounded = `SELECT seq, data FROM (
 
 // Events reads a page, bounded by limit and, when maxBytes is positive,
 // by pgEventsBounded's byte bound.
-func (p *Postgres) Events(ctx context.Context, turnID string, afterSeq uint64, limit, maxBytes int) ([]Event, error) {
+func (p *Store) Events(ctx context.Context, turnID string, afterSeq uint64, limit, maxBytes int) ([]store.Event, error) {
 	op := "read the journal of turn " + turnID
-	var out []Event
+	var out []store.Event
 	if limit > 0 && afterSeq < 1<<63 {
 		query, args := pgEventsPage, []any{turnID, int64(afterSeq), limit}
 		if maxBytes > 0 {
@@ -166,8 +176,8 @@ func (p *Postgres) Events(ctx context.Context, turnID string, afterSeq uint64, l
 		if err != nil {
 			return nil, opError(op, err)
 		}
-		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Event, error) {
-			var e Event
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Event, error) {
+			var e store.Event
 			var seq int64
 			err := r.Scan(&seq, &e.Data)
 			e.Seq = uint64(seq)
@@ -186,7 +196,7 @@ func (p *Postgres) Events(ctx context.Context, turnID string, afterSeq uint64, l
 		return nil, opError(op, err)
 	}
 	if !exists {
-		return nil, ErrNotFound
+		return nil, store.ErrNotFound
 	}
 	return nil, nil
 }

@@ -1,4 +1,4 @@
-package store
+package postgres
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/acpgate/acpgate/internal/store"
 )
 
 // The PostgreSQL store's session records. After Join a record is the
@@ -18,11 +20,11 @@ import (
 // pgSelectSession reads session records in scanPgSession's order.
 const pgSelectSession = `SELECT id, agent, acp_session_id, cwd, owner, created_at, mode, config_options, replica, suspended_at FROM sessions`
 
-func scanPgSession(r pgx.Row) (Session, error) {
-	var s Session
+func scanPgSession(r pgx.Row) (store.Session, error) {
+	var s store.Session
 	var createdAt, suspendedAt int64
 	if err := r.Scan(&s.ID, &s.Agent, &s.ACPSessionID, &s.Cwd, &s.Owner, &createdAt, &s.Mode, &s.ConfigOptions, &s.Replica, &suspendedAt); err != nil {
-		return Session{}, err
+		return store.Session{}, err
 	}
 	s.CreatedAt = time.Unix(0, createdAt)
 	if suspendedAt != 0 {
@@ -40,7 +42,7 @@ func pgMayChangeSession(epoch string) string {
 	return `(` + epoch + `::bigint IS NULL OR ((sessions.epoch IS NULL OR sessions.epoch = ` + epoch + ` OR NOT lease_live(sessions.epoch)) AND lease_live(` + epoch + `)))`
 }
 
-func (p *Postgres) PutSession(ctx context.Context, s Session) error {
+func (p *Store) PutSession(ctx context.Context, s store.Session) error {
 	op := "record session " + s.ID
 	self := p.Self()
 	options := s.ConfigOptions
@@ -53,7 +55,7 @@ func (p *Postgres) PutSession(ctx context.Context, s Session) error {
 			owner = excluded.owner, created_at = excluded.created_at, mode = excluded.mode, config_options = excluded.config_options,
 			replica = excluded.replica, epoch = excluded.epoch, suspended_at = excluded.suspended_at
 		WHERE `+pgMayChangeSession("$10"),
-		s.ID, s.Agent, s.ACPSessionID, s.Cwd, s.Owner, s.CreatedAt.UnixNano(), s.Mode, options, self.ID, nullEpoch(self.Epoch), UnixNanoOrZero(s.SuspendedAt))
+		s.ID, s.Agent, s.ACPSessionID, s.Cwd, s.Owner, s.CreatedAt.UnixNano(), s.Mode, options, self.ID, nullEpoch(self.Epoch), store.UnixNanoOrZero(s.SuspendedAt))
 	if err != nil {
 		return opError(op, err)
 	}
@@ -65,10 +67,10 @@ func (p *Postgres) PutSession(ctx context.Context, s Session) error {
 
 // fenced is ErrFenced for op.
 func fenced(op string) error {
-	return fmt.Errorf("postgres store: %s: %w", op, ErrFenced)
+	return fmt.Errorf("postgres store: %s: %w", op, store.ErrFenced)
 }
 
-func (p *Postgres) DeleteSession(ctx context.Context, id string) error {
+func (p *Store) DeleteSession(ctx context.Context, id string) error {
 	op := "delete the record of session " + id
 	epoch := nullEpoch(p.Self().Epoch)
 	tag, err := p.pool.Exec(ctx, `DELETE FROM sessions WHERE id = $1 AND `+pgMayChangeSession("$2"), id, epoch)
@@ -90,20 +92,20 @@ func (p *Postgres) DeleteSession(ctx context.Context, id string) error {
 	return nil
 }
 
-func (p *Postgres) Session(ctx context.Context, id string) (Session, error) {
+func (p *Store) Session(ctx context.Context, id string) (store.Session, error) {
 	s, err := scanPgSession(p.pool.QueryRow(ctx, pgSelectSession+` WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Session{}, ErrNotFound
+		return store.Session{}, store.ErrNotFound
 	}
 	return s, opError("read the record of session "+id, err)
 }
 
-func (p *Postgres) Sessions(ctx context.Context) ([]Session, error) {
+func (p *Store) Sessions(ctx context.Context) ([]store.Session, error) {
 	rows, err := p.pool.Query(ctx, pgSelectSession+` ORDER BY created_at, id`)
 	if err != nil {
 		return nil, opError("list session records", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Session, error) { return scanPgSession(r) })
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Session, error) { return scanPgSession(r) })
 	return out, opError("list session records", err)
 }
 
@@ -111,11 +113,11 @@ func (p *Postgres) Sessions(ctx context.Context) ([]Session, error) {
 // no owner or its owner's lease is not live. The UPDATE holds the row, so
 // of two replicas claiming one session at once, the second finds the
 // first's live lease and gets false.
-func (p *Postgres) ClaimSession(ctx context.Context, id string) (Session, bool, error) {
+func (p *Store) ClaimSession(ctx context.Context, id string) (store.Session, bool, error) {
 	op := "claim session " + id
 	self := p.Self()
 	if self.Epoch == 0 {
-		return Session{}, false, fmt.Errorf("postgres store: %s: the store acts for no replica (Join first): %w", op, ErrFenced)
+		return store.Session{}, false, fmt.Errorf("postgres store: %s: the store acts for no replica (Join first): %w", op, store.ErrFenced)
 	}
 	s, err := scanPgSession(p.pool.QueryRow(ctx, `UPDATE sessions SET replica = $2, epoch = $3
 		WHERE id = $1 AND `+pgMayChangeSession("$3")+`
@@ -124,7 +126,7 @@ func (p *Postgres) ClaimSession(ctx context.Context, id string) (Session, bool, 
 		return s, true, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
-		return Session{}, false, opError(op, err)
+		return store.Session{}, false, opError(op, err)
 	}
 	var live bool
 	s, err = scanPgSession(p.pool.QueryRow(ctx, pgSelectSession+` WHERE id = $1`, id))
@@ -133,9 +135,9 @@ func (p *Postgres) ClaimSession(ctx context.Context, id string) (Session, bool, 
 	}
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return Session{}, false, ErrNotFound
+		return store.Session{}, false, store.ErrNotFound
 	case err != nil:
-		return Session{}, false, opError(op, err)
+		return store.Session{}, false, opError(op, err)
 	case !live:
 		return s, false, fenced(op)
 	}

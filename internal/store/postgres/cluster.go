@@ -1,4 +1,4 @@
-package store
+package postgres
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/acpgate/acpgate/internal/store"
 )
 
 // The PostgreSQL store's side of Cluster: one row per Join in replicas,
@@ -24,8 +26,8 @@ const replicaRetention = 24 * time.Hour
 
 const pgSelectReplica = `SELECT id, address, epoch, sessions, running_turns, max_sessions, expires_at FROM replicas`
 
-func scanPgReplica(r pgx.Row) (Replica, error) {
-	var out Replica
+func scanPgReplica(r pgx.Row) (store.Replica, error) {
+	var out store.Replica
 	var sessions, running, maxSessions int32
 	err := r.Scan(&out.ID, &out.Address, &out.Epoch, &sessions, &running, &maxSessions, &out.ExpiresAt)
 	out.Sessions, out.RunningTurns, out.MaxSessions = int(sessions), int(running), int(maxSessions)
@@ -44,7 +46,7 @@ func holdLease(ctx context.Context, tx pgx.Tx, epoch int64) error {
 	var one int
 	err := tx.QueryRow(ctx, `SELECT 1 FROM replicas r WHERE epoch = $1 AND lease_is_live(r) FOR SHARE`, epoch).Scan(&one)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return ErrFenced
+		return store.ErrFenced
 	}
 	return err
 }
@@ -54,12 +56,12 @@ func holdLease(ctx context.Context, tx pgx.Tx, epoch int64) error {
 // supersedes its former self): they are reaped at once rather than when
 // they would have expired, and their holder, if it still runs, gets
 // ErrLeaseLost from its next Renew.
-func (p *Postgres) Join(ctx context.Context, r Replica, ttl time.Duration) (Replica, error) {
+func (p *Store) Join(ctx context.Context, r store.Replica, ttl time.Duration) (store.Replica, error) {
 	op := "join as replica " + r.ID
 	if r.ID == "" || ttl <= 0 {
-		return Replica{}, fmt.Errorf("postgres store: %s: a replica needs an id and a positive lease, got %q and %s", op, r.ID, ttl)
+		return store.Replica{}, fmt.Errorf("postgres store: %s: a replica needs an id and a positive lease, got %q and %s", op, r.ID, ttl)
 	}
-	var out Replica
+	var out store.Replica
 	err := p.inTx(ctx, op, func(tx pgx.Tx) error {
 		var err error
 		out, err = scanPgReplica(tx.QueryRow(ctx, `INSERT INTO replicas (epoch, id, address, sessions, running_turns, max_sessions, expires_at)
@@ -73,7 +75,7 @@ func (p *Postgres) Join(ctx context.Context, r Replica, ttl time.Duration) (Repl
 		return err
 	})
 	if err != nil {
-		return Replica{}, err
+		return store.Replica{}, err
 	}
 	p.mu.Lock()
 	p.self = out
@@ -81,11 +83,11 @@ func (p *Postgres) Join(ctx context.Context, r Replica, ttl time.Duration) (Repl
 	return out, nil
 }
 
-func (p *Postgres) Renew(ctx context.Context, sessions, runningTurns int, ttl time.Duration) error {
+func (p *Store) Renew(ctx context.Context, sessions, runningTurns int, ttl time.Duration) error {
 	self := p.Self()
 	op := "renew the lease of replica " + self.ID
 	if self.Epoch == 0 {
-		return fmt.Errorf("postgres store: %s: the store has not joined: %w", op, ErrLeaseLost)
+		return fmt.Errorf("postgres store: %s: the store has not joined: %w", op, store.ErrLeaseLost)
 	}
 	if ttl <= 0 {
 		return fmt.Errorf("postgres store: %s: the lease must be positive, got %s", op, ttl)
@@ -94,7 +96,7 @@ func (p *Postgres) Renew(ctx context.Context, sessions, runningTurns int, ttl ti
 	err := p.pool.QueryRow(ctx, `UPDATE replicas r SET sessions = $2, running_turns = $3, expires_at = now() + $4 * interval '1 microsecond'
 		WHERE epoch = $1 AND lease_is_live(r) RETURNING expires_at`, self.Epoch, sessions, runningTurns, pgInterval(ttl)).Scan(&expires)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("postgres store: %s (epoch %d): %w", op, self.Epoch, ErrLeaseLost)
+		return fmt.Errorf("postgres store: %s (epoch %d): %w", op, self.Epoch, store.ErrLeaseLost)
 	}
 	if err != nil {
 		return opError(op, err)
@@ -112,7 +114,7 @@ func (p *Postgres) Renew(ctx context.Context, sessions, runningTurns int, ttl ti
 // turns still running has not shut down cleanly, and nothing else would
 // ever end them: its lease is then only expired, not marked left, so that
 // Reap ends them as a lost replica's.
-func (p *Postgres) Leave(ctx context.Context) error {
+func (p *Store) Leave(ctx context.Context) error {
 	self := p.Self()
 	if self.Epoch == 0 {
 		return nil
@@ -142,12 +144,12 @@ func releaseSessions(ctx context.Context, tx pgx.Tx, epoch int64) error {
 	return err
 }
 
-func (p *Postgres) Replicas(ctx context.Context) ([]Replica, error) {
+func (p *Store) Replicas(ctx context.Context) ([]store.Replica, error) {
 	rows, err := p.pool.Query(ctx, pgSelectReplica+` r WHERE lease_is_live(r) ORDER BY id, epoch`)
 	if err != nil {
 		return nil, opError("list replicas", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Replica, error) { return scanPgReplica(r) })
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Replica, error) { return scanPgReplica(r) })
 	return out, opError("list replicas", err)
 }
 
@@ -157,10 +159,10 @@ func (p *Postgres) Replicas(ctx context.Context) ([]Replica, error) {
 // turns are locked, ended with their terminal and notified in the same
 // transaction as the lease is marked reaped and its sessions released, so
 // that no turn is ended twice and none is missed.
-func (p *Postgres) Reap(ctx context.Context, terminal func(Turn) Event) (reaped []Replica, ended []Turn, err error) {
+func (p *Store) Reap(ctx context.Context, terminal func(store.Turn) store.Event) (reaped []store.Replica, ended []store.Turn, err error) {
 	for {
-		var r Replica
-		var turns []Turn
+		var r store.Replica
+		var turns []store.Turn
 		err := p.inTx(ctx, "reap expired leases", func(tx pgx.Tx) error {
 			var err error
 			r, err = scanPgReplica(tx.QueryRow(ctx, pgSelectReplica+` WHERE left_at IS NULL AND reaped_at IS NULL AND expires_at < now()
@@ -194,7 +196,7 @@ func (p *Postgres) Reap(ctx context.Context, terminal func(Turn) Event) (reaped 
 
 // endLost ends the running turns of r's epoch with terminal(turn), at the
 // database's time, and returns them as ended.
-func endLost(ctx context.Context, tx pgx.Tx, r Replica, terminal func(Turn) Event) ([]Turn, error) {
+func endLost(ctx context.Context, tx pgx.Tx, r store.Replica, terminal func(store.Turn) store.Event) ([]store.Turn, error) {
 	turns, err := pgTurns(ctx, tx, pgSelectTurn+` WHERE t.epoch = $1 AND t.ended_at IS NULL ORDER BY t.id FOR UPDATE OF t`, r.Epoch)
 	if err != nil || len(turns) == 0 {
 		return nil, err
@@ -208,15 +210,15 @@ func endLost(ctx context.Context, tx pgx.Tx, r Replica, terminal func(Turn) Even
 		if ev.Seq != t.StoppedSeq() {
 			return nil, fmt.Errorf("the terminal of turn %s has seq %d, not %d", t.ID, ev.Seq, t.StoppedSeq())
 		}
-		if err := writeJournal(ctx, tx, "end turn "+t.ID, pgEnd, t.ID, []Event{ev}, 0, now.UnixNano(), true); err != nil {
+		if err := writeJournal(ctx, tx, "end turn "+t.ID, pgEnd, t.ID, []store.Event{ev}, 0, now.UnixNano(), true); err != nil {
 			return nil, err
 		}
-		turns[i].EndedAt, turns[i].LastSeq, turns[i].Terminal = time.Unix(0, now.UnixNano()), ev.Seq, bytes.Clone(NonNilBytes(ev.Flat()))
+		turns[i].EndedAt, turns[i].LastSeq, turns[i].Terminal = time.Unix(0, now.UnixNano()), ev.Seq, bytes.Clone(store.NonNilBytes(ev.Flat()))
 	}
 	return turns, nil
 }
 
-func (p *Postgres) Self() Replica {
+func (p *Store) Self() store.Replica {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.self

@@ -1,4 +1,4 @@
-package store
+package postgres
 
 import (
 	"context"
@@ -51,7 +51,7 @@ const (
 
 // startListener connects and LISTENs, within ctx, and then starts the
 // listening goroutine, which runs until close. Listening before the store
-// is handed out means a reader never misses a write made after OpenPostgres
+// is handed out means a reader never misses a write made after Open
 // returned, and is never woken for nothing by the first connection.
 func startListener(ctx context.Context, cfg *pgx.ConnConfig) (*pgListener, error) {
 	conn, err := listenOn(ctx, cfg)
@@ -86,7 +86,7 @@ func closeConn(conn *pgx.Conn) {
 
 // Changed subscribes to turnID. ctx is not used: a subscription ends by
 // stop, by a wake, or when the store closes.
-func (p *Postgres) Changed(_ context.Context, turnID string) (<-chan struct{}, func()) {
+func (p *Store) Changed(_ context.Context, turnID string) (<-chan struct{}, func()) {
 	return p.listen.subscribe(turnID)
 }
 

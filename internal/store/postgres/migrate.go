@@ -1,4 +1,4 @@
-package store
+package postgres
 
 import (
 	"context"
@@ -14,13 +14,13 @@ import (
 	"github.com/pressly/goose/v3"
 )
 
-// postgresMigrations are the PostgreSQL store's schema versions, one SQL
+// migrations are the PostgreSQL store's schema versions, one SQL
 // file each (NNNNN_what.sql), embedded so that the binary carries the
 // schema it needs. Append only: a database records which versions ran, so
 // a shipped file that is edited never runs again where it already ran.
 //
-//go:embed postgresmigrations/*.sql
-var postgresMigrations embed.FS
+//go:embed migrations/*.sql
+var migrations embed.FS
 
 // Why goose (github.com/pressly/goose/v3), of the maintained libraries:
 // it runs each version in a transaction of its own and records it in that
@@ -50,16 +50,16 @@ const migrationTimeout = 5 * time.Minute
 // migrationTable records which versions ran.
 const migrationTable = "acpgate_schema_versions"
 
-// migratePostgres brings the schema up to the newest version this binary
+// migrate brings the schema up to the newest version this binary
 // has, under migrationLock. A database whose schema is newer than this
 // binary's is refused: an older binary does not know what a newer schema
 // means to its rows.
-func migratePostgres(ctx context.Context, conn *pgx.ConnConfig) error {
+func migrate(ctx context.Context, conn *pgx.ConnConfig) error {
 	cfg := conn.Copy()
 	setRuntimeParams(cfg, "acpgate-migrations", migrationTimeout)
 	db := stdlib.OpenDB(*cfg)
 	defer db.Close()
-	files, err := fs.Sub(postgresMigrations, "postgresmigrations")
+	files, err := fs.Sub(migrations, "migrations")
 	if err != nil {
 		return err
 	}

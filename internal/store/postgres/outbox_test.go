@@ -1,4 +1,4 @@
-package store_test
+package postgres_test
 
 import (
 	"context"

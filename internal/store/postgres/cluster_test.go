@@ -1,4 +1,4 @@
-package store_test
+package postgres_test
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/acpgate/acpgate/internal/store"
+	"github.com/acpgate/acpgate/internal/store/postgres"
 	"github.com/acpgate/acpgate/internal/store/storetest"
 	"github.com/acpgate/acpgate/internal/testpg"
 )
@@ -27,7 +28,7 @@ func lostTerminal(t store.Turn) store.Event {
 	return store.Event{Seq: t.StoppedSeq(), Data: []byte("gateway stopped: " + t.ID)}
 }
 
-func join(t *testing.T, s *store.Postgres, id string, ttl time.Duration) store.Replica {
+func join(t *testing.T, s *postgres.Store, id string, ttl time.Duration) store.Replica {
 	t.Helper()
 	r, err := s.Join(context.Background(), store.Replica{ID: id, Address: id + ":7070", Sessions: 1, RunningTurns: 2, MaxSessions: 3}, ttl)
 	if err != nil {
@@ -38,7 +39,7 @@ func join(t *testing.T, s *store.Postgres, id string, ttl time.Duration) store.R
 
 // waitExpired waits, up to 10s, until r's lease is no longer listed as
 // live by s.
-func waitExpired(t *testing.T, s *store.Postgres, r store.Replica) {
+func waitExpired(t *testing.T, s *postgres.Store, r store.Replica) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -86,7 +87,7 @@ func idsOf[T any](xs []T, id func(T) string) []string {
 
 // twoReplicas opens two stores on a new database and joins them as a,
 // with a lease of aLease, and b, whose lease does not expire.
-func twoReplicas(t *testing.T, aLease time.Duration) (a, b *store.Postgres, ra store.Replica, dsn string) {
+func twoReplicas(t *testing.T, aLease time.Duration) (a, b *postgres.Store, ra store.Replica, dsn string) {
 	t.Helper()
 	dsn = testpg.Start(t)
 	a, b = openPostgres(t, dsn), openPostgres(t, dsn)
@@ -313,7 +314,7 @@ func TestTwoReapersAtOnceReapEachLeaseOnce(t *testing.T) {
 			beginStarted(t, s, fmt.Sprintf("t%d-%d", i, j))
 		}
 	}
-	reapers := []*store.Postgres{openPostgres(t, dsn), openPostgres(t, dsn)}
+	reapers := []*postgres.Store{openPostgres(t, dsn), openPostgres(t, dsn)}
 	for i, r := range reapers {
 		join(t, r, fmt.Sprintf("reaper%d", i), longLease)
 	}
@@ -439,7 +440,7 @@ func TestClaimSessionTakesOverOnlyASessionWhoseOwnerIsGone(t *testing.T) {
 	}
 	claims := make([]claim, 2)
 	var wg sync.WaitGroup
-	for i, s := range []*store.Postgres{b, c} {
+	for i, s := range []*postgres.Store{b, c} {
 		wg.Go(func() {
 			got, ok, err := s.ClaimSession(ctx, "s1")
 			claims[i] = claim{got, ok, err}
@@ -504,7 +505,7 @@ func TestReapDeletesTheRecordsOfLeasesThatEndedMoreThanADayAgo(t *testing.T) {
 	join(t, a, "old", longLease)
 	join(t, b, "recent", longLease)
 	join(t, c, "reaper", longLease)
-	for _, s := range []*store.Postgres{a, b} {
+	for _, s := range []*postgres.Store{a, b} {
 		if err := s.Leave(ctx); err != nil {
 			t.Fatal(err)
 		}

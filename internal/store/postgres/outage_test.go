@@ -1,4 +1,4 @@
-package store_test
+package postgres_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/acpgate/acpgate/internal/store"
+	"github.com/acpgate/acpgate/internal/store/postgres"
 	"github.com/acpgate/acpgate/internal/store/storetest"
 	"github.com/acpgate/acpgate/internal/testpg"
 )
@@ -32,7 +33,7 @@ func TestAPostgresStoreWhoseDatabaseIsDownFailsAsUnavailableAtOnceAndServesOnceI
 		if !errors.Is(err, store.ErrUnavailable) {
 			t.Errorf("%s with the database down: %v, want ErrUnavailable", name, err)
 		}
-		if took := time.Since(began); took > store.DefaultPostgresStatementTimeout {
+		if took := time.Since(began); took > postgres.DefaultStatementTimeout {
 			t.Errorf("%s with the database down took %v", name, took)
 		}
 	}

@@ -1,4 +1,7 @@
-package store
+// Package postgres is the store.Store in a PostgreSQL database that
+// several gateway replicas share (store.Cluster), and that wakes readers
+// on every replica when a turn's journal grows (store.Notifier).
+package postgres
 
 import (
 	"context"
@@ -15,18 +18,20 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/acpgate/acpgate/internal/store"
 )
 
-// Postgres is a Store in a PostgreSQL database that several gateway
+// Store is a store.Store in a PostgreSQL database that several gateway
 // replicas may share: turns, their journals, session records and the
 // replicas' leases are rows there, so that any replica can answer for any
 // turn, an idempotency key means one turn across replicas (a unique index
 // decides, not timing), and a replica that is lost is reaped by another
-// (see Cluster). It also implements Notifier: a write to a turn's journal
+// (see store.Cluster). It also implements store.Notifier: a write to a turn's journal
 // sends a NOTIFY in its transaction, so that readers on every replica
 // wake without polling.
 //
-// Before Join, a Postgres store acts for no replica and behaves as the
+// Before Join, a Store acts for no replica and behaves as the
 // store of a single gateway: nothing is fenced, and Replica fields are "".
 //
 // Times of turns and sessions are kept as unix nanoseconds (bigint), as
@@ -39,37 +44,37 @@ import (
 // set, so that a stuck query (a lock held by a lost client, say) fails
 // the call instead of holding a connection forever; plus one dedicated
 // connection that LISTENs (see pgListener).
-type Postgres struct {
+type Store struct {
 	pool   *pgxpool.Pool
 	listen *pgListener
 
 	mu   sync.Mutex
-	self Replica // the replica this store acts for; zero before Join
+	self store.Replica // the replica this store acts for; zero before Join
 }
 
-// PostgresOptions configure OpenPostgres.
-type PostgresOptions struct {
+// Options configure Open.
+type Options struct {
 	// DSN is a PostgreSQL connection string: a postgres:// URL or
 	// key=value pairs, as libpq takes them. It may hold a password; no
 	// error of the store repeats it.
 	DSN string
-	// MaxConns bounds the pool's connections; DefaultPostgresMaxConns
+	// MaxConns bounds the pool's connections; DefaultMaxConns
 	// when 0. The listening connection is one more.
 	MaxConns int
 	// StatementTimeout bounds every statement on the pool's connections
 	// (PostgreSQL's statement_timeout), and connecting when the DSN sets
-	// no connect_timeout; DefaultPostgresStatementTimeout when 0.
+	// no connect_timeout; DefaultStatementTimeout when 0.
 	StatementTimeout time.Duration
 }
 
-// Defaults of PostgresOptions (and of the postgres: settings).
+// Defaults of Options (and of the postgres: settings).
 const (
-	// DefaultPostgresMaxConns is small: a gateway's writes are batched
+	// DefaultMaxConns is small: a gateway's writes are batched
 	// per turn, and a database serves a handful of replicas.
-	DefaultPostgresMaxConns = 8
-	// DefaultPostgresStatementTimeout is far above any statement of the
+	DefaultMaxConns = 8
+	// DefaultStatementTimeout is far above any statement of the
 	// store (milliseconds), and well below a client's patience.
-	DefaultPostgresStatementTimeout = 5 * time.Second
+	DefaultStatementTimeout = 5 * time.Second
 )
 
 // notifyChannel is the one channel every journal write notifies, with the
@@ -77,15 +82,15 @@ const (
 const notifyChannel = "acpgate_turns"
 
 var (
-	_ Store    = (*Postgres)(nil)
-	_ Cluster  = (*Postgres)(nil)
-	_ Notifier = (*Postgres)(nil)
+	_ store.Store    = (*Store)(nil)
+	_ store.Cluster  = (*Store)(nil)
+	_ store.Notifier = (*Store)(nil)
 )
 
-// OpenPostgres connects to the database opts.DSN names, brings its schema
-// up to date (see migratePostgres) and starts listening for the turns'
+// Open connects to the database opts.DSN names, brings its schema
+// up to date (see migrate) and starts listening for the turns'
 // notifications. ctx bounds the connecting and the migrations.
-func OpenPostgres(ctx context.Context, opts PostgresOptions) (_ *Postgres, err error) {
+func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	cfg, err := pgxpool.ParseConfig(opts.DSN)
 	if err != nil {
 		// pgx's message quotes the DSN with the password masked as best
@@ -95,14 +100,14 @@ func OpenPostgres(ctx context.Context, opts PostgresOptions) (_ *Postgres, err e
 	}
 	maxConns := opts.MaxConns
 	if maxConns == 0 {
-		maxConns = DefaultPostgresMaxConns
+		maxConns = DefaultMaxConns
 	}
 	if maxConns < 0 || maxConns > 1<<15 {
 		return nil, fmt.Errorf("postgres store: max conns %d is out of range", maxConns)
 	}
 	timeout := opts.StatementTimeout
 	if timeout == 0 {
-		timeout = DefaultPostgresStatementTimeout
+		timeout = DefaultStatementTimeout
 	}
 	if timeout < time.Millisecond {
 		return nil, fmt.Errorf("postgres store: statement timeout %s is below a millisecond", timeout)
@@ -121,7 +126,7 @@ func OpenPostgres(ctx context.Context, opts PostgresOptions) (_ *Postgres, err e
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: %w", err)
 	}
-	p := &Postgres{pool: pool}
+	p := &Store{pool: pool}
 	defer func() {
 		if err != nil {
 			p.pool.Close()
@@ -130,7 +135,7 @@ func OpenPostgres(ctx context.Context, opts PostgresOptions) (_ *Postgres, err e
 	if err := pool.Ping(ctx); err != nil {
 		return nil, fmt.Errorf("postgres store: connecting: %w", err)
 	}
-	if err := migratePostgres(ctx, cfg.ConnConfig); err != nil {
+	if err := migrate(ctx, cfg.ConnConfig); err != nil {
 		return nil, fmt.Errorf("postgres store: migrating the schema: %w", err)
 	}
 	listenCfg := cfg.ConnConfig.Copy()
@@ -153,7 +158,7 @@ func setRuntimeParams(c *pgx.ConnConfig, name string, timeout time.Duration) {
 
 // Close stops listening, wakes every reader still subscribed (they find
 // the store closed when they read), and closes the pool.
-func (p *Postgres) Close() error {
+func (p *Store) Close() error {
 	p.listen.close()
 	p.pool.Close()
 	return nil
@@ -164,11 +169,11 @@ func (p *Postgres) Close() error {
 // what happened without more. A failure to reach the database is marked
 // ErrUnavailable.
 func opError(op string, err error) error {
-	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrEnded) {
+	if err == nil || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrEnded) {
 		return err
 	}
 	if unreachable(err) {
-		return fmt.Errorf("postgres store: %s: %w (retry once it is back): %w", op, ErrUnavailable, err)
+		return fmt.Errorf("postgres store: %s: %w (retry once it is back): %w", op, store.ErrUnavailable, err)
 	}
 	return fmt.Errorf("postgres store: %s: %w", op, err)
 }
@@ -191,6 +196,6 @@ func unreachable(err error) bool {
 }
 
 // inTx runs f in a transaction and commits it; errors get op.
-func (p *Postgres) inTx(ctx context.Context, op string, f func(pgx.Tx) error) error {
+func (p *Store) inTx(ctx context.Context, op string, f func(pgx.Tx) error) error {
 	return opError(op, pgx.BeginFunc(ctx, p.pool, f))
 }

@@ -1,4 +1,4 @@
-package store_test
+package postgres_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/acpgate/acpgate/internal/store"
+	"github.com/acpgate/acpgate/internal/store/postgres"
 	"github.com/acpgate/acpgate/internal/store/storetest"
 	"github.com/acpgate/acpgate/internal/testpg"
 )
@@ -22,16 +23,16 @@ func TestPostgresPassesTheSharedSuite(t *testing.T) {
 }
 
 // openPostgres opens a store on dsn, closed when t ends.
-func openPostgres(t testing.TB, dsn string) *store.Postgres {
+func openPostgres(t testing.TB, dsn string) *postgres.Store {
 	t.Helper()
-	return openPostgresWith(t, store.PostgresOptions{DSN: dsn})
+	return openPostgresWith(t, postgres.Options{DSN: dsn})
 }
 
-func openPostgresWith(t testing.TB, opts store.PostgresOptions) *store.Postgres {
+func openPostgresWith(t testing.TB, opts postgres.Options) *postgres.Store {
 	t.Helper()
-	p, err := store.OpenPostgres(context.Background(), opts)
+	p, err := postgres.Open(context.Background(), opts)
 	if err != nil {
-		t.Fatalf("OpenPostgres: %v", err)
+		t.Fatalf("Open: %v", err)
 	}
 	t.Cleanup(func() { p.Close() })
 	return p
@@ -73,20 +74,20 @@ func TestReplicasStartingTogetherOnAnEmptyDatabaseCreateOneSchema(t *testing.T) 
 	dsn := testpg.Start(t)
 	const n = 6
 	errs := make([]error, n)
-	stores := make([]*store.Postgres, n)
+	stores := make([]*postgres.Store, n)
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for i := range n {
 		wg.Go(func() {
 			<-start
-			stores[i], errs[i] = store.OpenPostgres(context.Background(), store.PostgresOptions{DSN: dsn})
+			stores[i], errs[i] = postgres.Open(context.Background(), postgres.Options{DSN: dsn})
 		})
 	}
 	close(start)
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
-			t.Errorf("OpenPostgres %d: %v", i, err)
+			t.Errorf("Open %d: %v", i, err)
 			continue
 		}
 		defer stores[i].Close()
@@ -98,7 +99,7 @@ func TestReplicasStartingTogetherOnAnEmptyDatabaseCreateOneSchema(t *testing.T) 
 		(SELECT count(*) FROM pg_tables WHERE tablename = 'turns')`).Scan(&applied, &turnsTables); err != nil {
 		t.Fatal(err)
 	}
-	migrations, err := filepath.Glob(filepath.Join("postgresmigrations", "*.sql"))
+	migrations, err := filepath.Glob(filepath.Join("migrations", "*.sql"))
 	if err != nil || len(migrations) == 0 {
 		t.Fatalf("the migrations: %v, %v", migrations, err)
 	}
@@ -122,9 +123,9 @@ func TestADatabaseWithANewerSchemaIsRefused(t *testing.T) {
 	if _, err := rawConn(t, dsn).Exec(context.Background(), `INSERT INTO acpgate_schema_versions (version_id, is_applied) VALUES (9999, true)`); err != nil {
 		t.Fatal(err)
 	}
-	_, err := store.OpenPostgres(context.Background(), store.PostgresOptions{DSN: dsn})
+	_, err := postgres.Open(context.Background(), postgres.Options{DSN: dsn})
 	if err == nil || !strings.Contains(err.Error(), "newer") {
-		t.Fatalf("OpenPostgres on a schema of version 9999: %v, want a refusal naming it newer", err)
+		t.Fatalf("Open on a schema of version 9999: %v, want a refusal naming it newer", err)
 	}
 }
 
@@ -136,7 +137,7 @@ func TestErrorsOfTheStoreNeverRepeatTheDSNsPassword(t *testing.T) {
 		"malformed pairs":   "host=127.0.0.1 password=" + password + " port='1",
 		"an unknown option": "postgres://acpgate:" + password + "@127.0.0.1:1/db?sslmode=sometimes",
 	} {
-		_, err := store.OpenPostgres(context.Background(), store.PostgresOptions{DSN: dsn})
+		_, err := postgres.Open(context.Background(), postgres.Options{DSN: dsn})
 		if err == nil {
 			t.Errorf("%s: no error", name)
 			continue
@@ -153,7 +154,7 @@ func TestErrorsOfTheStoreNeverRepeatTheDSNsPassword(t *testing.T) {
 func TestAStatementThatWaitsPastTheStatementTimeoutFails(t *testing.T) {
 	ctx := context.Background()
 	dsn := testpg.Start(t)
-	s := openPostgresWith(t, store.PostgresOptions{DSN: dsn, StatementTimeout: 200 * time.Millisecond})
+	s := openPostgresWith(t, postgres.Options{DSN: dsn, StatementTimeout: 200 * time.Millisecond})
 	if _, _, err := s.Begin(ctx, storetest.NewTurn("t1", "", 1, 0)); err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +178,7 @@ func TestAStatementThatWaitsPastTheStatementTimeoutFails(t *testing.T) {
 func TestThePoolNeverOpensMoreThanMaxConns(t *testing.T) {
 	ctx := context.Background()
 	dsn := testpg.Start(t)
-	s := openPostgresWith(t, store.PostgresOptions{DSN: dsn, MaxConns: 2})
+	s := openPostgresWith(t, postgres.Options{DSN: dsn, MaxConns: 2})
 	conn := rawConn(t, dsn)
 	if _, _, err := s.Begin(ctx, storetest.NewTurn("t1", "", 1, 0)); err != nil {
 		t.Fatal(err)
@@ -217,7 +218,7 @@ func TestThePoolNeverOpensMoreThanMaxConns(t *testing.T) {
 func TestTwoStoresBeginningOneRequestIDAtOnceStartOneTurn(t *testing.T) {
 	ctx := context.Background()
 	dsn := testpg.Start(t)
-	stores := []*store.Postgres{openPostgres(t, dsn), openPostgres(t, dsn)}
+	stores := []*postgres.Store{openPostgres(t, dsn), openPostgres(t, dsn)}
 	storetest.OneBeginWins(t, 60, func(i int) store.Store { return stores[i%2] })
 	var turns int
 	if err := rawConn(t, dsn).QueryRow(ctx, `SELECT count(*) FROM turns`).Scan(&turns); err != nil || turns != 1 {
@@ -392,7 +393,7 @@ func TestALostListenerConnectionWakesEveryReaderAndListensAgain(t *testing.T) {
 
 func TestClosingTheStoreWakesItsReaders(t *testing.T) {
 	ctx := context.Background()
-	s, err := store.OpenPostgres(ctx, store.PostgresOptions{DSN: testpg.Start(t)})
+	s, err := postgres.Open(ctx, postgres.Options{DSN: testpg.Start(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
