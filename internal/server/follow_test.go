@@ -13,6 +13,7 @@ import (
 	"github.com/acpgate/acpgate/internal/server"
 	"github.com/acpgate/acpgate/internal/store"
 	"github.com/acpgate/acpgate/internal/store/memory"
+	"github.com/acpgate/acpgate/internal/store/sqlite"
 )
 
 // recordReads is a store that counts the reads of whole turn records,
@@ -80,7 +81,7 @@ func TestWhenAClientHasATurnsTerminalTheStoreHasEveryEventItsStreamCarriedAndThe
 		{"a large terminal", "flood 1000 200\nstop end_turn"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st, err := store.OpenSQLite(t.TempDir())
+			st, err := sqlite.Open(t.TempDir())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/acpgate/acpgate/internal/store"
 	"github.com/acpgate/acpgate/internal/store/memory"
 	"github.com/acpgate/acpgate/internal/store/postgres"
+	"github.com/acpgate/acpgate/internal/store/sqlite"
 )
 
 // RunOptions configure Run.
@@ -168,7 +169,7 @@ func OpenStore(cfg *config.Config, lookupEnv func(string) (string, bool), log *s
 			return nil, err
 		}
 	}
-	st, err := store.OpenSQLite(dir)
+	st, err := sqlite.Open(dir)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/acpgate/acpgate/internal/store"
 	"github.com/acpgate/acpgate/internal/store/memory"
 	"github.com/acpgate/acpgate/internal/store/postgres"
+	"github.com/acpgate/acpgate/internal/store/sqlite"
 	"github.com/acpgate/acpgate/internal/store/storetest"
 	"github.com/acpgate/acpgate/internal/testpg"
 )
@@ -43,8 +44,8 @@ func openBenchPostgres(b *testing.B) *postgres.Store {
 	return p
 }
 
-func openBenchSQLite(b *testing.B) *store.SQLite {
-	s, err := store.OpenSQLite(b.TempDir())
+func openBenchSQLite(b *testing.B) *sqlite.Store {
+	s, err := sqlite.Open(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"context"
@@ -11,7 +11,7 @@ const (
 	sqlLatest        = selectTurn + ` WHERE request_id = ? ORDER BY attempt DESC LIMIT 1`
 	sqlInsertTurn    = `INSERT INTO turns (` + turnColumns + `, reserved_seq, notify_url) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, 0, NULL, ?, ?, ?)`
 	sqlJournalRecord = `SELECT last_seq, ended_at, journal_bytes, reserved_seq FROM turns WHERE id = ?`
-	// A journal's commits (see SQLite.journal): each sets last_seq and
+	// A journal's commits (see Store.journal): each sets last_seq and
 	// journal_bytes and its own columns, guarded by the last_seq the
 	// store last committed, so that a record not as the store left it is
 	// not changed.

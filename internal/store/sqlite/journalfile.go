@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"crypto/sha256"
@@ -15,6 +15,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/acpgate/acpgate/internal/store"
 )
 
 // journalFiles keeps the SQLite store's journals: for each turn, the
@@ -226,7 +228,7 @@ func pwriteAll(file *os.File, bufs [][]byte, off int64) error {
 // committed files end at byte size, fewer when maxBytes is positive and
 // they would pass it (never fewer than one). The events share one buffer,
 // and one kept without its repeated bytes comes in pieces of it.
-func (f *journalFiles) read(turnID string, after, n, size uint64, maxBytes int) ([]Event, error) {
+func (f *journalFiles) read(turnID string, after, n, size uint64, maxBytes int) ([]store.Event, error) {
 	if n == 0 {
 		return nil, nil
 	}
@@ -262,7 +264,7 @@ func (f *journalFiles) read(turnID string, after, n, size uint64, maxBytes int) 
 	if err := preadFile(dataPath, data, int64(start), size >= settleWindow); err != nil {
 		return nil, err
 	}
-	events := make([]Event, n)
+	events := make([]store.Event, n)
 	for i := range events {
 		b := data[ends[i]-start : ends[i+1]-start]
 		seq := after + 1 + uint64(i)
@@ -347,7 +349,7 @@ func (f *journalFiles) sweep(keep func(name string) bool) error {
 // batch is events in seq order in consecutive slices: an ending's events,
 // the journal's unwritten tail and then the terminal, are written without
 // first copying the tail into a slice with room for the terminal.
-type batch [][]Event
+type batch [][]store.Event
 
 // len is the number of events.
 func (b batch) len() int {
@@ -359,8 +361,8 @@ func (b batch) len() int {
 }
 
 // all yields the events in order.
-func (b batch) all() iter.Seq[Event] {
-	return func(yield func(Event) bool) {
+func (b batch) all() iter.Seq[store.Event] {
+	return func(yield func(store.Event) bool) {
 		for _, s := range b {
 			for _, e := range s {
 				if !yield(e) {

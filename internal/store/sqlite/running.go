@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/acpgate/acpgate/internal/store"
 )
 
 // maxRunningJournals bounds the running turns whose journal files the
@@ -23,7 +25,7 @@ const maxRunningJournals = 256
 // update it, commit) and opened and closed both files. Each commit's CPU,
 // twenty times a second, showed in the latency of the turn's chunks. The
 // store is the only writer of its records (one gateway a directory, see
-// SQLite), so what it last committed is what the record says, and a
+// Store), so what it last committed is what the record says, and a
 // commit is the files' write and one guarded UPDATE.
 //
 // The mutex also keeps one journal write at a time, from reading the
@@ -45,7 +47,7 @@ type runningJournal struct {
 
 // get returns turnID's journal: the one kept from its last commit, or one
 // made from its record, with its files opened. mu is held.
-func (r *runningJournals) get(ctx context.Context, s *SQLite, turnID string) (*runningJournal, error) {
+func (r *runningJournals) get(ctx context.Context, s *Store, turnID string) (*runningJournal, error) {
 	if j, ok := r.turns[turnID]; ok {
 		return j, nil
 	}
@@ -84,7 +86,7 @@ func (r *runningJournals) done(turnID string, j *runningJournal, keep bool) {
 // why tells why a guarded update changed no record: the turn is gone or
 // ended, or its record no longer says what the store committed, which
 // only another writer of the database could have done. mu is held.
-func (r *runningJournals) why(ctx context.Context, s *SQLite, turnID string, lastSeq uint64) error {
+func (r *runningJournals) why(ctx context.Context, s *Store, turnID string, lastSeq uint64) error {
 	seq, _, _, err := s.journalRecord(ctx, turnID)
 	if err != nil {
 		return err
@@ -94,16 +96,16 @@ func (r *runningJournals) why(ctx context.Context, s *SQLite, turnID string, las
 
 // journalRecord reads what a running turn's record says is committed:
 // ErrNotFound or ErrEnded when it is not running.
-func (s *SQLite) journalRecord(ctx context.Context, turnID string) (lastSeq, size, reserved int64, err error) {
+func (s *Store) journalRecord(ctx context.Context, turnID string) (lastSeq, size, reserved int64, err error) {
 	var endedAt sql.NullInt64
 	err = s.writeStmts.queryRow(ctx, nil, sqlJournalRecord, turnID).Scan(&lastSeq, &endedAt, &size, &reserved)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return 0, 0, 0, ErrNotFound
+		return 0, 0, 0, store.ErrNotFound
 	case err != nil:
 		return 0, 0, 0, err
 	case endedAt.Valid:
-		return 0, 0, 0, ErrEnded
+		return 0, 0, 0, store.ErrEnded
 	}
 	return lastSeq, size, reserved, nil
 }

@@ -1,9 +1,11 @@
-package store
+package sqlite
 
 import (
 	"bytes"
 	"slices"
 	"testing"
+
+	"github.com/acpgate/acpgate/internal/store"
 )
 
 // FuzzStored checks that an event kept by the journal files reads back as
@@ -16,13 +18,13 @@ func FuzzStored(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, from, at, n, cuts uint8) {
 		// The encoding data+data[from:from+n], cut into pieces every cuts
 		// bytes.
-		e := Event{Seq: 1}
+		e := store.Event{Seq: 1}
 		enc := data
 		if int(from)+int(n) <= len(data) {
 			enc = slices.Concat(data, data[from:int(from)+int(n)])
-			e.Echo = Echo{From: int(from), At: len(data), Len: int(n)}
+			e.Echo = store.Echo{From: int(from), At: len(data), Len: int(n)}
 		} else {
-			e.Echo = Echo{From: int(from), At: int(at), Len: int(n)} // maybe not valid
+			e.Echo = store.Echo{From: int(from), At: int(at), Len: int(n)} // maybe not valid
 		}
 		step := max(1, int(cuts))
 		for i := 0; i < len(enc); i += step {

@@ -1,4 +1,4 @@
-package store_test
+package sqlite_test
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/acpgate/acpgate/internal/store"
+	"github.com/acpgate/acpgate/internal/store/sqlite"
 	"github.com/acpgate/acpgate/internal/store/storetest"
 )
 
@@ -77,7 +78,7 @@ func bigEvents(from uint64, n, size int) []store.Event {
 
 // startLongTurn opens a SQLite store in a directory on a disk, with one
 // running turn, "t1".
-func startLongTurn(t *testing.T) *store.SQLite {
+func startLongTurn(t *testing.T) *sqlite.Store {
 	t.Helper()
 	dir := t.TempDir()
 	skipWithoutDisk(t, dir)
@@ -99,7 +100,7 @@ const longEventSize = 256 << 10
 // longJournal appends events of longEventSize after the started event of
 // startLongTurn's turn, total bytes of them, in batches of 2 MiB as a
 // turn's commits; it returns them and the journal's data file.
-func longJournal(t *testing.T, s *store.SQLite, total int64) ([]store.Event, string) {
+func longJournal(t *testing.T, s *sqlite.Store, total int64) ([]store.Event, string) {
 	t.Helper()
 	n := int(total / longEventSize)
 	events := bigEvents(2, n, longEventSize)
@@ -114,11 +115,11 @@ func longJournal(t *testing.T, s *store.SQLite, total int64) ([]store.Event, str
 func TestALongJournalLeavesThePageCacheOnceFarBehindItsEndAndReadsBackWhole(t *testing.T) {
 	s := startLongTurn(t)
 	ctx := context.Background()
-	events, path := longJournal(t, s, store.SettleLag+3*store.SettleWindow)
+	events, path := longJournal(t, s, sqlite.SettleLag+3*sqlite.SettleWindow)
 	// The first window is settleLag and more behind the end: written
 	// back and dropped.
-	if c := countCached(cachedPages(t, path, 0, store.SettleWindow)); c != 0 {
-		t.Errorf("%d pages of the journal's first %d bytes are still cached, want 0", c, store.SettleWindow)
+	if c := countCached(cachedPages(t, path, 0, sqlite.SettleWindow)); c != 0 {
+		t.Errorf("%d pages of the journal's first %d bytes are still cached, want 0", c, sqlite.SettleWindow)
 	}
 	// The last settleLag are what a stream close behind reads: kept.
 	st, err := os.Stat(path)
@@ -126,7 +127,7 @@ func TestALongJournalLeavesThePageCacheOnceFarBehindItsEndAndReadsBackWhole(t *t
 		t.Fatal(err)
 	}
 	page := int64(os.Getpagesize())
-	tailAt := (st.Size() - store.SettleWindow) / page * page
+	tailAt := (st.Size() - sqlite.SettleWindow) / page * page
 	tail := cachedPages(t, path, tailAt, st.Size()-tailAt)
 	if c := countCached(tail); c != len(tail) {
 		t.Errorf("%d of the last %d pages are cached, want all", c, len(tail))
@@ -145,7 +146,7 @@ func TestALongJournalLeavesThePageCacheOnceFarBehindItsEndAndReadsBackWhole(t *t
 
 func TestWhatAStreamReadOfALongJournalLeavesThePageCache(t *testing.T) {
 	s := startLongTurn(t)
-	events, path := longJournal(t, s, 2*store.SettleWindow)
+	events, path := longJournal(t, s, 2*sqlite.SettleWindow)
 	// Only clean pages can be dropped: write the journal back first, as
 	// the kernel will have done by the time a stream reads a window.
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
@@ -156,7 +157,7 @@ func TestWhatAStreamReadOfALongJournalLeavesThePageCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	if c := countCached(cachedPages(t, path, 0, store.SettleWindow)); c == 0 {
+	if c := countCached(cachedPages(t, path, 0, sqlite.SettleWindow)); c == 0 {
 		t.Fatal("no page of the journal is cached before it is read: the test shows nothing")
 	}
 	got, err := s.Events(context.Background(), "t1", 1, len(events)/2, 0)
@@ -176,7 +177,7 @@ func TestAShortJournalIsLeftInThePageCache(t *testing.T) {
 	s := startLongTurn(t)
 	ctx := context.Background()
 	const size = 64 << 10
-	n := int(store.SettleWindow/size) - 2
+	n := int(sqlite.SettleWindow/size) - 2
 	if err := s.Append(ctx, "t1", bigEvents(2, n, size)); err != nil {
 		t.Fatal(err)
 	}
@@ -192,12 +193,12 @@ func TestAShortJournalIsLeftInThePageCache(t *testing.T) {
 func TestAnEndedLongJournalLeavesThePageCacheOnceOnDisk(t *testing.T) {
 	s := startLongTurn(t)
 	ctx := context.Background()
-	events, path := longJournal(t, s, 2*store.SettleWindow)
+	events, path := longJournal(t, s, 2*sqlite.SettleWindow)
 	// Less than settleLag: nothing has left the cache while it ran.
-	if c := countCached(cachedPages(t, path, 0, store.SettleWindow)); c == 0 {
+	if c := countCached(cachedPages(t, path, 0, sqlite.SettleWindow)); c == 0 {
 		t.Fatal("the running journal's first window is not cached: the test shows nothing")
 	}
-	terminal := bigEvents(uint64(len(events))+2, 1, store.SettleWindow)[0]
+	terminal := bigEvents(uint64(len(events))+2, 1, sqlite.SettleWindow)[0]
 	if err := s.End(ctx, "t1", nil, terminal, time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +233,7 @@ func TestClosingTheSQLiteStoreStopsWhatSettlesItsJournals(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	s := startLongTurn(t)
 	ctx := context.Background()
-	if err := s.End(ctx, "t1", bigEvents(2, 1, store.SettleWindow), store.Event{Seq: 3, Data: []byte("ended")}, time.Now()); err != nil {
+	if err := s.End(ctx, "t1", bigEvents(2, 1, sqlite.SettleWindow), store.Event{Seq: 3, Data: []byte("ended")}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -242,14 +243,14 @@ func TestClosingTheSQLiteStoreStopsWhatSettlesItsJournals(t *testing.T) {
 
 func TestAStoppedSettlerLeavesTheRestOfAJournalToTheKernel(t *testing.T) {
 	s := startLongTurn(t)
-	_, path := longJournal(t, s, 3*store.SettleWindow)
-	if c := countCached(cachedPages(t, path, 0, store.SettleWindow)); c == 0 {
+	_, path := longJournal(t, s, 3*sqlite.SettleWindow)
+	if c := countCached(cachedPages(t, path, 0, sqlite.SettleWindow)); c == 0 {
 		t.Fatal("the journal's first window is not cached: the test shows nothing")
 	}
 	// Closing the store waits for the settler, so the settler must not
 	// wait for the disk window after window once it is stopped.
-	store.SettleAfterClose(s, "t1")
-	if c := countCached(cachedPages(t, path, 0, store.SettleWindow)); c == 0 {
+	sqlite.SettleAfterClose(s, "t1")
+	if c := countCached(cachedPages(t, path, 0, sqlite.SettleWindow)); c == 0 {
 		t.Error("a stopped settler still wrote back and dropped the journal's first window")
 	}
 }

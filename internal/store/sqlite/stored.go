@@ -1,8 +1,10 @@
-package store
+package sqlite
 
 import (
 	"encoding/binary"
 	"errors"
+
+	"github.com/acpgate/acpgate/internal/store"
 )
 
 // How the journal files keep an event: its encoding as it is, or, for an
@@ -29,10 +31,10 @@ const maxStoredHeader = 1 + 3*binary.MaxVarintLen64
 // appendStored appends how the files keep e: its header, if it has one,
 // to head, and the pieces to write after it to bufs. The pieces alias e's,
 // which are written and never kept.
-func appendStored(head []byte, bufs [][]byte, e Event) ([]byte, [][]byte) {
+func appendStored(head []byte, bufs [][]byte, e store.Event) ([]byte, [][]byte) {
 	echo := e.Echo
 	if echo.Len < minEcho || !echo.Valid(e.Len()) {
-		echo = Echo{}
+		echo = store.Echo{}
 	}
 	if echo.Len == 0 && (len(e.Data) == 0 || e.Data[0] != storedHeader) {
 		return head, e.AppendPieces(bufs)
@@ -54,7 +56,7 @@ func appendStored(head []byte, bufs [][]byte, e Event) ([]byte, [][]byte) {
 
 // appendOutside appends to bufs what of p, which starts at offset off of
 // an encoding, lies outside the repeat echo.
-func appendOutside(bufs [][]byte, p []byte, off int, echo Echo) [][]byte {
+func appendOutside(bufs [][]byte, p []byte, off int, echo store.Echo) [][]byte {
 	start, end, skipFrom, skipTo := off, off+len(p), echo.At, echo.At+echo.Len
 	if len(p) == 0 {
 		return bufs
@@ -77,24 +79,24 @@ var errStored = errors.New("its header does not fit its bytes")
 // an event kept with a header, the whole encoding in pieces that alias b
 // (the repeated bytes come before the place they repeat at, so they are in
 // b already): reading a journal back copies nothing more than the read.
-func expandStored(seq uint64, b []byte) (Event, error) {
+func expandStored(seq uint64, b []byte) (store.Event, error) {
 	if len(b) == 0 || b[0] != storedHeader {
-		return Event{Seq: seq, Data: b}, nil
+		return store.Event{Seq: seq, Data: b}, nil
 	}
 	rest := b[1:]
 	var fields [3]uint64
 	for i := range fields {
 		v, n := binary.Uvarint(rest)
 		if n <= 0 {
-			return Event{}, errStored
+			return store.Event{}, errStored
 		}
 		fields[i], rest = v, rest[n:]
 	}
 	from, at, n := fields[0], fields[1], fields[2]
 	if at > uint64(len(rest)) || from > at || n > at-from {
-		return Event{}, errStored
+		return store.Event{}, errStored
 	}
-	e := Event{Seq: seq, Data: rest[:at:at]}
+	e := store.Event{Seq: seq, Data: rest[:at:at]}
 	if n > 0 {
 		e.More = append(e.More, rest[from:from+n:from+n])
 	}

@@ -1,8 +1,10 @@
-package store
+package sqlite
 
 import (
 	"errors"
 	"fmt"
+
+	"github.com/acpgate/acpgate/internal/store"
 )
 
 // damagedError is an ErrDamaged with what was found and its cause.
@@ -13,7 +15,7 @@ type damagedError struct {
 
 func (e *damagedError) Error() string        { return e.msg }
 func (e *damagedError) Unwrap() error        { return e.cause }
-func (e *damagedError) Is(target error) bool { return target == ErrDamaged }
+func (e *damagedError) Is(target error) bool { return target == store.ErrDamaged }
 
 // damaged is an ErrDamaged worded by format; a %w in it names the cause.
 func damaged(format string, args ...any) error {

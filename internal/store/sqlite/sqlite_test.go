@@ -1,4 +1,4 @@
-package store_test
+package sqlite_test
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/acpgate/acpgate/internal/store"
+	"github.com/acpgate/acpgate/internal/store/sqlite"
 	"github.com/acpgate/acpgate/internal/store/storetest"
 )
 
@@ -21,9 +22,9 @@ func TestSQLite(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store { return openSQLite(t, t.TempDir()) })
 }
 
-func openSQLite(t *testing.T, dir string) *store.SQLite {
+func openSQLite(t *testing.T, dir string) *sqlite.Store {
 	t.Helper()
-	s, err := store.OpenSQLite(dir)
+	s, err := sqlite.Open(dir)
 	if err != nil {
 		t.Fatalf("OpenSQLite: %v", err)
 	}
@@ -104,7 +105,7 @@ func TestSQLiteFile(t *testing.T) {
 	t.Run("a second open of a directory in use fails and names it", func(t *testing.T) {
 		dir := t.TempDir()
 		s := openSQLite(t, dir)
-		_, err := store.OpenSQLite(dir)
+		_, err := sqlite.Open(dir)
 		if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "in use by another acpgate process") {
 			t.Fatalf("second OpenSQLite: %v; want in use, naming %s", err, dir)
 		}
@@ -136,12 +137,12 @@ func TestSQLiteFile(t *testing.T) {
 		if err := os.WriteFile(db, bytes.Repeat([]byte("not a database "), 1000), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		_, err := store.OpenSQLite(dir)
+		_, err := sqlite.Open(dir)
 		if err == nil || !strings.Contains(err.Error(), db) || !strings.Contains(err.Error(), "not a usable database") {
 			t.Fatalf("OpenSQLite of garbage: %v; want not a usable database, naming %s", err, db)
 		}
 		// The failed open must not keep the directory locked.
-		if _, err := store.OpenSQLite(dir); err == nil || strings.Contains(err.Error(), "in use") {
+		if _, err := sqlite.Open(dir); err == nil || strings.Contains(err.Error(), "in use") {
 			t.Errorf("a second open after a failed one: %v", err)
 		}
 	})
@@ -166,7 +167,7 @@ func TestSQLiteFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.Close()
-		_, err = store.OpenSQLite(dir)
+		_, err = sqlite.Open(dir)
 		if err == nil || !strings.Contains(err.Error(), db) || !strings.Contains(err.Error(), "not a usable database") {
 			t.Fatalf("OpenSQLite of a damaged database: %v; want not a usable database, naming %s", err, db)
 		}
@@ -178,7 +179,7 @@ func TestSQLiteFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		dir := filepath.Join(file, "state")
-		_, err := store.OpenSQLite(dir)
+		_, err := sqlite.Open(dir)
 		if err == nil || !strings.Contains(err.Error(), dir) {
 			t.Fatalf("OpenSQLite(%s): %v; want an error naming it", dir, err)
 		}
@@ -196,14 +197,14 @@ func TestSQLiteFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		raw.Close()
-		_, err = store.OpenSQLite(dir)
+		_, err = sqlite.Open(dir)
 		if err == nil || !strings.Contains(err.Error(), "newer") || !strings.Contains(err.Error(), "acpgate.db") {
 			t.Fatalf("OpenSQLite of a newer schema: %v; want a refusal naming the file", err)
 		}
 	})
 
 	t.Run("a full database fails the end and keeps the turn running", func(t *testing.T) {
-		s, err := store.OpenSQLiteWith(t.TempDir(), store.SQLiteOptions{MaxPageCount: 24})
+		s, err := sqlite.OpenWith(t.TempDir(), sqlite.Options{MaxPageCount: 24})
 		if err != nil {
 			t.Fatalf("OpenSQLiteWith: %v", err)
 		}
@@ -247,7 +248,7 @@ func TestSQLiteFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, q := range store.MigrationsBeforeFiles() {
+		for _, q := range sqlite.MigrationsBeforeFiles() {
 			if _, err := raw.Exec(q); err != nil {
 				t.Fatalf("schema version 2: %v", err)
 			}
@@ -460,7 +461,7 @@ func TestSQLiteOpenInChild(t *testing.T) {
 	if dir == "" {
 		t.Skip("run by TestSQLiteFile in a child process")
 	}
-	s, err := store.OpenSQLite(dir)
+	s, err := sqlite.Open(dir)
 	if err == nil {
 		s.Close()
 		fmt.Println("opened")

@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"os"
@@ -33,7 +33,7 @@ import (
 // saves.
 //
 // This changes what is cached and when bytes start for the disk, not what
-// is committed: a journal's bytes are as durable as before (see SQLite).
+// is committed: a journal's bytes are as durable as before (see Store).
 const (
 	settleWindow = 4 << 20
 	settleLag    = 64 << 20

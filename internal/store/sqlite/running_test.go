@@ -1,4 +1,4 @@
-package store_test
+package sqlite_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/acpgate/acpgate/internal/store"
+	"github.com/acpgate/acpgate/internal/store/sqlite"
 	"github.com/acpgate/acpgate/internal/store/storetest"
 )
 
@@ -80,7 +81,7 @@ func TestSQLiteRunningJournals(t *testing.T) {
 		dir := t.TempDir()
 		s := openSQLite(t, dir)
 		defer s.Close()
-		turns := store.MaxRunningJournals + 3
+		turns := sqlite.MaxRunningJournals + 3
 		for i := range turns {
 			startedTurn(t, s, fmt.Sprintf("t%d", i))
 		}
@@ -89,8 +90,8 @@ func TestSQLiteRunningJournals(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if n := openJournalFiles(t, dir); n != 2*store.MaxRunningJournals {
-			t.Errorf("%d journal files open for %d running turns; want the bound's %d", n, turns, 2*store.MaxRunningJournals)
+		if n := openJournalFiles(t, dir); n != 2*sqlite.MaxRunningJournals {
+			t.Errorf("%d journal files open for %d running turns; want the bound's %d", n, turns, 2*sqlite.MaxRunningJournals)
 		}
 		for i := range turns {
 			events, err := s.Events(ctx, fmt.Sprintf("t%d", i), 0, 10, 0)

@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"context"
@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/acpgate/acpgate/internal/store"
 )
 
 // The SQLite store's session records: one row each in the sessions table
 // (schema version 4; suspended_at since version 5).
 
-func (s *SQLite) PutSession(ctx context.Context, sess Session) error {
+func (s *Store) PutSession(ctx context.Context, sess store.Session) error {
 	options := sess.ConfigOptions
 	if options == nil {
 		options = map[string]string{}
@@ -24,12 +26,12 @@ func (s *SQLite) PutSession(ctx context.Context, sess Session) error {
 	return s.inTx(ctx, "record session "+sess.ID, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO sessions (id, agent, acp_session_id, cwd, owner, created_at, mode, config_options, suspended_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			sess.ID, sess.Agent, sess.ACPSessionID, sess.Cwd, sess.Owner, sess.CreatedAt.UnixNano(), sess.Mode, string(encoded), UnixNanoOrZero(sess.SuspendedAt))
+			sess.ID, sess.Agent, sess.ACPSessionID, sess.Cwd, sess.Owner, sess.CreatedAt.UnixNano(), sess.Mode, string(encoded), store.UnixNanoOrZero(sess.SuspendedAt))
 		return err
 	})
 }
 
-func (s *SQLite) DeleteSession(ctx context.Context, id string) error {
+func (s *Store) DeleteSession(ctx context.Context, id string) error {
 	return s.inTx(ctx, "delete the record of session "+id, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE id = ?`, id)
 		return err
@@ -40,19 +42,19 @@ func (s *SQLite) DeleteSession(ctx context.Context, id string) error {
 const sqliteSelectSession = `SELECT id, agent, acp_session_id, cwd, owner, created_at, mode, config_options, suspended_at FROM sessions`
 
 // scanSQLiteSession reads one session record.
-func scanSQLiteSession(r interface{ Scan(...any) error }) (Session, error) {
-	var sess Session
+func scanSQLiteSession(r interface{ Scan(...any) error }) (store.Session, error) {
+	var sess store.Session
 	var createdAt, suspendedAt int64
 	var options string
 	if err := r.Scan(&sess.ID, &sess.Agent, &sess.ACPSessionID, &sess.Cwd, &sess.Owner, &createdAt, &sess.Mode, &options, &suspendedAt); err != nil {
-		return Session{}, err
+		return store.Session{}, err
 	}
 	sess.CreatedAt = time.Unix(0, createdAt)
 	if suspendedAt != 0 {
 		sess.SuspendedAt = time.Unix(0, suspendedAt)
 	}
 	if err := json.Unmarshal([]byte(options), &sess.ConfigOptions); err != nil {
-		return Session{}, fmt.Errorf("session %s: its config options do not decode: %w", sess.ID, err)
+		return store.Session{}, fmt.Errorf("session %s: its config options do not decode: %w", sess.ID, err)
 	}
 	if len(sess.ConfigOptions) == 0 {
 		sess.ConfigOptions = nil
@@ -60,25 +62,25 @@ func scanSQLiteSession(r interface{ Scan(...any) error }) (Session, error) {
 	return sess, nil
 }
 
-func (s *SQLite) Session(ctx context.Context, id string) (Session, error) {
+func (s *Store) Session(ctx context.Context, id string) (store.Session, error) {
 	sess, err := scanSQLiteSession(s.read.QueryRowContext(ctx, sqliteSelectSession+` WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Session{}, ErrNotFound
+		return store.Session{}, store.ErrNotFound
 	}
 	if err != nil {
-		return Session{}, s.opError("read the record of session "+id, err)
+		return store.Session{}, s.opError("read the record of session "+id, err)
 	}
 	return sess, nil
 }
 
-func (s *SQLite) Sessions(ctx context.Context) ([]Session, error) {
+func (s *Store) Sessions(ctx context.Context) ([]store.Session, error) {
 	const op = "list session records"
 	rows, err := s.read.QueryContext(ctx, sqliteSelectSession+` ORDER BY created_at, id`)
 	if err != nil {
 		return nil, s.opError(op, err)
 	}
 	defer rows.Close()
-	var out []Session
+	var out []store.Session
 	for rows.Next() {
 		sess, err := scanSQLiteSession(rows)
 		if err != nil {
