@@ -3,7 +3,11 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/database"
 
 	"github.com/acpgate/acpgate/internal/store"
 )
@@ -12,8 +16,9 @@ import (
 // database up to the newest.
 
 // migrations create and evolve the schema; migration i brings the database
-// from user_version i to i+1. Append only: a database records how many ran,
-// so editing one that has shipped would leave old databases without it.
+// from version i to i+1 (see Store.migrate). Append only: a database
+// records which ran, so editing one that has shipped would leave old
+// databases without it.
 var migrations = []migration{
 	sqlMigration(schemaV1),
 	// Who started each turn: a caller sees only its own turns.
@@ -211,6 +216,16 @@ func legacyEvents(ctx context.Context, tx *sql.Tx, turnID string, after, limit i
 // it, where found later it would be a failed turn in the middle of a
 // stream. quick_check reads the whole file, which at startup costs about
 // a second per few hundred MB.
+//
+// The versions are goose's (github.com/pressly/goose/v3), as the postgres
+// store's are: goose records each version in migrationTable in the
+// transaction that runs it, so a version that fails leaves the database
+// at the one before, to be run again after the fix. The database's
+// user_version, which recorded the versions before goose did (see
+// adoptUserVersion), is still set in each version's transaction: an
+// acpgate from before goose reads only user_version, and must go on
+// refusing a schema newer than its own rather than running its
+// migrations again on it.
 func (s *Store) migrate() error {
 	ctx := context.Background()
 	var check string
@@ -220,30 +235,120 @@ func (s *Store) migrate() error {
 	if check != "ok" {
 		return fmt.Errorf("sqlite store: %s is not a usable database (damaged: %s); %s", s.path, check, moveAside(s.path))
 	}
+	if err := s.adoptUserVersion(ctx); err != nil {
+		return err
+	}
+	provider, err := goose.NewProvider(goose.DialectSQLite3, s.write, nil,
+		goose.WithTableName(migrationTable),
+		goose.WithDisableGlobalRegistry(true),
+		goose.WithGoMigrations(s.gooseMigrations()...),
+	)
+	if err != nil {
+		return fmt.Errorf("sqlite store: %s: %w", s.path, err)
+	}
+	current, known, err := provider.GetVersions(ctx)
+	if err != nil {
+		return s.openError(err)
+	}
+	if current > known {
+		return s.newerError(current)
+	}
+	applied, err := provider.Up(ctx)
+	if err != nil {
+		if partial, ok := errors.AsType[*goose.PartialError](err); ok && partial.Failed != nil {
+			return fmt.Errorf("sqlite store: %s: migrating the schema to version %d: %w", s.path, partial.Failed.Source.Version, partial.Err)
+		}
+		return fmt.Errorf("sqlite store: %s: migrating the schema: %w", s.path, err)
+	}
+	if len(applied) > 0 {
+		// Each version was a transaction of its own, each rewriting the
+		// schema's pages: a new database's WAL held 170 KB of them, three
+		// times what one transaction for all versions wrote. They go into
+		// the database file now, not at the first checkpoint the turns'
+		// writes reach, and the WAL starts empty.
+		if _, err := s.write.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+			return s.openError(err)
+		}
+	}
+	return nil
+}
+
+// migrationTable records which versions ran: goose's table, named as the
+// postgres store's.
+const migrationTable = "acpgate_schema_versions"
+
+// gooseMigrations are migrations as goose runs them: version v is
+// migrations[v-1] and the user_version it sets, in one transaction.
+func (s *Store) gooseMigrations() []*goose.Migration {
+	out := make([]*goose.Migration, len(migrations))
+	for i, m := range migrations {
+		version := i + 1
+		out[i] = goose.NewGoMigration(int64(version), &goose.GoFunc{RunTx: func(ctx context.Context, tx *sql.Tx) error {
+			if err := m(ctx, tx, s.files); err != nil {
+				return err
+			}
+			// user_version lives in the file header and is part of the
+			// transaction, as goose's record of the version is.
+			_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", version))
+			return err
+		}}, nil)
+	}
+	return out
+}
+
+// adoptUserVersion brings a database that an acpgate from before goose
+// migrated under goose: such a database records its version only in
+// user_version (migration i brought it from i to i+1, all in one
+// transaction), and has no migrationTable. Versions 1 to user_version are
+// recorded in migrationTable as goose would have recorded them, with its
+// own statements, in one transaction; goose then runs the versions after
+// them. Without it goose would find no versions recorded and run version
+// 1 on tables that exist.
+//
+// A database made by goose has migrationTable, and a new one has neither
+// it nor a version: both are left to goose. One whose user_version is
+// newer than this acpgate's is refused here, before anything is written.
+func (s *Store) adoptUserVersion(ctx context.Context) error {
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return s.openError(err)
 	}
 	defer tx.Rollback()
-	var version int
+	var version, tables int
 	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
 		return s.openError(err)
 	}
 	if version > len(migrations) {
-		return fmt.Errorf("sqlite store: %s has schema version %d, newer than this acpgate's %d: run a newer acpgate, or use another state directory", s.path, version, len(migrations))
+		return s.newerError(int64(version))
 	}
-	for v := version; v < len(migrations); v++ {
-		if err := migrations[v](ctx, tx, s.files); err != nil {
-			return fmt.Errorf("sqlite store: %s: migrating the schema to version %d: %w", s.path, v+1, err)
-		}
-	}
-	// user_version lives in the file header and is part of the
-	// transaction: a migration that fails leaves the version it found.
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", len(migrations))); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, migrationTable).Scan(&tables); err != nil {
 		return s.openError(err)
+	}
+	if tables > 0 || version == 0 {
+		return nil
+	}
+	versions, err := database.NewStore(database.DialectSQLite3, migrationTable)
+	if err != nil {
+		return fmt.Errorf("sqlite store: %s: %w", s.path, err)
+	}
+	if err := versions.CreateVersionTable(ctx, tx); err != nil {
+		return fmt.Errorf("sqlite store: %s: recording schema version %d for goose: %w", s.path, version, err)
+	}
+	// Version 0 is goose's mark of a table it made.
+	for v := 0; v <= version; v++ {
+		if err := versions.Insert(ctx, tx, database.InsertRequest{Version: int64(v)}); err != nil {
+			return fmt.Errorf("sqlite store: %s: recording schema version %d for goose: %w", s.path, version, err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return s.openError(err)
 	}
 	return nil
+}
+
+// newerError refuses a database whose schema version is newer than this
+// acpgate's: an older binary does not know what a newer schema means to
+// its rows.
+func (s *Store) newerError(version int64) error {
+	return fmt.Errorf("sqlite store: %s has schema version %d, newer than this acpgate's %d: run a newer acpgate, or use another state directory", s.path, version, len(migrations))
 }

@@ -26,7 +26,7 @@ func openSQLite(t *testing.T, dir string) *sqlite.Store {
 	t.Helper()
 	s, err := sqlite.Open(dir)
 	if err != nil {
-		t.Fatalf("OpenSQLite: %v", err)
+		t.Fatalf("Open: %v", err)
 	}
 	return s
 }
@@ -107,7 +107,7 @@ func TestSQLiteFile(t *testing.T) {
 		s := openSQLite(t, dir)
 		_, err := sqlite.Open(dir)
 		if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "in use by another acpgate process") {
-			t.Fatalf("second OpenSQLite: %v; want in use, naming %s", err, dir)
+			t.Fatalf("second Open: %v; want in use, naming %s", err, dir)
 		}
 		if err := s.Close(); err != nil {
 			t.Fatalf("Close: %v", err)
@@ -127,7 +127,7 @@ func TestSQLiteFile(t *testing.T) {
 			t.Fatalf("child: %v\n%s", err, out)
 		}
 		if !strings.Contains(string(out), "in use by another acpgate process") {
-			t.Errorf("child's OpenSQLite did not report the directory in use:\n%s", out)
+			t.Errorf("child's Open did not report the directory in use:\n%s", out)
 		}
 	})
 
@@ -139,7 +139,7 @@ func TestSQLiteFile(t *testing.T) {
 		}
 		_, err := sqlite.Open(dir)
 		if err == nil || !strings.Contains(err.Error(), db) || !strings.Contains(err.Error(), "not a usable database") {
-			t.Fatalf("OpenSQLite of garbage: %v; want not a usable database, naming %s", err, db)
+			t.Fatalf("Open of garbage: %v; want not a usable database, naming %s", err, db)
 		}
 		// The failed open must not keep the directory locked.
 		if _, err := sqlite.Open(dir); err == nil || strings.Contains(err.Error(), "in use") {
@@ -169,7 +169,7 @@ func TestSQLiteFile(t *testing.T) {
 		f.Close()
 		_, err = sqlite.Open(dir)
 		if err == nil || !strings.Contains(err.Error(), db) || !strings.Contains(err.Error(), "not a usable database") {
-			t.Fatalf("OpenSQLite of a damaged database: %v; want not a usable database, naming %s", err, db)
+			t.Fatalf("Open of a damaged database: %v; want not a usable database, naming %s", err, db)
 		}
 	})
 
@@ -181,7 +181,7 @@ func TestSQLiteFile(t *testing.T) {
 		dir := filepath.Join(file, "state")
 		_, err := sqlite.Open(dir)
 		if err == nil || !strings.Contains(err.Error(), dir) {
-			t.Fatalf("OpenSQLite(%s): %v; want an error naming it", dir, err)
+			t.Fatalf("Open(%s): %v; want an error naming it", dir, err)
 		}
 	})
 
@@ -199,14 +199,14 @@ func TestSQLiteFile(t *testing.T) {
 		raw.Close()
 		_, err = sqlite.Open(dir)
 		if err == nil || !strings.Contains(err.Error(), "newer") || !strings.Contains(err.Error(), "acpgate.db") {
-			t.Fatalf("OpenSQLite of a newer schema: %v; want a refusal naming the file", err)
+			t.Fatalf("Open of a newer schema: %v; want a refusal naming the file", err)
 		}
 	})
 
 	t.Run("a full database fails the end and keeps the turn running", func(t *testing.T) {
 		s, err := sqlite.OpenWith(t.TempDir(), sqlite.Options{MaxPageCount: 24})
 		if err != nil {
-			t.Fatalf("OpenSQLiteWith: %v", err)
+			t.Fatalf("OpenWith: %v", err)
 		}
 		defer s.Close()
 		if _, _, err := s.Begin(ctx, storetest.NewTurn("t1", "r1", 1, 0)); err != nil {
@@ -290,8 +290,10 @@ func TestSQLiteFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Back to version 4, with one record as version 4 wrote it.
+		// Back to version 4, with one record as version 4 wrote it; an
+		// acpgate of version 4 kept the version in user_version alone.
 		for _, q := range []string{
+			`DROP TABLE acpgate_schema_versions`,
 			`DROP TRIGGER turns_notify`,
 			`DROP TABLE notifications`,
 			`ALTER TABLE turns DROP COLUMN notify_url`,
