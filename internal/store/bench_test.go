@@ -23,6 +23,9 @@ const (
 	benchEventSize = 100
 )
 
+// benchStores are the backends side by side, on the interface's calls:
+// the benchmarks sit here, beside the interface, rather than in each
+// backend's package, so that one run compares them.
 var benchStores = []struct {
 	name string
 	open func(b *testing.B) store.Store

@@ -6,12 +6,14 @@
 //
 // The gateway numbers and encodes events itself; a store keeps them as
 // opaque bytes in seq order, which is what makes a replay byte-identical to
-// what a live stream carried. Three implementations: Memory (nothing
-// survives the process), SQLite (one file, the default) and Postgres (a
-// database several gateway replicas share; see Cluster). The interface is
-// small so that the shared database fits behind it without changing
-// callers; storetest holds the one test suite every implementation
-// passes.
+// what a live stream carried. Three implementations, each a package of its
+// own: memory (nothing survives the process), sqlite (one file, the
+// default) and postgres (a database several gateway replicas share; see
+// Cluster). This package holds no backend: the interface, its types and
+// errors, and what every backend shares (TerminalFits, SortNotifications,
+// the SQL backends' column encodings). The interface is small so that the
+// shared database fits behind it without changing callers; storetest
+// holds the one test suite every implementation passes.
 package store
 
 import (
@@ -64,7 +66,7 @@ type Turn struct {
 	// Replica is the replica that runs the turn, in a store shared by
 	// several (see Cluster); "" otherwise. Set by the store at Begin:
 	// what a caller gives is not kept, so a store acting for no replica
-	// (Memory, SQLite, Postgres before Join) always records "".
+	// (memory, sqlite, postgres before Join) always records "".
 	Replica string
 }
 
