@@ -21,7 +21,7 @@ import (
 	"github.com/acpgate/acpgate/internal/demoagent"
 	"github.com/acpgate/acpgate/internal/scratch"
 	"github.com/acpgate/acpgate/internal/server"
-	"github.com/acpgate/acpgate/internal/store"
+	"github.com/acpgate/acpgate/internal/store/sqlite"
 )
 
 // runServe is `acpgate serve`: run the gateway until SIGINT or SIGTERM.
@@ -173,7 +173,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "acpgate serve: %v\n", err)
-		if errors.Is(err, store.ErrInUse) {
+		if errors.Is(err, sqlite.ErrInUse) {
 			fmt.Fprintln(stderr, stateDirInUseHint)
 		}
 		return 1

@@ -12,7 +12,7 @@ import (
 
 	"github.com/acpgate/acpgate/internal/acp"
 	"github.com/acpgate/acpgate/internal/acp/jsonrpc"
-	"github.com/acpgate/acpgate/internal/store"
+	"github.com/acpgate/acpgate/internal/store/postgres"
 )
 
 // Defaults applied to settings a configuration file leaves out.
@@ -125,8 +125,8 @@ const (
 	// DefaultPostgresMaxConns and DefaultPostgresStatementTimeout are the
 	// postgres store's own defaults, so that one number is meant
 	// everywhere.
-	DefaultPostgresMaxConns         = store.DefaultPostgresMaxConns
-	DefaultPostgresStatementTimeout = store.DefaultPostgresStatementTimeout
+	DefaultPostgresMaxConns         = postgres.DefaultMaxConns
+	DefaultPostgresStatementTimeout = postgres.DefaultStatementTimeout
 )
 
 // MinMaxFrameBytes is the smallest accepted limits.max_frame_bytes (64 KiB).

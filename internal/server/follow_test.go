@@ -12,6 +12,8 @@ import (
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/server"
 	"github.com/acpgate/acpgate/internal/store"
+	"github.com/acpgate/acpgate/internal/store/memory"
+	"github.com/acpgate/acpgate/internal/store/sqlite"
 )
 
 // recordReads is a store that counts the reads of whole turn records,
@@ -42,7 +44,7 @@ func startFlood(t *testing.T, h *harness) (acpgatev1.AgentGateway_PromptClient, 
 }
 
 func TestAStreamBehindAnEndedTurnReadsItsPagesWithoutItsTerminal(t *testing.T) {
-	st := &recordReads{Store: store.NewMemory()}
+	st := &recordReads{Store: memory.New()}
 	h := startWith(t, func(o *server.Options) { o.Store = st })
 	// About 10 MiB of events: a client that reads them after the turn
 	// has ended reads about ten pages from the store.
@@ -79,7 +81,7 @@ func TestWhenAClientHasATurnsTerminalTheStoreHasEveryEventItsStreamCarriedAndThe
 		{"a large terminal", "flood 1000 200\nstop end_turn"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st, err := store.OpenSQLite(t.TempDir())
+			st, err := sqlite.Open(t.TempDir())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -121,7 +123,7 @@ func TestWhenAClientHasATurnsTerminalTheStoreHasEveryEventItsStreamCarriedAndThe
 }
 
 func TestAWatcherOfACompletedTurnNeverReadsItsRecordWithTheAnswer(t *testing.T) {
-	st := &recordReads{Store: store.NewMemory()}
+	st := &recordReads{Store: memory.New()}
 	h := startWith(t, func(o *server.Options) { o.Store = st })
 	// The terminal repeats the answer, 5 MB: reading the record for
 	// each watcher that joins read and copied it each time.

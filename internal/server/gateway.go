@@ -37,6 +37,7 @@ import (
 	"github.com/acpgate/acpgate/internal/notify"
 	"github.com/acpgate/acpgate/internal/spelling"
 	"github.com/acpgate/acpgate/internal/store"
+	"github.com/acpgate/acpgate/internal/store/memory"
 	"github.com/acpgate/acpgate/internal/tracing"
 	"github.com/acpgate/acpgate/internal/turn"
 	"github.com/acpgate/acpgate/outcome"
@@ -163,7 +164,7 @@ func New(opts Options) (*Gateway, error) {
 		traceOpts: Options{TracerProvider: opts.TracerProvider, Propagator: opts.Propagator},
 	}
 	if g.store == nil {
-		g.store = store.NewMemory()
+		g.store = memory.New()
 	}
 	g.reader = turn.NewReader(turn.ReaderOptions{Turns: &g.turns, Store: g.store, Budget: turn.NewReadBudget(turn.ReadBudgetBytes, turn.ReadBudgetWait), Heartbeat: opts.Config.HeartbeatInterval})
 	var err error

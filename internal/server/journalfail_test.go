@@ -10,6 +10,7 @@ import (
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/server"
 	"github.com/acpgate/acpgate/internal/store"
+	"github.com/acpgate/acpgate/internal/store/memory"
 )
 
 // refuseStart is a store that refuses every turn's started event, as a
@@ -23,7 +24,7 @@ func (refuseStart) Started(context.Context, string, string, store.Event) error {
 // Before the started event was kept in memory on a refusal, its stream
 // waited forever for the event the store did not have.
 func TestATurnWhoseStartTheStoreRefusesEndsWithARetryableJournalFailureAfterItsStartedEvent(t *testing.T) {
-	h := startWith(t, func(o *server.Options) { o.Store = refuseStart{store.NewMemory()} })
+	h := startWith(t, func(o *server.Options) { o.Store = refuseStart{memory.New()} })
 	// An agent that answers and then waits for a cancel: the refusal
 	// must end the turn, not wait for the agent.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -18,7 +18,7 @@ import (
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/config"
 	"github.com/acpgate/acpgate/internal/server"
-	"github.com/acpgate/acpgate/internal/store"
+	"github.com/acpgate/acpgate/internal/store/memory"
 	"github.com/acpgate/acpgate/internal/testutil"
 )
 
@@ -30,7 +30,7 @@ type mcpHarness struct {
 	*harness
 	record string // the mcp agent's --record-params file
 	logs   *testutil.LockedBuffer
-	store  *store.Memory
+	store  *memory.Store
 }
 
 // startMCP starts a gateway whose agent "mcp" advertises MCP over HTTP
@@ -39,7 +39,7 @@ type mcpHarness struct {
 // servers; every log line is kept, at debug level.
 func startMCP(t *testing.T) *mcpHarness {
 	t.Helper()
-	m := &mcpHarness{record: filepath.Join(t.TempDir(), "record"), logs: &testutil.LockedBuffer{}, store: store.NewMemory()}
+	m := &mcpHarness{record: filepath.Join(t.TempDir(), "record"), logs: &testutil.LockedBuffer{}, store: memory.New()}
 	m.harness = startWith(t, func(o *server.Options) {
 		o.Logger = slog.New(slog.NewTextHandler(m.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		o.Store = m.store

@@ -14,6 +14,9 @@ import (
 	"github.com/acpgate/acpgate/internal/config"
 	"github.com/acpgate/acpgate/internal/metrics"
 	"github.com/acpgate/acpgate/internal/store"
+	"github.com/acpgate/acpgate/internal/store/memory"
+	"github.com/acpgate/acpgate/internal/store/postgres"
+	"github.com/acpgate/acpgate/internal/store/sqlite"
 )
 
 // RunOptions configure Run.
@@ -145,11 +148,11 @@ func OpenStore(cfg *config.Config, lookupEnv func(string) (string, bool), log *s
 	switch cfg.Store {
 	case config.StoreMemory:
 		log.Info("turn store", "store", "memory", "durable", false)
-		return store.NewMemory(), nil
+		return memory.New(), nil
 	case config.StorePostgres:
 		ctx, cancel := context.WithTimeout(context.Background(), postgresOpenTimeout)
 		defer cancel()
-		st, err := store.OpenPostgres(ctx, store.PostgresOptions{
+		st, err := postgres.Open(ctx, postgres.Options{
 			DSN: cfg.Postgres.DSN, MaxConns: cfg.Postgres.MaxConns, StatementTimeout: cfg.Postgres.StatementTimeout})
 		if err != nil {
 			return nil, err
@@ -167,7 +170,7 @@ func OpenStore(cfg *config.Config, lookupEnv func(string) (string, bool), log *s
 			return nil, err
 		}
 	}
-	st, err := store.OpenSQLite(dir)
+	st, err := sqlite.Open(dir)
 	if err != nil {
 		return nil, err
 	}

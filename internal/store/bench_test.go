@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/acpgate/acpgate/internal/store"
+	"github.com/acpgate/acpgate/internal/store/memory"
+	"github.com/acpgate/acpgate/internal/store/postgres"
+	"github.com/acpgate/acpgate/internal/store/sqlite"
 	"github.com/acpgate/acpgate/internal/store/storetest"
 	"github.com/acpgate/acpgate/internal/testpg"
 )
@@ -20,20 +23,32 @@ const (
 	benchEventSize = 100
 )
 
+// benchStores are the backends side by side, on the interface's calls:
+// the benchmarks sit here, beside the interface, rather than in each
+// backend's package, so that one run compares them.
 var benchStores = []struct {
 	name string
 	open func(b *testing.B) store.Store
 }{
-	{"memory", func(*testing.B) store.Store { return store.NewMemory() }},
+	{"memory", func(*testing.B) store.Store { return memory.New() }},
 	{"sqlite", func(b *testing.B) store.Store { return openBenchSQLite(b) }},
 	// A server on this machine (testpg: fsync off, a unix socket's
 	// neighbour over TCP), so the figures are the store's and the
 	// protocol's costs, not a network's or a disk's.
-	{"postgres", func(b *testing.B) store.Store { return openPostgres(b, testpg.Start(b)) }},
+	{"postgres", func(b *testing.B) store.Store { return openBenchPostgres(b) }},
 }
 
-func openBenchSQLite(b *testing.B) *store.SQLite {
-	s, err := store.OpenSQLite(b.TempDir())
+func openBenchPostgres(b *testing.B) *postgres.Store {
+	p, err := postgres.Open(context.Background(), postgres.Options{DSN: testpg.Start(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { p.Close() })
+	return p
+}
+
+func openBenchSQLite(b *testing.B) *sqlite.Store {
+	s, err := sqlite.Open(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,6 +7,6 @@ import (
 	"github.com/acpgate/acpgate/internal/testpg"
 )
 
-// TestMain stops the PostgreSQL server of the Postgres store's tests, if
-// one was started, when the tests end.
+// TestMain stops the PostgreSQL server of the benchmarks of the postgres
+// backend, if one was started, when they end.
 func TestMain(m *testing.M) { os.Exit(testpg.Main(m)) }

@@ -1,7 +1,9 @@
 package store
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"time"
 )
 
@@ -45,4 +47,12 @@ type Outbox interface {
 	// OldestNotification is the CreatedAt of the oldest pending
 	// notification, claimed or not; the zero time when there is none.
 	OldestNotification(ctx context.Context) (time.Time, error)
+}
+
+// SortNotifications puts notifications oldest first (then by turn id), as
+// every backend's ClaimNotifications returns them.
+func SortNotifications(ns []Notification) {
+	slices.SortFunc(ns, func(a, b Notification) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.TurnID, b.TurnID))
+	})
 }

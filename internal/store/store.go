@@ -6,12 +6,14 @@
 //
 // The gateway numbers and encodes events itself; a store keeps them as
 // opaque bytes in seq order, which is what makes a replay byte-identical to
-// what a live stream carried. Three implementations: Memory (nothing
-// survives the process), SQLite (one file, the default) and Postgres (a
-// database several gateway replicas share; see Cluster). The interface is
-// small so that the shared database fits behind it without changing
-// callers; storetest holds the one test suite every implementation
-// passes.
+// what a live stream carried. Three implementations, each a package of its
+// own: memory (nothing survives the process), sqlite (one file, the
+// default) and postgres (a database several gateway replicas share; see
+// Cluster). This package holds no backend: the interface, its types and
+// errors, and what every backend shares (TerminalFits, SortNotifications,
+// the SQL backends' column encodings). The interface is small so that the
+// shared database fits behind it without changing callers; storetest
+// holds the one test suite every implementation passes.
 package store
 
 import (
@@ -64,7 +66,7 @@ type Turn struct {
 	// Replica is the replica that runs the turn, in a store shared by
 	// several (see Cluster); "" otherwise. Set by the store at Begin:
 	// what a caller gives is not kept, so a store acting for no replica
-	// (Memory, SQLite, Postgres before Join) always records "".
+	// (memory, sqlite, postgres before Join) always records "".
 	Replica string
 }
 
@@ -96,10 +98,11 @@ func (t Turn) StoppedSeq() uint64 { return FailedSeq(max(t.LastSeq, t.Reserved))
 // have sent.
 func FailedSeq(reserved uint64) uint64 { return reserved + 1 }
 
-// terminalFits checks a terminal's seq against the last journaled event,
+// TerminalFits checks a terminal's seq against the last journaled event,
 // last, and the turn's reservation: it follows last, or, alone (alone:
-// no events come with it), is numbered above the reservation.
-func terminalFits(seq, last, reserved uint64, alone bool) error {
+// no events come with it), is numbered above the reservation. It is End's
+// rule, which every backend checks before it writes anything.
+func TerminalFits(seq, last, reserved uint64, alone bool) error {
 	if seq == last+1 || (alone && seq > last && seq > reserved) {
 		return nil
 	}
@@ -139,9 +142,9 @@ type Echo struct {
 	From, At, Len int
 }
 
-// valid reports whether e describes a repeat inside an encoding of n
+// Valid reports whether e describes a repeat inside an encoding of n
 // bytes.
-func (e Echo) valid(n int) bool {
+func (e Echo) Valid(n int) bool {
 	return e.Len > 0 && e.From >= 0 && e.From+e.Len <= e.At && e.At+e.Len <= n
 }
 
@@ -154,21 +157,14 @@ func (e Event) Len() int {
 	return n
 }
 
-// endEvents is an ending's events: rest, then the terminal, in a new
-// slice. rest is the caller's, usually a window of a longer slice whose
-// later elements another goroutine may read: appending to it in place
-// would write there.
-func endEvents(rest []Event, terminal Event) []Event {
-	return append(rest[:len(rest):len(rest)], terminal)
-}
-
 // Pieces is the event's encoding as Data and More, without empty pieces.
 func (e Event) Pieces() [][]byte {
-	return e.appendPieces(make([][]byte, 0, 1+len(e.More)))
+	return e.AppendPieces(make([][]byte, 0, 1+len(e.More)))
 }
 
-// appendPieces appends the event's non-empty pieces to bufs.
-func (e Event) appendPieces(bufs [][]byte) [][]byte {
+// AppendPieces appends the event's non-empty pieces to bufs: Pieces
+// without a slice of its own, for a writer that gathers many events'.
+func (e Event) AppendPieces(bufs [][]byte) [][]byte {
 	if len(e.Data) > 0 {
 		bufs = append(bufs, e.Data)
 	}

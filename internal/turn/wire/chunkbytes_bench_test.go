@@ -12,6 +12,7 @@ import (
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/store"
+	"github.com/acpgate/acpgate/internal/store/sqlite"
 	"github.com/acpgate/acpgate/internal/store/storetest"
 )
 
@@ -24,7 +25,7 @@ func BenchmarkAChunksBytes(b *testing.B) {
 	for _, size := range []int{64, 64 << 10} {
 		b.Run(byteSize(size), func(b *testing.B) {
 			dir := b.TempDir()
-			st, err := store.OpenSQLite(dir)
+			st, err := sqlite.Open(dir)
 			if err != nil {
 				b.Fatal(err)
 			}
