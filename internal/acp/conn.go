@@ -11,6 +11,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/acpgate/acpgate/internal/acp/agentproc"
 	"github.com/acpgate/acpgate/internal/acp/jsonrpc"
 	"github.com/acpgate/acpgate/internal/throttle"
 	"github.com/acpgate/acpgate/outcome"
@@ -40,7 +41,7 @@ type Conn struct {
 	log    *slog.Logger // the agent's and the pid's, no session's
 	tracer trace.Tracer
 	interp outcome.Interpreter
-	proc   *process
+	proc   *agentproc.Process
 	rpc    *jsonrpc.Conn
 	cwd    string    // resolved, symlink-free: every session's
 	info   AgentInfo // set once by the handshake, before any session opens
@@ -131,11 +132,11 @@ func (c *Conn) Sessions() int {
 func (c *Conn) Done() <-chan struct{} { return c.rpc.Done() }
 
 // Pid returns the agent's process id.
-func (c *Conn) Pid() int { return c.proc.pid() }
+func (c *Conn) Pid() int { return c.proc.Pid() }
 
 // stop stops the process, after its last session left.
 func (c *Conn) stop() {
-	c.proc.stop(c.cfg.StopGrace)
+	c.proc.Stop(c.cfg.StopGrace)
 	c.rpc.Close()
 }
 

@@ -10,8 +10,9 @@
 // A Session runs on one agent process (a Conn), started with exec (never a
 // shell) as PID 1 of a PID namespace of its own where the kernel allows
 // it, in a process group of its own regardless, with an environment built
-// from configuration and the session's working directory (see process for
-// the containment and why). Its stderr is kept in a bounded ring buffer.
+// from configuration and the session's working directory (see package
+// agentproc for the containment and why). Its stderr is kept in a bounded
+// ring buffer.
 // The process is the session's alone, unless further sessions Join it; the
 // agent's messages reach the session their sessionId names. Closing the
 // process's last session closes the agent's stdin, waits a grace period,
@@ -52,7 +53,7 @@
 //
 // # Running a turn
 //
-//	s, err := acp.Open(ctx, acp.Config{Agent: "gemini", Process: acp.ProcessSpec{
+//	s, err := acp.Open(ctx, acp.Config{Agent: "gemini", Process: agentproc.Spec{
 //		Command: "gemini", Args: []string{"--acp"}, Env: env,
 //	}}, acp.OpenOptions{Cwd: dir})
 //	if err != nil { ... } // *acp.Error carries the classification

@@ -14,6 +14,7 @@ import (
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/acp"
+	"github.com/acpgate/acpgate/internal/acp/agentproc"
 	"github.com/acpgate/acpgate/internal/testutil"
 )
 
@@ -204,7 +205,7 @@ func TestInteropTypeScriptSDKSessionFeatures(t *testing.T) {
 	})
 
 	t.Run("mcp_transport_not_advertised", func(t *testing.T) {
-		cfg := acp.Config{Agent: "ts-sdk", Process: acp.ProcessSpec{Command: node, Args: []string{script}, Env: testutil.BaseEnv()},
+		cfg := acp.Config{Agent: "ts-sdk", Process: agentproc.Spec{Command: node, Args: []string{script}, Env: testutil.BaseEnv()},
 			StopGrace: 2 * time.Second, Logger: slog.New(slog.DiscardHandler)}
 		_, err := acp.Open(ctx, cfg, acp.OpenOptions{Cwd: t.TempDir(), MCPServers: []acpsdk.McpServer{
 			acp.MCPRemote("sse", "events", "https://mcp.example.com/events", nil)}})

@@ -18,6 +18,7 @@ import (
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/acp"
+	"github.com/acpgate/acpgate/internal/acp/agentproc"
 	"github.com/acpgate/acpgate/outcome"
 )
 
@@ -112,7 +113,7 @@ func tsOpenWith(t *testing.T, node, script string, configure func(*acp.Config), 
 	t.Cleanup(logs.stop) // runs after the session's Close below
 	cfg := acp.Config{
 		Agent: "ts-sdk",
-		Process: acp.ProcessSpec{
+		Process: agentproc.Spec{
 			Command: node,
 			Args:    []string{script},
 			Env:     []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")},

@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+	"github.com/acpgate/acpgate/internal/acp/agentproc"
 	"github.com/acpgate/acpgate/internal/acp/jsonrpc"
 	"github.com/acpgate/acpgate/outcome"
 )
@@ -53,7 +54,7 @@ type Config struct {
 	// Agent is the configured agent name, used in events and logs.
 	Agent string
 	// Process says how to start the agent; Open sets its Dir.
-	Process ProcessSpec
+	Process agentproc.Spec
 	// ClientVersion is reported in clientInfo at initialize.
 	ClientVersion string
 	// AuthMethod, when set, is passed to authenticate after initialize.
@@ -188,8 +189,8 @@ type Session struct {
 	log    *slog.Logger
 	tracer trace.Tracer
 	interp outcome.Interpreter
-	proc   *process      // host's
-	conn   *jsonrpc.Conn // host's
+	proc   *agentproc.Process // host's
+	conn   *jsonrpc.Conn      // host's
 	host   *Conn
 	info   AgentInfo
 	cwd    string // resolved, symlink-free
@@ -334,20 +335,20 @@ func launch(ctx context.Context, cfg Config, dir string) (*Session, error) {
 		}
 	}
 	_, spawnSpan := tracer.Start(ctx, SpanAgentSpawn, trace.WithAttributes(AttrAgent.String(cfg.Agent), semconv.ProcessExecutablePath(spec.Command)))
-	proc, err := startProcess(spec)
+	proc, err := agentproc.Start(spec)
 	if err != nil {
 		failSpan(spawnSpan, err)
 		spawnSpan.End()
 		return nil, &Error{Proto: interp.SpawnFailed(err.Error())}
 	}
-	spawnSpan.SetAttributes(semconv.ProcessPID(proc.pid()), AttrContainment.String(proc.Containment().String()))
+	spawnSpan.SetAttributes(semconv.ProcessPID(proc.Pid()), AttrContainment.String(proc.Containment().String()))
 	spawnSpan.End()
 	if got := proc.Containment(); got != spec.Containment {
 		log.Warn("the kernel refused this agent the configured containment; its descendants are held by the weaker kind",
-			"pid", proc.pid(), "configured", spec.Containment, "in_force", got)
+			"pid", proc.Pid(), "configured", spec.Containment, "in_force", got)
 	}
-	c := &Conn{cfg: cfg, log: log.With("pid", proc.pid()), tracer: tracer, interp: interp, proc: proc, cwd: cwd}
-	c.rpc = jsonrpc.New(proc.stdout, proc.stdin, agentHandler{c}, jsonrpc.Options{
+	c := &Conn{cfg: cfg, log: log.With("pid", proc.Pid()), tracer: tracer, interp: interp, proc: proc, cwd: cwd}
+	c.rpc = jsonrpc.New(proc.Stdout(), proc.Stdin(), agentHandler{c}, jsonrpc.Options{
 		MaxFrameBytes:       cfg.MaxFrameBytes,
 		StrictFraming:       cfg.StrictFraming,
 		Logger:              c.log,
@@ -380,7 +381,7 @@ func (s *Session) open(ctx context.Context, opts OpenOptions) error {
 // abort stops an agent whose start-up failed with err, and tells err what
 // the agent said at initialize, when it got that far.
 func (s *Session) abort(err error) {
-	s.proc.kill()
+	s.proc.Kill()
 	s.conn.Close()
 	var agentErr *Error
 	if errors.As(err, &agentErr) && s.info.ProtocolVersion == ProtocolVersion {
@@ -579,7 +580,7 @@ func (s *Session) call(ctx context.Context, method string, params func(meta map[
 	endCall(span, reply, err)
 	if err != nil {
 		if errors.Is(context.Cause(ctx), errHandshakeTimeout) {
-			f := outcome.Failure{StderrTail: s.proc.tail.String()}
+			f := outcome.Failure{StderrTail: s.proc.StderrTail()}
 			return &Error{Proto: s.interp.HandshakeTimedOut(method, s.cfg.HandshakeTimeout, f)}
 		}
 		return fmt.Errorf("%s: %w", method, err)
@@ -617,15 +618,15 @@ func (s *Session) endError(method string, end *jsonrpc.End, text outcome.Text) *
 // usually exiting) and the tail of its stderr.
 func (s *Session) failure(detail string) outcome.Failure {
 	f := outcome.Failure{Detail: detail}
-	if s.proc.waitExit(500 * time.Millisecond) {
-		f.ExitCode, f.Signal, _ = s.proc.exitStatus()
+	if s.proc.WaitExit(500 * time.Millisecond) {
+		f.ExitCode, f.Signal, _ = s.proc.ExitStatus()
 		// Let stderr drain what the agent wrote before it exited.
 		select {
-		case <-s.proc.stderrDone:
+		case <-s.proc.StderrDone():
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	f.StderrTail = s.proc.tail.String()
+	f.StderrTail = s.proc.StderrTail()
 	return f
 }
 
@@ -654,7 +655,7 @@ func (s *Session) Done() <-chan struct{} { return s.conn.Done() }
 func (s *Session) Stats() jsonrpc.Stats { return s.conn.Stats() }
 
 // Pid returns the agent's process id.
-func (s *Session) Pid() int { return s.proc.pid() }
+func (s *Session) Pid() int { return s.proc.Pid() }
 
 // Kill stops the agent at once, its whole process tree, without the grace
 // periods of Close: for a shutdown whose time is up. A running turn then
@@ -662,11 +663,11 @@ func (s *Session) Pid() int { return s.proc.pid() }
 // returns promptly.
 func (s *Session) Kill() {
 	s.markClosed()
-	s.proc.kill()
+	s.proc.Kill()
 }
 
 // Containment returns how the agent's process tree is held.
-func (s *Session) Containment() Containment { return s.proc.Containment() }
+func (s *Session) Containment() agentproc.Containment { return s.proc.Containment() }
 
 // Close cancels a running turn (waiting up to the cancel grace for it to
 // end), then stops the agent: close stdin, grace, SIGTERM, grace, SIGKILL,

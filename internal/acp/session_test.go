@@ -20,6 +20,7 @@ import (
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/acp"
+	"github.com/acpgate/acpgate/internal/acp/agentproc"
 	"github.com/acpgate/acpgate/internal/testutil"
 	"github.com/acpgate/acpgate/outcome"
 )
@@ -57,7 +58,7 @@ func goleakRun(m *testing.M) int {
 func agentConfig(args ...string) acp.Config {
 	return acp.Config{
 		Agent:       "test",
-		Process:     acp.ProcessSpec{Command: testAgent, Args: args, Env: testutil.BaseEnv()},
+		Process:     agentproc.Spec{Command: testAgent, Args: args, Env: testutil.BaseEnv()},
 		CancelGrace: 2 * time.Second,
 		StopGrace:   500 * time.Millisecond,
 		Logger:      slog.New(slog.DiscardHandler),
@@ -699,7 +700,7 @@ func TestFileSystemAccessIsRefusedWhenNotEnabled(t *testing.T) {
 func TestAHeavyStderrKeepsOnlyABoundedTail(t *testing.T) {
 	s := open(t, agentConfig())
 	e := mustError(t, prompt(t, s, "stderr 1000000\nexit 1", nil))
-	if n := len(e.GetTransport().GetStderrTail()); n != acp.DefaultStderrTailBytes {
+	if n := len(e.GetTransport().GetStderrTail()); n != agentproc.DefaultStderrTailBytes {
 		t.Errorf("tail of %d bytes", n)
 	}
 }

@@ -356,7 +356,7 @@ func (s *Session) Prompt(ctx context.Context, prompt []acpsdk.ContentBlock, opts
 			graceExpired = true
 			span.SetStatus(otelcodes.Error, "the agent did not answer a cancelled turn within the cancel grace")
 			s.markClosed()
-			s.proc.kill()
+			s.proc.Kill()
 			text, _ := t.finish()
 			s.endTurn(t)
 			return outcome.Result{Error: s.interp.CancelGraceExpired(s.cfg.CancelGrace, t.cause, text)}, nil

@@ -31,6 +31,7 @@ import (
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/acp"
+	"github.com/acpgate/acpgate/internal/acp/agentproc"
 	"github.com/acpgate/acpgate/internal/config"
 	"github.com/acpgate/acpgate/internal/metrics"
 	"github.com/acpgate/acpgate/internal/spelling"
@@ -225,8 +226,8 @@ func New(opts Options) (*Gateway, error) {
 // operator must be able to tell whether a descendant that leaves its
 // process group, or a SIGKILLed gateway, can leave agent processes
 // running, and whether agents see the host's processes.
-func probeContainment(log *slog.Logger, launcher string) (acp.Containment, bool) {
-	c, hostProc, refused := acp.ProbeContainment(launcher)
+func probeContainment(log *slog.Logger, launcher string) (agentproc.Containment, bool) {
+	c, hostProc, refused := agentproc.ProbeContainment(launcher)
 	switch {
 	case !c.KernelEnforced():
 		log.Warn("agent containment is the weaker process-group kind: the kernel refused the namespaces, so a descendant that calls setsid() can outlive its session, descendants can outlive a gateway killed with SIGKILL, and agents see the host's processes",
@@ -249,7 +250,7 @@ func acpConfig(a config.Agent, opts Options, lookup func(string) (string, bool),
 	}
 	return acp.Config{
 		Agent:              a.Name,
-		Process:            acp.ProcessSpec{Command: a.Command, Args: a.Args, Env: agentEnviron(a, opts, lookup)},
+		Process:            agentproc.Spec{Command: a.Command, Args: a.Args, Env: agentEnviron(a, opts, lookup)},
 		ClientVersion:      opts.Version,
 		AuthMethod:         a.AuthMethod,
 		FS:                 acp.FSAccess{Read: a.FS.Read, Write: a.FS.Write},
