@@ -3,6 +3,7 @@ package acp
 import (
 	"strings"
 
+	"github.com/acpgate/acpgate/internal/acp/translate"
 	"github.com/acpgate/acpgate/outcome"
 )
 
@@ -57,29 +58,29 @@ type message struct {
 	cut   bool // a chunk of it was counted, not kept
 }
 
-func (a *accumulator) chunk(c chunkInfo) {
-	if a.open && c.messageID != a.id {
+func (a *accumulator) chunk(c translate.Chunk) {
+	if a.open && c.MessageID != a.id {
 		a.split()
 	}
 	if !a.open {
-		a.open, a.id = true, c.messageID
+		a.open, a.id = true, c.MessageID
 	}
-	if !c.isText || c.text == "" {
+	if !c.IsText || c.Text == "" {
 		return
 	}
 	if a.current.size == 0 && len(a.done) > 0 {
 		a.size += len(messageSeparator)
 	}
-	if a.budget != nil && a.limit == 0 && int64(a.size+len(c.text)) > a.reserved {
-		a.reserve(a.size + len(c.text))
+	if a.budget != nil && a.limit == 0 && int64(a.size+len(c.Text)) > a.reserved {
+		a.reserve(a.size + len(c.Text))
 	}
 	if a.limit == 0 || a.size < a.limit {
-		a.current.parts = append(a.current.parts, c.text)
+		a.current.parts = append(a.current.parts, c.Text)
 	} else {
 		a.current.cut = true
 	}
-	a.current.size += len(c.text)
-	a.size += len(c.text)
+	a.current.size += len(c.Text)
+	a.size += len(c.Text)
 }
 
 // reserve grows the reservation to cover size bytes of kept text, rounded

@@ -4,11 +4,13 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/acpgate/acpgate/internal/acp/translate"
 )
 
 // step is one thing that reaches an accumulator: a chunk, or a split.
 type step struct {
-	chunk chunkInfo
+	chunk translate.Chunk
 	split bool
 }
 
@@ -38,9 +40,9 @@ func randomSteps(r *rand.Rand) []step {
 		case 1:
 			id = ids[r.IntN(len(ids))]
 		case 2:
-			steps = append(steps, step{chunk: chunkInfo{messageID: id, text: "image", isText: false}})
+			steps = append(steps, step{chunk: translate.Chunk{MessageID: id, Text: "image", IsText: false}})
 		default:
-			steps = append(steps, step{chunk: chunkInfo{messageID: id, text: words[r.IntN(len(words))], isText: true}})
+			steps = append(steps, step{chunk: translate.Chunk{MessageID: id, Text: words[r.IntN(len(words))], IsText: true}})
 		}
 	}
 	return steps
@@ -74,11 +76,11 @@ func TestALimitedAccumulatorKeepsABeginningAtLeastTheLimitLongAndCountsTheRest(t
 
 func TestAnAccumulatorWithoutALimitKeepsEverything(t *testing.T) {
 	a := accumulate(0, []step{
-		{chunk: chunkInfo{messageID: "a", text: "one ", isText: true}},
-		{chunk: chunkInfo{messageID: "a", text: "message", isText: true}},
-		{chunk: chunkInfo{messageID: "b", text: "", isText: true}},
+		{chunk: translate.Chunk{MessageID: "a", Text: "one ", IsText: true}},
+		{chunk: translate.Chunk{MessageID: "a", Text: "message", IsText: true}},
+		{chunk: translate.Chunk{MessageID: "b", Text: "", IsText: true}},
 		{split: true},
-		{chunk: chunkInfo{messageID: "", text: "two", isText: true}},
+		{chunk: translate.Chunk{MessageID: "", Text: "two", IsText: true}},
 	})
 	text, final := a.finish()
 	if text.Kept != "one message\n\ntwo" || !text.Whole() || final.Kept != "two" || !final.Whole() {
@@ -124,7 +126,7 @@ func TestAnAccumulatorBoundMidwayEndsExactlyAsOneLimitedFromTheStart(t *testing.
 func TestAnAccumulatorOverItsBudgetKeepsOnlyItsLimitAndReturnsTheReservation(t *testing.T) {
 	budget := NewAnswerBudget(2 * answerReserveStep)
 	a := accumulator{keep: 10, budget: budget}
-	chunk := chunkInfo{messageID: "m", text: strings.Repeat("x", answerReserveStep/2), isText: true}
+	chunk := translate.Chunk{MessageID: "m", Text: strings.Repeat("x", answerReserveStep/2), IsText: true}
 	for range 4 {
 		a.chunk(chunk)
 	}
@@ -136,7 +138,7 @@ func TestAnAccumulatorOverItsBudgetKeepsOnlyItsLimitAndReturnsTheReservation(t *
 		t.Fatalf("over the budget: over %v, %d reserved, %d chunks kept", a.overBudget, budget.Used(), len(a.current.parts))
 	}
 	text, final := a.finish()
-	if text.Len() != 5*len(chunk.text) || text.Whole() || final.Len() != 5*len(chunk.text) || final.Kept != "" {
+	if text.Len() != 5*len(chunk.Text) || text.Whole() || final.Len() != 5*len(chunk.Text) || final.Kept != "" {
 		t.Errorf("text %d of %d bytes, final %d of %d", len(text.Kept), text.Len(), len(final.Kept), final.Len())
 	}
 }

@@ -11,20 +11,21 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+	"github.com/acpgate/acpgate/internal/acp/translate"
 	"github.com/acpgate/acpgate/outcome"
 )
 
 // BenchmarkATurnKeepingAChunk is the hot path of a turn whose outcome
-// keeps the text: one agent_message_chunk applied to the turn, which
+// keeps the Text: one agent_message_chunk applied to the turn, which
 // reserves the text from a gateway's answer budget. The turn drops its text
 // every 4 MiB, so the benchmark's memory stays bounded.
 func BenchmarkATurnKeepingAChunk(b *testing.B) {
 	for _, size := range []int{64, 64 << 10} {
 		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
-			u := update{
-				event:    &acpgatev1.PromptEvent{},
-				chunk:    chunkInfo{messageID: "m1", text: strings.Repeat("x", size), isText: true},
-				hasChunk: true,
+			u := translate.Update{
+				Event:    &acpgatev1.PromptEvent{},
+				Chunk:    translate.Chunk{MessageID: "m1", Text: strings.Repeat("x", size), IsText: true},
+				HasChunk: true,
 			}
 			budget := NewAnswerBudget(DefaultMaxAnswerBytes)
 			t := newBenchTurn(budget)
@@ -48,10 +49,10 @@ func newBenchTurn(budget *AnswerBudget) *turn {
 
 // answerChunks is an answer of n fresh chunks of size bytes, one message,
 // as the decoder hands them over: each chunk its own string.
-func answerChunks(n, size int) []chunkInfo {
-	chunks := make([]chunkInfo, n)
+func answerChunks(n, size int) []translate.Chunk {
+	chunks := make([]translate.Chunk, n)
 	for i := range chunks {
-		chunks[i] = chunkInfo{messageID: "m1", text: strings.Repeat(string(rune('a'+i%26)), size), isText: true}
+		chunks[i] = translate.Chunk{MessageID: "m1", Text: strings.Repeat(string(rune('a'+i%26)), size), IsText: true}
 	}
 	return chunks
 }
@@ -94,13 +95,13 @@ func BenchmarkA128MiBAnswerThroughTheOutcome(b *testing.B) {
 
 // answerThroughTheOutcome is a default turn's handling of an answer, from
 // its chunks to its terminal event's encoding; step is called between steps.
-func answerThroughTheOutcome(b *testing.B, chunks []chunkInfo, step func()) []byte {
+func answerThroughTheOutcome(b *testing.B, chunks []translate.Chunk, step func()) []byte {
 	t := newBenchTurn(NewAnswerBudget(DefaultMaxAnswerBytes))
 	size := 0
 	for i := range chunks {
-		t.apply(update{event: &acpgatev1.PromptEvent{}, chunk: chunks[i], hasChunk: true})
-		size += len(chunks[i].text)
-		chunks[i] = chunkInfo{} // the event that carried it has been sent
+		t.apply(translate.Update{Event: &acpgatev1.PromptEvent{}, Chunk: chunks[i], HasChunk: true})
+		size += len(chunks[i].Text)
+		chunks[i] = translate.Chunk{} // the event that carried it has been sent
 	}
 	step()
 	text, final := t.finish()

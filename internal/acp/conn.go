@@ -13,6 +13,7 @@ import (
 
 	"github.com/acpgate/acpgate/internal/acp/agentproc"
 	"github.com/acpgate/acpgate/internal/acp/jsonrpc"
+	"github.com/acpgate/acpgate/internal/acp/translate"
 	"github.com/acpgate/acpgate/internal/throttle"
 	"github.com/acpgate/acpgate/outcome"
 )
@@ -43,9 +44,9 @@ type Conn struct {
 	interp outcome.Interpreter
 	proc   *agentproc.Process
 	rpc    *jsonrpc.Conn
-	cwd    string    // resolved, symlink-free: every session's
-	info   AgentInfo // set once by the handshake, before any session opens
-	ids    idCache   // the ids the agent's chunks repeat; notify's alone
+	cwd    string            // resolved, symlink-free: every session's
+	info   AgentInfo         // set once by the handshake, before any session opens
+	ids    translate.IDCache // the ids the agent's chunks repeat; notify's alone
 	// strays spaces the warnings about updates the gateway cannot use
 	// (see warnStray).
 	strays throttle.Throttle
@@ -242,14 +243,14 @@ func (c *Conn) notify(method string, params json.RawMessage) bool {
 		c.log.Debug("ignoring a notification the gateway does not handle", "method", method)
 		return true
 	}
-	sessionID, u, err := decodeUpdate(params, &c.ids)
+	sessionID, u, err := translate.Decode(params, &c.ids)
 	var syntax *json.SyntaxError
 	if errors.As(err, &syntax) {
 		return false
 	}
 	if err != nil {
 		c.warnStray("a session/update did not decode as its kind; passing it through raw", "err", err)
-		if u.event == nil {
+		if u.Event == nil {
 			return true
 		}
 	}

@@ -17,6 +17,7 @@ import (
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/acp/jsonrpc"
+	"github.com/acpgate/acpgate/internal/acp/translate"
 )
 
 // ElicitationMode is how an agent's elicitation/create requests are
@@ -198,7 +199,7 @@ func (s *Session) createElicitation(ctx context.Context, params json.RawMessage)
 	requestID := fmt.Sprintf("elicit-%d", s.elicitSeq)
 	t := s.turn
 	s.mu.Unlock()
-	event := &acpgatev1.ElicitationRequest{RequestId: requestID, Message: req.Message, RequestedSchema: objectStruct(req.RequestedSchema), ToolCallId: req.ToolCallID}
+	event := &acpgatev1.ElicitationRequest{RequestId: requestID, Message: req.Message, RequestedSchema: translate.ObjectStruct(req.RequestedSchema), ToolCallId: req.ToolCallID}
 	if event.RequestedSchema == nil {
 		event.RequestedSchema = &structpb.Struct{}
 	}

@@ -13,6 +13,7 @@ import (
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/acp/jsonrpc"
+	"github.com/acpgate/acpgate/internal/acp/translate"
 )
 
 // Policy is how an agent's permission requests are answered.
@@ -86,7 +87,7 @@ func (s *Session) requestPermission(ctx context.Context, params json.RawMessage)
 	t := s.turn
 	s.mu.Unlock()
 
-	event := &acpgatev1.PermissionRequest{RequestId: requestID, ToolCall: toolCallUpdate(req.ToolCall)}
+	event := &acpgatev1.PermissionRequest{RequestId: requestID, ToolCall: translate.ToolCallUpdate(req.ToolCall)}
 	for _, o := range req.Options {
 		event.Options = append(event.Options, &acpgatev1.PermissionOption{OptionId: string(o.OptionId), Name: o.Name, Kind: string(o.Kind)})
 	}

@@ -21,6 +21,7 @@ import (
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/acp/agentproc"
 	"github.com/acpgate/acpgate/internal/acp/jsonrpc"
+	"github.com/acpgate/acpgate/internal/acp/translate"
 	"github.com/acpgate/acpgate/outcome"
 )
 
@@ -539,7 +540,7 @@ func (s *Session) setID(id string) {
 		if s.early.commands != nil {
 			s.commands = s.early.commands
 		}
-		s.early.settings.applyTo(&s.settings)
+		applySettings(&s.settings, s.early.settings)
 	}
 	s.early = earlyUpdates{}
 	s.mu.Unlock()
@@ -552,19 +553,19 @@ func (s *Session) setID(id string) {
 type earlyUpdates struct {
 	sessionID string
 	commands  *acpgatev1.AvailableCommands
-	settings  settingsUpdate
+	settings  translate.SettingsUpdate
 }
 
 // keep records u's state for the session it names, dropping what was kept
 // for another one.
-func (e *earlyUpdates) keep(sessionID string, u update) {
+func (e *earlyUpdates) keep(sessionID string, u translate.Update) {
 	if e.sessionID != sessionID {
 		*e = earlyUpdates{sessionID: sessionID}
 	}
-	if u.commands != nil {
-		e.commands = u.commands
+	if u.Commands != nil {
+		e.commands = u.Commands
 	}
-	e.settings.merge(u.settings)
+	e.settings.Merge(u.Settings)
 }
 
 // errHandshakeTimeout is the cause of a handshake context that ran out of

@@ -15,6 +15,7 @@ import (
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/acp/jsonrpc"
+	"github.com/acpgate/acpgate/internal/acp/translate"
 	"github.com/acpgate/acpgate/outcome"
 )
 
@@ -106,22 +107,22 @@ func (t *turn) endCancelSpan(graceExpired bool) {
 }
 
 // apply handles one update of the turn, on the connection's reader.
-func (t *turn) apply(u update) {
+func (t *turn) apply(u translate.Update) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.finished {
 		return
 	}
-	if u.hasChunk {
-		t.acc.chunk(u.chunk)
+	if u.HasChunk {
+		t.acc.chunk(u.Chunk)
 	}
-	if u.splits {
+	if u.Splits {
 		t.acc.split()
 	}
-	if usage := u.event.GetUsage(); usage != nil {
+	if usage := u.Event.GetUsage(); usage != nil {
 		t.usage = usage
 	}
-	t.emit(u.event)
+	t.emit(u.Event)
 }
 
 // permission emits a permission event; a new request also ends an id-less
@@ -396,7 +397,7 @@ func (s *Session) conclude(t *turn, sessionID string, reply jsonrpc.Reply) outco
 		s.usage.addTurn(result.Outcome.GetUsage())
 		s.mu.Unlock()
 		t.withContextUsage(result.Outcome)
-		result.Outcome.Meta = responseMeta(reply.Response.Result)
+		result.Outcome.Meta = translate.ResultMeta(reply.Response.Result)
 	}
 	return result
 }
@@ -437,9 +438,9 @@ func (s *Session) AvailableCommands() *acpgatev1.AvailableCommands {
 
 // update applies an update the agent sent for sessionID, routed to s (see
 // Conn.notify), on the connection's reader.
-func (s *Session) update(sessionID string, u update) {
+func (s *Session) update(sessionID string, u translate.Update) {
 	s.mu.Lock()
-	if s.id == "" && (u.commands != nil || u.settings.changes()) {
+	if s.id == "" && (u.Commands != nil || u.Settings.Changes()) {
 		// The agent sent session state right after answering
 		// session/new, and the reader got to it before Open recorded the
 		// session's id: keep it for setID to claim.
@@ -452,15 +453,15 @@ func (s *Session) update(sessionID string, u update) {
 		s.host.warnStray("ignoring a session/update for another session", "session", s.id, "update_session", jsonrpc.Clip(sessionID))
 		return
 	}
-	if u.commands != nil {
-		s.commands = u.commands
+	if u.Commands != nil {
+		s.commands = u.Commands
 	}
-	if reported := u.event.GetUsage(); reported != nil {
+	if reported := u.Event.GetUsage(); reported != nil {
 		s.usage.update(reported)
 	}
 	var settingsChanged func()
-	if u.settings.changes() {
-		u.settings.applyTo(&s.settings)
+	if u.Settings.Changes() {
+		applySettings(&s.settings, u.Settings)
 		settingsChanged = s.settingsChanged
 	}
 	t, replay := s.turn, s.replay
@@ -472,9 +473,9 @@ func (s *Session) update(sessionID string, u update) {
 	case t != nil:
 		t.apply(u)
 	case replay != nil:
-		replay(u.event)
+		replay(u.Event)
 	default:
-		s.log.Debug("a session/update arrived outside a turn", "event", fmt.Sprintf("%T", u.event.GetEvent()))
+		s.log.Debug("a session/update arrived outside a turn", "event", fmt.Sprintf("%T", u.Event.GetEvent()))
 	}
 }
 
