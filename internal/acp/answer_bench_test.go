@@ -11,14 +11,16 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+	"github.com/acpgate/acpgate/internal/acp/answer"
 	"github.com/acpgate/acpgate/internal/acp/translate"
 	"github.com/acpgate/acpgate/outcome"
 )
 
 // BenchmarkATurnKeepingAChunk is the hot path of a turn whose outcome
-// keeps the Text: one agent_message_chunk applied to the turn, which
-// reserves the text from a gateway's answer budget. The turn drops its text
-// every 4 MiB, so the benchmark's memory stays bounded.
+// keeps the text: one agent_message_chunk applied to the turn, which
+// reserves the text from a gateway's answer budget. The turn is replaced,
+// with a budget of its own, every 4 MiB, so the benchmark's memory stays
+// bounded.
 func BenchmarkATurnKeepingAChunk(b *testing.B) {
 	for _, size := range []int{64, 64 << 10} {
 		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
@@ -27,24 +29,22 @@ func BenchmarkATurnKeepingAChunk(b *testing.B) {
 				Chunk:    translate.Chunk{MessageID: "m1", Text: strings.Repeat("x", size), IsText: true},
 				HasChunk: true,
 			}
-			budget := NewAnswerBudget(DefaultMaxAnswerBytes)
-			t := newBenchTurn(budget)
+			t := newBenchTurn(answer.NewBudget(answer.DefaultMaxBytes))
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
 			i, every := 0, max(1, 4<<20/size)
 			for b.Loop() {
 				t.apply(u)
 				if i++; i%every == 0 {
-					t.acc.releaseReservation()
-					t = newBenchTurn(budget)
+					t = newBenchTurn(answer.NewBudget(answer.DefaultMaxBytes))
 				}
 			}
 		})
 	}
 }
 
-func newBenchTurn(budget *AnswerBudget) *turn {
-	return &turn{emit: func(*acpgatev1.PromptEvent) {}, acc: accumulator{budget: budget, keep: outcome.Interpreter{}.KeepBytes()}}
+func newBenchTurn(budget *answer.Budget) *turn {
+	return &turn{emit: func(*acpgatev1.PromptEvent) {}, acc: answer.Budgeted(budget, outcome.Interpreter{}.KeepBytes())}
 }
 
 // answerChunks is an answer of n fresh chunks of size bytes, one message,
@@ -96,7 +96,7 @@ func BenchmarkA128MiBAnswerThroughTheOutcome(b *testing.B) {
 // answerThroughTheOutcome is a default turn's handling of an answer, from
 // its chunks to its terminal event's encoding; step is called between steps.
 func answerThroughTheOutcome(b *testing.B, chunks []translate.Chunk, step func()) []byte {
-	t := newBenchTurn(NewAnswerBudget(DefaultMaxAnswerBytes))
+	t := newBenchTurn(answer.NewBudget(answer.DefaultMaxBytes))
 	size := 0
 	for i := range chunks {
 		t.apply(translate.Update{Event: &acpgatev1.PromptEvent{}, Chunk: chunks[i], HasChunk: true})

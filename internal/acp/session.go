@@ -20,6 +20,7 @@ import (
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/acp/agentproc"
+	"github.com/acpgate/acpgate/internal/acp/answer"
 	"github.com/acpgate/acpgate/internal/acp/jsonrpc"
 	"github.com/acpgate/acpgate/internal/acp/translate"
 	"github.com/acpgate/acpgate/outcome"
@@ -102,7 +103,7 @@ type Config struct {
 	// every session sharing it (a gateway's limits.max_answer_bytes); nil:
 	// unbounded. A turn over it completes with its text omitted
 	// (TEXT_OMISSION_ANSWER_LIMIT).
-	AnswerBudget *AnswerBudget
+	AnswerBudget *answer.Budget
 	// Logger receives diagnostics; slog.Default() when nil.
 	Logger *slog.Logger
 	// Tracer makes the spans of the agent's start-up, of the requests

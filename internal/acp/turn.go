@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+	"github.com/acpgate/acpgate/internal/acp/answer"
 	"github.com/acpgate/acpgate/internal/acp/jsonrpc"
 	"github.com/acpgate/acpgate/internal/acp/translate"
 	"github.com/acpgate/acpgate/outcome"
@@ -55,7 +56,7 @@ type turn struct {
 	omitText bool
 
 	mu         sync.Mutex
-	acc        accumulator
+	acc        answer.Accumulator
 	finished   bool
 	usage      *acpgatev1.Usage // the last usage_update of the turn
 	clientGone bool             // the text stopped being kept: nobody will read it
@@ -114,10 +115,10 @@ func (t *turn) apply(u translate.Update) {
 		return
 	}
 	if u.HasChunk {
-		t.acc.chunk(u.Chunk)
+		t.acc.Add(u.Chunk)
 	}
 	if u.Splits {
-		t.acc.split()
+		t.acc.Split()
 	}
 	if usage := u.Event.GetUsage(); usage != nil {
 		t.usage = usage
@@ -140,7 +141,7 @@ func (t *turn) emitRequest(e *acpgatev1.PromptEvent, splits bool) {
 		return
 	}
 	if splits {
-		t.acc.split()
+		t.acc.Split()
 	}
 	t.emit(e)
 }
@@ -149,7 +150,7 @@ func (t *turn) emitRequest(e *acpgatev1.PromptEvent, splits bool) {
 func (t *turn) finish() (text, final outcome.Text) {
 	t.mu.Lock()
 	t.finished = true
-	text, final = t.acc.finish()
+	text, final = t.acc.Finish()
 	t.mu.Unlock()
 	if len(text.Kept) >= collectAfterJoinBytes {
 		// The chunks the text was joined from are garbage now, as large as
@@ -185,7 +186,7 @@ func (t *turn) stopKeepingText() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.clientGone = true
-	t.acc.bound()
+	t.acc.Bound()
 }
 
 // unkept says why the turn's text may not have been kept whole.
@@ -193,7 +194,7 @@ func (t *turn) unkept() acpgatev1.TextOmission {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch {
-	case t.acc.overBudget:
+	case t.acc.OverBudget():
 		return acpgatev1.TextOmission_TEXT_OMISSION_ANSWER_LIMIT
 	case t.clientGone:
 		return acpgatev1.TextOmission_TEXT_OMISSION_CLIENT_GONE
@@ -278,11 +279,11 @@ func (s *Session) Prompt(ctx context.Context, prompt []acpsdk.ContentBlock, opts
 	if opts.OmitText {
 		// The outcome will not carry the text: keep only what a failure's
 		// partial output needs, so a long answer costs bounded memory.
-		t.acc.limit = s.interp.KeepBytes()
+		t.acc = answer.Limited(s.interp.KeepBytes())
 	} else {
 		// Keep it all while the gateway's answer budget lasts, then as
 		// above.
-		t.acc.budget, t.acc.keep = s.cfg.AnswerBudget, s.interp.KeepBytes()
+		t.acc = answer.Budgeted(s.cfg.AnswerBudget, s.interp.KeepBytes())
 	}
 	ctx, span := s.startCall(ctx, outcome.MethodPrompt)
 	span.SetAttributes(AttrTurn.String(opts.TurnID))

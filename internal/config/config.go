@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/acpgate/acpgate/internal/acp"
+	"github.com/acpgate/acpgate/internal/acp/answer"
 	"github.com/acpgate/acpgate/internal/acp/jsonrpc"
 	"github.com/acpgate/acpgate/internal/store"
 )
@@ -615,7 +616,7 @@ func defaults() *Config {
 			MaxWatchersPerPrincipal: DefaultMaxWatchersPerPrincipal,
 			MaxHeaderBytes:          DefaultMaxHeaderBytes,
 			MaxTurnBytes:            DefaultMaxTurnBytes,
-			MaxAnswerBytes:          acp.DefaultMaxAnswerBytes,
+			MaxAnswerBytes:          answer.DefaultMaxBytes,
 		},
 		ShutdownGrace:      DefaultShutdownGrace,
 		HandshakeTimeout:   DefaultHandshakeTimeout,

@@ -32,6 +32,7 @@ import (
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/acp"
 	"github.com/acpgate/acpgate/internal/acp/agentproc"
+	"github.com/acpgate/acpgate/internal/acp/answer"
 	"github.com/acpgate/acpgate/internal/config"
 	"github.com/acpgate/acpgate/internal/metrics"
 	"github.com/acpgate/acpgate/internal/spelling"
@@ -186,7 +187,7 @@ func New(opts Options) (*Gateway, error) {
 	containment, hostProc := probeContainment(log, opts.SandboxLauncher)
 	noSandbox := probeSandbox(opts.Config.Agents, log)
 	// One budget for every agent: the bound is on what the gateway holds.
-	budget := acp.NewAnswerBudget(opts.Config.Limits.MaxAnswerBytes)
+	budget := answer.NewBudget(opts.Config.Limits.MaxAnswerBytes)
 	for _, a := range opts.Config.Agents {
 		entry := &agentEntry{cfg: a, acp: acpConfig(a, opts, lookup, log), m: opts.Metrics.Agent(a.Name), mcp: newMCPOffer(opts.Config.MCP, a)}
 		entry.acp.Process.Containment = containment

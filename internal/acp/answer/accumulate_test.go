@@ -1,4 +1,4 @@
-package acp
+package answer
 
 import (
 	"math/rand/v2"
@@ -14,14 +14,14 @@ type step struct {
 	split bool
 }
 
-func accumulate(limit int, steps []step) (a accumulator) {
+func accumulate(limit int, steps []step) (a Accumulator) {
 	a.limit = limit
 	for _, s := range steps {
 		if s.split {
-			a.split()
+			a.Split()
 			continue
 		}
-		a.chunk(s.chunk)
+		a.Add(s.chunk)
 	}
 	return a
 }
@@ -54,8 +54,8 @@ func TestALimitedAccumulatorKeepsABeginningAtLeastTheLimitLongAndCountsTheRest(t
 		steps := randomSteps(r)
 		limit := 1 + r.IntN(30)
 		wholeAcc, limitedAcc := accumulate(0, steps), accumulate(limit, steps)
-		whole, wholeFinal := wholeAcc.finish()
-		text, final := limitedAcc.finish()
+		whole, wholeFinal := wholeAcc.Finish()
+		text, final := limitedAcc.Finish()
 		if !whole.Whole() || !wholeFinal.Whole() {
 			t.Fatalf("case %d: without a limit the text is not whole: %+v %+v", i, whole, wholeFinal)
 		}
@@ -82,7 +82,7 @@ func TestAnAccumulatorWithoutALimitKeepsEverything(t *testing.T) {
 		{split: true},
 		{chunk: translate.Chunk{MessageID: "", Text: "two", IsText: true}},
 	})
-	text, final := a.finish()
+	text, final := a.Finish()
 	if text.Kept != "one message\n\ntwo" || !text.Whole() || final.Kept != "two" || !final.Whole() {
 		t.Errorf("text %+v final %+v", text, final)
 	}
@@ -94,11 +94,11 @@ func TestAnAccumulatorBoundMidwayEndsExactlyAsOneLimitedFromTheStart(t *testing.
 		steps := randomSteps(r)
 		keep := 1 + r.IntN(30)
 		at := r.IntN(len(steps) + 1)
-		budget := NewAnswerBudget(1 << 30)
-		switched := accumulator{keep: keep, budget: budget}
+		budget := NewBudget(1 << 30)
+		switched := Accumulator{keep: keep, budget: budget}
 		for j := range len(steps) + 1 {
 			if j == at {
-				switched.bound()
+				switched.Bound()
 				if budget.Used() != 0 {
 					t.Fatalf("case %d: %d bytes still reserved once bound", i, budget.Used())
 				}
@@ -106,14 +106,14 @@ func TestAnAccumulatorBoundMidwayEndsExactlyAsOneLimitedFromTheStart(t *testing.
 			switch {
 			case j == len(steps):
 			case steps[j].split:
-				switched.split()
+				switched.Split()
 			default:
-				switched.chunk(steps[j].chunk)
+				switched.Add(steps[j].chunk)
 			}
 		}
 		limitedAcc := accumulate(keep, steps)
-		text, final := switched.finish()
-		wantText, wantFinal := limitedAcc.finish()
+		text, final := switched.Finish()
+		wantText, wantFinal := limitedAcc.Finish()
 		if text != wantText || final != wantFinal {
 			t.Fatalf("case %d, bound at step %d of %d, keep %d: %+v %+v, want %+v %+v", i, at, len(steps), keep, text, final, wantText, wantFinal)
 		}
@@ -124,20 +124,20 @@ func TestAnAccumulatorBoundMidwayEndsExactlyAsOneLimitedFromTheStart(t *testing.
 }
 
 func TestAnAccumulatorOverItsBudgetKeepsOnlyItsLimitAndReturnsTheReservation(t *testing.T) {
-	budget := NewAnswerBudget(2 * answerReserveStep)
-	a := accumulator{keep: 10, budget: budget}
-	chunk := translate.Chunk{MessageID: "m", Text: strings.Repeat("x", answerReserveStep/2), IsText: true}
+	budget := NewBudget(2 * reserveStep)
+	a := Accumulator{keep: 10, budget: budget}
+	chunk := translate.Chunk{MessageID: "m", Text: strings.Repeat("x", reserveStep/2), IsText: true}
 	for range 4 {
-		a.chunk(chunk)
+		a.Add(chunk)
 	}
-	if a.overBudget || budget.Used() != 2*answerReserveStep {
+	if a.overBudget || budget.Used() != 2*reserveStep {
 		t.Fatalf("within the budget: over %v, %d reserved", a.overBudget, budget.Used())
 	}
-	a.chunk(chunk)
+	a.Add(chunk)
 	if !a.overBudget || budget.Used() != 0 || len(a.current.parts) != 1 || !a.current.cut {
 		t.Fatalf("over the budget: over %v, %d reserved, %d chunks kept", a.overBudget, budget.Used(), len(a.current.parts))
 	}
-	text, final := a.finish()
+	text, final := a.Finish()
 	if text.Len() != 5*len(chunk.Text) || text.Whole() || final.Len() != 5*len(chunk.Text) || final.Kept != "" {
 		t.Errorf("text %d of %d bytes, final %d of %d", len(text.Kept), text.Len(), len(final.Kept), final.Len())
 	}
