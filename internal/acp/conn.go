@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/acpgate/acpgate/internal/acp/agentproc"
+	"github.com/acpgate/acpgate/internal/acp/clientreq"
 	"github.com/acpgate/acpgate/internal/acp/jsonrpc"
 	"github.com/acpgate/acpgate/internal/acp/translate"
 	"github.com/acpgate/acpgate/internal/throttle"
@@ -76,8 +77,9 @@ func (c *Conn) newSession() *Session {
 		host:         c,
 		info:         c.info,
 		cwd:          c.cwd,
-		pending:      make(map[string]*pendingPermission),
-		elicitations: make(map[string]*pendingElicitation),
+		permissions:  clientreq.NewPermissions(c.cfg.Permission),
+		elicitations: clientreq.NewElicitations(c.cfg.Elicitation),
+		files:        clientreq.NewFiles(c.cfg.FS, c.cwd),
 	}
 }
 

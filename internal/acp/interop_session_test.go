@@ -15,6 +15,7 @@ import (
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/acp"
 	"github.com/acpgate/acpgate/internal/acp/agentproc"
+	"github.com/acpgate/acpgate/internal/acp/clientreq"
 	"github.com/acpgate/acpgate/internal/testutil"
 )
 
@@ -155,7 +156,7 @@ func TestInteropTypeScriptSDKSessionFeatures(t *testing.T) {
 
 	t.Run("elicitation_ask_accepted", func(t *testing.T) {
 		s := tsOpen(t, node, script, func(c *acp.Config) {
-			c.Elicitation = acp.ElicitationPolicy{Mode: acp.ElicitAsk, Timeout: tsTurnTimeout}
+			c.Elicitation = clientreq.ElicitationPolicy{Mode: clientreq.ElicitAsk, Timeout: tsTurnTimeout}
 		})
 		rec := tsNewEvents()
 		stop := make(chan struct{})

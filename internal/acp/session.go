@@ -21,6 +21,7 @@ import (
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/acp/agentproc"
 	"github.com/acpgate/acpgate/internal/acp/answer"
+	"github.com/acpgate/acpgate/internal/acp/clientreq"
 	"github.com/acpgate/acpgate/internal/acp/jsonrpc"
 	"github.com/acpgate/acpgate/internal/acp/translate"
 	"github.com/acpgate/acpgate/outcome"
@@ -49,7 +50,7 @@ const DefaultMaxAgentReplyBytes = jsonrpc.DefaultMaxReplyBytes
 // read of the largest file the gateway serves, with lines selected from
 // it (the file and the selection, each reserved before it is allocated),
 // must fit, or no wait could ever make room for it.
-const MinMaxAgentReplyBytes = 2*DefaultMaxReadBytes + 1<<10
+const MinMaxAgentReplyBytes = 2*clientreq.DefaultMaxReadBytes + 1<<10
 
 // Config is how to run one agent and what it may do.
 type Config struct {
@@ -62,12 +63,12 @@ type Config struct {
 	// AuthMethod, when set, is passed to authenticate after initialize.
 	AuthMethod string
 	// FS says which fs/* requests the agent may make.
-	FS FSAccess
+	FS clientreq.FSAccess
 	// Permission says how session/request_permission is answered.
-	Permission PermissionPolicy
+	Permission clientreq.PermissionPolicy
 	// Elicitation says how elicitation/create is answered; the zero value
 	// declines.
-	Elicitation ElicitationPolicy
+	Elicitation clientreq.ElicitationPolicy
 	// MCPServers are passed to session/new and session/load.
 	MCPServers []acpsdk.McpServer
 	// StrictFraming makes non-JSON lines on stdout a protocol violation.
@@ -197,6 +198,11 @@ type Session struct {
 	info   AgentInfo
 	cwd    string // resolved, symlink-free
 
+	// The answers to the agent's requests (agentrequests.go).
+	permissions  *clientreq.Permissions
+	elicitations *clientreq.Elicitations
+	files        clientreq.Files
+
 	mu       sync.Mutex
 	id       string
 	turn     *turn
@@ -205,14 +211,9 @@ type Session struct {
 	commands *acpgatev1.AvailableCommands
 	usage    sessionUsage
 	early    earlyUpdates
-	permSeq  int
-	pending  map[string]*pendingPermission
 	// settings are the session's modes and config options (settings.go).
 	settings        Settings
 	settingsChanged func()
-
-	elicitSeq    int
-	elicitations map[string]*pendingElicitation
 
 	closeOnce sync.Once
 	cancels   sync.WaitGroup // session/cancel notifications being written
@@ -436,7 +437,7 @@ func (s *Session) hello(ctx context.Context) error {
 			ClientCapabilities: acpsdk.ClientCapabilities{
 				Fs:          acpsdk.FileSystemCapabilities{ReadTextFile: s.cfg.FS.Read, WriteTextFile: s.cfg.FS.Write},
 				Terminal:    false,
-				Elicitation: s.elicitationCapabilities(),
+				Elicitation: s.cfg.Elicitation.Capabilities(),
 			},
 			ClientInfo: &acpsdk.Implementation{Name: "acpgate", Version: s.cfg.ClientVersion},
 		}

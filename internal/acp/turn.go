@@ -2,7 +2,6 @@ package acp
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"runtime"
 	"sync"
@@ -126,15 +125,10 @@ func (t *turn) apply(u translate.Update) {
 	t.emit(u.Event)
 }
 
-// permission emits a permission event; a new request also ends an id-less
-// message, since the agent has turned to tools.
-func (t *turn) permission(p *acpgatev1.PermissionRequest, splits bool) {
-	t.emitRequest(&acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_PermissionRequested{PermissionRequested: p}}, splits)
-}
-
-// emitRequest emits an event about a request of the agent's own; splits
+// EmitRequest emits an event about a request of the agent's own; splits
 // ends an id-less message first, since the agent has turned away from it.
-func (t *turn) emitRequest(e *acpgatev1.PromptEvent, splits bool) {
+// (The turn is the agent's requests' clientreq.Turn.)
+func (t *turn) EmitRequest(e *acpgatev1.PromptEvent, splits bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.finished {
@@ -254,7 +248,8 @@ func (t *turn) requestCancel(s *Session, cause string) {
 	})
 }
 
-func (t *turn) isCancelled() bool {
+// CancelRequested reports whether the turn's cancellation was requested.
+func (t *turn) CancelRequested() bool {
 	select {
 	case <-t.cancelled:
 		return true
@@ -262,6 +257,12 @@ func (t *turn) isCancelled() bool {
 		return false
 	}
 }
+
+// CancelSent is closed once session/cancel is written (or failed).
+func (t *turn) CancelSent() <-chan struct{} { return t.cancelSent }
+
+// Ended is closed when the turn has its result.
+func (t *turn) Ended() <-chan struct{} { return t.ended }
 
 // Prompt runs one turn: it sends session/prompt, emits an event for every
 // update, and returns the interpretation of the agent's answer. Cancelling
@@ -379,7 +380,7 @@ func (s *Session) conclude(t *turn, sessionID string, reply jsonrpc.Reply) outco
 		return outcome.Result{Error: s.interp.ProtocolViolation(reply.Violation, text)}
 	}
 	cause := ""
-	if t.isCancelled() {
+	if t.CancelRequested() {
 		cause = t.cause
 	}
 	result := s.interp.Interpret(outcome.Turn{
@@ -477,28 +478,5 @@ func (s *Session) update(sessionID string, u translate.Update) {
 		replay(u.Event)
 	default:
 		s.log.Debug("a session/update arrived outside a turn", "event", fmt.Sprintf("%T", u.Event.GetEvent()))
-	}
-}
-
-// request serves the agent's own requests.
-func (s *Session) request(ctx context.Context, method string, params json.RawMessage) (result any, rpcErr *jsonrpc.ErrorObject) {
-	ctx, span := s.serveSpan(ctx, method)
-	defer func() {
-		if rpcErr != nil {
-			rpcError(span, rpcErr)
-		}
-		span.End()
-	}()
-	switch method {
-	case "session/request_permission":
-		return s.requestPermission(ctx, params)
-	case "fs/read_text_file":
-		return s.readTextFile(ctx, params)
-	case "fs/write_text_file":
-		return s.writeTextFile(params)
-	case "elicitation/create":
-		return s.createElicitation(ctx, params)
-	default:
-		return nil, &jsonrpc.ErrorObject{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("acpgate does not serve %s", method)}
 	}
 }

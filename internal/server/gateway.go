@@ -33,6 +33,7 @@ import (
 	"github.com/acpgate/acpgate/internal/acp"
 	"github.com/acpgate/acpgate/internal/acp/agentproc"
 	"github.com/acpgate/acpgate/internal/acp/answer"
+	"github.com/acpgate/acpgate/internal/acp/clientreq"
 	"github.com/acpgate/acpgate/internal/config"
 	"github.com/acpgate/acpgate/internal/metrics"
 	"github.com/acpgate/acpgate/internal/spelling"
@@ -254,9 +255,9 @@ func acpConfig(a config.Agent, opts Options, lookup func(string) (string, bool),
 		Process:            agentproc.Spec{Command: a.Command, Args: a.Args, Env: agentEnviron(a, opts, lookup)},
 		ClientVersion:      opts.Version,
 		AuthMethod:         a.AuthMethod,
-		FS:                 acp.FSAccess{Read: a.FS.Read, Write: a.FS.Write},
-		Permission:         acp.PermissionPolicy{Mode: a.PermissionPolicy, Timeout: a.PermissionTimeout},
-		Elicitation:        acp.ElicitationPolicy{Mode: a.Elicitation, Timeout: a.ElicitationTimeout},
+		FS:                 clientreq.FSAccess{Read: a.FS.Read, Write: a.FS.Write},
+		Permission:         clientreq.PermissionPolicy{Mode: a.PermissionPolicy, Timeout: a.PermissionTimeout},
+		Elicitation:        clientreq.ElicitationPolicy{Mode: a.Elicitation, Timeout: a.ElicitationTimeout},
 		MCPServers:         mcp,
 		StrictFraming:      a.StrictFraming,
 		MaxFrameBytes:      opts.Config.Limits.MaxFrameBytes,
@@ -395,9 +396,9 @@ func (g *Gateway) ResolvePermission(ctx context.Context, req *acpgatev1.ResolveP
 		return nil, err
 	}
 	switch err := live.sess.ResolvePermission(req.GetRequestId(), req.GetOptionId()); {
-	case errors.Is(err, acp.ErrNoSuchPermission):
+	case errors.Is(err, clientreq.ErrNoSuchPermission):
 		return nil, withDetail(codes.FailedPrecondition, g.interp.StaleTarget(err.Error()))
-	case errors.Is(err, acp.ErrNoSuchOption):
+	case errors.Is(err, clientreq.ErrNoSuchOption):
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	case err != nil:
 		return nil, status.Error(codes.Internal, err.Error())
@@ -412,9 +413,9 @@ func (g *Gateway) ResolveElicitation(ctx context.Context, req *acpgatev1.Resolve
 		return nil, err
 	}
 	switch err := live.sess.ResolveElicitation(req.GetRequestId(), req.GetAction(), req.GetContent()); {
-	case errors.Is(err, acp.ErrNoSuchElicitation):
+	case errors.Is(err, clientreq.ErrNoSuchElicitation):
 		return nil, withDetail(codes.FailedPrecondition, g.interp.StaleTarget(err.Error()))
-	case errors.Is(err, acp.ErrInvalidContent):
+	case errors.Is(err, clientreq.ErrInvalidContent):
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	case err != nil:
 		return nil, status.Error(codes.Internal, err.Error())
