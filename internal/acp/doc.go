@@ -38,6 +38,20 @@
 // requests cancelled, and waits for the agent's answer; an agent that does
 // not answer within the grace period is stopped.
 //
+// # The sub-packages
+//
+// This package is the session: it routes the agent's messages, drives the
+// handshake and the turns, and owns their state. What it delegates does not
+// depend on it:
+//
+//   - agentproc starts the agent's process and contains its tree;
+//   - jsonrpc is the connection on the agent's stdio;
+//   - translate turns ACP's shapes into the contract's, and a prompt's
+//     content into ACP's;
+//   - answer holds a turn's answer text within the gateway's budget;
+//   - clientreq answers the agent's requests of its client (permission,
+//     elicitation, fs), seeing the turn through its Turn interface.
+//
 // # Why the transport is our own
 //
 // ACP's schema types come from github.com/coder/acp-go-sdk. Its Connection
