@@ -84,8 +84,8 @@ go-test:
 fuzz:
 	$(GO) test ./outcome -run '^$$' -fuzz '^FuzzInterpretAlwaysYieldsExactlyOne$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/acp/jsonrpc -run '^$$' -fuzz '^FuzzDispatchNeverPanics$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./internal/acp -run '^$$' -fuzz '^FuzzTheChunkFastPathAgreesWithTheGeneralPath$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./internal/acp -run '^$$' -fuzz '^FuzzTheScannerAgreesWithEncodingJSON$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/acp/translate -run '^$$' -fuzz '^FuzzTheChunkFastPathAgreesWithTheGeneralPath$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/acp/translate -run '^$$' -fuzz '^FuzzTheScannerAgreesWithEncodingJSON$$' -fuzztime $(FUZZTIME)
 
 ## interop-real: the real ACP agents (docs/agents.md), pinned in
 ## interop/agents and installed once, through the real binary against

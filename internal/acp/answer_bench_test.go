@@ -11,47 +11,48 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+	"github.com/acpgate/acpgate/internal/acp/answer"
+	"github.com/acpgate/acpgate/internal/acp/translate"
 	"github.com/acpgate/acpgate/outcome"
 )
 
 // BenchmarkATurnKeepingAChunk is the hot path of a turn whose outcome
 // keeps the text: one agent_message_chunk applied to the turn, which
-// reserves the text from a gateway's answer budget. The turn drops its text
-// every 4 MiB, so the benchmark's memory stays bounded.
+// reserves the text from a gateway's answer budget. The turn is replaced,
+// with a budget of its own, every 4 MiB, so the benchmark's memory stays
+// bounded.
 func BenchmarkATurnKeepingAChunk(b *testing.B) {
 	for _, size := range []int{64, 64 << 10} {
 		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
-			u := update{
-				event:    &acpgatev1.PromptEvent{},
-				chunk:    chunkInfo{messageID: "m1", text: strings.Repeat("x", size), isText: true},
-				hasChunk: true,
+			u := translate.Update{
+				Event:    &acpgatev1.PromptEvent{},
+				Chunk:    translate.Chunk{MessageID: "m1", Text: strings.Repeat("x", size), IsText: true},
+				HasChunk: true,
 			}
-			budget := NewAnswerBudget(DefaultMaxAnswerBytes)
-			t := newBenchTurn(budget)
+			t := newBenchTurn(answer.NewBudget(answer.DefaultMaxBytes))
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
 			i, every := 0, max(1, 4<<20/size)
 			for b.Loop() {
 				t.apply(u)
 				if i++; i%every == 0 {
-					t.acc.releaseReservation()
-					t = newBenchTurn(budget)
+					t = newBenchTurn(answer.NewBudget(answer.DefaultMaxBytes))
 				}
 			}
 		})
 	}
 }
 
-func newBenchTurn(budget *AnswerBudget) *turn {
-	return &turn{emit: func(*acpgatev1.PromptEvent) {}, acc: accumulator{budget: budget, keep: outcome.Interpreter{}.KeepBytes()}}
+func newBenchTurn(budget *answer.Budget) *turn {
+	return &turn{emit: func(*acpgatev1.PromptEvent) {}, acc: answer.Budgeted(budget, outcome.Interpreter{}.KeepBytes())}
 }
 
 // answerChunks is an answer of n fresh chunks of size bytes, one message,
 // as the decoder hands them over: each chunk its own string.
-func answerChunks(n, size int) []chunkInfo {
-	chunks := make([]chunkInfo, n)
+func answerChunks(n, size int) []translate.Chunk {
+	chunks := make([]translate.Chunk, n)
 	for i := range chunks {
-		chunks[i] = chunkInfo{messageID: "m1", text: strings.Repeat(string(rune('a'+i%26)), size), isText: true}
+		chunks[i] = translate.Chunk{MessageID: "m1", Text: strings.Repeat(string(rune('a'+i%26)), size), IsText: true}
 	}
 	return chunks
 }
@@ -94,13 +95,13 @@ func BenchmarkA128MiBAnswerThroughTheOutcome(b *testing.B) {
 
 // answerThroughTheOutcome is a default turn's handling of an answer, from
 // its chunks to its terminal event's encoding; step is called between steps.
-func answerThroughTheOutcome(b *testing.B, chunks []chunkInfo, step func()) []byte {
-	t := newBenchTurn(NewAnswerBudget(DefaultMaxAnswerBytes))
+func answerThroughTheOutcome(b *testing.B, chunks []translate.Chunk, step func()) []byte {
+	t := newBenchTurn(answer.NewBudget(answer.DefaultMaxBytes))
 	size := 0
 	for i := range chunks {
-		t.apply(update{event: &acpgatev1.PromptEvent{}, chunk: chunks[i], hasChunk: true})
-		size += len(chunks[i].text)
-		chunks[i] = chunkInfo{} // the event that carried it has been sent
+		t.apply(translate.Update{Event: &acpgatev1.PromptEvent{}, Chunk: chunks[i], HasChunk: true})
+		size += len(chunks[i].Text)
+		chunks[i] = translate.Chunk{} // the event that carried it has been sent
 	}
 	step()
 	text, final := t.finish()

@@ -2,7 +2,6 @@ package acp_test
 
 import (
 	"context"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/acp"
+	"github.com/acpgate/acpgate/internal/acp/answer"
 	"github.com/acpgate/acpgate/outcome"
 )
 
@@ -72,49 +72,9 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func TestTheAnswerBudgetIsNeverOverdrawnByConcurrentReservations(t *testing.T) {
-	b := acp.NewAnswerBudget(256 << 10)
-	var wg sync.WaitGroup
-	var overdrawn atomic.Int64
-	for g := range 8 {
-		wg.Go(func() {
-			// Each holds a few reservations at a time, so the budget is
-			// mostly close to full.
-			r := rand.New(rand.NewPCG(uint64(g), 7))
-			var held []int64
-			for range 20000 {
-				if len(held) == 4 || (len(held) > 0 && r.IntN(2) == 0) {
-					i := r.IntN(len(held))
-					acp.ReleaseAnswer(b, held[i])
-					held = append(held[:i], held[i+1:]...)
-					continue
-				}
-				n := int64(1 + r.IntN(64<<10))
-				if !acp.ReserveAnswer(b, n) {
-					continue
-				}
-				held = append(held, n)
-				if used := b.Used(); used > b.Capacity() {
-					overdrawn.Store(used)
-				}
-			}
-			for _, n := range held {
-				acp.ReleaseAnswer(b, n)
-			}
-		})
-	}
-	wg.Wait()
-	if o := overdrawn.Load(); o != 0 {
-		t.Errorf("%d bytes reserved of a %d-byte budget", o, b.Capacity())
-	}
-	if b.Used() != 0 {
-		t.Errorf("%d bytes still reserved", b.Used())
-	}
-}
-
 func TestConcurrentTurnsNeverHoldMoreAnswerTextThanTheBudgetAndATurnOverItCompletesWithItsTextOmitted(t *testing.T) {
 	const capacity, size = 1 << 20, 3000 * 256 // each turn alone fits; two do not
-	budget := acp.NewAnswerBudget(capacity)
+	budget := answer.NewBudget(capacity)
 	cfg := agentConfig()
 	cfg.AnswerBudget = budget
 	cfg.PartialCap = 100 // a turn over the budget keeps about 4 KB
@@ -183,7 +143,7 @@ func TestConcurrentTurnsNeverHoldMoreAnswerTextThanTheBudgetAndATurnOverItComple
 }
 
 func TestATurnThatFitsTheAnswerBudgetCarriesItsWholeText(t *testing.T) {
-	budget := acp.NewAnswerBudget(1 << 20)
+	budget := answer.NewBudget(1 << 20)
 	cfg := agentConfig()
 	cfg.AnswerBudget = budget
 	cfg.PartialCap = 100
@@ -195,7 +155,7 @@ func TestATurnThatFitsTheAnswerBudgetCarriesItsWholeText(t *testing.T) {
 }
 
 func TestATurnAskedToOmitItsTextSaysItWasRequestedAndReservesNothing(t *testing.T) {
-	budget := acp.NewAnswerBudget(1) // no room at all: a reservation would fail
+	budget := answer.NewBudget(1) // no room at all: a reservation would fail
 	cfg := agentConfig()
 	cfg.AnswerBudget = budget
 	cfg.PartialCap = 100
@@ -205,7 +165,7 @@ func TestATurnAskedToOmitItsTextSaysItWasRequestedAndReservesNothing(t *testing.
 }
 
 func TestATurnWhoseClientWentAwayStopsKeepingItsTextBeforeTheAgentAnswers(t *testing.T) {
-	budget := acp.NewAnswerBudget(64 << 20)
+	budget := answer.NewBudget(64 << 20)
 	cfg := agentConfig()
 	cfg.AnswerBudget = budget
 	cfg.PartialCap = 100 // the turn then keeps about 4 KB of its 256 KB

@@ -11,7 +11,10 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/acpgate/acpgate/internal/acp/agentproc"
+	"github.com/acpgate/acpgate/internal/acp/clientreq"
 	"github.com/acpgate/acpgate/internal/acp/jsonrpc"
+	"github.com/acpgate/acpgate/internal/acp/translate"
 	"github.com/acpgate/acpgate/internal/throttle"
 	"github.com/acpgate/acpgate/outcome"
 )
@@ -40,11 +43,11 @@ type Conn struct {
 	log    *slog.Logger // the agent's and the pid's, no session's
 	tracer trace.Tracer
 	interp outcome.Interpreter
-	proc   *process
+	proc   *agentproc.Process
 	rpc    *jsonrpc.Conn
-	cwd    string    // resolved, symlink-free: every session's
-	info   AgentInfo // set once by the handshake, before any session opens
-	ids    idCache   // the ids the agent's chunks repeat; notify's alone
+	cwd    string            // resolved, symlink-free: every session's
+	info   AgentInfo         // set once by the handshake, before any session opens
+	ids    translate.IDCache // the ids the agent's chunks repeat; notify's alone
 	// strays spaces the warnings about updates the gateway cannot use
 	// (see warnStray).
 	strays throttle.Throttle
@@ -74,8 +77,9 @@ func (c *Conn) newSession() *Session {
 		host:         c,
 		info:         c.info,
 		cwd:          c.cwd,
-		pending:      make(map[string]*pendingPermission),
-		elicitations: make(map[string]*pendingElicitation),
+		permissions:  clientreq.NewPermissions(c.cfg.Permission),
+		elicitations: clientreq.NewElicitations(c.cfg.Elicitation),
+		files:        clientreq.NewFiles(c.cfg.FS, c.cwd),
 	}
 }
 
@@ -131,11 +135,11 @@ func (c *Conn) Sessions() int {
 func (c *Conn) Done() <-chan struct{} { return c.rpc.Done() }
 
 // Pid returns the agent's process id.
-func (c *Conn) Pid() int { return c.proc.pid() }
+func (c *Conn) Pid() int { return c.proc.Pid() }
 
 // stop stops the process, after its last session left.
 func (c *Conn) stop() {
-	c.proc.stop(c.cfg.StopGrace)
+	c.proc.Stop(c.cfg.StopGrace)
 	c.rpc.Close()
 }
 
@@ -241,14 +245,14 @@ func (c *Conn) notify(method string, params json.RawMessage) bool {
 		c.log.Debug("ignoring a notification the gateway does not handle", "method", method)
 		return true
 	}
-	sessionID, u, err := decodeUpdate(params, &c.ids)
+	sessionID, u, err := translate.Decode(params, &c.ids)
 	var syntax *json.SyntaxError
 	if errors.As(err, &syntax) {
 		return false
 	}
 	if err != nil {
 		c.warnStray("a session/update did not decode as its kind; passing it through raw", "err", err)
-		if u.event == nil {
+		if u.Event == nil {
 			return true
 		}
 	}

@@ -8,11 +8,12 @@ import (
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/acp"
+	"github.com/acpgate/acpgate/internal/acp/agentproc"
 )
 
 // contained opens a test agent under containment c, skipping the test when
 // the kernel gives the agent a weaker kind.
-func contained(t *testing.T, c acp.Containment) *acp.Session {
+func contained(t *testing.T, c agentproc.Containment) *acp.Session {
 	t.Helper()
 	cfg := agentConfig()
 	cfg.Process.Containment = c
@@ -49,7 +50,7 @@ func goneWithin(pid int, d time.Duration) bool {
 	return true
 }
 
-var everyContainment = []acp.Containment{acp.ContainProcessGroup, acp.ContainPIDNamespace, acp.ContainUserPIDNamespace}
+var everyContainment = []agentproc.Containment{agentproc.ContainProcessGroup, agentproc.ContainPIDNamespace, agentproc.ContainUserPIDNamespace}
 
 func TestUnderEveryContainmentAnAgentsExitEndsTheTurnWithItsStatusAndStopsTheGrandchildHoldingItsStdout(t *testing.T) {
 	for _, c := range everyContainment {
@@ -103,8 +104,8 @@ func TestInAPIDNamespaceNoDescendantOutlivesItsSessionEvenOutsideTheProcessGroup
 }
 
 func TestProbeContainmentFindsWhatTheKernelAllows(t *testing.T) {
-	c, _, refused := acp.ProbeContainment("")
-	if c == acp.ContainPIDNamespace && refused != nil || !c.KernelEnforced() && refused == nil {
+	c, _, refused := agentproc.ProbeContainment("")
+	if c == agentproc.ContainPIDNamespace && refused != nil || !c.KernelEnforced() && refused == nil {
 		t.Errorf("%s, refused %v: the strongest kind and no reason, or a weaker kind with one", c, refused)
 	}
 	if !c.KernelEnforced() {

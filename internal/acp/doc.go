@@ -10,8 +10,9 @@
 // A Session runs on one agent process (a Conn), started with exec (never a
 // shell) as PID 1 of a PID namespace of its own where the kernel allows
 // it, in a process group of its own regardless, with an environment built
-// from configuration and the session's working directory (see process for
-// the containment and why). Its stderr is kept in a bounded ring buffer.
+// from configuration and the session's working directory (see package
+// agentproc for the containment and why). Its stderr is kept in a bounded
+// ring buffer.
 // The process is the session's alone, unless further sessions Join it; the
 // agent's messages reach the session their sessionId names. Closing the
 // process's last session closes the agent's stdin, waits a grace period,
@@ -37,6 +38,20 @@
 // requests cancelled, and waits for the agent's answer; an agent that does
 // not answer within the grace period is stopped.
 //
+// # The sub-packages
+//
+// This package is the session: it routes the agent's messages, drives the
+// handshake and the turns, and owns their state. What it delegates does not
+// depend on it:
+//
+//   - agentproc starts the agent's process and contains its tree;
+//   - jsonrpc is the connection on the agent's stdio;
+//   - translate turns ACP's shapes into the contract's, and a prompt's
+//     content into ACP's;
+//   - answer holds a turn's answer text within the gateway's budget;
+//   - clientreq answers the agent's requests of its client (permission,
+//     elicitation, fs), seeing the turn through its Turn interface.
+//
 // # Why the transport is our own
 //
 // ACP's schema types come from github.com/coder/acp-go-sdk. Its Connection
@@ -52,7 +67,7 @@
 //
 // # Running a turn
 //
-//	s, err := acp.Open(ctx, acp.Config{Agent: "gemini", Process: acp.ProcessSpec{
+//	s, err := acp.Open(ctx, acp.Config{Agent: "gemini", Process: agentproc.Spec{
 //		Command: "gemini", Args: []string{"--acp"}, Env: env,
 //	}}, acp.OpenOptions{Cwd: dir})
 //	if err != nil { ... } // *acp.Error carries the classification

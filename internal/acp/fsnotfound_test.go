@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/acpgate/acpgate/internal/acp"
+	"github.com/acpgate/acpgate/internal/acp/clientreq"
 )
 
 // Gemini CLI and Qwen Code create a file by reading it first through
@@ -15,7 +16,7 @@ import (
 func TestReadingAMissingFileAnswersACPsResourceNotFound(t *testing.T) {
 	cwd := t.TempDir()
 	cfg := agentConfig()
-	cfg.FS = acp.FSAccess{Read: true, Write: true}
+	cfg.FS = clientreq.FSAccess{Read: true, Write: true}
 	s, err := acp.Open(context.Background(), cfg, acp.OpenOptions{Cwd: cwd})
 	if err != nil {
 		t.Fatal(err)

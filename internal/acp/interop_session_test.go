@@ -14,6 +14,8 @@ import (
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/acp"
+	"github.com/acpgate/acpgate/internal/acp/agentproc"
+	"github.com/acpgate/acpgate/internal/acp/clientreq"
 	"github.com/acpgate/acpgate/internal/testutil"
 )
 
@@ -154,7 +156,7 @@ func TestInteropTypeScriptSDKSessionFeatures(t *testing.T) {
 
 	t.Run("elicitation_ask_accepted", func(t *testing.T) {
 		s := tsOpen(t, node, script, func(c *acp.Config) {
-			c.Elicitation = acp.ElicitationPolicy{Mode: acp.ElicitAsk, Timeout: tsTurnTimeout}
+			c.Elicitation = clientreq.ElicitationPolicy{Mode: clientreq.ElicitAsk, Timeout: tsTurnTimeout}
 		})
 		rec := tsNewEvents()
 		stop := make(chan struct{})
@@ -204,7 +206,7 @@ func TestInteropTypeScriptSDKSessionFeatures(t *testing.T) {
 	})
 
 	t.Run("mcp_transport_not_advertised", func(t *testing.T) {
-		cfg := acp.Config{Agent: "ts-sdk", Process: acp.ProcessSpec{Command: node, Args: []string{script}, Env: testutil.BaseEnv()},
+		cfg := acp.Config{Agent: "ts-sdk", Process: agentproc.Spec{Command: node, Args: []string{script}, Env: testutil.BaseEnv()},
 			StopGrace: 2 * time.Second, Logger: slog.New(slog.DiscardHandler)}
 		_, err := acp.Open(ctx, cfg, acp.OpenOptions{Cwd: t.TempDir(), MCPServers: []acpsdk.McpServer{
 			acp.MCPRemote("sse", "events", "https://mcp.example.com/events", nil)}})

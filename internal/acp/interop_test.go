@@ -18,6 +18,8 @@ import (
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/acp"
+	"github.com/acpgate/acpgate/internal/acp/agentproc"
+	"github.com/acpgate/acpgate/internal/acp/clientreq"
 	"github.com/acpgate/acpgate/outcome"
 )
 
@@ -112,7 +114,7 @@ func tsOpenWith(t *testing.T, node, script string, configure func(*acp.Config), 
 	t.Cleanup(logs.stop) // runs after the session's Close below
 	cfg := acp.Config{
 		Agent: "ts-sdk",
-		Process: acp.ProcessSpec{
+		Process: agentproc.Spec{
 			Command: node,
 			Args:    []string{script},
 			Env:     []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")},
@@ -468,14 +470,14 @@ func TestInteropTypeScriptSDK(t *testing.T) {
 	})
 
 	t.Run("permission_reject", func(t *testing.T) {
-		s := tsOpen(t, node, script, func(c *acp.Config) { c.Permission = acp.PermissionPolicy{Mode: acp.PolicyReject} })
+		s := tsOpen(t, node, script, func(c *acp.Config) { c.Permission = clientreq.PermissionPolicy{Mode: clientreq.PolicyReject} })
 		r, events := tsPrompt(t, s, "permission", nil)
 		tsWantOutcome(t, s, r, "selected:reject", "selected:reject")
 		tsWantDecided(t, events, "reject", false, acpgatev1.PermissionDecider_PERMISSION_DECIDER_POLICY)
 	})
 
 	t.Run("permission_allow", func(t *testing.T) {
-		s := tsOpen(t, node, script, func(c *acp.Config) { c.Permission = acp.PermissionPolicy{Mode: acp.PolicyAllow} })
+		s := tsOpen(t, node, script, func(c *acp.Config) { c.Permission = clientreq.PermissionPolicy{Mode: clientreq.PolicyAllow} })
 		r, events := tsPrompt(t, s, "permission", nil)
 		tsWantOutcome(t, s, r, "selected:allow", "selected:allow")
 		tsWantDecided(t, events, "allow", false, acpgatev1.PermissionDecider_PERMISSION_DECIDER_POLICY)
@@ -483,7 +485,7 @@ func TestInteropTypeScriptSDK(t *testing.T) {
 
 	t.Run("permission_ask", func(t *testing.T) {
 		s := tsOpen(t, node, script, func(c *acp.Config) {
-			c.Permission = acp.PermissionPolicy{Mode: acp.PolicyAsk, Timeout: tsTurnTimeout}
+			c.Permission = clientreq.PermissionPolicy{Mode: clientreq.PolicyAsk, Timeout: tsTurnTimeout}
 		})
 		r, events := tsAsk(t, s, "allow")
 		tsWantOutcome(t, s, r, "selected:allow", "selected:allow")
@@ -500,7 +502,7 @@ func TestInteropTypeScriptSDK(t *testing.T) {
 		// answers the request cancelled; the agent then ends the turn
 		// cancelled.
 		s := tsOpen(t, node, script, func(c *acp.Config) {
-			c.Permission = acp.PermissionPolicy{Mode: acp.PolicyAsk, Timeout: tsTurnTimeout}
+			c.Permission = clientreq.PermissionPolicy{Mode: clientreq.PolicyAsk, Timeout: tsTurnTimeout}
 		})
 		rec := tsNewEvents()
 		stop := make(chan struct{})
@@ -538,7 +540,7 @@ func TestInteropTypeScriptSDK(t *testing.T) {
 	})
 
 	t.Run("fs_read_inside", func(t *testing.T) {
-		s := tsOpen(t, node, script, func(c *acp.Config) { c.FS = acp.FSAccess{Read: true} })
+		s := tsOpen(t, node, script, func(c *acp.Config) { c.FS = clientreq.FSAccess{Read: true} })
 		const content = "interop notes\nsecond line: ünïcode ✓\n"
 		path := filepath.Join(s.Cwd(), "notes.txt")
 		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
@@ -549,7 +551,7 @@ func TestInteropTypeScriptSDK(t *testing.T) {
 	})
 
 	t.Run("fs_read_outside", func(t *testing.T) {
-		s := tsOpen(t, node, script, func(c *acp.Config) { c.FS = acp.FSAccess{Read: true} })
+		s := tsOpen(t, node, script, func(c *acp.Config) { c.FS = clientreq.FSAccess{Read: true} })
 		const secret = "outside-secret-7f3a"
 		path := filepath.Join(t.TempDir(), "secret.txt")
 		if err := os.WriteFile(path, []byte(secret), 0o644); err != nil {

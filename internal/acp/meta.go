@@ -1,16 +1,14 @@
 package acp
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"strings"
-
-	"google.golang.org/protobuf/types/known/structpb"
 )
 
-// ACP's _meta, both ways: what a caller may add to the session/prompt
-// request, and the agent's _meta handed back as a Struct.
+// ACP's _meta on the way to the agent: what a caller may add to the
+// session/prompt request. (The agent's _meta comes back as a Struct: see
+// translate.ObjectStruct.)
 //
 // ACP reserves the root keys traceparent, tracestate and baggage of _meta
 // for W3C trace context, which the gateway itself writes (Config.Propagator),
@@ -81,46 +79,4 @@ func withCallerMeta(gateway map[string]any, caller map[string]string) map[string
 	}
 	maps.Copy(out, gateway)
 	return out
-}
-
-// objectStruct converts JSON objects the agent sent (its _meta, an
-// elicitation's schema) to one Struct, the later ones' keys winning; nil
-// when none is a non-empty JSON object (absent, null, or not an object:
-// _meta is advisory, so a malformed one is dropped, not a protocol
-// violation).
-func objectStruct(raws ...json.RawMessage) *structpb.Struct {
-	var merged map[string]any
-	for _, raw := range raws {
-		if len(raw) == 0 {
-			continue
-		}
-		var m map[string]any
-		if json.Unmarshal(raw, &m) != nil || len(m) == 0 {
-			continue
-		}
-		if merged == nil {
-			merged = m
-			continue
-		}
-		maps.Copy(merged, m)
-	}
-	if merged == nil {
-		return nil
-	}
-	s, err := structpb.NewStruct(merged)
-	if err != nil {
-		return nil
-	}
-	return s
-}
-
-// responseMeta is the _meta of a response's result, as a Struct.
-func responseMeta(result json.RawMessage) *structpb.Struct {
-	var head struct {
-		Meta json.RawMessage `json:"_meta"`
-	}
-	if json.Unmarshal(result, &head) != nil {
-		return nil
-	}
-	return objectStruct(head.Meta)
 }

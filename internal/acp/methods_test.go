@@ -18,9 +18,9 @@ import (
 // method list of ACP's stable schema (schema/v1/meta.json of
 // agentclientprotocol/agent-client-protocol, release 1.7.0, vendored in
 // testdata), and the code: a method is "supported" exactly when the
-// gateway's ACP code (this package, its JSON-RPC connection and the
-// outcome package, which names session/prompt) has it as a string literal,
-// which every call, dispatch case and notification it handles does.
+// gateway's ACP code (this package, its sub-packages and the outcome
+// package, which names session/prompt) has it as a string literal, which
+// every call, dispatch case and notification it handles does.
 
 // readmeMethods parses the table under "## The ACP methods": method to
 // its "acpgate" column.
@@ -118,10 +118,32 @@ func TestTheReadmesMethodTableListsExactlyTheSchemasMethods(t *testing.T) {
 }
 
 func TestAMethodIsSupportedInTheReadmeExactlyWhenTheCodeNamesIt(t *testing.T) {
-	named := codeLiterals(t, ".", "jsonrpc", filepath.Join("..", "..", "outcome"))
+	named := codeLiterals(t, append(subPackages(t), ".", filepath.Join("..", "..", "outcome"))...)
 	for method, support := range readmeMethods(t) {
 		if named[method] != (support == "supported") {
 			t.Errorf("%s: docs/api.md says %q, but the code %s it", method, support, map[bool]string{true: "names", false: "never names"}[named[method]])
 		}
 	}
+}
+
+// subPackages is every directory below this one that holds Go files.
+func subPackages(t *testing.T) []string {
+	t.Helper()
+	var dirs []string
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() || path == "." {
+			return err
+		}
+		if d.Name() == "testdata" {
+			return filepath.SkipDir
+		}
+		if files, _ := filepath.Glob(filepath.Join(path, "*.go")); len(files) > 0 {
+			dirs = append(dirs, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dirs
 }

@@ -20,6 +20,8 @@ import (
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/acp"
+	"github.com/acpgate/acpgate/internal/acp/agentproc"
+	"github.com/acpgate/acpgate/internal/acp/clientreq"
 	"github.com/acpgate/acpgate/internal/testutil"
 	"github.com/acpgate/acpgate/outcome"
 )
@@ -57,7 +59,7 @@ func goleakRun(m *testing.M) int {
 func agentConfig(args ...string) acp.Config {
 	return acp.Config{
 		Agent:       "test",
-		Process:     acp.ProcessSpec{Command: testAgent, Args: args, Env: testutil.BaseEnv()},
+		Process:     agentproc.Spec{Command: testAgent, Args: args, Env: testutil.BaseEnv()},
 		CancelGrace: 2 * time.Second,
 		StopGrace:   500 * time.Millisecond,
 		Logger:      slog.New(slog.DiscardHandler),
@@ -553,16 +555,16 @@ func TestASecondPromptOnABusySessionIsRefused(t *testing.T) {
 
 func TestPermissionPolicies(t *testing.T) {
 	for _, c := range []struct {
-		policy acp.Policy
+		policy clientreq.Policy
 		answer string
 		by     acpgatev1.PermissionDecider
 	}{
-		{acp.PolicyReject, "permission:reject", acpgatev1.PermissionDecider_PERMISSION_DECIDER_POLICY},
-		{acp.PolicyAllow, "permission:allow", acpgatev1.PermissionDecider_PERMISSION_DECIDER_POLICY},
+		{clientreq.PolicyReject, "permission:reject", acpgatev1.PermissionDecider_PERMISSION_DECIDER_POLICY},
+		{clientreq.PolicyAllow, "permission:allow", acpgatev1.PermissionDecider_PERMISSION_DECIDER_POLICY},
 	} {
 		t.Run(string(c.policy), func(t *testing.T) {
 			cfg := agentConfig()
-			cfg.Permission = acp.PermissionPolicy{Mode: c.policy}
+			cfg.Permission = clientreq.PermissionPolicy{Mode: c.policy}
 			s := open(t, cfg)
 			rec := newRecorder()
 			r := prompt(t, s, "chunk before\npermission t1\nstop end_turn", rec)
@@ -577,7 +579,7 @@ func TestPermissionPolicies(t *testing.T) {
 	}
 	t.Run("ask", func(t *testing.T) {
 		cfg := agentConfig()
-		cfg.Permission = acp.PermissionPolicy{Mode: acp.PolicyAsk}
+		cfg.Permission = clientreq.PermissionPolicy{Mode: clientreq.PolicyAsk}
 		s := open(t, cfg)
 		rec := newRecorder()
 		done := make(chan outcome.Result, 1)
@@ -586,10 +588,10 @@ func TestPermissionPolicies(t *testing.T) {
 		if req.GetDecision() != nil {
 			t.Fatalf("an asked request is first emitted undecided: %v", req)
 		}
-		if err := s.ResolvePermission(req.GetRequestId(), "no-such-option"); !errors.Is(err, acp.ErrNoSuchOption) {
+		if err := s.ResolvePermission(req.GetRequestId(), "no-such-option"); !errors.Is(err, clientreq.ErrNoSuchOption) {
 			t.Errorf("err %v", err)
 		}
-		if err := s.ResolvePermission("perm-404", "allow"); !errors.Is(err, acp.ErrNoSuchPermission) {
+		if err := s.ResolvePermission("perm-404", "allow"); !errors.Is(err, clientreq.ErrNoSuchPermission) {
 			t.Errorf("err %v", err)
 		}
 		if err := s.ResolvePermission(req.GetRequestId(), "allow"); err != nil {
@@ -603,13 +605,13 @@ func TestPermissionPolicies(t *testing.T) {
 		if decided.GetDecidedBy() != acpgatev1.PermissionDecider_PERMISSION_DECIDER_CLIENT || decided.GetOptionId() != "allow" {
 			t.Errorf("decision %v", decided)
 		}
-		if err := s.ResolvePermission(req.GetRequestId(), "allow"); !errors.Is(err, acp.ErrNoSuchPermission) {
+		if err := s.ResolvePermission(req.GetRequestId(), "allow"); !errors.Is(err, clientreq.ErrNoSuchPermission) {
 			t.Errorf("a decided request cannot be decided again: %v", err)
 		}
 	})
 	t.Run("ask_times_out_to_reject", func(t *testing.T) {
 		cfg := agentConfig()
-		cfg.Permission = acp.PermissionPolicy{Mode: acp.PolicyAsk, Timeout: 100 * time.Millisecond}
+		cfg.Permission = clientreq.PermissionPolicy{Mode: clientreq.PolicyAsk, Timeout: 100 * time.Millisecond}
 		s := open(t, cfg)
 		rec := newRecorder()
 		r := prompt(t, s, "permission t1\nstop end_turn", rec)
@@ -619,7 +621,7 @@ func TestPermissionPolicies(t *testing.T) {
 	})
 	t.Run("ask_then_cancel_answers_cancelled", func(t *testing.T) {
 		cfg := agentConfig()
-		cfg.Permission = acp.PermissionPolicy{Mode: acp.PolicyAsk}
+		cfg.Permission = clientreq.PermissionPolicy{Mode: clientreq.PolicyAsk}
 		s := open(t, cfg)
 		rec := newRecorder()
 		done := make(chan outcome.Result, 1)
@@ -644,7 +646,7 @@ func TestFileSystemAccessIsConfinedToTheWorkingDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := agentConfig()
-	cfg.FS = acp.FSAccess{Read: true, Write: true, MaxWriteBytes: 100}
+	cfg.FS = clientreq.FSAccess{Read: true, Write: true, MaxWriteBytes: 100}
 	s, err := acp.Open(context.Background(), cfg, acp.OpenOptions{Cwd: cwd})
 	if err != nil {
 		t.Fatal(err)
@@ -699,7 +701,7 @@ func TestFileSystemAccessIsRefusedWhenNotEnabled(t *testing.T) {
 func TestAHeavyStderrKeepsOnlyABoundedTail(t *testing.T) {
 	s := open(t, agentConfig())
 	e := mustError(t, prompt(t, s, "stderr 1000000\nexit 1", nil))
-	if n := len(e.GetTransport().GetStderrTail()); n != acp.DefaultStderrTailBytes {
+	if n := len(e.GetTransport().GetStderrTail()); n != agentproc.DefaultStderrTailBytes {
 		t.Errorf("tail of %d bytes", n)
 	}
 }

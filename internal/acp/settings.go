@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+	"github.com/acpgate/acpgate/internal/acp/translate"
 )
 
 // A session's settings: the modes and configuration options its agent
@@ -69,34 +70,15 @@ func (st Settings) clone() Settings {
 	return out
 }
 
-// settingsUpdate is what an agent's update changes of a session's
-// settings: the mode (when not ""), the options (when hasOptions).
-type settingsUpdate struct {
-	mode       string
-	options    []*acpgatev1.ConfigOption
-	hasOptions bool
-}
-
-func (u settingsUpdate) changes() bool { return u.mode != "" || u.hasOptions }
-
-// merge adds a later update to u.
-func (u *settingsUpdate) merge(later settingsUpdate) {
-	if later.mode != "" {
-		u.mode = later.mode
+// applySettings applies u to st. The options are copied: the event that
+// carried them is the client's, and a later SetConfigOption changes the
+// session's.
+func applySettings(st *Settings, u translate.SettingsUpdate) {
+	if u.Mode != "" {
+		st.CurrentMode = u.Mode
 	}
-	if later.hasOptions {
-		u.options, u.hasOptions = later.options, true
-	}
-}
-
-// applyTo applies u to st. The options are copied: the event that carried
-// them is the client's, and a later SetConfigOption changes the session's.
-func (u settingsUpdate) applyTo(st *Settings) {
-	if u.mode != "" {
-		st.CurrentMode = u.mode
-	}
-	if u.hasOptions {
-		st.Options = Settings{Options: u.options}.clone().Options
+	if u.HasOptions {
+		st.Options = Settings{Options: u.Options}.clone().Options
 	}
 }
 
@@ -174,12 +156,12 @@ func (s *Session) SetConfigOption(ctx context.Context, optionID, value string) e
 		return fmt.Errorf("value %q of config option %q: %w; its values are %s", value, optionID, ErrInvalidSetting, quoteAll(allowed))
 	}
 	var answer struct {
-		ConfigOptions []wireOption `json:"configOptions"`
+		ConfigOptions []translate.WireOption `json:"configOptions"`
 	}
 	if err := s.setting(ctx, MethodSetConfigOption, func(meta map[string]any) any {
 		p := setOptionParams{Meta: meta, SessionID: s.ID(), ConfigID: optionID, Value: value}
-		if opt.GetType() == optionBoolean {
-			p.Type, p.Value = optionBoolean, value == "true"
+		if opt.GetType() == translate.OptionBoolean {
+			p.Type, p.Value = translate.OptionBoolean, value == "true"
 		}
 		return p
 	}, &answer); err != nil {
@@ -189,7 +171,7 @@ func (s *Session) SetConfigOption(ctx context.Context, optionID, value string) e
 		if answer.ConfigOptions != nil {
 			// The agent answers with the full set: setting one option may
 			// change others (a model's reasoning levels, say).
-			st.Options = optionsProto(answer.ConfigOptions)
+			st.Options = translate.ConfigOptions(answer.ConfigOptions)
 			return
 		}
 		for _, o := range st.Options {
@@ -231,65 +213,15 @@ func (s *Session) changeSettings(change func(*Settings)) {
 // session/load or session/resume. An agent whose settings do not decode
 // still gets its session, without settings: they are an extra.
 func (s *Session) adoptSettings(result json.RawMessage) {
-	var w wireSettings
-	if err := json.Unmarshal(result, &w); err != nil {
+	modes, current, options, err := translate.SessionSettings(result)
+	if err != nil {
 		s.log.Warn("the agent's session modes and config options do not decode; the session has none", "err", err)
 		return
 	}
-	st := Settings{Options: optionsProto(w.ConfigOptions)}
-	if w.Modes != nil {
-		st.CurrentMode = w.Modes.CurrentModeID
-		for _, m := range w.Modes.AvailableModes {
-			st.Modes = append(st.Modes, &acpgatev1.SessionMode{Id: m.ID, Name: m.Name, Description: deref(m.Description)})
-		}
-	}
 	s.mu.Lock()
-	s.settings = st
+	s.settings = Settings{Modes: modes, CurrentMode: current, Options: options}
 	s.mu.Unlock()
 }
-
-// The wire shapes of ACP's SessionModeState and SessionConfigOption, as
-// schema.json defines them. They are the gateway's own rather than the
-// SDK's so that a select's values decode the same whether the agent groups
-// them or not.
-type wireSettings struct {
-	Modes *struct {
-		AvailableModes []struct {
-			ID          string  `json:"id"`
-			Name        string  `json:"name"`
-			Description *string `json:"description"`
-		} `json:"availableModes"`
-		CurrentModeID string `json:"currentModeId"`
-	} `json:"modes"`
-	ConfigOptions []wireOption `json:"configOptions"`
-}
-
-type wireOption struct {
-	ID           string          `json:"id"`
-	Name         string          `json:"name"`
-	Description  *string         `json:"description"`
-	Category     *string         `json:"category"`
-	Type         string          `json:"type"`
-	CurrentValue json.RawMessage `json:"currentValue"`
-	// Options are a select's values: SessionConfigSelectOption entries,
-	// or groups of them (SessionConfigSelectGroup).
-	Options []wireValue `json:"options"`
-}
-
-// wireValue is a select's value, or a group of values when Group is set.
-type wireValue struct {
-	Value       string      `json:"value"`
-	Name        string      `json:"name"`
-	Description *string     `json:"description"`
-	Group       string      `json:"group"`
-	Options     []wireValue `json:"options"`
-}
-
-// The option types ACP defines.
-const (
-	optionSelect  = "select"
-	optionBoolean = "boolean"
-)
 
 type setModeParams struct {
 	Meta      map[string]any `json:"_meta,omitempty"`
@@ -303,44 +235,6 @@ type setOptionParams struct {
 	ConfigID  string         `json:"configId"`
 	Type      string         `json:"type,omitempty"`
 	Value     any            `json:"value"`
-}
-
-func optionsProto(in []wireOption) []*acpgatev1.ConfigOption {
-	var out []*acpgatev1.ConfigOption
-	for _, w := range in {
-		o := &acpgatev1.ConfigOption{Id: w.ID, Name: w.Name, Description: deref(w.Description), Type: w.Type, Category: deref(w.Category)}
-		switch w.Type {
-		case optionBoolean:
-			var b bool
-			_ = json.Unmarshal(w.CurrentValue, &b)
-			o.CurrentValue = strconv.FormatBool(b)
-			o.Values = []*acpgatev1.ConfigOptionValue{{Value: "true", Name: "true"}, {Value: "false", Name: "false"}}
-		case optionSelect, "":
-			o.Type = optionSelect
-			if err := json.Unmarshal(w.CurrentValue, &o.CurrentValue); err != nil {
-				o.CurrentValue = string(w.CurrentValue)
-			}
-			o.Values = selectValues(w.Options, "")
-		default:
-			// A type of a later revision: ACP says a client ignores it, and
-			// the agent goes on with its default value.
-			continue
-		}
-		out = append(out, o)
-	}
-	return out
-}
-
-func selectValues(in []wireValue, group string) []*acpgatev1.ConfigOptionValue {
-	var out []*acpgatev1.ConfigOptionValue
-	for _, v := range in {
-		if v.Group != "" || v.Options != nil {
-			out = append(out, selectValues(v.Options, v.Name)...)
-			continue
-		}
-		out = append(out, &acpgatev1.ConfigOptionValue{Value: v.Value, Name: v.Name, Description: deref(v.Description), Group: group})
-	}
-	return out
 }
 
 // quoteAll lists values for an error message: "a", "b"; "none" when empty.

@@ -27,7 +27,9 @@ const (
 )
 
 // Attribute keys of the acpgate domain, those of the turn span (made by
-// package server) included, so that the vocabulary is in one place.
+// package server) included, so that the vocabulary is in one place. (The
+// keys of the decisions on the agent's requests are clientreq's, which
+// sets them.)
 const (
 	AttrSession   = attribute.Key("acpgate.session.id")
 	AttrAttempt   = attribute.Key("acpgate.turn.attempt")
@@ -44,10 +46,6 @@ const (
 	AttrStopReason   = attribute.Key("acpgate.stop_reason")
 	AttrCancelCause  = attribute.Key("acpgate.cancel.cause")
 	AttrGraceExpired = attribute.Key("acpgate.cancel.grace_expired")
-	AttrPermission   = attribute.Key("acpgate.permission.decided_by")
-	AttrElicitation  = attribute.Key("acpgate.elicitation.action")
-	AttrPermOption   = attribute.Key("acpgate.permission.option_id")
-	AttrPermCancel   = attribute.Key("acpgate.permission.cancelled")
 	AttrContainment  = attribute.Key("acpgate.agent.containment")
 	AttrLoadSession  = attribute.Key("acpgate.session.load")
 	AttrWarm         = attribute.Key("acpgate.agent.warm")

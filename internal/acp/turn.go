@@ -2,7 +2,6 @@ package acp
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"runtime"
 	"sync"
@@ -14,7 +13,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+	"github.com/acpgate/acpgate/internal/acp/answer"
 	"github.com/acpgate/acpgate/internal/acp/jsonrpc"
+	"github.com/acpgate/acpgate/internal/acp/translate"
 	"github.com/acpgate/acpgate/outcome"
 )
 
@@ -54,7 +55,7 @@ type turn struct {
 	omitText bool
 
 	mu         sync.Mutex
-	acc        accumulator
+	acc        answer.Accumulator
 	finished   bool
 	usage      *acpgatev1.Usage // the last usage_update of the turn
 	clientGone bool             // the text stopped being kept: nobody will read it
@@ -106,40 +107,35 @@ func (t *turn) endCancelSpan(graceExpired bool) {
 }
 
 // apply handles one update of the turn, on the connection's reader.
-func (t *turn) apply(u update) {
+func (t *turn) apply(u translate.Update) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.finished {
 		return
 	}
-	if u.hasChunk {
-		t.acc.chunk(u.chunk)
+	if u.HasChunk {
+		t.acc.Add(u.Chunk)
 	}
-	if u.splits {
-		t.acc.split()
+	if u.Splits {
+		t.acc.Split()
 	}
-	if usage := u.event.GetUsage(); usage != nil {
+	if usage := u.Event.GetUsage(); usage != nil {
 		t.usage = usage
 	}
-	t.emit(u.event)
+	t.emit(u.Event)
 }
 
-// permission emits a permission event; a new request also ends an id-less
-// message, since the agent has turned to tools.
-func (t *turn) permission(p *acpgatev1.PermissionRequest, splits bool) {
-	t.emitRequest(&acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_PermissionRequested{PermissionRequested: p}}, splits)
-}
-
-// emitRequest emits an event about a request of the agent's own; splits
+// EmitRequest emits an event about a request of the agent's own; splits
 // ends an id-less message first, since the agent has turned away from it.
-func (t *turn) emitRequest(e *acpgatev1.PromptEvent, splits bool) {
+// (The turn is the agent's requests' clientreq.Turn.)
+func (t *turn) EmitRequest(e *acpgatev1.PromptEvent, splits bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.finished {
 		return
 	}
 	if splits {
-		t.acc.split()
+		t.acc.Split()
 	}
 	t.emit(e)
 }
@@ -148,7 +144,7 @@ func (t *turn) emitRequest(e *acpgatev1.PromptEvent, splits bool) {
 func (t *turn) finish() (text, final outcome.Text) {
 	t.mu.Lock()
 	t.finished = true
-	text, final = t.acc.finish()
+	text, final = t.acc.Finish()
 	t.mu.Unlock()
 	if len(text.Kept) >= collectAfterJoinBytes {
 		// The chunks the text was joined from are garbage now, as large as
@@ -184,7 +180,7 @@ func (t *turn) stopKeepingText() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.clientGone = true
-	t.acc.bound()
+	t.acc.Bound()
 }
 
 // unkept says why the turn's text may not have been kept whole.
@@ -192,7 +188,7 @@ func (t *turn) unkept() acpgatev1.TextOmission {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch {
-	case t.acc.overBudget:
+	case t.acc.OverBudget():
 		return acpgatev1.TextOmission_TEXT_OMISSION_ANSWER_LIMIT
 	case t.clientGone:
 		return acpgatev1.TextOmission_TEXT_OMISSION_CLIENT_GONE
@@ -252,7 +248,8 @@ func (t *turn) requestCancel(s *Session, cause string) {
 	})
 }
 
-func (t *turn) isCancelled() bool {
+// CancelRequested reports whether the turn's cancellation was requested.
+func (t *turn) CancelRequested() bool {
 	select {
 	case <-t.cancelled:
 		return true
@@ -260,6 +257,12 @@ func (t *turn) isCancelled() bool {
 		return false
 	}
 }
+
+// CancelSent is closed once session/cancel is written (or failed).
+func (t *turn) CancelSent() <-chan struct{} { return t.cancelSent }
+
+// Ended is closed when the turn has its result.
+func (t *turn) Ended() <-chan struct{} { return t.ended }
 
 // Prompt runs one turn: it sends session/prompt, emits an event for every
 // update, and returns the interpretation of the agent's answer. Cancelling
@@ -277,11 +280,11 @@ func (s *Session) Prompt(ctx context.Context, prompt []acpsdk.ContentBlock, opts
 	if opts.OmitText {
 		// The outcome will not carry the text: keep only what a failure's
 		// partial output needs, so a long answer costs bounded memory.
-		t.acc.limit = s.interp.KeepBytes()
+		t.acc = answer.Limited(s.interp.KeepBytes())
 	} else {
 		// Keep it all while the gateway's answer budget lasts, then as
 		// above.
-		t.acc.budget, t.acc.keep = s.cfg.AnswerBudget, s.interp.KeepBytes()
+		t.acc = answer.Budgeted(s.cfg.AnswerBudget, s.interp.KeepBytes())
 	}
 	ctx, span := s.startCall(ctx, outcome.MethodPrompt)
 	span.SetAttributes(AttrTurn.String(opts.TurnID))
@@ -356,7 +359,7 @@ func (s *Session) Prompt(ctx context.Context, prompt []acpsdk.ContentBlock, opts
 			graceExpired = true
 			span.SetStatus(otelcodes.Error, "the agent did not answer a cancelled turn within the cancel grace")
 			s.markClosed()
-			s.proc.kill()
+			s.proc.Kill()
 			text, _ := t.finish()
 			s.endTurn(t)
 			return outcome.Result{Error: s.interp.CancelGraceExpired(s.cfg.CancelGrace, t.cause, text)}, nil
@@ -377,7 +380,7 @@ func (s *Session) conclude(t *turn, sessionID string, reply jsonrpc.Reply) outco
 		return outcome.Result{Error: s.interp.ProtocolViolation(reply.Violation, text)}
 	}
 	cause := ""
-	if t.isCancelled() {
+	if t.CancelRequested() {
 		cause = t.cause
 	}
 	result := s.interp.Interpret(outcome.Turn{
@@ -396,7 +399,7 @@ func (s *Session) conclude(t *turn, sessionID string, reply jsonrpc.Reply) outco
 		s.usage.addTurn(result.Outcome.GetUsage())
 		s.mu.Unlock()
 		t.withContextUsage(result.Outcome)
-		result.Outcome.Meta = responseMeta(reply.Response.Result)
+		result.Outcome.Meta = translate.ResultMeta(reply.Response.Result)
 	}
 	return result
 }
@@ -437,9 +440,9 @@ func (s *Session) AvailableCommands() *acpgatev1.AvailableCommands {
 
 // update applies an update the agent sent for sessionID, routed to s (see
 // Conn.notify), on the connection's reader.
-func (s *Session) update(sessionID string, u update) {
+func (s *Session) update(sessionID string, u translate.Update) {
 	s.mu.Lock()
-	if s.id == "" && (u.commands != nil || u.settings.changes()) {
+	if s.id == "" && (u.Commands != nil || u.Settings.Changes()) {
 		// The agent sent session state right after answering
 		// session/new, and the reader got to it before Open recorded the
 		// session's id: keep it for setID to claim.
@@ -452,15 +455,15 @@ func (s *Session) update(sessionID string, u update) {
 		s.host.warnStray("ignoring a session/update for another session", "session", s.id, "update_session", jsonrpc.Clip(sessionID))
 		return
 	}
-	if u.commands != nil {
-		s.commands = u.commands
+	if u.Commands != nil {
+		s.commands = u.Commands
 	}
-	if reported := u.event.GetUsage(); reported != nil {
+	if reported := u.Event.GetUsage(); reported != nil {
 		s.usage.update(reported)
 	}
 	var settingsChanged func()
-	if u.settings.changes() {
-		u.settings.applyTo(&s.settings)
+	if u.Settings.Changes() {
+		applySettings(&s.settings, u.Settings)
 		settingsChanged = s.settingsChanged
 	}
 	t, replay := s.turn, s.replay
@@ -472,31 +475,8 @@ func (s *Session) update(sessionID string, u update) {
 	case t != nil:
 		t.apply(u)
 	case replay != nil:
-		replay(u.event)
+		replay(u.Event)
 	default:
-		s.log.Debug("a session/update arrived outside a turn", "event", fmt.Sprintf("%T", u.event.GetEvent()))
-	}
-}
-
-// request serves the agent's own requests.
-func (s *Session) request(ctx context.Context, method string, params json.RawMessage) (result any, rpcErr *jsonrpc.ErrorObject) {
-	ctx, span := s.serveSpan(ctx, method)
-	defer func() {
-		if rpcErr != nil {
-			rpcError(span, rpcErr)
-		}
-		span.End()
-	}()
-	switch method {
-	case "session/request_permission":
-		return s.requestPermission(ctx, params)
-	case "fs/read_text_file":
-		return s.readTextFile(ctx, params)
-	case "fs/write_text_file":
-		return s.writeTextFile(params)
-	case "elicitation/create":
-		return s.createElicitation(ctx, params)
-	default:
-		return nil, &jsonrpc.ErrorObject{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("acpgate does not serve %s", method)}
+		s.log.Debug("a session/update arrived outside a turn", "event", fmt.Sprintf("%T", u.Event.GetEvent()))
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/acpgate/acpgate/internal/acp"
+	"github.com/acpgate/acpgate/internal/acp/answer"
+	"github.com/acpgate/acpgate/internal/acp/clientreq"
 	"github.com/acpgate/acpgate/internal/acp/jsonrpc"
 	"github.com/acpgate/acpgate/internal/store/postgres"
 )
@@ -409,23 +411,23 @@ type MCPServer struct {
 
 // Policy is how the gateway answers an agent's session/request_permission:
 // the runtime's own type, so a configured value needs no conversion.
-type Policy = acp.Policy
+type Policy = clientreq.Policy
 
 // The permission policies, as written in a configuration file.
 const (
-	PolicyReject = acp.PolicyReject
-	PolicyAllow  = acp.PolicyAllow
-	PolicyAsk    = acp.PolicyAsk
+	PolicyReject = clientreq.PolicyReject
+	PolicyAllow  = clientreq.PolicyAllow
+	PolicyAsk    = clientreq.PolicyAsk
 )
 
 // ElicitationMode is how the gateway answers an agent's elicitation/create:
 // the runtime's own type.
-type ElicitationMode = acp.ElicitationMode
+type ElicitationMode = clientreq.ElicitationMode
 
 // The elicitation policies, as written in a configuration file.
 const (
-	ElicitDecline = acp.ElicitDecline
-	ElicitAsk     = acp.ElicitAsk
+	ElicitDecline = clientreq.ElicitDecline
+	ElicitAsk     = clientreq.ElicitAsk
 )
 
 // Limits are the gateway-wide limits.
@@ -615,7 +617,7 @@ func defaults() *Config {
 			MaxWatchersPerPrincipal: DefaultMaxWatchersPerPrincipal,
 			MaxHeaderBytes:          DefaultMaxHeaderBytes,
 			MaxTurnBytes:            DefaultMaxTurnBytes,
-			MaxAnswerBytes:          acp.DefaultMaxAnswerBytes,
+			MaxAnswerBytes:          answer.DefaultMaxBytes,
 		},
 		ShutdownGrace:      DefaultShutdownGrace,
 		HandshakeTimeout:   DefaultHandshakeTimeout,

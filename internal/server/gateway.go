@@ -32,6 +32,9 @@ import (
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/access"
 	"github.com/acpgate/acpgate/internal/acp"
+	"github.com/acpgate/acpgate/internal/acp/agentproc"
+	"github.com/acpgate/acpgate/internal/acp/answer"
+	"github.com/acpgate/acpgate/internal/acp/clientreq"
 	"github.com/acpgate/acpgate/internal/config"
 	"github.com/acpgate/acpgate/internal/metrics"
 	"github.com/acpgate/acpgate/internal/notify"
@@ -189,7 +192,7 @@ func New(opts Options) (*Gateway, error) {
 	containment, hostProc := probeContainment(log, opts.SandboxLauncher)
 	noSandbox := probeSandbox(opts.Config.Agents, log)
 	// One budget for every agent: the bound is on what the gateway holds.
-	budget := acp.NewAnswerBudget(opts.Config.Limits.MaxAnswerBytes)
+	budget := answer.NewBudget(opts.Config.Limits.MaxAnswerBytes)
 	for _, a := range opts.Config.Agents {
 		entry := &agentEntry{cfg: a, acp: acpConfig(a, opts, lookup, log), m: opts.Metrics.Agent(a.Name), mcp: newMCPOffer(opts.Config.MCP, a)}
 		entry.acp.Process.Containment = containment
@@ -229,8 +232,8 @@ func New(opts Options) (*Gateway, error) {
 // operator must be able to tell whether a descendant that leaves its
 // process group, or a SIGKILLed gateway, can leave agent processes
 // running, and whether agents see the host's processes.
-func probeContainment(log *slog.Logger, launcher string) (acp.Containment, bool) {
-	c, hostProc, refused := acp.ProbeContainment(launcher)
+func probeContainment(log *slog.Logger, launcher string) (agentproc.Containment, bool) {
+	c, hostProc, refused := agentproc.ProbeContainment(launcher)
 	switch {
 	case !c.KernelEnforced():
 		log.Warn("agent containment is the weaker process-group kind: the kernel refused the namespaces, so a descendant that calls setsid() can outlive its session, descendants can outlive a gateway killed with SIGKILL, and agents see the host's processes",
@@ -253,12 +256,12 @@ func acpConfig(a config.Agent, opts Options, lookup func(string) (string, bool),
 	}
 	return acp.Config{
 		Agent:              a.Name,
-		Process:            acp.ProcessSpec{Command: a.Command, Args: a.Args, Env: agentEnviron(a, opts, lookup)},
+		Process:            agentproc.Spec{Command: a.Command, Args: a.Args, Env: agentEnviron(a, opts, lookup)},
 		ClientVersion:      opts.Version,
 		AuthMethod:         a.AuthMethod,
-		FS:                 acp.FSAccess{Read: a.FS.Read, Write: a.FS.Write},
-		Permission:         acp.PermissionPolicy{Mode: a.PermissionPolicy, Timeout: a.PermissionTimeout},
-		Elicitation:        acp.ElicitationPolicy{Mode: a.Elicitation, Timeout: a.ElicitationTimeout},
+		FS:                 clientreq.FSAccess{Read: a.FS.Read, Write: a.FS.Write},
+		Permission:         clientreq.PermissionPolicy{Mode: a.PermissionPolicy, Timeout: a.PermissionTimeout},
+		Elicitation:        clientreq.ElicitationPolicy{Mode: a.Elicitation, Timeout: a.ElicitationTimeout},
 		MCPServers:         mcp,
 		StrictFraming:      a.StrictFraming,
 		MaxFrameBytes:      opts.Config.Limits.MaxFrameBytes,
@@ -397,9 +400,9 @@ func (g *Gateway) ResolvePermission(ctx context.Context, req *acpgatev1.ResolveP
 		return nil, err
 	}
 	switch err := live.sess.ResolvePermission(req.GetRequestId(), req.GetOptionId()); {
-	case errors.Is(err, acp.ErrNoSuchPermission):
+	case errors.Is(err, clientreq.ErrNoSuchPermission):
 		return nil, withDetail(codes.FailedPrecondition, g.interp.StaleTarget(err.Error()))
-	case errors.Is(err, acp.ErrNoSuchOption):
+	case errors.Is(err, clientreq.ErrNoSuchOption):
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	case err != nil:
 		return nil, status.Error(codes.Internal, err.Error())
@@ -414,9 +417,9 @@ func (g *Gateway) ResolveElicitation(ctx context.Context, req *acpgatev1.Resolve
 		return nil, err
 	}
 	switch err := live.sess.ResolveElicitation(req.GetRequestId(), req.GetAction(), req.GetContent()); {
-	case errors.Is(err, acp.ErrNoSuchElicitation):
+	case errors.Is(err, clientreq.ErrNoSuchElicitation):
 		return nil, withDetail(codes.FailedPrecondition, g.interp.StaleTarget(err.Error()))
-	case errors.Is(err, acp.ErrInvalidContent):
+	case errors.Is(err, clientreq.ErrInvalidContent):
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	case err != nil:
 		return nil, status.Error(codes.Internal, err.Error())

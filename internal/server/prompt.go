@@ -10,6 +10,7 @@ import (
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/acp"
+	"github.com/acpgate/acpgate/internal/acp/translate"
 	"github.com/acpgate/acpgate/outcome"
 )
 
@@ -92,7 +93,7 @@ func (g *Gateway) promptBlocks(req *acpgatev1.PromptRequest) ([]acpsdk.ContentBl
 	}
 	var blocks []acpsdk.ContentBlock
 	for i, b := range req.GetPrompt() {
-		block, err := acp.ContentFromProto(b)
+		block, err := translate.ContentFromProto(b)
 		if err != nil {
 			return nil, status.Errorf(codes.InvalidArgument, "prompt[%d]: %v", i, err)
 		}

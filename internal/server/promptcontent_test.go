@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
-	"github.com/acpgate/acpgate/internal/acp"
+	"github.com/acpgate/acpgate/internal/acp/translate"
 	"github.com/acpgate/acpgate/internal/server"
 )
 
@@ -86,7 +86,7 @@ func TestAOneShotImageForATextOnlyAgentEndsInBandAsCapabilityNotSupported(t *tes
 
 func TestABlockOverItsSizeLimitIsInvalidArgument(t *testing.T) {
 	h := startWith(t, func(o *server.Options) { o.Config.Limits.MaxPromptBytes = 64 << 20 })
-	stream, err := h.client.Prompt(context.Background(), &acpgatev1.PromptRequest{Agent: "test", Prompt: []*acpgatev1.ContentBlock{imageBlock(strings.Repeat("A", acp.MaxImageBlockBytes+4))}})
+	stream, err := h.client.Prompt(context.Background(), &acpgatev1.PromptRequest{Agent: "test", Prompt: []*acpgatev1.ContentBlock{imageBlock(strings.Repeat("A", translate.MaxImageBlockBytes+4))}})
 	if err == nil {
 		_, err = stream.Recv()
 	}

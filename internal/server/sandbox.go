@@ -32,7 +32,7 @@ func probeSandbox(agents []config.Agent, log *slog.Logger) (absent error) {
 	return nil
 }
 
-// sandboxWrap returns the acp.ProcessSpec.Wrap that starts agent a through
+// sandboxWrap returns the agentproc.Spec.Wrap that starts agent a through
 // the sandbox launcher, the acpgate executable launcher; absent is why the
 // kernel cannot confine it, nil when it can.
 func sandboxWrap(a config.Agent, launcher string, absent error) func(dir, command string, args []string) (string, []string, error) {

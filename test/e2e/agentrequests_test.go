@@ -18,6 +18,7 @@ import (
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/acp"
+	"github.com/acpgate/acpgate/internal/acp/clientreq"
 )
 
 // Tests of the gateway against an agent that floods it with requests of
@@ -179,7 +180,7 @@ func TestAnAgentFloodingReadsOfALargeFileWhileNotReadingItsStdinCostsTheGatewayB
 	settle(t, pid)
 	// Without a bound on the agent's requests in flight the gateway held
 	// all 60 answers, 480 MiB, and peaked above 700 MiB.
-	peak, bound := procStatus(t, pid, "VmHWM"), peakRSSBound(acp.DefaultMaxAgentRequests, acp.DefaultMaxReadBytes)
+	peak, bound := procStatus(t, pid, "VmHWM"), peakRSSBound(acp.DefaultMaxAgentRequests, clientreq.DefaultMaxReadBytes)
 	t.Logf("gateway peak RSS %d MiB (bound %d MiB), %d threads", peak>>20, bound>>20, procStatus(t, pid, "Threads"))
 	if peak > bound {
 		t.Errorf("the gateway's RSS peaked at %d MiB, over %d MiB", peak>>20, bound>>20)

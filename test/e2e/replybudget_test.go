@@ -10,6 +10,7 @@ import (
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 
 	"github.com/acpgate/acpgate/internal/acp"
+	"github.com/acpgate/acpgate/internal/acp/clientreq"
 )
 
 // floodCostBound is what the flood below may cost the gateway above its
@@ -24,7 +25,7 @@ const floodCostBound = 2*acp.DefaultMaxAgentReplyBytes + 32<<20
 func serveLargestReadable(t *testing.T) (*served, string) {
 	workspace := t.TempDir()
 	big := filepath.Join(workspace, "big.txt")
-	if err := os.WriteFile(big, bytes.Repeat([]byte("x"), acp.DefaultMaxReadBytes), 0o644); err != nil {
+	if err := os.WriteFile(big, bytes.Repeat([]byte("x"), clientreq.DefaultMaxReadBytes), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return serve(t, "--config", readerConfig(t, workspace)), big

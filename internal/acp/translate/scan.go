@@ -1,4 +1,4 @@
-package acp
+package translate
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 // key — and the caller then decodes with encoding/json, so the scanner never
 // decides what a message means, it only reads the common case faster. A
 // fuzz target holds it to encoding/json's answer.
-func scanTextChunk(params []byte, ids *idCache) (p textChunk, ok bool) {
+func scanTextChunk(params []byte, ids *IDCache) (p textChunk, ok bool) {
 	s := scanner{b: params}
 	var seen [5]bool // sessionId, update, sessionUpdate, messageId, content
 	hasType := false
@@ -205,15 +205,15 @@ func literal(b []byte) bool {
 	return true
 }
 
-// idCache keeps the last session id and message id a connection's chunks
+// IDCache keeps the last session id and message id a connection's chunks
 // carried: every chunk of a message repeats both, and a string read anew
 // is an allocation a chunk. Used by one goroutine (the connection's
 // reader); nil keeps nothing.
-type idCache struct {
+type IDCache struct {
 	ids [2]string // session id, message id
 }
 
-func (c *idCache) slot(i int) *string {
+func (c *IDCache) slot(i int) *string {
 	if c == nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package acp
+package agentproc
 
 import (
 	"errors"
@@ -17,7 +17,7 @@ import (
 
 // Containment is how an agent's whole process tree (the agent and every
 // descendant) is held, so that none of it outlives the agent, its session
-// or the gateway. See process for why a PID namespace is preferred.
+// or the gateway. See Process for why a PID namespace is preferred.
 type Containment int
 
 const (
@@ -58,7 +58,7 @@ func (c Containment) String() string {
 func (c Containment) KernelEnforced() bool { return c != ContainProcessGroup }
 
 // apply sets the clone flags, identity mappings and capabilities c needs.
-// With a launcher (ProcessSpec.Launcher) and ownProc, the namespaces
+// With a launcher (Spec.Launcher) and ownProc, the namespaces
 // include a mount namespace, where the launcher mounts the agent's own
 // /proc. With a launcher, in a user namespace the launcher maps the ids
 // itself (see sandbox.ContainFlags for why the gateway cannot): it is
@@ -150,16 +150,16 @@ func (c Containment) probe(launcher string, hostProc bool) error {
 	if launcher == "" {
 		return c.probeClone()
 	}
-	p, err := spawn(ProcessSpec{Command: launcher, Args: sandbox.ProbeArgs(), Dir: "/", Launcher: launcher, HostProc: hostProc}, c)
+	p, err := spawn(Spec{Command: launcher, Args: sandbox.ProbeArgs(), Dir: "/", Launcher: launcher, HostProc: hostProc}, c)
 	if err != nil {
 		return err
 	}
-	if !p.waitExit(probeBound) {
-		p.kill()
+	if !p.WaitExit(probeBound) {
+		p.Kill()
 		return fmt.Errorf("the probe did not exit within %s", probeBound)
 	}
-	p.stop(0)
-	if code, sig, _ := p.exitStatus(); code == nil || *code != 0 {
+	p.Stop(0)
+	if code, sig, _ := p.ExitStatus(); code == nil || *code != 0 {
 		return fmt.Errorf("the launcher failed (exit %v%s): %s", derefOr(code), sig, strings.TrimSpace(p.tail.String()))
 	}
 	return nil

@@ -1,7 +1,6 @@
-package acp
+package agentproc
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -18,8 +17,8 @@ import (
 // and TransportFailure.stderr_tail.
 const DefaultStderrTailBytes = 64 << 10
 
-// ProcessSpec says how to start an agent program.
-type ProcessSpec struct {
+// Spec says how to start an agent program.
+type Spec struct {
 	// Command is the program; it is executed directly, never by a shell.
 	Command string
 	// Args are its arguments.
@@ -54,7 +53,7 @@ type ProcessSpec struct {
 	HostProc bool
 }
 
-// process is a running agent program, contained with its descendants.
+// Process is a running agent program, contained with its descendants.
 //
 // Life cycle: start → (the agent runs) → stop: close stdin, wait a grace
 // period, SIGTERM the group, wait, SIGKILL the group, reap. The agent leads
@@ -84,13 +83,13 @@ type ProcessSpec struct {
 //
 // What an agent sees in its namespace: getpid() is 1, and its children
 // have small pids of the namespace's own. With a launcher
-// (ProcessSpec.Launcher, which the gateway always has), it also runs in a
+// (Spec.Launcher, which the gateway always has), it also runs in a
 // mount namespace of its own, where the launcher mounts a fresh /proc:
 // the agent lists only its own process tree, and cannot name the
 // gateway's pid, so it can read neither the gateway's environment nor its
 // memory, nor those of other agents, whatever its uid. (Without a
 // launcher, or where the kernel refuses the agent a /proc of its own
-// (ProcessSpec.HostProc), /proc is the gateway's, and /proc/<getpid()> is
+// (Spec.HostProc), /proc is the gateway's, and /proc/<getpid()> is
 // not the agent.) The launcher gives up CAP_SYS_ADMIN before it executes
 // the agent, so the agent cannot unmount that /proc (see
 // sandbox.ContainFlags).
@@ -111,7 +110,7 @@ type ProcessSpec struct {
 // Where namespaces are refused, containment falls back to the process
 // group, and at least a descendant that stayed in the group is killed as
 // soon as the agent exits.
-type process struct {
+type Process struct {
 	cmd    *exec.Cmd
 	stdin  *os.File
 	stdout *os.File
@@ -128,19 +127,21 @@ type process struct {
 	stopOnce   sync.Once
 }
 
-func startProcess(spec ProcessSpec) (*process, error) {
+// Start starts spec's program contained as spec.Containment says, or, when
+// the kernel refuses that namespace at this start, as a process group.
+func Start(spec Spec) (*Process, error) {
 	p, err := spawn(spec, spec.Containment)
 	if err != nil && spec.Containment.KernelEnforced() && namespaceRefused(err) {
 		// The probe at start said yes, but this clone was refused (a
 		// namespace limit, say): an agent contained less is better than
-		// none at all; Open says so in the log.
+		// none at all; Containment says which kind is in force.
 		p, err = spawn(spec, ContainProcessGroup)
 	}
 	return p, err
 }
 
 // spawn starts spec's program contained by c, or fails.
-func spawn(spec ProcessSpec, c Containment) (*process, error) {
+func spawn(spec Spec, c Containment) (*Process, error) {
 	command, args, err := c.launch(spec.Launcher, spec.HostProc, spec.Command, spec.Args)
 	if err != nil {
 		return nil, err
@@ -183,7 +184,7 @@ func spawn(spec ProcessSpec, c Containment) (*process, error) {
 	if limit <= 0 {
 		limit = DefaultStderrTailBytes
 	}
-	p := &process{
+	p := &Process{
 		cmd:         cmd,
 		stdin:       inW,
 		stdout:      outR,
@@ -212,7 +213,7 @@ func namespaceRefused(err error) bool {
 		errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EUSERS)
 }
 
-func (p *process) reap() {
+func (p *Process) reap() {
 	// Learn of the exit without reaping: while the agent is an unreaped
 	// zombie its pid, and so its process group id, cannot be reused, so
 	// the group can be killed without hitting a stranger. Killing it as
@@ -243,53 +244,22 @@ func (p *process) reap() {
 	close(p.exited)
 }
 
-func (p *process) drainStderr(onLine func(string)) {
-	defer close(p.stderrDone)
-	buf := make([]byte, 32<<10)
-	var partial []byte
-	for {
-		n, err := p.stderr.Read(buf)
-		if n > 0 {
-			p.tail.Write(buf[:n])
-			if onLine != nil {
-				partial = emitLines(append(partial, buf[:n]...), onLine)
-			}
-		}
-		if err != nil {
-			if onLine != nil && len(partial) > 0 {
-				onLine(string(partial))
-			}
-			return
-		}
-	}
-}
-
-// emitLines calls onLine for each complete line and returns the rest. A
-// line longer than 4 KiB is emitted in pieces so a stderr flood without
-// newlines cannot grow the buffer.
-func emitLines(b []byte, onLine func(string)) []byte {
-	for {
-		i := bytes.IndexByte(b, '\n')
-		if i < 0 {
-			if len(b) > 4<<10 {
-				onLine(string(b))
-				return b[:0]
-			}
-			return b
-		}
-		onLine(string(b[:i]))
-		b = b[i+1:]
-	}
-}
-
 // Stdout returns the agent's stdout.
-func (p *process) Stdout() io.Reader { return p.stdout }
+func (p *Process) Stdout() io.Reader { return p.stdout }
 
 // Stdin returns the agent's stdin.
-func (p *process) Stdin() io.Writer { return p.stdin }
+func (p *Process) Stdin() io.Writer { return p.stdin }
 
-// exitStatus returns the exit code or terminating signal, once reaped.
-func (p *process) exitStatus() (*int32, string, bool) {
+// StderrTail returns the end of what the agent wrote to stderr, at most
+// Spec.StderrTailBytes.
+func (p *Process) StderrTail() string { return p.tail.String() }
+
+// StderrDone is closed once the agent's stderr has been read to its end.
+func (p *Process) StderrDone() <-chan struct{} { return p.stderrDone }
+
+// ExitStatus returns the exit code or terminating signal, and true, once
+// the process has been reaped.
+func (p *Process) ExitStatus() (*int32, string, bool) {
 	select {
 	case <-p.exited:
 		return p.exitCode, p.exitSignal, true
@@ -298,8 +268,9 @@ func (p *process) exitStatus() (*int32, string, bool) {
 	}
 }
 
-// waitExit waits up to d for the process to exit.
-func (p *process) waitExit(d time.Duration) bool {
+// WaitExit waits up to d for the process to exit, and reports whether it
+// did.
+func (p *Process) WaitExit(d time.Duration) bool {
 	if d <= 0 {
 		select {
 		case <-p.exited:
@@ -318,16 +289,16 @@ func (p *process) waitExit(d time.Duration) bool {
 	}
 }
 
-// stop ends the agent: close its stdin (a well-behaved agent exits on EOF),
+// Stop ends the agent: close its stdin (a well-behaved agent exits on EOF),
 // wait up to grace, SIGTERM the group, wait up to grace, SIGKILL the group.
 // It returns once the process has been reaped and its pipes are closed. It
 // is safe to call more than once; later calls wait for the first.
-func (p *process) stop(grace time.Duration) {
+func (p *Process) Stop(grace time.Duration) {
 	p.stopOnce.Do(func() {
 		_ = p.stdin.Close()
-		if !p.waitExit(grace) {
+		if !p.WaitExit(grace) {
 			p.signalGroup(syscall.SIGTERM)
-			if !p.waitExit(grace) {
+			if !p.WaitExit(grace) {
 				p.signalGroup(syscall.SIGKILL)
 			}
 		}
@@ -340,13 +311,13 @@ func (p *process) stop(grace time.Duration) {
 	})
 }
 
-// kill stops the agent at once, without a grace period.
-func (p *process) kill() {
+// Kill stops the agent at once, without a grace period.
+func (p *Process) Kill() {
 	p.signalGroup(syscall.SIGKILL)
-	p.stop(0)
+	p.Stop(0)
 }
 
-func (p *process) signalGroup(sig syscall.Signal) {
+func (p *Process) signalGroup(sig syscall.Signal) {
 	if p.cmd.Process == nil {
 		return
 	}
@@ -356,60 +327,12 @@ func (p *process) signalGroup(sig syscall.Signal) {
 	}
 }
 
-func (p *process) pid() int { return p.cmd.Process.Pid }
+// Pid returns the agent's process id (in the gateway's PID namespace).
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
 // Containment returns the kind of containment the agent runs under.
-func (p *process) Containment() Containment { return p.containment }
+func (p *Process) Containment() Containment { return p.containment }
 
-// ringBuffer keeps the last n bytes written to it.
-type ringBuffer struct {
-	mu   sync.Mutex
-	buf  []byte
-	size int
-	full bool
-	pos  int
-}
-
-func newRingBuffer(n int) *ringBuffer {
-	return &ringBuffer{buf: make([]byte, 0, min(n, 4096)), size: n}
-}
-
-func (r *ringBuffer) Write(b []byte) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(b) >= r.size {
-		r.buf = append(r.buf[:0], b[len(b)-r.size:]...)
-		r.full, r.pos = true, 0
-		return
-	}
-	if !r.full {
-		if len(r.buf)+len(b) <= r.size {
-			r.buf = append(r.buf, b...)
-			return
-		}
-		grown := make([]byte, r.size)
-		copy(grown, r.buf)
-		r.pos = len(r.buf)
-		r.buf = grown
-		r.full = true
-	}
-	for len(b) > 0 {
-		n := copy(r.buf[r.pos:], b)
-		b = b[n:]
-		r.pos = (r.pos + n) % r.size
-	}
-}
-
-// String returns the kept bytes in order.
-func (r *ringBuffer) String() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !r.full {
-		return string(r.buf)
-	}
-	return string(r.buf[r.pos:]) + string(r.buf[:r.pos])
-}
-
-func (p *process) String() string {
-	return fmt.Sprintf("%s (pid %d)", p.cmd.Path, p.pid())
+func (p *Process) String() string {
+	return fmt.Sprintf("%s (pid %d)", p.cmd.Path, p.Pid())
 }

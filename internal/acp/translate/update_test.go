@@ -1,4 +1,4 @@
-package acp
+package translate
 
 import (
 	"encoding/json"
@@ -11,14 +11,14 @@ import (
 )
 
 // slowUpdate decodes params through the general path only.
-func slowUpdate(params json.RawMessage) (string, update, error) {
+func slowUpdate(params json.RawMessage) (string, Update, error) {
 	var head updateHead
 	if err := json.Unmarshal(params, &head); err != nil {
-		return "", update{}, err
+		return "", Update{}, err
 	}
 	var kind kindHead
 	if err := json.Unmarshal(head.Update, &kind); err != nil {
-		return "", update{}, err
+		return "", Update{}, err
 	}
 	u, err := translateUpdate(kind.SessionUpdate, head.Update)
 	return head.SessionID, u, err
@@ -56,11 +56,11 @@ func checkFastPathAgrees(t *testing.T, params []byte) {
 	if err != nil {
 		t.Fatalf("the fast path took what the general path rejects (%v): %s", err, params)
 	}
-	if id != slowID || !proto.Equal(fast.event, slow.event) {
-		t.Fatalf("paths disagree on %s:\nfast %v\nslow %v", params, fast.event, slow.event)
+	if id != slowID || !proto.Equal(fast.Event, slow.Event) {
+		t.Fatalf("paths disagree on %s:\nfast %v\nslow %v", params, fast.Event, slow.Event)
 	}
-	if fast.hasChunk != slow.hasChunk || fast.chunk != slow.chunk {
-		t.Fatalf("paths disagree on accumulation of %s: %+v vs %+v", params, fast.chunk, slow.chunk)
+	if fast.HasChunk != slow.HasChunk || fast.Chunk != slow.Chunk {
+		t.Fatalf("paths disagree on accumulation of %s: %+v vs %+v", params, fast.Chunk, slow.Chunk)
 	}
 }
 
@@ -115,12 +115,12 @@ func checkScannerAgrees(t *testing.T, params []byte) {
 }
 
 func TestChunksDecodedThroughOneConnectionShareTheIdsTheyRepeat(t *testing.T) {
-	var ids idCache
+	var ids IDCache
 	chunk := func(session, message, text string) []byte {
 		return fmt.Appendf(nil, `{"sessionId":%q,"update":{"sessionUpdate":"agent_message_chunk","messageId":%q,"content":{"type":"text","text":%q}}}`, session, message, text)
 	}
 	lines := [][]byte{chunk("s1", "m1", "a"), chunk("s1", "m1", "b"), chunk("s1", "m2", "c"), chunk("s2", "m2", "d"), chunk("s\u00e9", "m\\u0031", "e")}
-	var prev update
+	var prev Update
 	var prevSession string
 	for i, line := range lines {
 		session, u, ok := decodeTextChunk(line, &ids)
@@ -128,10 +128,10 @@ func TestChunksDecodedThroughOneConnectionShareTheIdsTheyRepeat(t *testing.T) {
 			t.Fatalf("line %d was refused: %s", i, line)
 		}
 		slowSession, slow, err := slowUpdate(line)
-		if err != nil || session != slowSession || !proto.Equal(u.event, slow.event) || u.chunk != slow.chunk {
-			t.Errorf("line %d: %s %v, the general path %s %v (%v)", i, session, u.event, slowSession, slow.event, err)
+		if err != nil || session != slowSession || !proto.Equal(u.Event, slow.Event) || u.Chunk != slow.Chunk {
+			t.Errorf("line %d: %s %v, the general path %s %v (%v)", i, session, u.Event, slowSession, slow.Event, err)
 		}
-		if i == 1 && (unsafe.StringData(session) != unsafe.StringData(prevSession) || unsafe.StringData(u.chunk.messageID) != unsafe.StringData(prev.chunk.messageID)) {
+		if i == 1 && (unsafe.StringData(session) != unsafe.StringData(prevSession) || unsafe.StringData(u.Chunk.MessageID) != unsafe.StringData(prev.Chunk.MessageID)) {
 			t.Errorf("the second chunk of a message read its session and message ids anew")
 		}
 		prev, prevSession = u, session

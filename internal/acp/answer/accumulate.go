@@ -1,12 +1,13 @@
-package acp
+package answer
 
 import (
 	"strings"
 
+	"github.com/acpgate/acpgate/internal/acp/translate"
 	"github.com/acpgate/acpgate/outcome"
 )
 
-// accumulator reassembles the agent's streamed answer into messages.
+// Accumulator reassembles the agent's streamed answer into messages.
 //
 // ACP streams an answer as agent_message_chunk updates and says nothing
 // about where one message ends, except through messageId when the agent
@@ -31,12 +32,15 @@ import (
 // output needs — instead of all of it.
 //
 // Without a limit, the kept text is reserved from a budget shared by the
-// gateway's turns, in steps of answerReserveStep. When a reservation fails,
-// or when bound is called (nobody will read the whole text), the
+// gateway's turns, in steps of reserveStep. When a reservation fails,
+// or when Bound is called (nobody will read the whole text), the
 // accumulator takes the limit keep from then on, drops the chunks it would
 // not have kept under that limit from the start, and returns its
 // reservation: it ends exactly as an accumulator limited from the start.
-type accumulator struct {
+//
+// It is not safe for concurrent use: a turn holds it under its own lock.
+// The zero value keeps the whole text, unbounded.
+type Accumulator struct {
 	limit   int       // keep chunks starting before this offset; 0: keep all
 	done    []message // completed messages with text
 	current message
@@ -44,11 +48,27 @@ type accumulator struct {
 	open    bool
 	size    int // the joined text's length so far, separators included
 
-	keep       int           // the limit bound takes
-	budget     *AnswerBudget // reserved from while there is no limit
-	reserved   int64         // held from budget
-	overBudget bool          // a reservation failed, so the limit was taken
+	keep       int     // the limit bound takes
+	budget     *Budget // reserved from while there is no limit
+	reserved   int64   // held from budget
+	overBudget bool    // a reservation failed, so the limit was taken
 }
+
+// Limited returns an accumulator that keeps only the chunks that start
+// within the first limit bytes of the joined text, for a turn whose
+// outcome will not carry the text.
+func Limited(limit int) Accumulator { return Accumulator{limit: limit} }
+
+// Budgeted returns an accumulator that keeps the whole text while budget
+// (nil: unbounded) has room for it, and then becomes Limited(keep), as
+// though it had been from the start.
+func Budgeted(budget *Budget, keep int) Accumulator {
+	return Accumulator{budget: budget, keep: keep}
+}
+
+// OverBudget reports whether a reservation failed, so the text was not
+// kept whole for want of room in the budget.
+func (a *Accumulator) OverBudget() bool { return a.overBudget }
 
 // message is one message's text, as the chunks that carried it.
 type message struct {
@@ -57,48 +77,49 @@ type message struct {
 	cut   bool // a chunk of it was counted, not kept
 }
 
-func (a *accumulator) chunk(c chunkInfo) {
-	if a.open && c.messageID != a.id {
-		a.split()
+// Add adds a message chunk of the answer.
+func (a *Accumulator) Add(c translate.Chunk) {
+	if a.open && c.MessageID != a.id {
+		a.Split()
 	}
 	if !a.open {
-		a.open, a.id = true, c.messageID
+		a.open, a.id = true, c.MessageID
 	}
-	if !c.isText || c.text == "" {
+	if !c.IsText || c.Text == "" {
 		return
 	}
 	if a.current.size == 0 && len(a.done) > 0 {
 		a.size += len(messageSeparator)
 	}
-	if a.budget != nil && a.limit == 0 && int64(a.size+len(c.text)) > a.reserved {
-		a.reserve(a.size + len(c.text))
+	if a.budget != nil && a.limit == 0 && int64(a.size+len(c.Text)) > a.reserved {
+		a.reserve(a.size + len(c.Text))
 	}
 	if a.limit == 0 || a.size < a.limit {
-		a.current.parts = append(a.current.parts, c.text)
+		a.current.parts = append(a.current.parts, c.Text)
 	} else {
 		a.current.cut = true
 	}
-	a.current.size += len(c.text)
-	a.size += len(c.text)
+	a.current.size += len(c.Text)
+	a.size += len(c.Text)
 }
 
 // reserve grows the reservation to cover size bytes of kept text, rounded
 // up to a step; when the budget has no room, the accumulator takes its
 // limit instead.
-func (a *accumulator) reserve(size int) {
-	need := (int64(size) - a.reserved + answerReserveStep - 1) / answerReserveStep * answerReserveStep
+func (a *Accumulator) reserve(size int) {
+	need := (int64(size) - a.reserved + reserveStep - 1) / reserveStep * reserveStep
 	if a.budget.reserve(need) {
 		a.reserved += need
 		return
 	}
 	a.overBudget = true
-	a.bound()
+	a.Bound()
 }
 
-// bound makes the accumulator keep only the beginning its limit keep lets
+// Bound makes the accumulator keep only the beginning its limit keep lets
 // it keep, as though it had had that limit from the start, and returns its
 // reservation. An accumulator that has a limit already keeps it.
-func (a *accumulator) bound() {
+func (a *Accumulator) Bound() {
 	a.releaseReservation()
 	if a.limit != 0 {
 		return
@@ -120,7 +141,7 @@ func (a *accumulator) bound() {
 }
 
 // releaseReservation returns what the accumulator holds from its budget.
-func (a *accumulator) releaseReservation() {
+func (a *Accumulator) releaseReservation() {
 	a.budget.release(a.reserved)
 	a.reserved = 0
 }
@@ -140,8 +161,8 @@ func (m *message) trim(start, limit int) (end int) {
 	return start + m.size
 }
 
-// split ends the current message, if any.
-func (a *accumulator) split() {
+// Split ends the current message, if any: the agent turned to tools.
+func (a *Accumulator) Split() {
 	if !a.open {
 		return
 	}
@@ -155,12 +176,12 @@ func (a *accumulator) split() {
 // messageSeparator joins a turn's messages in PromptOutcome.text.
 const messageSeparator = "\n\n"
 
-// finish ends the turn's last message and returns the turn's text and its
+// Finish ends the turn's last message and returns the turn's text and its
 // final message, whole or (past the limit) as their kept beginnings and
 // lengths, and returns the reservation. The text is built with one copy;
 // the final message is the text's own tail, not a second copy.
-func (a *accumulator) finish() (text, final outcome.Text) {
-	a.split()
+func (a *Accumulator) Finish() (text, final outcome.Text) {
+	a.Split()
 	if len(a.done) == 0 {
 		a.releaseReservation()
 		return outcome.Text{}, outcome.Text{}
@@ -184,7 +205,7 @@ func (a *accumulator) finish() (text, final outcome.Text) {
 // eachKept calls f with the kept beginning of the joined text, piece by
 // piece: the completed messages' kept chunks with separators between
 // messages, up to the first message a chunk of which was only counted.
-func (a *accumulator) eachKept(f func(string)) {
+func (a *Accumulator) eachKept(f func(string)) {
 	for i, m := range a.done {
 		if i > 0 {
 			f(messageSeparator)

@@ -1,41 +1,41 @@
-package acp
+package answer
 
 import "sync/atomic"
 
-// DefaultMaxAnswerBytes is the default capacity of a gateway's
-// AnswerBudget (limits.max_answer_bytes): 512 MiB of answer text held for
+// DefaultMaxBytes is the default capacity of a gateway's Budget
+// (limits.max_answer_bytes): 512 MiB of answer text held for
 // outcomes, across all of its turns.
-const DefaultMaxAnswerBytes = 512 << 20
+const DefaultMaxBytes = 512 << 20
 
-// answerReserveStep is how much a turn reserves at a time: reserving per
+// reserveStep is how much a turn reserves at a time: reserving per
 // step rather than per chunk keeps the budget off the chunk path, which
 // runs tens of thousands of times a second.
-const answerReserveStep = 64 << 10
+const reserveStep = 64 << 10
 
-// AnswerBudget bounds the answer text that the turns of a gateway hold, all
+// Budget bounds the answer text that the turns of a gateway hold, all
 // together, for the outcomes of the turns that complete. A turn keeping its
 // text reserves bytes as the text grows and releases them when it ends; a
 // turn whose reservation fails stops keeping the text (it keeps only the
 // beginning a failure's partial output needs, as with omit_outcome_text),
 // and its completed outcome omits the text, saying why.
 //
-// It is safe for concurrent use. A nil *AnswerBudget is unbounded.
-type AnswerBudget struct {
+// It is safe for concurrent use. A nil *Budget is unbounded.
+type Budget struct {
 	capacity int64
 	used     atomic.Int64
 }
 
-// NewAnswerBudget is a budget of capacity bytes; DefaultMaxAnswerBytes when
+// NewBudget is a budget of capacity bytes; DefaultMaxBytes when
 // capacity is zero or negative.
-func NewAnswerBudget(capacity int64) *AnswerBudget {
+func NewBudget(capacity int64) *Budget {
 	if capacity <= 0 {
-		capacity = DefaultMaxAnswerBytes
+		capacity = DefaultMaxBytes
 	}
-	return &AnswerBudget{capacity: capacity}
+	return &Budget{capacity: capacity}
 }
 
 // Capacity is the most the budget lends at once; 0 for a nil budget.
-func (b *AnswerBudget) Capacity() int64 {
+func (b *Budget) Capacity() int64 {
 	if b == nil {
 		return 0
 	}
@@ -43,7 +43,7 @@ func (b *AnswerBudget) Capacity() int64 {
 }
 
 // Used is how much is reserved now.
-func (b *AnswerBudget) Used() int64 {
+func (b *Budget) Used() int64 {
 	if b == nil {
 		return 0
 	}
@@ -52,7 +52,7 @@ func (b *AnswerBudget) Used() int64 {
 
 // reserve takes n bytes if they fit within the capacity, and reports
 // whether they did. A nil budget always has room.
-func (b *AnswerBudget) reserve(n int64) bool {
+func (b *Budget) reserve(n int64) bool {
 	if b == nil {
 		return true
 	}
@@ -68,7 +68,7 @@ func (b *AnswerBudget) reserve(n int64) bool {
 }
 
 // release returns n reserved bytes.
-func (b *AnswerBudget) release(n int64) {
+func (b *Budget) release(n int64) {
 	if b != nil && n != 0 {
 		b.used.Add(-n)
 	}

@@ -1,25 +1,27 @@
-package acp
+package answer
 
 import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/acpgate/acpgate/internal/acp/translate"
 )
 
 // step is one thing that reaches an accumulator: a chunk, or a split.
 type step struct {
-	chunk chunkInfo
+	chunk translate.Chunk
 	split bool
 }
 
-func accumulate(limit int, steps []step) (a accumulator) {
+func accumulate(limit int, steps []step) (a Accumulator) {
 	a.limit = limit
 	for _, s := range steps {
 		if s.split {
-			a.split()
+			a.Split()
 			continue
 		}
-		a.chunk(s.chunk)
+		a.Add(s.chunk)
 	}
 	return a
 }
@@ -38,9 +40,9 @@ func randomSteps(r *rand.Rand) []step {
 		case 1:
 			id = ids[r.IntN(len(ids))]
 		case 2:
-			steps = append(steps, step{chunk: chunkInfo{messageID: id, text: "image", isText: false}})
+			steps = append(steps, step{chunk: translate.Chunk{MessageID: id, Text: "image", IsText: false}})
 		default:
-			steps = append(steps, step{chunk: chunkInfo{messageID: id, text: words[r.IntN(len(words))], isText: true}})
+			steps = append(steps, step{chunk: translate.Chunk{MessageID: id, Text: words[r.IntN(len(words))], IsText: true}})
 		}
 	}
 	return steps
@@ -52,8 +54,8 @@ func TestALimitedAccumulatorKeepsABeginningAtLeastTheLimitLongAndCountsTheRest(t
 		steps := randomSteps(r)
 		limit := 1 + r.IntN(30)
 		wholeAcc, limitedAcc := accumulate(0, steps), accumulate(limit, steps)
-		whole, wholeFinal := wholeAcc.finish()
-		text, final := limitedAcc.finish()
+		whole, wholeFinal := wholeAcc.Finish()
+		text, final := limitedAcc.Finish()
 		if !whole.Whole() || !wholeFinal.Whole() {
 			t.Fatalf("case %d: without a limit the text is not whole: %+v %+v", i, whole, wholeFinal)
 		}
@@ -74,13 +76,13 @@ func TestALimitedAccumulatorKeepsABeginningAtLeastTheLimitLongAndCountsTheRest(t
 
 func TestAnAccumulatorWithoutALimitKeepsEverything(t *testing.T) {
 	a := accumulate(0, []step{
-		{chunk: chunkInfo{messageID: "a", text: "one ", isText: true}},
-		{chunk: chunkInfo{messageID: "a", text: "message", isText: true}},
-		{chunk: chunkInfo{messageID: "b", text: "", isText: true}},
+		{chunk: translate.Chunk{MessageID: "a", Text: "one ", IsText: true}},
+		{chunk: translate.Chunk{MessageID: "a", Text: "message", IsText: true}},
+		{chunk: translate.Chunk{MessageID: "b", Text: "", IsText: true}},
 		{split: true},
-		{chunk: chunkInfo{messageID: "", text: "two", isText: true}},
+		{chunk: translate.Chunk{MessageID: "", Text: "two", IsText: true}},
 	})
-	text, final := a.finish()
+	text, final := a.Finish()
 	if text.Kept != "one message\n\ntwo" || !text.Whole() || final.Kept != "two" || !final.Whole() {
 		t.Errorf("text %+v final %+v", text, final)
 	}
@@ -92,11 +94,11 @@ func TestAnAccumulatorBoundMidwayEndsExactlyAsOneLimitedFromTheStart(t *testing.
 		steps := randomSteps(r)
 		keep := 1 + r.IntN(30)
 		at := r.IntN(len(steps) + 1)
-		budget := NewAnswerBudget(1 << 30)
-		switched := accumulator{keep: keep, budget: budget}
+		budget := NewBudget(1 << 30)
+		switched := Accumulator{keep: keep, budget: budget}
 		for j := range len(steps) + 1 {
 			if j == at {
-				switched.bound()
+				switched.Bound()
 				if budget.Used() != 0 {
 					t.Fatalf("case %d: %d bytes still reserved once bound", i, budget.Used())
 				}
@@ -104,14 +106,14 @@ func TestAnAccumulatorBoundMidwayEndsExactlyAsOneLimitedFromTheStart(t *testing.
 			switch {
 			case j == len(steps):
 			case steps[j].split:
-				switched.split()
+				switched.Split()
 			default:
-				switched.chunk(steps[j].chunk)
+				switched.Add(steps[j].chunk)
 			}
 		}
 		limitedAcc := accumulate(keep, steps)
-		text, final := switched.finish()
-		wantText, wantFinal := limitedAcc.finish()
+		text, final := switched.Finish()
+		wantText, wantFinal := limitedAcc.Finish()
 		if text != wantText || final != wantFinal {
 			t.Fatalf("case %d, bound at step %d of %d, keep %d: %+v %+v, want %+v %+v", i, at, len(steps), keep, text, final, wantText, wantFinal)
 		}
@@ -122,21 +124,21 @@ func TestAnAccumulatorBoundMidwayEndsExactlyAsOneLimitedFromTheStart(t *testing.
 }
 
 func TestAnAccumulatorOverItsBudgetKeepsOnlyItsLimitAndReturnsTheReservation(t *testing.T) {
-	budget := NewAnswerBudget(2 * answerReserveStep)
-	a := accumulator{keep: 10, budget: budget}
-	chunk := chunkInfo{messageID: "m", text: strings.Repeat("x", answerReserveStep/2), isText: true}
+	budget := NewBudget(2 * reserveStep)
+	a := Accumulator{keep: 10, budget: budget}
+	chunk := translate.Chunk{MessageID: "m", Text: strings.Repeat("x", reserveStep/2), IsText: true}
 	for range 4 {
-		a.chunk(chunk)
+		a.Add(chunk)
 	}
-	if a.overBudget || budget.Used() != 2*answerReserveStep {
+	if a.overBudget || budget.Used() != 2*reserveStep {
 		t.Fatalf("within the budget: over %v, %d reserved", a.overBudget, budget.Used())
 	}
-	a.chunk(chunk)
+	a.Add(chunk)
 	if !a.overBudget || budget.Used() != 0 || len(a.current.parts) != 1 || !a.current.cut {
 		t.Fatalf("over the budget: over %v, %d reserved, %d chunks kept", a.overBudget, budget.Used(), len(a.current.parts))
 	}
-	text, final := a.finish()
-	if text.Len() != 5*len(chunk.text) || text.Whole() || final.Len() != 5*len(chunk.text) || final.Kept != "" {
+	text, final := a.Finish()
+	if text.Len() != 5*len(chunk.Text) || text.Whole() || final.Len() != 5*len(chunk.Text) || final.Kept != "" {
 		t.Errorf("text %d of %d bytes, final %d of %d", len(text.Kept), text.Len(), len(final.Kept), final.Len())
 	}
 }

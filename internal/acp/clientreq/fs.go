@@ -1,4 +1,4 @@
-package acp
+package clientreq
 
 import (
 	"bufio"
@@ -44,6 +44,16 @@ type FSAccess struct {
 // reads before it writes (creating a file) fails without asking.
 const CodeResourceNotFound = -32002
 
+// Files serves one session's fs/* requests as its FSAccess allows, from
+// and to its working directory only.
+type Files struct {
+	access FSAccess
+	cwd    string // resolved, symlink-free
+}
+
+// NewFiles serves access beneath cwd, an absolute path without symlinks.
+func NewFiles(access FSAccess, cwd string) Files { return Files{access: access, cwd: cwd} }
+
 func fsError(code int64, format string, args ...any) *jsonrpc.ErrorObject {
 	return &jsonrpc.ErrorObject{Code: code, Message: fmt.Sprintf(format, args...)}
 }
@@ -51,7 +61,7 @@ func fsError(code int64, format string, args ...any) *jsonrpc.ErrorObject {
 // confine resolves path (absolute, symlinks followed) and checks that it
 // lies inside the session's working directory. For a file that does not
 // exist yet (a write), its parent directory is resolved instead.
-func (s *Session) confine(path string, mayNotExist bool) (string, *jsonrpc.ErrorObject) {
+func (files Files) confine(path string, mayNotExist bool) (string, *jsonrpc.ErrorObject) {
 	if !filepath.IsAbs(path) {
 		return "", fsError(jsonrpc.CodeInvalidParams, "path %q is not absolute; ACP requires absolute paths", path)
 	}
@@ -70,7 +80,7 @@ func (s *Session) confine(path string, mayNotExist bool) (string, *jsonrpc.Error
 		}
 		return "", fsError(jsonrpc.CodeInternalError, "resolving path %q: %v", path, err)
 	}
-	rel, err := filepath.Rel(s.cwd, resolved)
+	rel, err := filepath.Rel(files.cwd, resolved)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return "", fsError(jsonrpc.CodeInvalidParams, "path %q is outside the session's working directory", path)
 	}
@@ -91,12 +101,12 @@ func (s *Session) confine(path string, mayNotExist bool) (string, *jsonrpc.Error
 // (a symlink that leads out is refused), O_NONBLOCK makes opening a FIFO or
 // device return at once, and the kind is checked on what was opened, not
 // on the path.
-func (s *Session) openInWorkspace(reqPath, resolved string, flag int, perm os.FileMode) (*os.File, os.FileInfo, *jsonrpc.ErrorObject) {
-	rel, err := filepath.Rel(s.cwd, resolved)
+func (files Files) openInWorkspace(reqPath, resolved string, flag int, perm os.FileMode) (*os.File, os.FileInfo, *jsonrpc.ErrorObject) {
+	rel, err := filepath.Rel(files.cwd, resolved)
 	if err != nil {
 		return nil, nil, fsError(jsonrpc.CodeInvalidParams, "path %q is outside the session's working directory", reqPath)
 	}
-	root, err := os.OpenRoot(s.cwd)
+	root, err := os.OpenRoot(files.cwd)
 	if err != nil {
 		return nil, nil, fsError(jsonrpc.CodeInternalError, "opening the session's working directory: %v", err)
 	}
@@ -123,28 +133,28 @@ func (s *Session) openInWorkspace(reqPath, resolved string, flag int, perm os.Fi
 	return f, info, nil
 }
 
-// readTextFile answers fs/read_text_file. It reserves the file's size of
+// Read answers fs/read_text_file. It reserves the file's size of
 // the connection's answer budget before reading it (and as much again
 // before selecting lines from it, which copies them), so that reads an
 // agent does not collect wait, or fail, before the gateway holds them.
-func (s *Session) readTextFile(ctx context.Context, params json.RawMessage) (any, *jsonrpc.ErrorObject) {
-	if !s.cfg.FS.Read {
+func (files Files) Read(ctx context.Context, params json.RawMessage) (any, *jsonrpc.ErrorObject) {
+	if !files.access.Read {
 		return nil, fsError(jsonrpc.CodeMethodNotFound, "fs/read_text_file is not enabled for this agent")
 	}
 	var req acpsdk.ReadTextFileRequest
 	if err := json.Unmarshal(params, &req); err != nil {
 		return nil, fsError(jsonrpc.CodeInvalidParams, "fs/read_text_file params: %v", err)
 	}
-	path, rpcErr := s.confine(req.Path, false)
+	path, rpcErr := files.confine(req.Path, false)
 	if rpcErr != nil {
 		return nil, rpcErr
 	}
-	f, info, rpcErr := s.openInWorkspace(req.Path, path, os.O_RDONLY, 0)
+	f, info, rpcErr := files.openInWorkspace(req.Path, path, os.O_RDONLY, 0)
 	if rpcErr != nil {
 		return nil, rpcErr
 	}
 	defer f.Close()
-	limit := s.cfg.FS.MaxReadBytes
+	limit := files.access.MaxReadBytes
 	if limit <= 0 {
 		limit = DefaultMaxReadBytes
 	}
@@ -223,26 +233,27 @@ func selectLines(text string, line, limit *int) (string, *jsonrpc.ErrorObject) {
 	return b.String(), nil
 }
 
-func (s *Session) writeTextFile(params json.RawMessage) (any, *jsonrpc.ErrorObject) {
-	if !s.cfg.FS.Write {
+// Write answers fs/write_text_file.
+func (files Files) Write(params json.RawMessage) (any, *jsonrpc.ErrorObject) {
+	if !files.access.Write {
 		return nil, fsError(jsonrpc.CodeMethodNotFound, "fs/write_text_file is not enabled for this agent")
 	}
 	var req acpsdk.WriteTextFileRequest
 	if err := json.Unmarshal(params, &req); err != nil {
 		return nil, fsError(jsonrpc.CodeInvalidParams, "fs/write_text_file params: %v", err)
 	}
-	limit := s.cfg.FS.MaxWriteBytes
+	limit := files.access.MaxWriteBytes
 	if limit <= 0 {
 		limit = DefaultMaxWriteBytes
 	}
 	if int64(len(req.Content)) > limit {
 		return nil, fsError(jsonrpc.CodeInvalidParams, "the content is %d bytes, over the write limit of %d bytes", len(req.Content), limit)
 	}
-	path, rpcErr := s.confine(req.Path, true)
+	path, rpcErr := files.confine(req.Path, true)
 	if rpcErr != nil {
 		return nil, rpcErr
 	}
-	f, _, rpcErr := s.openInWorkspace(req.Path, path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, _, rpcErr := files.openInWorkspace(req.Path, path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if rpcErr != nil {
 		return nil, rpcErr
 	}

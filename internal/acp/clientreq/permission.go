@@ -1,10 +1,11 @@
-package acp
+package clientreq
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
@@ -13,6 +14,7 @@ import (
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/acp/jsonrpc"
+	"github.com/acpgate/acpgate/internal/acp/translate"
 )
 
 // Policy is how an agent's permission requests are answered.
@@ -27,8 +29,8 @@ const (
 	// answers cancelled).
 	PolicyAllow Policy = "allow"
 	// PolicyAsk emits the request as an event and waits for a client to
-	// answer through ResolvePermission, falling back to PolicyReject after
-	// the timeout.
+	// answer through Permissions.Resolve, falling back to PolicyReject
+	// after the timeout.
 	PolicyAsk Policy = "ask"
 )
 
@@ -44,63 +46,59 @@ type PermissionPolicy struct {
 	Timeout time.Duration
 }
 
-// Errors of ResolvePermission.
+// Errors of Permissions.Resolve.
 var (
 	ErrNoSuchPermission = errors.New("no permission request with that id is waiting for a decision")
 	ErrNoSuchOption     = errors.New("the permission request offers no option with that id")
 )
 
-type pendingPermission struct {
-	options  []acpsdk.PermissionOption
-	decision chan string // the chosen option id; "" answers cancelled
+// Permissions answers one session's session/request_permission requests
+// as its policy says, keeping those that wait for a client.
+type Permissions struct {
+	policy  PermissionPolicy
+	pending *pending[[]acpsdk.PermissionOption, string] // the chosen option id; "" answers cancelled
 }
 
-// ResolvePermission answers a permission request that waits for a client.
-// An empty optionID answers cancelled.
-func (s *Session) ResolvePermission(requestID, optionID string) error {
-	s.mu.Lock()
-	p, ok := s.pending[requestID]
-	if ok && optionID != "" && !hasOption(p.options, optionID) {
-		s.mu.Unlock()
-		return fmt.Errorf("%w: %q", ErrNoSuchOption, optionID)
-	}
-	if ok {
-		delete(s.pending, requestID)
-	}
-	s.mu.Unlock()
-	if !ok {
-		return fmt.Errorf("%w: %q", ErrNoSuchPermission, requestID)
-	}
-	p.decision <- optionID
-	return nil
+// NewPermissions answers requests by policy, whose Timeout must be set.
+func NewPermissions(policy PermissionPolicy) *Permissions {
+	return &Permissions{policy: policy, pending: newPending[[]acpsdk.PermissionOption, string]("perm", ErrNoSuchPermission)}
 }
 
-func (s *Session) requestPermission(ctx context.Context, params json.RawMessage) (any, *jsonrpc.ErrorObject) {
+// Resolve answers a permission request that waits for a client. An empty
+// optionID answers cancelled.
+func (p *Permissions) Resolve(requestID, optionID string) error {
+	return p.pending.resolve(requestID, func(options []acpsdk.PermissionOption) (string, error) {
+		if optionID != "" && !hasOption(options, optionID) {
+			return "", fmt.Errorf("%w: %q", ErrNoSuchOption, optionID)
+		}
+		return optionID, nil
+	})
+}
+
+// Serve answers a session/request_permission request that arrived during
+// t (nil outside a turn), logging the decision to log.
+func (p *Permissions) Serve(ctx context.Context, t Turn, log *slog.Logger, params json.RawMessage) (any, *jsonrpc.ErrorObject) {
 	var req acpsdk.RequestPermissionRequest
 	if err := json.Unmarshal(params, &req); err != nil {
 		return nil, &jsonrpc.ErrorObject{Code: jsonrpc.CodeInvalidParams, Message: "session/request_permission params: " + err.Error()}
 	}
-	s.mu.Lock()
-	s.permSeq++
-	requestID := fmt.Sprintf("perm-%d", s.permSeq)
-	t := s.turn
-	s.mu.Unlock()
+	requestID := p.pending.mint()
 
-	event := &acpgatev1.PermissionRequest{RequestId: requestID, ToolCall: toolCallUpdate(req.ToolCall)}
+	event := &acpgatev1.PermissionRequest{RequestId: requestID, ToolCall: translate.ToolCallUpdate(req.ToolCall)}
 	for _, o := range req.Options {
 		event.Options = append(event.Options, &acpgatev1.PermissionOption{OptionId: string(o.OptionId), Name: o.Name, Kind: string(o.Kind)})
 	}
-	decision := s.decide(ctx, t, requestID, event, req.Options)
+	decision := p.decide(ctx, t, requestID, event, req.Options)
 	if t != nil {
 		// A new event: under the ask policy the undecided one has already
 		// been emitted, and an emitted event is never changed afterwards.
 		decided := proto.Clone(event).(*acpgatev1.PermissionRequest)
 		decided.Decision = decision
-		t.permission(decided, s.cfg.Permission.Mode != PolicyAsk)
+		emitPermission(t, decided, p.policy.Mode != PolicyAsk)
 	}
 	trace.SpanFromContext(ctx).SetAttributes(AttrPermission.String(decision.DecidedBy.String()),
 		AttrPermOption.String(decision.OptionId), AttrPermCancel.Bool(decision.Cancelled))
-	s.log.InfoContext(ctx, "answered a permission request", "request", requestID, "option", decision.OptionId,
+	log.InfoContext(ctx, "answered a permission request", "request", requestID, "option", decision.OptionId,
 		"cancelled", decision.Cancelled, "decided_by", decision.DecidedBy.String(), "reason", decision.Reason)
 	if decision.Cancelled {
 		return acpsdk.RequestPermissionResponse{Outcome: acpsdk.NewRequestPermissionOutcomeCancelled()}, nil
@@ -108,26 +106,29 @@ func (s *Session) requestPermission(ctx context.Context, params json.RawMessage)
 	return acpsdk.RequestPermissionResponse{Outcome: acpsdk.NewRequestPermissionOutcomeSelected(acpsdk.PermissionOptionId(decision.OptionId))}, nil
 }
 
+// emitPermission emits a permission event; a new request also ends an
+// id-less message, since the agent has turned to tools.
+func emitPermission(t Turn, r *acpgatev1.PermissionRequest, splits bool) {
+	t.EmitRequest(&acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_PermissionRequested{PermissionRequested: r}}, splits)
+}
+
 // decide makes the decision for one request according to the policy.
-func (s *Session) decide(ctx context.Context, t *turn, requestID string, event *acpgatev1.PermissionRequest, options []acpsdk.PermissionOption) *acpgatev1.PermissionDecision {
+func (p *Permissions) decide(ctx context.Context, t Turn, requestID string, event *acpgatev1.PermissionRequest, options []acpsdk.PermissionOption) *acpgatev1.PermissionDecision {
 	if t == nil {
 		return &acpgatev1.PermissionDecision{Cancelled: true, DecidedBy: acpgatev1.PermissionDecider_PERMISSION_DECIDER_POLICY,
 			Reason: "no turn is running, so nobody can be asked"}
 	}
-	if t.isCancelled() {
+	if t.CancelRequested() {
 		// Answered cancelled, but only once the agent has been told.
-		select {
-		case <-t.cancelSent:
-		case <-ctx.Done():
-		}
+		awaitCancelSent(ctx, t)
 		return cancelledDecision()
 	}
-	switch s.cfg.Permission.Mode {
+	switch p.policy.Mode {
 	case PolicyAllow:
 		return pick(options, acpgatev1.PermissionDecider_PERMISSION_DECIDER_POLICY, "the agent's policy is allow",
 			acpsdk.PermissionOptionKindAllowOnce, acpsdk.PermissionOptionKindAllowAlways)
 	case PolicyAsk:
-		return s.ask(ctx, t, requestID, event, options)
+		return p.ask(ctx, t, requestID, event, options)
 	default:
 		return pick(options, acpgatev1.PermissionDecider_PERMISSION_DECIDER_POLICY, "the agent's policy is reject",
 			acpsdk.PermissionOptionKindRejectOnce)
@@ -136,47 +137,24 @@ func (s *Session) decide(ctx context.Context, t *turn, requestID string, event *
 
 // ask emits the undecided request and waits for a client, the timeout, the
 // turn's cancellation, or the turn's end.
-func (s *Session) ask(ctx context.Context, t *turn, requestID string, event *acpgatev1.PermissionRequest, options []acpsdk.PermissionOption) *acpgatev1.PermissionDecision {
-	p := &pendingPermission{options: options, decision: make(chan string, 1)}
-	s.mu.Lock()
-	s.pending[requestID] = p
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.pending, requestID)
-		s.mu.Unlock()
-	}()
-	t.permission(event, true) // the undecided request, before anyone can answer it
-
-	timer := time.NewTimer(s.cfg.Permission.Timeout)
-	defer timer.Stop()
-	select {
-	case optionID := <-p.decision:
+func (p *Permissions) ask(ctx context.Context, t Turn, requestID string, event *acpgatev1.PermissionRequest, options []acpsdk.PermissionOption) *acpgatev1.PermissionDecision {
+	optionID, how := p.pending.wait(ctx, t, requestID, options, p.policy.Timeout, func() { emitPermission(t, event, true) })
+	switch how {
+	case answered:
 		if optionID == "" {
 			return &acpgatev1.PermissionDecision{Cancelled: true, DecidedBy: acpgatev1.PermissionDecider_PERMISSION_DECIDER_CLIENT, Reason: "a client answered cancelled"}
 		}
 		return &acpgatev1.PermissionDecision{OptionId: optionID, DecidedBy: acpgatev1.PermissionDecider_PERMISSION_DECIDER_CLIENT, Reason: "a client chose this option"}
-	case <-timer.C:
+	case timedOut:
 		return pick(options, acpgatev1.PermissionDecider_PERMISSION_DECIDER_TIMEOUT,
-			fmt.Sprintf("no client answered within %s; fell back to reject", s.cfg.Permission.Timeout),
+			fmt.Sprintf("no client answered within %s; fell back to reject", p.policy.Timeout),
 			acpsdk.PermissionOptionKindRejectOnce)
-	case <-t.cancelSent:
-		return cancelledDecision()
-	case <-t.ended:
-		return cancelledDecision()
-	case <-ctx.Done():
-		if withdrawnByAgent(ctx) {
-			return &acpgatev1.PermissionDecision{Cancelled: true, DecidedBy: acpgatev1.PermissionDecider_PERMISSION_DECIDER_AGENT_WITHDREW,
-				Reason: "the agent withdrew the request ($/cancel_request) before anyone answered it"}
-		}
+	case withdrawn:
+		return &acpgatev1.PermissionDecision{Cancelled: true, DecidedBy: acpgatev1.PermissionDecider_PERMISSION_DECIDER_AGENT_WITHDREW,
+			Reason: "the agent withdrew the request ($/cancel_request) before anyone answered it"}
+	default:
 		return cancelledDecision()
 	}
-}
-
-// withdrawnByAgent reports whether the agent withdrew the request being
-// served in ctx with $/cancel_request: its pending ask is then void.
-func withdrawnByAgent(ctx context.Context) bool {
-	return errors.Is(context.Cause(ctx), jsonrpc.ErrCancelledByPeer)
 }
 
 func cancelledDecision() *acpgatev1.PermissionDecision {

@@ -1,4 +1,4 @@
-package acp
+package clientreq
 
 import (
 	"encoding/json"
@@ -61,8 +61,7 @@ func TestAnswersEncodeAsTheSchemasElicitationActions(t *testing.T) {
 
 func TestOnlyTheAskPolicyAdvertisesFormElicitationAtInitialize(t *testing.T) {
 	for mode, want := range map[ElicitationMode]string{ElicitAsk: `"elicitation":{"form":{}}`, ElicitDecline: ""} {
-		s := &Session{cfg: Config{Elicitation: ElicitationPolicy{Mode: mode}}}
-		b, err := json.Marshal(acpsdk.ClientCapabilities{Elicitation: s.elicitationCapabilities()})
+		b, err := json.Marshal(acpsdk.ClientCapabilities{Elicitation: ElicitationPolicy{Mode: mode}.Capabilities()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package acp
+package translate
 
 import (
 	"encoding/json"
@@ -32,8 +32,8 @@ func BenchmarkDecodeChunk(b *testing.B) {
 				if err := json.Unmarshal(line, &env); err != nil {
 					b.Fatal(err)
 				}
-				_, u, err := decodeUpdate(env.Params, nil)
-				if err != nil || !u.hasChunk || len(u.chunk.text) != size {
+				_, u, err := Decode(env.Params, nil)
+				if err != nil || !u.HasChunk || len(u.Chunk.Text) != size {
 					b.Fatal(err)
 				}
 			}
@@ -70,10 +70,10 @@ func BenchmarkDecodeUpdate(b *testing.B) {
 		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
 			b.SetBytes(int64(len(env.Params)))
 			b.ReportAllocs()
-			var ids idCache // as a connection keeps
+			var ids IDCache // as a connection keeps
 			for b.Loop() {
-				_, u, err := decodeUpdate(env.Params, &ids)
-				if err != nil || !u.hasChunk || len(u.chunk.text) != size {
+				_, u, err := Decode(env.Params, &ids)
+				if err != nil || !u.HasChunk || len(u.Chunk.Text) != size {
 					b.Fatal(err)
 				}
 			}

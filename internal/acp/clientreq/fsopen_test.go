@@ -1,4 +1,4 @@
-package acp
+package clientreq
 
 import (
 	"os"
@@ -21,7 +21,7 @@ func TestOpeningAFIFOInTheWorkspaceReturnsAtOnceAsNotARegularFile(t *testing.T) 
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := &Session{cwd: cwd}
+	files := NewFiles(FSAccess{}, cwd)
 	for _, c := range []struct {
 		name string
 		flag int
@@ -31,7 +31,7 @@ func TestOpeningAFIFOInTheWorkspaceReturnsAtOnceAsNotARegularFile(t *testing.T) 
 	} {
 		done := make(chan *jsonrpc.ErrorObject, 1)
 		go func() {
-			f, _, rpcErr := s.openInWorkspace(fifo, fifo, c.flag, 0o644)
+			f, _, rpcErr := files.openInWorkspace(fifo, fifo, c.flag, 0o644)
 			if f != nil {
 				_ = f.Close()
 			}
@@ -60,7 +60,7 @@ func TestAPathThatBecameASymlinkOutOfTheWorkspaceIsNotOpened(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(cwd, "docs")); err != nil {
 		t.Fatal(err)
 	}
-	s := &Session{cwd: cwd}
+	files := NewFiles(FSAccess{}, cwd)
 	for _, c := range []struct {
 		name, file string
 		flag       int
@@ -69,7 +69,7 @@ func TestAPathThatBecameASymlinkOutOfTheWorkspaceIsNotOpened(t *testing.T) {
 		{"write", "planted.txt", os.O_WRONLY | os.O_CREATE | os.O_TRUNC},
 	} {
 		path := filepath.Join(cwd, "docs", c.file)
-		f, _, rpcErr := s.openInWorkspace(path, path, c.flag, 0o644)
+		f, _, rpcErr := files.openInWorkspace(path, path, c.flag, 0o644)
 		if f != nil {
 			_ = f.Close()
 			t.Errorf("%s through a symlink out of the workspace opened %s", c.name, f.Name())

@@ -1,10 +1,11 @@
-package acp
+package clientreq
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"sort"
@@ -17,6 +18,7 @@ import (
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/acp/jsonrpc"
+	"github.com/acpgate/acpgate/internal/acp/translate"
 )
 
 // ElicitationMode is how an agent's elicitation/create requests are
@@ -30,7 +32,7 @@ const (
 	ElicitDecline ElicitationMode = "decline"
 	// ElicitAsk advertises form elicitation at initialize, emits each form
 	// request as an event and waits for a client to answer through
-	// ResolveElicitation, declining after the timeout.
+	// Elicitations.Resolve, declining after the timeout.
 	ElicitAsk ElicitationMode = "ask"
 )
 
@@ -40,12 +42,12 @@ func (m ElicitationMode) Valid() bool { return m == ElicitDecline || m == Elicit
 // ElicitationPolicy configures how elicitation requests are answered.
 type ElicitationPolicy struct {
 	Mode ElicitationMode
-	// Timeout bounds how long ElicitAsk waits for a client.
-	// DefaultPermissionTimeout when zero.
+	// Timeout bounds how long ElicitAsk waits for a client; package acp
+	// makes it acp.DefaultPermissionTimeout when zero.
 	Timeout time.Duration
 }
 
-// Errors of ResolveElicitation.
+// Errors of Elicitations.Resolve.
 var (
 	ErrNoSuchElicitation = errors.New("no elicitation request with that id is waiting for an answer")
 	ErrInvalidContent    = errors.New("the content does not match the requested schema")
@@ -80,41 +82,36 @@ type requestedSchema struct {
 	Required []string `json:"required"`
 }
 
-type pendingElicitation struct {
-	schema requestedSchema
-	answer chan *acpgatev1.ElicitationDecision
+// Elicitations answers one session's elicitation/create requests as its
+// policy says, keeping those that wait for a client.
+type Elicitations struct {
+	policy  ElicitationPolicy
+	pending *pending[requestedSchema, *acpgatev1.ElicitationDecision]
 }
 
-// ResolveElicitation answers an elicitation request that waits for a
-// client. Accepted content must match the requested schema's top-level
-// properties (types, enums, required); decline and cancel ignore content.
-func (s *Session) ResolveElicitation(requestID string, action acpgatev1.ElicitationAction, content *structpb.Struct) error {
-	s.mu.Lock()
-	p, ok := s.elicitations[requestID]
-	s.mu.Unlock()
-	if !ok {
-		return fmt.Errorf("%w: %q", ErrNoSuchElicitation, requestID)
-	}
-	d := &acpgatev1.ElicitationDecision{Action: action, DecidedBy: acpgatev1.ElicitationDecider_ELICITATION_DECIDER_CLIENT, Reason: "a client answered"}
-	switch action {
-	case acpgatev1.ElicitationAction_ELICITATION_ACTION_ACCEPT:
-		if err := p.schema.check(content); err != nil {
-			return fmt.Errorf("%w: %v", ErrInvalidContent, err)
+// NewElicitations answers requests by policy, whose Timeout must be set.
+func NewElicitations(policy ElicitationPolicy) *Elicitations {
+	return &Elicitations{policy: policy, pending: newPending[requestedSchema, *acpgatev1.ElicitationDecision]("elicit", ErrNoSuchElicitation)}
+}
+
+// Resolve answers an elicitation request that waits for a client.
+// Accepted content must match the requested schema's top-level properties
+// (types, enums, required); decline and cancel ignore content.
+func (e *Elicitations) Resolve(requestID string, action acpgatev1.ElicitationAction, content *structpb.Struct) error {
+	return e.pending.resolve(requestID, func(schema requestedSchema) (*acpgatev1.ElicitationDecision, error) {
+		d := &acpgatev1.ElicitationDecision{Action: action, DecidedBy: acpgatev1.ElicitationDecider_ELICITATION_DECIDER_CLIENT, Reason: "a client answered"}
+		switch action {
+		case acpgatev1.ElicitationAction_ELICITATION_ACTION_ACCEPT:
+			if err := schema.check(content); err != nil {
+				return nil, fmt.Errorf("%w: %v", ErrInvalidContent, err)
+			}
+			d.Content = content
+		case acpgatev1.ElicitationAction_ELICITATION_ACTION_DECLINE, acpgatev1.ElicitationAction_ELICITATION_ACTION_CANCEL:
+		default:
+			return nil, fmt.Errorf("%w: the action must be accept, decline or cancel", ErrInvalidContent)
 		}
-		d.Content = content
-	case acpgatev1.ElicitationAction_ELICITATION_ACTION_DECLINE, acpgatev1.ElicitationAction_ELICITATION_ACTION_CANCEL:
-	default:
-		return fmt.Errorf("%w: the action must be accept, decline or cancel", ErrInvalidContent)
-	}
-	s.mu.Lock()
-	_, still := s.elicitations[requestID]
-	delete(s.elicitations, requestID)
-	s.mu.Unlock()
-	if !still {
-		return fmt.Errorf("%w: %q", ErrNoSuchElicitation, requestID)
-	}
-	p.answer <- d
-	return nil
+		return d, nil
+	})
 }
 
 // check holds content to the schema: every required property present,
@@ -172,16 +169,18 @@ func ofType(v *structpb.Value, typ string) bool {
 	}
 }
 
-// elicitationCapabilities is what initialize advertises: form mode under
-// ElicitAsk, since only then is somebody asked; nothing otherwise.
-func (s *Session) elicitationCapabilities() *acpsdk.ElicitationCapabilities {
-	if s.cfg.Elicitation.Mode != ElicitAsk {
+// Capabilities is what initialize advertises: form mode under ElicitAsk,
+// since only then is somebody asked; nothing otherwise.
+func (p ElicitationPolicy) Capabilities() *acpsdk.ElicitationCapabilities {
+	if p.Mode != ElicitAsk {
 		return nil
 	}
 	return &acpsdk.ElicitationCapabilities{Form: &acpsdk.ElicitationFormCapabilities{}}
 }
 
-func (s *Session) createElicitation(ctx context.Context, params json.RawMessage) (any, *jsonrpc.ErrorObject) {
+// Serve answers an elicitation/create request that arrived during t (nil
+// outside a turn) on the session sessionID, logging the decision to log.
+func (e *Elicitations) Serve(ctx context.Context, t Turn, sessionID string, log *slog.Logger, params json.RawMessage) (any, *jsonrpc.ErrorObject) {
 	var req elicitationRequest
 	if err := json.Unmarshal(params, &req); err != nil {
 		return nil, &jsonrpc.ErrorObject{Code: jsonrpc.CodeInvalidParams, Message: "elicitation/create params: " + err.Error()}
@@ -193,31 +192,32 @@ func (s *Session) createElicitation(ctx context.Context, params json.RawMessage)
 	if err := json.Unmarshal(req.RequestedSchema, &schema); err != nil {
 		return nil, &jsonrpc.ErrorObject{Code: jsonrpc.CodeInvalidParams, Message: "elicitation/create requestedSchema: " + err.Error()}
 	}
-	s.mu.Lock()
-	s.elicitSeq++
-	requestID := fmt.Sprintf("elicit-%d", s.elicitSeq)
-	t := s.turn
-	s.mu.Unlock()
-	event := &acpgatev1.ElicitationRequest{RequestId: requestID, Message: req.Message, RequestedSchema: objectStruct(req.RequestedSchema), ToolCallId: req.ToolCallID}
+	requestID := e.pending.mint()
+	event := &acpgatev1.ElicitationRequest{RequestId: requestID, Message: req.Message, RequestedSchema: translate.ObjectStruct(req.RequestedSchema), ToolCallId: req.ToolCallID}
 	if event.RequestedSchema == nil {
 		event.RequestedSchema = &structpb.Struct{}
 	}
-	decision := s.decideElicitation(ctx, t, req.SessionID, event, schema)
+	decision := e.decide(ctx, t, req.SessionID == sessionID, event, schema)
 	if t != nil {
 		decided := proto.Clone(event).(*acpgatev1.ElicitationRequest)
 		decided.Decision = decision
 		// A new event: under ask the undecided one has been emitted, and
 		// an emitted event is never changed afterwards.
-		t.emitRequest(&acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_ElicitationRequested{ElicitationRequested: decided}}, s.cfg.Elicitation.Mode != ElicitAsk)
+		emitElicitation(t, decided, e.policy.Mode != ElicitAsk)
 	}
 	trace.SpanFromContext(ctx).SetAttributes(AttrElicitation.String(decision.GetAction().String()))
-	s.log.InfoContext(ctx, "answered an elicitation request", "request", requestID, "action", decision.GetAction().String(),
+	log.InfoContext(ctx, "answered an elicitation request", "request", requestID, "action", decision.GetAction().String(),
 		"decided_by", decision.GetDecidedBy().String(), "reason", decision.GetReason())
 	resp := elicitationResponse{Action: actionWire(decision.GetAction())}
 	if decision.GetAction() == acpgatev1.ElicitationAction_ELICITATION_ACTION_ACCEPT {
 		resp.Content = decision.GetContent().AsMap()
 	}
 	return resp, nil
+}
+
+// emitElicitation emits an elicitation event.
+func emitElicitation(t Turn, r *acpgatev1.ElicitationRequest, splits bool) {
+	t.EmitRequest(&acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_ElicitationRequested{ElicitationRequested: r}}, splits)
 }
 
 func actionWire(a acpgatev1.ElicitationAction) string {
@@ -231,51 +231,33 @@ func actionWire(a acpgatev1.ElicitationAction) string {
 	}
 }
 
-// decideElicitation answers one request according to the policy.
-func (s *Session) decideElicitation(ctx context.Context, t *turn, sessionID string, event *acpgatev1.ElicitationRequest, schema requestedSchema) *acpgatev1.ElicitationDecision {
+// decide answers one request according to the policy; ownSession says
+// the request names the session it arrived on.
+func (e *Elicitations) decide(ctx context.Context, t Turn, ownSession bool, event *acpgatev1.ElicitationRequest, schema requestedSchema) *acpgatev1.ElicitationDecision {
 	decline := func(by acpgatev1.ElicitationDecider, reason string) *acpgatev1.ElicitationDecision {
 		return &acpgatev1.ElicitationDecision{Action: acpgatev1.ElicitationAction_ELICITATION_ACTION_DECLINE, DecidedBy: by, Reason: reason}
 	}
 	switch {
-	case t == nil || sessionID != s.ID():
+	case t == nil || !ownSession:
 		return decline(acpgatev1.ElicitationDecider_ELICITATION_DECIDER_POLICY, "no turn of this session is running, so nobody can be asked")
-	case t.isCancelled():
+	case t.CancelRequested():
 		// Answered cancel, but only once the agent has been told, as for
-		// permissions: ACP's order is session/cancel first.
-		select {
-		case <-t.cancelSent:
-		case <-ctx.Done():
-		}
+		// permissions.
+		awaitCancelSent(ctx, t)
 		return cancelledElicitation()
-	case s.cfg.Elicitation.Mode != ElicitAsk:
+	case e.policy.Mode != ElicitAsk:
 		return decline(acpgatev1.ElicitationDecider_ELICITATION_DECIDER_POLICY, "the agent's elicitation policy is decline")
 	}
-	p := &pendingElicitation{schema: schema, answer: make(chan *acpgatev1.ElicitationDecision, 1)}
-	s.mu.Lock()
-	s.elicitations[event.RequestId] = p
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.elicitations, event.RequestId)
-		s.mu.Unlock()
-	}()
-	t.emitRequest(&acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_ElicitationRequested{ElicitationRequested: event}}, true)
-	timer := time.NewTimer(s.cfg.Elicitation.Timeout)
-	defer timer.Stop()
-	select {
-	case d := <-p.answer:
+	d, how := e.pending.wait(ctx, t, event.RequestId, schema, e.policy.Timeout, func() { emitElicitation(t, event, true) })
+	switch how {
+	case answered:
 		return d
-	case <-timer.C:
-		return decline(acpgatev1.ElicitationDecider_ELICITATION_DECIDER_TIMEOUT, fmt.Sprintf("no client answered within %s; declined", s.cfg.Elicitation.Timeout))
-	case <-t.cancelSent:
-		return cancelledElicitation()
-	case <-t.ended:
-		return cancelledElicitation()
-	case <-ctx.Done():
-		if withdrawnByAgent(ctx) {
-			return &acpgatev1.ElicitationDecision{Action: acpgatev1.ElicitationAction_ELICITATION_ACTION_CANCEL, DecidedBy: acpgatev1.ElicitationDecider_ELICITATION_DECIDER_AGENT_WITHDREW,
-				Reason: "the agent withdrew the request ($/cancel_request) before anyone answered it"}
-		}
+	case timedOut:
+		return decline(acpgatev1.ElicitationDecider_ELICITATION_DECIDER_TIMEOUT, fmt.Sprintf("no client answered within %s; declined", e.policy.Timeout))
+	case withdrawn:
+		return &acpgatev1.ElicitationDecision{Action: acpgatev1.ElicitationAction_ELICITATION_ACTION_CANCEL, DecidedBy: acpgatev1.ElicitationDecider_ELICITATION_DECIDER_AGENT_WITHDREW,
+			Reason: "the agent withdrew the request ($/cancel_request) before anyone answered it"}
+	default:
 		return cancelledElicitation()
 	}
 }

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"runtime"
+	"sync/atomic"
+	"time"
+)
+
+// backpressure reads a flood at bpReadRate chunks/s and samples the
+// gateway's RSS every 100 ms.
+func (d *driver) backpressure() error {
+	for _, client := range []string{"gateway", gatewayStream} {
+		res, err := d.backpressureRun(client)
+		if err != nil {
+			return err
+		}
+		if client == gatewayStream {
+			d.rep.BackpressureOmit = res
+		} else {
+			d.rep.Backpressure = res
+		}
+	}
+	return nil
+}
+
+// backpressureRun is one slow-client turn on a fresh gateway.
+func (d *driver) backpressureRun(client string) (*bpResult, error) {
+	g, err := d.gateway(gatewayConf{})
+	if err != nil {
+		return nil, err
+	}
+	defer d.stopGateway(g)
+	ctx := context.Background()
+	conn, gc, err := dialGateway(ctx, g.addr)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	p := d.plan
+	runtime.GC()
+	time.Sleep(time.Second)
+	base, err := readMemory(g.pid())
+	if err != nil {
+		return nil, err
+	}
+	res := bpResult{N: p.bpN, Size: p.bpSize, ReadRate: p.bpReadRate, Base: base.RSS}
+	var read atomic.Int64
+	stop := sampleRSS(g.pid(), 100*time.Millisecond, read.Load)
+	j := Job{Client: client, N: p.bpN, Size: p.bpSize, Latency: true, Timeout: 10 * time.Minute}
+	s := newStream(j)
+	tctx, cancel := context.WithTimeout(ctx, j.Timeout)
+	gatewayTurn(tctx, gc, j, s, p.bpReadRate, func(n int64) { read.Store(n) })
+	cancel()
+	res.Samples = stop()
+	if m, err := readMemory(g.pid()); err == nil {
+		res.HWM = m.HWM
+	}
+	res.Result = merge(j, client, time.Since(s.t0), cpuMark{}, []*stream{s})
+	d.check("backpressure", res.Result)
+	// How far ahead of the client the agent got: when the client read chunk
+	// i, the agent had already sent every chunk stamped before that moment.
+	k := 0
+	for i := range s.arrived {
+		for k < len(s.sent) && s.sent[k] <= s.arrived[i] {
+			k++
+		}
+		res.MaxAhead = max(res.MaxAhead, k-(i+1))
+	}
+	if n := len(s.sent); n > 0 {
+		res.AgentSpan = time.Duration(s.sent[n-1] - s.sent[0])
+		res.LastSent = s.sent[n-1]
+		res.ClientSpan = time.Duration(s.arrived[n-1] - s.arrived[0])
+	}
+	d.logf("   %s read %d chunks at %d/s in %s; RSS max %s over a base of %s; the agent was at most %d chunks ahead",
+		client, res.Result.Chunks, p.bpReadRate, res.ClientSpan.Round(time.Millisecond), mib(res.maxRSS()), mib(res.Base), res.MaxAhead)
+	return &res, nil
+}
