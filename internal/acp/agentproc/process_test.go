@@ -15,6 +15,12 @@ func TestAnExitedAgentReportsItsStatusAndTheEndOfItsStderr(t *testing.T) {
 		p.Kill()
 		t.Fatal("the agent did not exit")
 	}
+	// Stop closes stderr: what is not read by then is not kept.
+	select {
+	case <-p.StderrDone():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the agent's stderr was not read to its end")
+	}
 	p.Stop(0)
 	code, signal, ok := p.ExitStatus()
 	if !ok || code == nil || *code != 3 || signal != "" {
