@@ -62,11 +62,11 @@ func (g *Gateway) withAgent(ctx context.Context, agent, cwd string, f func(sess 
 	if cwd != "" && entry.cfg.Workspace == "" {
 		return status.Errorf(codes.InvalidArgument, "cwd %q: agent %q has no workspace for it to be relative to", cwd, entry.cfg.Name)
 	}
-	slot, err := g.admit.reserveSession(access.Caller(ctx).Name, entry.cfg.Name, entry.cfg.MaxSessions)
+	slot, err := g.admit.ReserveSession(access.Caller(ctx).Name, entry.cfg.Name, entry.cfg.MaxSessions)
 	if err != nil {
 		return err
 	}
-	defer slot.release()
+	defer slot.Release()
 	dir, _, tempDir, err := sessionDir(entry.cfg, cwd, g.tempDir)
 	if err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/access"
+	"github.com/acpgate/acpgate/internal/admission"
 	"github.com/acpgate/acpgate/internal/auth"
 	"github.com/acpgate/acpgate/internal/cluster"
 	"github.com/acpgate/acpgate/internal/store"
@@ -107,7 +108,7 @@ func (g *Gateway) forwardUnary(ctx context.Context, req any, info *grpc.UnarySer
 		}
 	case placedMethods[info.FullMethod]:
 		resp, err := handler(ctx, req)
-		if !atSessionLimit(err) {
+		if !admission.AtSessionLimit(err) {
 			return resp, err
 		}
 		var out any
@@ -148,7 +149,7 @@ func (g *Gateway) forwardStream(srv any, ss grpc.ServerStream, info *grpc.Stream
 	}
 	counted := &prereadStream{ServerStream: ss, first: req}
 	err := handler(srv, counted)
-	if !atSessionLimit(err) || counted.sent {
+	if !admission.AtSessionLimit(err) || counted.sent {
 		return err
 	}
 	return g.placeElsewhere(ctx, func(addr string) error { return g.replicas.relay(ctx, ss, addr, req) })
@@ -238,7 +239,7 @@ func (g *Gateway) placeElsewhere(ctx context.Context, call func(addr string) err
 			continue
 		}
 		err := call(p.Address)
-		if !atSessionLimit(err) {
+		if !admission.AtSessionLimit(err) {
 			return err
 		}
 	}

@@ -35,6 +35,7 @@ import (
 	"github.com/acpgate/acpgate/internal/acp/agentproc"
 	"github.com/acpgate/acpgate/internal/acp/answer"
 	"github.com/acpgate/acpgate/internal/acp/clientreq"
+	"github.com/acpgate/acpgate/internal/admission"
 	"github.com/acpgate/acpgate/internal/config"
 	"github.com/acpgate/acpgate/internal/metrics"
 	"github.com/acpgate/acpgate/internal/notify"
@@ -102,7 +103,7 @@ type Gateway struct {
 	byName map[string]*agentEntry
 	interp outcome.Interpreter
 
-	admit    *admission
+	admit    *admission.Controller
 	watchers *turn.WatchLimits // WatchTurn streams open
 	authz    access.Authz
 	sessions *registry
@@ -156,7 +157,7 @@ func New(opts Options) (*Gateway, error) {
 		cfg:       opts.Config,
 		log:       log,
 		byName:    make(map[string]*agentEntry),
-		admit:     newAdmission(opts.Config.Limits.MaxSessions, opts.Config.Limits.MaxWarm, opts.Config.Quotas),
+		admit:     admission.New(opts.Config.Limits.MaxSessions, opts.Config.Limits.MaxWarm, opts.Config.Quotas),
 		sessions:  newRegistry(),
 		watchers:  turn.NewWatchLimits(opts.Config.Limits.MaxWatchersPerTurn, opts.Config.Limits.MaxWatchersPerPrincipal),
 		janitor:   make(chan struct{}),
@@ -431,7 +432,7 @@ func (g *Gateway) ResolveElicitation(ctx context.Context, req *acpgatev1.Resolve
 // whose agent has not been started yet.
 type opening struct {
 	entry   *agentEntry
-	slot    *slot
+	slot    *admission.Slot
 	dir     string
 	rel     string       // dir relative to the workspace, for the session's record
 	tempDir string       // "" when the session runs in a configured workspace
@@ -452,7 +453,7 @@ type opening struct {
 
 // abandon gives back what prepare took, when the session is not started.
 func (o *opening) abandon() {
-	o.slot.release()
+	o.slot.Release()
 	if o.warm != nil {
 		o.warm.discard()
 	}
@@ -514,7 +515,7 @@ func (g *Gateway) prepare(ctx context.Context, agent, cwd string) (*opening, err
 	if err != nil {
 		return nil, err
 	}
-	slot, err := g.admit.reserveSession(access.Caller(ctx).Name, agent, entry.cfg.MaxSessions)
+	slot, err := g.admit.ReserveSession(access.Caller(ctx).Name, agent, entry.cfg.MaxSessions)
 	if err != nil {
 		return nil, err
 	}
@@ -524,7 +525,7 @@ func (g *Gateway) prepare(ctx context.Context, agent, cwd string) (*opening, err
 		return o, nil
 	}
 	if o.dir, o.rel, o.tempDir, err = sessionDir(entry.cfg, cwd, g.tempDir); err != nil {
-		slot.release()
+		slot.Release()
 		return nil, err
 	}
 	if entry.pool != nil && o.tempDir == "" && !entry.share.hasRoom(o.shareKey()) {
@@ -653,7 +654,7 @@ func (g *Gateway) removeWith(live *liveSession, stop func() bool) {
 	if stop() {
 		g.log.Info("session closed", "agent", live.agent.cfg.Name, "session", live.id)
 	}
-	if rec := live.record(); registered && rec != nil && (!g.admit.isDraining() || live.tempDir != "") {
+	if rec := live.record(); registered && rec != nil && (!g.admit.IsDraining() || live.tempDir != "") {
 		g.unrecord(rec.ID)
 	}
 }

@@ -4,7 +4,14 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/acpgate/acpgate/outcome"
 )
+
+// msgShuttingDown is what a call refused, or a turn cancelled, because the
+// gateway is shutting down is told: the same cause as package admission's
+// refusals while it drains.
+const msgShuttingDown = outcome.CauseShutdown
 
 // sweep closes sessions that have been idle past their agent's idle
 // timeout and sessions whose agent has gone away, and ends the suspended
@@ -90,7 +97,7 @@ func killReserve(grace time.Duration) time.Duration {
 // processes, which serve no turn, are stopped from the start, under the
 // same deadline.
 func (g *Gateway) Drain(ctx context.Context) {
-	g.admit.drain()
+	g.admit.Drain()
 	pools := make(chan struct{})
 	go func() {
 		defer close(pools)
@@ -110,7 +117,7 @@ func (g *Gateway) Drain(ctx context.Context) {
 		turnsCtx, cancel = context.WithDeadline(ctx, deadline.Add(-killReserve(time.Until(deadline))))
 		defer cancel()
 	}
-	if !g.admit.waitTurns(turnsCtx) {
+	if !g.admit.WaitTurns(turnsCtx) {
 		g.log.Warn("shutdown grace is running out with turns still running; stopping their agents")
 	}
 	g.closeAll(ctx)
@@ -120,7 +127,7 @@ func (g *Gateway) Drain(ctx context.Context) {
 // that takes (each agent's stop grace).
 func (g *Gateway) Close() {
 	// Closing is stopping: the kept sessions' records stay (see remove).
-	g.admit.drain()
+	g.admit.Drain()
 	g.notifier.Stop()
 	select {
 	case <-g.janitor:

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/acpgate/acpgate/internal/acp"
+	"github.com/acpgate/acpgate/internal/admission"
 	"github.com/acpgate/acpgate/internal/metrics"
 )
 
@@ -31,9 +32,9 @@ const (
 // caller in the same directory may join it (see sharing).
 type warmProcess struct {
 	sess    *acp.Session
-	slot    *warmSlot // its place under limits.max_warm, until taken
-	dir     string    // the directory it runs in, symlink-free
-	tempDir string    // dir, when it is a temporary one made for it; "" in a configured workspace
+	slot    *admission.WarmSlot // its place under limits.max_warm, until taken
+	dir     string              // the directory it runs in, symlink-free
+	tempDir string              // dir, when it is a temporary one made for it; "" in a configured workspace
 	born    time.Time
 	taken   chan struct{} // closed when it leaves the pool: ends its watcher
 }
@@ -55,7 +56,7 @@ func (w *warmProcess) discard() {
 	if w.tempDir != "" {
 		_ = os.RemoveAll(w.tempDir)
 	}
-	w.slot.release()
+	w.slot.Release()
 }
 
 // retire stops a warm process gracefully (stdin closed, then the
@@ -66,7 +67,7 @@ func (w *warmProcess) retire() {
 	if w.tempDir != "" {
 		_ = os.RemoveAll(w.tempDir)
 	}
-	w.slot.release()
+	w.slot.Release()
 }
 
 // poolOptions configure a pool.
@@ -80,7 +81,7 @@ type poolOptions struct {
 	// Launch starts one warm process; ctx ends when the pool stops.
 	Launch func(ctx context.Context) (*warmProcess, error)
 	// Admit counts warm processes against limits.max_warm.
-	Admit *admission
+	Admit *admission.Controller
 	// Status receives each start-up's duration or failure.
 	Status *startupStatus
 	// Metrics records the pool's gauges and start-ups; nil records none.
@@ -168,7 +169,7 @@ func (p *pool) fill() {
 	defer p.mu.Unlock()
 	p.refused = false
 	for len(p.ready)+p.starting < p.opts.Size && p.starting < min(p.opts.Size, maxRefill) && !time.Now().Before(p.retryAt) {
-		slot, ok := p.opts.Admit.reserveWarm()
+		slot, ok := p.opts.Admit.ReserveWarm()
 		if !ok {
 			p.refused = true
 			break
@@ -201,7 +202,7 @@ func (p *pool) nextDeadline() time.Duration {
 }
 
 // launch runs one start-up and hands its process to the pool.
-func (p *pool) launch(slot *warmSlot) {
+func (p *pool) launch(slot *admission.WarmSlot) {
 	defer p.wg.Done()
 	defer p.poke()
 	began := time.Now()
@@ -220,7 +221,7 @@ func (p *pool) launch(slot *warmSlot) {
 	stopping := p.ctx.Err() != nil
 	switch {
 	case err != nil:
-		slot.release()
+		slot.Release()
 		if !stopping {
 			p.failedLocked(fmt.Sprintf("warm start-up failed: %v", err))
 		}
@@ -310,7 +311,7 @@ func (p *pool) take(key string) *warmProcess {
 		}
 		p.removeLocked(w)
 		delete(p.live, w)
-		w.slot.release()
+		w.slot.Release()
 		p.gauges()
 		p.poke()
 		return w

@@ -14,6 +14,7 @@ import (
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/acp"
+	"github.com/acpgate/acpgate/internal/admission"
 	"github.com/acpgate/acpgate/internal/store"
 )
 
@@ -215,8 +216,8 @@ type liveSession struct {
 	id      string // unique among open sessions; see registry
 	sess    *acp.Session
 	agent   *agentEntry
-	slot    *slot  // its place under the session limits
-	owner   string // the principal that created it; "" when unauthenticated
+	slot    *admission.Slot // its place under the session limits
+	owner   string          // the principal that created it; "" when unauthenticated
 	oneShot bool
 	tempDir string // removed on close; "" when the session runs in a configured workspace
 	created time.Time
@@ -374,7 +375,7 @@ func (l *liveSession) shut(asked bool) bool {
 	if l.tempDir != "" {
 		_ = os.RemoveAll(l.tempDir)
 	}
-	l.slot.release()
+	l.slot.Release()
 	l.agent.m.SessionClosed()
 	return true
 }

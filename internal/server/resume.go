@@ -72,7 +72,7 @@ func (g *Gateway) suspendRecorded(ctx context.Context) error {
 // session it re-opens, or under a new id, recorded when it can be
 // re-opened later. It reports false when the gateway is draining.
 func (g *Gateway) register(ctx context.Context, live *liveSession, o *opening) bool {
-	if g.admit.isDraining() {
+	if g.admit.IsDraining() {
 		return false
 	}
 	if susp := o.reopen; susp != nil {

@@ -139,7 +139,7 @@ func (g *Gateway) recordSettings(live *liveSession) {
 		g.log.Error("a session's settings could not be recorded; re-opening it will not set them again", "session", rec.ID, "err", err)
 		return
 	}
-	if !live.keep(&rec) && g.sessions.lookupSuspended(rec.ID) == nil && !g.admit.isDraining() {
+	if !live.keep(&rec) && g.sessions.lookupSuspended(rec.ID) == nil && !g.admit.IsDraining() {
 		// Closed for good while its record was being written: the write
 		// must not bring the record back.
 		g.unrecord(rec.ID)

@@ -122,13 +122,13 @@ func (g *Gateway) begin(ctx context.Context, req *acpgatev1.PromptRequest, block
 		plan.rec.Agent = req.GetAgent()
 	}
 	plan.rec.NotifyURL = g.notifyTarget(req, plan.rec.Agent)
-	if err := g.admit.admitTurn(owner, plan.rec.ID); err != nil {
+	if err := g.admit.AdmitTurn(owner, plan.rec.ID); err != nil {
 		plan.abandon()
 		return "", err
 	}
 	existing, created, err := g.store.Begin(context.Background(), plan.rec)
 	if err != nil || !created {
-		g.admit.turnEnded(plan.rec.ID)
+		g.admit.TurnEnded(plan.rec.ID)
 		plan.abandon()
 		if err != nil {
 			return "", status.Errorf(codes.Unavailable, "recording the turn in the journal: %v", err)
@@ -201,7 +201,7 @@ func (g *Gateway) claimSession(ctx context.Context, id, turnID string) (*liveSes
 // returns the encoded size of the terminal, 0 for the small terminal of a
 // turn that did not stream.
 func (g *Gateway) runTurn(ctx context.Context, r *turn.Running, plan *turnPlan) (terminalBytes int64) {
-	defer g.admit.turnEnded(r.Rec.ID)
+	defer g.admit.TurnEnded(r.Rec.ID)
 	defer func() {
 		// A turn whose terminal the store could not take stays readable
 		// from memory: its streams must still end with the terminal, and

@@ -1,4 +1,14 @@
-package server
+// Package admission decides what may start in the gateway: a session,
+// under the gateway-wide and per-agent limits and the caller's quotas; a
+// warm process, under limits.max_warm; a turn, under the caller's quotas
+// and while the gateway is not draining. Every such rule is checked here
+// and nowhere else, under one lock, so that concurrent calls cannot slip
+// past a limit between a check and a count.
+//
+// Refusals are gRPC statuses: RESOURCE_EXHAUSTED with a RetryInfo for a
+// quota (rpcerr.OverQuota), with an ErrorInfo for a session limit
+// (AtSessionLimit tells them apart), UNAVAILABLE while draining.
+package admission
 
 import (
 	"context"
@@ -14,9 +24,9 @@ import (
 // msgShuttingDown is what a call refused while the gateway drains is told.
 const msgShuttingDown = outcome.CauseShutdown
 
-// admission decides what may start: a session, against the gateway-wide and
-// the per-agent limit, and a turn, while the gateway is not draining. Every
-// such rule is checked here and nowhere else.
+// Controller decides what may start: a session, against the gateway-wide
+// and the per-agent limit, and a turn, while the gateway is not draining.
+// Every such rule is checked here and nowhere else.
 //
 // A session is counted from the moment it is admitted, before its agent is
 // spawned, not from the moment its handshake completes: counting only
@@ -25,16 +35,16 @@ const msgShuttingDown = outcome.CauseShutdown
 // slot is released exactly once, when the session fails to open or when it
 // is closed.
 //
-// Warm processes (see pool.go) are counted here too, against maxWarm and
-// apart from the sessions: a warm process serves no one until it is taken,
-// so it must not refuse a caller a session. Taking one turns it into a
-// session, which a session slot (reserved before the take) already
-// counts; the warm slot is then given back.
+// Warm processes (package sessions' warm pool) are counted here too,
+// against maxWarm and apart from the sessions: a warm process serves no one
+// until it is taken, so it must not refuse a caller a session. Taking one
+// turns it into a session, which a session slot (reserved before the take)
+// already counts; the warm slot is then given back.
 //
 // Each caller's quotas (see quota.go) are counted under the same lock: a
 // session slot and an admitted turn carry the principal they were admitted
 // for and give its count back exactly once.
-type admission struct {
+type Controller struct {
 	maxSessions int
 	maxWarm     int
 	quotas      config.Quotas
@@ -49,8 +59,10 @@ type admission struct {
 	turns    sync.WaitGroup // turns admitted and not yet ended
 }
 
-func newAdmission(maxSessions, maxWarm int, quotas config.Quotas) *admission {
-	return &admission{
+// New is a Controller of at most maxSessions sessions and maxWarm warm
+// processes, all agents together, and of each caller's quotas.
+func New(maxSessions, maxWarm int, quotas config.Quotas) *Controller {
+	return &Controller{
 		maxSessions: maxSessions,
 		maxWarm:     maxWarm,
 		quotas:      quotas,
@@ -60,9 +72,9 @@ func newAdmission(maxSessions, maxWarm int, quotas config.Quotas) *admission {
 	}
 }
 
-// slot is one admitted session's place under the limits.
-type slot struct {
-	a         *admission
+// Slot is one admitted session's place under the limits.
+type Slot struct {
+	a         *Controller
 	agent     string
 	principal string
 	once      sync.Once
@@ -71,7 +83,7 @@ type slot struct {
 // reserveSession admits one more session of agent for principal; agent's
 // own limit is agentMax (0: none). Otherwise it says which limit or quota
 // refuses it.
-func (a *admission) reserveSession(principal, agent string, agentMax int) (*slot, error) {
+func (a *Controller) ReserveSession(principal, agent string, agentMax int) (*Slot, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	switch {
@@ -88,11 +100,11 @@ func (a *admission) reserveSession(principal, agent string, agentMax int) (*slot
 	a.open++
 	a.perAgent[agent]++
 	a.use(principal).sessions++
-	return &slot{a: a, agent: agent, principal: principal}, nil
+	return &Slot{a: a, agent: agent, principal: principal}, nil
 }
 
-// release gives the slot back; later calls do nothing.
-func (s *slot) release() {
+// Release gives the slot back; later calls do nothing.
+func (s *Slot) Release() {
 	s.once.Do(func() {
 		s.a.mu.Lock()
 		defer s.a.mu.Unlock()
@@ -104,26 +116,26 @@ func (s *slot) release() {
 	})
 }
 
-// warmSlot is one warm process's place under limits.max_warm.
-type warmSlot struct {
-	a    *admission
+// WarmSlot is one warm process's place under limits.max_warm.
+type WarmSlot struct {
+	a    *Controller
 	once sync.Once
 }
 
 // reserveWarm admits one more warm process, or reports false while the
 // gateway drains or holds limits.max_warm of them.
-func (a *admission) reserveWarm() (*warmSlot, bool) {
+func (a *Controller) ReserveWarm() (*WarmSlot, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.draining || a.warm >= a.maxWarm {
 		return nil, false
 	}
 	a.warm++
-	return &warmSlot{a: a}, true
+	return &WarmSlot{a: a}, true
 }
 
-// release gives the warm slot back; later calls do nothing.
-func (w *warmSlot) release() {
+// Release gives the warm slot back; later calls do nothing.
+func (w *WarmSlot) Release() {
 	w.once.Do(func() {
 		w.a.mu.Lock()
 		defer w.a.mu.Unlock()
@@ -131,10 +143,10 @@ func (w *warmSlot) release() {
 	})
 }
 
-// admitTurn admits turn id for principal unless the gateway is draining
-// or the principal's quota refuses it; the caller calls turnEnded(id) when
-// the turn has ended.
-func (a *admission) admitTurn(principal, id string) error {
+// AdmitTurn admits turn id for principal unless the gateway is draining
+// or the principal's quota refuses it (a gRPC status); the caller calls
+// TurnEnded(id) when the turn has ended.
+func (a *Controller) AdmitTurn(principal, id string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.draining {
@@ -148,9 +160,9 @@ func (a *admission) admitTurn(principal, id string) error {
 	return nil
 }
 
-// turnEnded gives back what admitTurn took for turn id; later calls, and
+// TurnEnded gives back what AdmitTurn took for turn id; later calls, and
 // calls for a turn never admitted, do nothing.
-func (a *admission) turnEnded(id string) {
+func (a *Controller) TurnEnded(id string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	principal, ok := a.turnsOf[id]
@@ -164,22 +176,24 @@ func (a *admission) turnEnded(id string) {
 	a.turns.Done()
 }
 
-// drain refuses everything from now on.
-func (a *admission) drain() {
+// Drain refuses everything from now on: the gateway is shutting down.
+func (a *Controller) Drain() {
 	a.mu.Lock()
 	a.draining = true
 	a.mu.Unlock()
 }
 
-func (a *admission) isDraining() bool {
+// IsDraining reports whether Drain was called.
+func (a *Controller) IsDraining() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.draining
 }
 
-// waitTurns waits until every admitted turn has ended or ctx ends, and
-// reports whether they all ended.
-func (a *admission) waitTurns(ctx context.Context) bool {
+// WaitTurns waits until every admitted turn has ended or ctx ends, and
+// reports whether they all ended: shutdown waits for them before it
+// stops their agents.
+func (a *Controller) WaitTurns(ctx context.Context) bool {
 	done := make(chan struct{})
 	go func() {
 		a.turns.Wait()

@@ -1,4 +1,4 @@
-package server
+package admission
 
 import (
 	"time"
@@ -22,7 +22,7 @@ func (u *callerUse) idle(now time.Time) bool {
 }
 
 // use is principal's entry, created on first use. Called with a.mu held.
-func (a *admission) use(principal string) *callerUse {
+func (a *Controller) use(principal string) *callerUse {
 	u, ok := a.callers[principal]
 	if !ok {
 		u = &callerUse{}
@@ -38,7 +38,7 @@ func (a *admission) use(principal string) *callerUse {
 
 // forget drops principal's entry once it holds nothing. Called with a.mu
 // held.
-func (a *admission) forget(principal string, u *callerUse) {
+func (a *Controller) forget(principal string, u *callerUse) {
 	if u.idle(time.Now()) {
 		delete(a.callers, principal)
 	}
@@ -46,7 +46,7 @@ func (a *admission) forget(principal string, u *callerUse) {
 
 // checkSessionQuota refuses one more session of principal when its
 // open_sessions quota is used up. Called with a.mu held.
-func (a *admission) checkSessionQuota(principal string) error {
+func (a *Controller) checkSessionQuota(principal string) error {
 	q := a.quotas.For(principal)
 	if q.OpenSessions > 0 && a.callers[principal] != nil && a.callers[principal].sessions >= q.OpenSessions {
 		return rpcerr.OverQuota(rpcerr.RetryDelay, "%s is at its quota of %d open sessions", rpcerr.Who(principal), q.OpenSessions)
@@ -57,7 +57,7 @@ func (a *admission) checkSessionQuota(principal string) error {
 // takeTurnQuota admits one more turn of principal under its
 // concurrent_turns and turns_per_minute quotas, or says which refuses it
 // and when to retry. A refusal takes nothing. Called with a.mu held.
-func (a *admission) takeTurnQuota(principal string) error {
+func (a *Controller) takeTurnQuota(principal string) error {
 	q := a.quotas.For(principal)
 	u := a.use(principal)
 	if q.ConcurrentTurns > 0 && u.turns >= q.ConcurrentTurns {

@@ -1,4 +1,4 @@
-package server
+package admission
 
 import (
 	"fmt"
@@ -11,8 +11,8 @@ import (
 // sessionLimitReason marks a RESOURCE_EXHAUSTED that a session limit of
 // this gateway (limits.max_sessions, an agent's max_sessions) caused, as
 // opposed to a caller's quota: another replica, with limits of its own, may
-// take the session (see placeElsewhere), and a client can tell the two
-// apart from the error's details.
+// take the session (package server's placeElsewhere), and a client can
+// tell the two apart from the error's details.
 const sessionLimitReason = "SESSION_LIMIT"
 
 // errorDomain is the domain of the ErrorInfo details the gateway attaches.
@@ -27,8 +27,9 @@ func sessionLimit(format string, args ...any) error {
 	return st.Err()
 }
 
-// atSessionLimit reports whether err is a session limit's refusal.
-func atSessionLimit(err error) bool {
+// AtSessionLimit reports whether err is a session limit's refusal: with
+// several replicas, another may take the session.
+func AtSessionLimit(err error) bool {
 	if status.Code(err) != codes.ResourceExhausted {
 		return false
 	}
