@@ -37,6 +37,7 @@ import (
 	"github.com/acpgate/acpgate/internal/acp/clientreq"
 	"github.com/acpgate/acpgate/internal/admission"
 	"github.com/acpgate/acpgate/internal/config"
+	"github.com/acpgate/acpgate/internal/mcpoffer"
 	"github.com/acpgate/acpgate/internal/metrics"
 	"github.com/acpgate/acpgate/internal/notify"
 	"github.com/acpgate/acpgate/internal/spelling"
@@ -129,7 +130,7 @@ type agentEntry struct {
 	pool    *pool          // its warm processes; nil when it keeps none
 	share   *sharing       // its processes several sessions share; nil without reuse_process
 	startup startupStatus
-	mcp     mcpOffer // what callers may ask of MCP servers (mcp.go)
+	mcp     mcpoffer.Offer // what callers may ask of MCP servers
 	mu      sync.Mutex
 	caps    *acpgatev1.AgentCapabilities
 	// mcpTransports are the remote MCP transports the agent advertised
@@ -195,7 +196,7 @@ func New(opts Options) (*Gateway, error) {
 	// One budget for every agent: the bound is on what the gateway holds.
 	budget := answer.NewBudget(opts.Config.Limits.MaxAnswerBytes)
 	for _, a := range opts.Config.Agents {
-		entry := &agentEntry{cfg: a, acp: acpConfig(a, opts, lookup, log), m: opts.Metrics.Agent(a.Name), mcp: newMCPOffer(opts.Config.MCP, a)}
+		entry := &agentEntry{cfg: a, acp: acpConfig(a, opts, lookup, log), m: opts.Metrics.Agent(a.Name), mcp: mcpoffer.New(opts.Config.MCP, a)}
 		entry.acp.Process.Containment = containment
 		entry.acp.Process.Launcher = opts.SandboxLauncher
 		entry.acp.Process.HostProc = hostProc
@@ -295,9 +296,9 @@ func (g *Gateway) ListAgents(ctx context.Context, _ *acpgatev1.ListAgentsRequest
 			FsRead:            a.cfg.FS.Read,
 			FsWrite:           a.cfg.FS.Write,
 			WarmTarget:        uint32(a.cfg.Warm),
-			McpOffered:        a.mcp.names(),
+			McpOffered:        a.mcp.Names(),
 			McpTransports:     transports,
-			McpUrlPrefixes:    a.mcp.prefixes,
+			McpUrlPrefixes:    a.mcp.Prefixes(),
 		}
 		if a.pool != nil {
 			ready, starting := a.pool.counts()
@@ -446,7 +447,7 @@ type opening struct {
 	// want are the settings to apply once the session is open, in order:
 	// a re-opened session's recorded ones, then those the caller asked for.
 	want []wantedSettings
-	// mcp are the caller's MCP servers (mcp.go); a session opened with
+	// mcp are the caller's MCP servers (package mcpoffer); a session opened with
 	// them is not recorded for re-opening.
 	mcp []acpsdk.McpServer
 }
@@ -657,6 +658,20 @@ func (g *Gateway) removeWith(live *liveSession, stop func() bool) {
 	if rec := live.record(); registered && rec != nil && (!g.admit.IsDraining() || live.tempDir != "") {
 		g.unrecord(rec.ID)
 	}
+}
+
+// callerMCP checks a caller's MCP servers for agent and builds what
+// session/new carries for them; nil when there are none. The caller must
+// be allowed to use the agent: the offer is the agent's business only.
+func (g *Gateway) callerMCP(ctx context.Context, agent string, servers []*acpgatev1.McpServer) ([]acpsdk.McpServer, error) {
+	if len(servers) == 0 {
+		return nil, nil
+	}
+	entry, err := g.agentFor(ctx, agent)
+	if err != nil {
+		return nil, err
+	}
+	return entry.mcp.Build(agent, servers)
 }
 
 // newTurnID mints a turn id: random, so that no two turns of any gateway

@@ -9,6 +9,7 @@ import (
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/config"
+	"github.com/acpgate/acpgate/internal/mcpoffer"
 	"github.com/acpgate/acpgate/internal/notify"
 	"github.com/acpgate/acpgate/internal/store"
 	"github.com/acpgate/acpgate/internal/webhook"
@@ -27,7 +28,7 @@ func checkNotifyURL(w config.Webhooks, url string) error {
 	if url == "" {
 		return nil
 	}
-	if err := checkMCPURL(url); err != nil {
+	if err := mcpoffer.CheckURL(url); err != nil {
 		return status.Errorf(codes.InvalidArgument, "notify_url %q: %v", url, err)
 	}
 	if !w.Enabled() {

@@ -81,7 +81,7 @@ func (g *Gateway) register(ctx context.Context, live *liveSession, o *opening) b
 		live.owner, live.created, live.rec = rec.Owner, rec.CreatedAt, &rec
 		if len(o.mcp) > 0 {
 			// Re-opened with a caller's MCP servers, which a record
-			// would lack: it is kept no longer (see mcp.go).
+			// would lack: it is kept no longer (see package mcpoffer).
 			live.rec = nil
 		}
 		if !g.sessions.reopened(live, susp) {

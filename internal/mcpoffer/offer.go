@@ -1,7 +1,9 @@
-package server
+// Package mcpoffer is what callers may ask of MCP servers for a session
+// (CreateSessionRequest.mcp_servers, and a one-shot PromptRequest's): the
+// operator's offer, and the checks of what a caller names against it.
+package mcpoffer
 
 import (
-	"context"
 	"fmt"
 	"net/url"
 	"slices"
@@ -16,8 +18,7 @@ import (
 	"github.com/acpgate/acpgate/internal/config"
 )
 
-// MCP servers from callers (CreateSessionRequest.mcp_servers, and a
-// one-shot PromptRequest's). A caller never chooses a program to run: a
+// A caller never chooses a program to run: a
 // stdio server is one the operator offers, named; a remote one must live
 // under a URL prefix the operator allows. What the agent supports is
 // checked by acp once it has said so at initialize (acp/mcp.go).
@@ -29,7 +30,7 @@ import (
 // Headers may carry credentials. They are passed to the agent and nowhere
 // else: no log line, span, journal entry or session record holds them.
 // That is also why a session opened with caller MCP servers is not
-// recorded for re-opening (see register): re-opened without them, its
+// recorded for re-opening (package sessions' Manager.register): re-opened without them, its
 // servers would be dropped silently.
 
 // Bounds on what a caller may name, so that one CreateSession cannot make
@@ -41,18 +42,20 @@ const (
 	maxMCPHeaderValueBytes = 8 << 10
 )
 
-// mcpOffer is what callers of one agent may ask for: the stdio servers
+// Offer is what callers of one agent may ask for: the stdio servers
 // offered by name (the gateway's and the agent's), the allowed URL
 // prefixes, and the names of the servers the agent is always given, which
 // a caller's may not reuse.
-type mcpOffer struct {
+type Offer struct {
 	offered  map[string]acpsdk.McpServer
 	prefixes []string
 	always   []string
 }
 
-func newMCPOffer(c config.MCP, a config.Agent) mcpOffer {
-	o := mcpOffer{offered: map[string]acpsdk.McpServer{}, prefixes: c.AllowedURLPrefixes}
+// New is the offer to callers of agent a under the gateway's MCP
+// configuration c.
+func New(c config.MCP, a config.Agent) Offer {
+	o := Offer{offered: map[string]acpsdk.McpServer{}, prefixes: c.AllowedURLPrefixes}
 	for _, s := range slices.Concat(c.Offered, a.MCPOffered) {
 		o.offered[s.Name] = acp.MCPStdio(s.Name, s.Command, s.Args, s.Env)
 	}
@@ -62,8 +65,8 @@ func newMCPOffer(c config.MCP, a config.Agent) mcpOffer {
 	return o
 }
 
-// names are the offered stdio servers' names, sorted.
-func (o mcpOffer) names() []string {
+// Names are the offered stdio servers' names, sorted.
+func (o Offer) Names() []string {
 	names := make([]string, 0, len(o.offered))
 	for name := range o.offered {
 		names = append(names, name)
@@ -72,21 +75,14 @@ func (o mcpOffer) names() []string {
 	return names
 }
 
-// callerMCP checks a caller's MCP servers for agent and builds what
-// session/new carries for them; nil when there are none. The caller must
-// be allowed to use the agent: the offer is the agent's business only.
-func (g *Gateway) callerMCP(ctx context.Context, agent string, servers []*acpgatev1.McpServer) ([]acpsdk.McpServer, error) {
-	if len(servers) == 0 {
-		return nil, nil
-	}
-	entry, err := g.agentFor(ctx, agent)
-	if err != nil {
-		return nil, err
-	}
-	return entry.mcp.build(agent, servers)
-}
+// Prefixes are the URL prefixes a remote server's URL must start with
+// (mcp.allowed_url_prefixes).
+func (o Offer) Prefixes() []string { return o.prefixes }
 
-func (o mcpOffer) build(agent string, servers []*acpgatev1.McpServer) ([]acpsdk.McpServer, error) {
+// Build checks a caller's MCP servers against the offer of agent (named
+// in messages) and builds what session/new carries for them. Errors are
+// gRPC statuses that name the server at fault by its index.
+func (o Offer) Build(agent string, servers []*acpgatev1.McpServer) ([]acpsdk.McpServer, error) {
 	if len(servers) > maxCallerMCPServers {
 		return nil, status.Errorf(codes.InvalidArgument, "mcp_servers: %d servers, over the limit of %d", len(servers), maxCallerMCPServers)
 	}
@@ -101,7 +97,7 @@ func (o mcpOffer) build(agent string, servers []*acpgatev1.McpServer) ([]acpsdk.
 			name = v.Stdio
 			offered, ok := o.offered[name]
 			if !ok {
-				return nil, status.Errorf(codes.InvalidArgument, "%s: no stdio MCP server named %q is offered for agent %q; callers name one of the operator's (offered: %q)", at, name, agent, o.names())
+				return nil, status.Errorf(codes.InvalidArgument, "%s: no stdio MCP server named %q is offered for agent %q; callers name one of the operator's (offered: %q)", at, name, agent, o.Names())
 			}
 			m = offered
 		case *acpgatev1.McpServer_Http:
@@ -133,11 +129,11 @@ func (o mcpOffer) build(agent string, servers []*acpgatev1.McpServer) ([]acpsdk.
 
 // checkRemote checks a remote server's name, URL and headers: the form
 // (INVALID_ARGUMENT), then the allow-list (PERMISSION_DENIED).
-func (o mcpOffer) checkRemote(at string, s *acpgatev1.McpRemoteServer) error {
+func (o Offer) checkRemote(at string, s *acpgatev1.McpRemoteServer) error {
 	if err := checkMCPName(s.GetName()); err != nil {
 		return status.Errorf(codes.InvalidArgument, "%s: name: %v", at, err)
 	}
-	if err := checkMCPURL(s.GetUrl()); err != nil {
+	if err := CheckURL(s.GetUrl()); err != nil {
 		return status.Errorf(codes.InvalidArgument, "%s (%q): url: %v", at, s.GetName(), err)
 	}
 	if len(s.GetHeaders()) > maxMCPHeaders {
@@ -182,12 +178,13 @@ func checkMCPName(name string) error {
 	return nil
 }
 
-// checkMCPURL requires an absolute http or https URL with a host and
+// CheckURL requires an absolute http or https URL with a host and
 // without user information, a fragment, or "." and ".." path segments:
-// the allow-list compares the URL as written, so it must mean what it
-// says (https://mcp.example.com/ok/../admin would pass the prefix
-// https://mcp.example.com/ok/ and reach /admin).
-func checkMCPURL(raw string) error {
+// an allow-list of prefixes compares the URL as written, so it must mean
+// what it says (https://mcp.example.com/ok/../admin would pass the prefix
+// https://mcp.example.com/ok/ and reach /admin). Package server checks
+// notify_url, under webhooks.allowed_url_prefixes, with it too.
+func CheckURL(raw string) error {
 	u, err := url.Parse(raw)
 	switch {
 	case err != nil:
