@@ -161,7 +161,7 @@ func (g *Gateway) forwardStream(srv any, ss grpc.ServerStream, info *grpc.Stream
 // NOT_FOUND).
 func (g *Gateway) ownerOf(ctx context.Context, id string) (string, error) {
 	for range 2 {
-		if _, err := g.sessions.lookup(id); err == nil || g.sessions.lookupSuspended(id) != nil {
+		if g.sessions.Holds(id) {
 			return "", nil
 		}
 		rec, ok, err := g.sessionRecord(ctx, id)
@@ -214,14 +214,9 @@ func (g *Gateway) adopt(ctx context.Context, id string) (bool, error) {
 	case !claimed:
 		return false, nil
 	}
-	entry, ok := g.byName[rec.Agent]
-	if !ok || entry.cfg.Workspace == "" || rec.Cwd == "" {
-		g.log.WarnContext(ctx, "a session no live replica runs cannot be re-opened here (it ran in a temporary directory, or its agent has no workspace here); it has ended", "session", id, "agent", rec.Agent)
-		g.unrecord(id)
-		return false, status.Errorf(codes.FailedPrecondition, "session %q has ended: the replica that ran it is gone, and it cannot be re-opened elsewhere (it ran in a temporary directory, or agent %q has no workspace here)", id, rec.Agent)
+	if err := g.sessions.Adopt(ctx, rec); err != nil {
+		return false, err
 	}
-	g.sessions.addSuspended(newSuspended(rec, entry.cfg.Workspace))
-	g.log.InfoContext(ctx, "adopted a session no live replica runs; it is suspended until its next prompt", "session", id, "agent", rec.Agent)
 	return true, nil
 }
 

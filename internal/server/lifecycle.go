@@ -2,20 +2,13 @@ package server
 
 import (
 	"context"
-	"sync"
 	"time"
-
-	"github.com/acpgate/acpgate/outcome"
 )
 
-// msgShuttingDown is what a call refused, or a turn cancelled, because the
-// gateway is shutting down is told: the same cause as package admission's
-// refusals while it drains.
-const msgShuttingDown = outcome.CauseShutdown
-
 // sweep closes sessions that have been idle past their agent's idle
-// timeout and sessions whose agent has gone away, and ends the suspended
-// sessions past their retention or beyond limits.max_suspended.
+// timeout and sessions whose agent has gone away, ends the suspended
+// sessions past their retention or beyond limits.max_suspended (see
+// sessions.Manager.Sweep), and deletes and records the turns that are due.
 func (g *Gateway) sweep(interval time.Duration) {
 	defer g.janitorWG.Done()
 	ticker := time.NewTicker(interval)
@@ -26,14 +19,8 @@ func (g *Gateway) sweep(interval time.Duration) {
 			return
 		case <-ticker.C:
 		}
-		for _, live := range g.sessions.all() {
-			if why := g.stale(live); why != "" && !g.suspend(live, why) {
-				g.log.Info("closing an idle or ended session", "session", live.id, "why", why)
-				g.remove(live)
-			}
-		}
+		g.sessions.Sweep(time.Now())
 		g.expireTurns()
-		g.expireSuspended(time.Now())
 		g.recordEndings()
 	}
 }
@@ -62,25 +49,6 @@ func (g *Gateway) expireTurns() {
 	}
 }
 
-// stale says why the janitor should close (or suspend) live: its agent has
-// gone, or it has been idle past its agent's idle timeout; "" when it
-// should not.
-func (g *Gateway) stale(live *liveSession) string {
-	since, idle := live.idleSince()
-	if !idle {
-		return ""
-	}
-	select {
-	case <-live.sess.Done():
-		return "its agent has gone"
-	default:
-	}
-	if timeout := live.agent.cfg.IdleTimeout; !live.oneShot && timeout > 0 && time.Since(since) > timeout {
-		return "idle past its agent's idle_timeout"
-	}
-	return ""
-}
-
 // killReserve is the part of the shutdown grace kept for stopping agents
 // and delivering the last terminals after waiting for turns to end.
 func killReserve(grace time.Duration) time.Duration {
@@ -101,12 +69,10 @@ func (g *Gateway) Drain(ctx context.Context) {
 	pools := make(chan struct{})
 	go func() {
 		defer close(pools)
-		g.stopPools(ctx)
+		g.sessions.StopPools(ctx)
 	}()
 	defer func() { <-pools }()
-	for _, l := range g.sessions.all() {
-		l.sess.Cancel(msgShuttingDown)
-	}
+	g.sessions.CancelTurns()
 	// Turns whose one-shot agent is still starting have no session yet.
 	for _, t := range g.turns.All() {
 		t.Cancel()
@@ -120,13 +86,14 @@ func (g *Gateway) Drain(ctx context.Context) {
 	if !g.admit.WaitTurns(turnsCtx) {
 		g.log.Warn("shutdown grace is running out with turns still running; stopping their agents")
 	}
-	g.closeAll(ctx)
+	g.sessions.CloseAll(ctx)
 }
 
 // Close stops the janitor and closes every session, waiting as long as
 // that takes (each agent's stop grace).
 func (g *Gateway) Close() {
-	// Closing is stopping: the kept sessions' records stay (see remove).
+	// Closing is stopping: the kept sessions' records stay (see
+	// sessions.Manager.Remove).
 	g.admit.Drain()
 	g.notifier.Stop()
 	select {
@@ -136,40 +103,7 @@ func (g *Gateway) Close() {
 	}
 	g.janitorWG.Wait()
 	g.recordEndings()
-	g.stopPools(context.Background())
-	g.closeAll(context.Background())
+	g.sessions.StopPools(context.Background())
+	g.sessions.CloseAll(context.Background())
 	g.stopReplicas(context.Background())
-}
-
-// closeAll closes every session concurrently; once ctx ends, the agents
-// still running are killed instead of being given their grace.
-func (g *Gateway) closeAll(ctx context.Context) { g.stopSessions(ctx, g.remove) }
-
-// stopSessions stops every session concurrently with stop; once ctx ends,
-// the agents still running are killed instead of being given their grace.
-func (g *Gateway) stopSessions(ctx context.Context, stop func(*liveSession)) {
-	lives := g.sessions.all()
-	var wg sync.WaitGroup
-	for _, l := range lives {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			stop(l)
-		}()
-	}
-	done := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return
-	case <-ctx.Done():
-	}
-	g.log.Warn("shutdown grace elapsed; killing the agents still running", "sessions", len(lives))
-	for _, l := range lives {
-		l.kill()
-	}
-	<-done
 }

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
-	"github.com/acpgate/acpgate/internal/acp"
 	"github.com/acpgate/acpgate/internal/config"
 	"github.com/acpgate/acpgate/internal/metrics"
+	"github.com/acpgate/acpgate/internal/sessions"
 	"github.com/acpgate/acpgate/internal/turn"
 	"github.com/acpgate/acpgate/outcome"
 )
@@ -20,15 +20,12 @@ import (
 // agentMetrics is the instruments of the agent named; nil (recording
 // nothing) without metrics or for an agent not configured.
 func (g *Gateway) agentMetrics(name string) *metrics.Agent {
-	if e := g.byName[name]; e != nil {
-		return e.m
-	}
-	return nil
+	return g.sessions.AgentMetrics(name)
 }
 
 // noteTurnEnd records a turn's terminal; live is its session, nil when
 // its agent did not start.
-func (g *Gateway) noteTurnEnd(r *turn.Running, live *liveSession, result outcome.Result) {
+func (g *Gateway) noteTurnEnd(r *turn.Running, live *sessions.Live, result outcome.Result) {
 	m := g.agentMetrics(r.Rec.Agent)
 	if m == nil {
 		return
@@ -37,37 +34,8 @@ func (g *Gateway) noteTurnEnd(r *turn.Running, live *liveSession, result outcome
 	u := result.Outcome.GetUsage()
 	m.TurnEnded(class, reason, time.Since(r.Rec.StartedAt), u.GetInputTokens(), u.GetOutputTokens())
 	if live != nil && u != nil && u.CostAmount != nil {
-		m.Cost(u.GetCostCurrency(), live.costAdded(u.GetCostAmount()))
+		m.Cost(u.GetCostCurrency(), live.CostAdded(u.GetCostAmount()))
 	}
-}
-
-// costAdded is what a turn's reported cost adds to the session's: ACP
-// reports the session's cumulative cost. The session is released before
-// its turn is recorded, so the next turn may already run: hence the lock.
-func (l *liveSession) costAdded(total float64) float64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	added := total - l.costReported
-	if added < 0 { // the agent's count restarted
-		added = total
-	}
-	l.costReported = total
-	return added
-}
-
-// noteStart records an agent start-up that took took and failed with err
-// (nil: it succeeded).
-func noteStart(m *metrics.Agent, took time.Duration, err error) {
-	if err == nil {
-		m.Started(took)
-		return
-	}
-	var agentErr *acp.Error
-	class := "cancelled"
-	if errors.As(err, &agentErr) {
-		class, _ = metrics.Classify(agentErr.Proto)
-	}
-	m.StartFailed(class)
 }
 
 // isAgentMessageChunk reports whether e is a chunk of the agent's answer.

@@ -46,10 +46,8 @@ func (g *Gateway) notifyTarget(req *acpgatev1.PromptRequest, agent string) strin
 	if u := req.GetNotifyUrl(); u != "" {
 		return u
 	}
-	if a, ok := g.byName[agent]; ok {
-		return a.cfg.NotifyURL
-	}
-	return ""
+	a, _ := g.sessions.Agent(agent)
+	return a.NotifyURL
 }
 
 // startNotifier starts delivering notifications when webhooks are

@@ -16,7 +16,9 @@ import (
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/cluster"
+	"github.com/acpgate/acpgate/internal/config"
 	"github.com/acpgate/acpgate/internal/metrics"
+	"github.com/acpgate/acpgate/internal/sessions"
 	"github.com/acpgate/acpgate/internal/store"
 	"github.com/acpgate/acpgate/internal/turn/wire"
 	"github.com/acpgate/acpgate/outcome"
@@ -71,8 +73,25 @@ func (r *replicas) goEnd(f func()) {
 	}()
 }
 
-// startReplicas joins the cluster when the configuration says so.
-func (g *Gateway) startReplicas(ctx context.Context) error {
+// replicaID is the ID this gateway joins the cluster under: its
+// cluster.replica_id, else the host name; "" when it runs on its own. The
+// sessions it opens carry it, so it is known before it joins.
+func replicaID(c config.Cluster) (string, error) {
+	if !c.Enabled() {
+		return "", nil
+	}
+	if c.ReplicaID != "" {
+		return c.ReplicaID, nil
+	}
+	id, err := os.Hostname()
+	if err != nil {
+		return "", fmt.Errorf("cluster: no replica_id, and the host name is unknown: %w", err)
+	}
+	return id, nil
+}
+
+// startReplicas joins the cluster as id when the configuration says so.
+func (g *Gateway) startReplicas(ctx context.Context, id string) error {
 	c := g.cfg.Cluster
 	if !c.Enabled() {
 		return nil
@@ -84,12 +103,6 @@ func (g *Gateway) startReplicas(ctx context.Context) error {
 	secret, err := cluster.ReadSecret(c.SecretFile)
 	if err != nil {
 		return err
-	}
-	id := c.ReplicaID
-	if id == "" {
-		if id, err = os.Hostname(); err != nil {
-			return fmt.Errorf("cluster: no replica_id, and the host name is unknown: %w", err)
-		}
 	}
 	var dial []grpc.DialOption
 	if g.cfg.TLS.Enabled() {
@@ -137,16 +150,9 @@ func (g *Gateway) leaseLost(r *replicas, err error) {
 	for _, t := range turns {
 		t.Cancel()
 	}
-	for _, s := range g.sessions.allSuspended() {
-		g.sessions.deleteSuspended(s)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), g.cfg.ShutdownGrace)
 	defer cancel()
-	g.stopSessions(ctx, func(l *liveSession) {
-		if g.sessions.delete(l) && l.close() {
-			g.log.Info("stopped the agent of a session this replica no longer owns", "agent", l.agent.cfg.Name, "session", l.id)
-		}
-	})
+	g.sessions.Disown(ctx)
 	g.log.Warn("the agents of this replica's turns and sessions are stopped; joining the cluster again", "turns", len(turns), "err", err)
 }
 
@@ -203,7 +209,7 @@ func (g *Gateway) stopReplicas(ctx context.Context) {
 // load is what placement reads of this replica: its open sessions and
 // running turns.
 func (g *Gateway) load() (sessions, runningTurns int) {
-	return len(g.sessions.all()), len(g.turns.All())
+	return g.sessions.Count(), len(g.turns.All())
 }
 
 // stoppedTerminal is the terminal of a turn whose gateway stopped without
@@ -240,12 +246,9 @@ func (g *Gateway) listReplicaSessions(ctx context.Context) (*acpgatev1.ListSessi
 	local := make(map[string]*acpgatev1.Session)
 	var order []string
 	resp := &acpgatev1.ListSessionsResponse{}
-	for _, l := range g.sessions.listing() {
-		if g.authz.Sees(ctx, l.ownedBy()) {
-			p := l.proto()
-			local[p.GetId()] = p
-			order = append(order, p.GetId())
-		}
+	for _, p := range g.sessions.List(ctx) {
+		local[p.GetId()] = p
+		order = append(order, p.GetId())
 	}
 	for _, rec := range recs {
 		if p, ok := local[rec.ID]; ok {
@@ -256,7 +259,7 @@ func (g *Gateway) listReplicaSessions(ctx context.Context) (*acpgatev1.ListSessi
 		if !g.authz.Sees(ctx, rec.Owner) {
 			continue
 		}
-		p := newSuspended(rec, g.workspaceOf(rec.Agent)).proto()
+		p := sessions.RecordProto(rec, g.workspaceOf(rec.Agent))
 		if slices.ContainsFunc(peers, func(r store.Replica) bool { return r.ID == rec.Replica }) {
 			p.State, p.Replica = acpgatev1.SessionState_SESSION_STATE_IDLE, rec.Replica
 		}
@@ -274,8 +277,6 @@ func (g *Gateway) listReplicaSessions(ctx context.Context) (*acpgatev1.ListSessi
 // workspaceOf is the workspace of the configured agent named agent; "" for
 // none.
 func (g *Gateway) workspaceOf(agent string) string {
-	if e, ok := g.byName[agent]; ok {
-		return e.cfg.Workspace
-	}
-	return ""
+	a, _ := g.sessions.Agent(agent)
+	return a.Workspace
 }

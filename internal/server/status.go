@@ -1,49 +1,9 @@
 package server
 
 import (
-	"context"
-	"errors"
-
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-
-	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
-	"github.com/acpgate/acpgate/internal/acp"
 )
-
-// statusOf turns an open failure into a gRPC status: an agent-caused
-// failure carries its HarnessError as a status detail.
-func statusOf(err error) error {
-	var agentErr *acp.Error
-	if !errors.As(err, &agentErr) {
-		if _, ok := status.FromError(err); ok {
-			return err
-		}
-		if errors.Is(err, context.Canceled) {
-			return status.Error(codes.Canceled, err.Error())
-		}
-		if errors.Is(err, context.DeadlineExceeded) {
-			return status.Error(codes.DeadlineExceeded, err.Error())
-		}
-		return status.Error(codes.Internal, err.Error())
-	}
-	code := codes.FailedPrecondition
-	switch t := agentErr.Proto.GetTransport(); {
-	case t.GetReason() == acpgatev1.TransportReason_TRANSPORT_REASON_HANDSHAKE_TIMEOUT:
-		code = codes.DeadlineExceeded
-	case t != nil:
-		code = codes.Unavailable
-	}
-	return withDetail(code, agentErr.Proto)
-}
-
-func withDetail(code codes.Code, e *acpgatev1.HarnessError) error {
-	st, err := status.New(code, e.GetMessage()).WithDetails(e)
-	if err != nil {
-		return status.Error(code, e.GetMessage())
-	}
-	return st.Err()
-}
 
 // promptTooLarge is the status of a prompt over limits.max_prompt_bytes.
 func promptTooLarge(n, limit int) error {

@@ -18,6 +18,7 @@ import (
 	"github.com/acpgate/acpgate/internal/acp"
 	"github.com/acpgate/acpgate/internal/config"
 	"github.com/acpgate/acpgate/internal/metrics"
+	"github.com/acpgate/acpgate/internal/sessions"
 	"github.com/acpgate/acpgate/internal/tracing"
 	"github.com/acpgate/acpgate/internal/turn"
 	"github.com/acpgate/acpgate/outcome"
@@ -119,7 +120,7 @@ func (g *Gateway) turnSpan(ctx context.Context, r *turn.Running, oneShot bool) (
 
 // endTurnSpan records a turn's ending on its span and ends it. live is
 // the turn's session, nil when its agent did not start.
-func endTurnSpan(span trace.Span, live *liveSession, result outcome.Result, st turn.Stats) {
+func endTurnSpan(span trace.Span, live *sessions.Live, result outcome.Result, st turn.Stats) {
 	if span.IsRecording() {
 		class, reason := metrics.Classify(result.Error)
 		attrs := []attribute.KeyValue{acp.AttrClass.String(class), acp.AttrEvents.Int64(st.Events), acp.AttrBytes.Int64(st.Bytes)}
@@ -127,7 +128,7 @@ func endTurnSpan(span trace.Span, live *liveSession, result outcome.Result, st t
 			attrs = append(attrs, acp.AttrReason.String(reason))
 		}
 		if live != nil {
-			attrs = append(attrs, acp.AttrSession.String(live.id), acp.AttrACPSession.String(live.sess.ID()))
+			attrs = append(attrs, acp.AttrSession.String(live.ID()), acp.AttrACPSession.String(live.ACP().ID()))
 		}
 		if o := result.Outcome; o != nil {
 			attrs = append(attrs, acp.AttrStopReason.String(o.GetStopReason()))

@@ -15,6 +15,7 @@ import (
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/access"
 	"github.com/acpgate/acpgate/internal/acp"
+	"github.com/acpgate/acpgate/internal/sessions"
 	"github.com/acpgate/acpgate/internal/store"
 	"github.com/acpgate/acpgate/internal/turn"
 	"github.com/acpgate/acpgate/internal/turn/wire"
@@ -42,18 +43,18 @@ func (g *Gateway) recorded(rec store.Turn) store.Turn {
 type turnPlan struct {
 	rec     store.Turn
 	blocks  []acpsdk.ContentBlock
-	live    *liveSession // a claimed open session
-	opening *opening     // a one-shot session to start, or a suspended one to re-open
+	live    *sessions.Live    // a claimed open session
+	opening *sessions.Opening // a one-shot session to start, or a suspended one to re-open
 	req     *acpgatev1.PromptRequest
 }
 
 // abandon gives back what the plan holds.
 func (p *turnPlan) abandon() {
 	if p.live != nil {
-		p.live.unclaim()
+		p.live.Unclaim()
 	}
 	if p.opening != nil {
-		p.opening.abandon()
+		p.opening.Abandon()
 	}
 }
 
@@ -95,29 +96,24 @@ func (g *Gateway) begin(ctx context.Context, req *acpgatev1.PromptRequest, block
 		StartedAt:  time.Now(),
 	}}
 	if req.GetSessionId() != "" {
-		live, susp, err := g.claimSession(ctx, req.GetSessionId(), plan.rec.ID)
+		live, susp, err := g.sessions.Claim(ctx, req.GetSessionId(), plan.rec.ID)
 		if err != nil {
 			return "", err
 		}
 		if susp != nil {
-			if plan.opening, err = g.prepareReopen(ctx, susp); err != nil {
+			if plan.opening, err = g.sessions.PrepareReopen(ctx, susp); err != nil {
 				return "", err
 			}
-			plan.rec.Agent, plan.rec.SessionID = susp.rec.Agent, susp.rec.ID
+			plan.rec.Agent, plan.rec.SessionID = susp.Agent(), susp.ID()
 		} else {
 			plan.live = live
-			plan.rec.Agent, plan.rec.SessionID = live.agent.cfg.Name, live.id
+			plan.rec.Agent, plan.rec.SessionID = live.AgentName(), live.ID()
 		}
 	} else {
-		mcp, err := g.callerMCP(ctx, req.GetAgent(), req.GetMcpServers())
+		o, err := g.sessions.PrepareOneShot(ctx, req.GetAgent(), req.GetCwd(), req.GetMcpServers())
 		if err != nil {
 			return "", err
 		}
-		o, err := g.prepare(ctx, req.GetAgent(), req.GetCwd())
-		if err != nil {
-			return "", err
-		}
-		o.mcp = mcp
 		plan.opening = o
 		plan.rec.Agent = req.GetAgent()
 	}
@@ -146,7 +142,7 @@ func (g *Gateway) begin(ctx context.Context, req *acpgatev1.PromptRequest, block
 	r := &turn.Running{Rec: plan.rec, Cancel: cancel}
 	r.Journal = turn.NewJournal(plan.rec.ID, g.store, g.log, g.agentMetrics(plan.rec.Agent), func(cause string) {
 		if plan.live != nil {
-			plan.live.sess.Cancel(cause)
+			plan.live.ACP().Cancel(cause)
 		}
 		cancel()
 	})
@@ -160,40 +156,6 @@ func (g *Gateway) begin(ctx context.Context, req *acpgatev1.PromptRequest, block
 		turn.CollectAfterTurn(g.runTurn(ctx, r, plan))
 	}()
 	return plan.rec.ID, nil
-}
-
-// claimSession claims a session for a turn: an open one, or a suspended
-// one to re-open (claimed too).
-func (g *Gateway) claimSession(ctx context.Context, id, turnID string) (*liveSession, *suspendedSession, error) {
-	live, err := g.session(ctx, id)
-	gone := false
-	if err == nil {
-		select {
-		case <-live.sess.Done():
-			// Its agent has gone; the janitor has not swept it yet. It is
-			// suspended (by this call or a concurrent one) when it can be
-			// re-opened, and has ended otherwise.
-			if gone = !g.suspend(live, "its agent has gone"); gone {
-				g.remove(live)
-			}
-		default:
-			if !live.claim(turnID) {
-				return nil, nil, status.Errorf(codes.FailedPrecondition, "session %q is already running a turn (ACP allows one at a time)", id)
-			}
-			return live, nil, nil
-		}
-	}
-	susp := g.suspended(ctx, id)
-	switch {
-	case susp == nil && gone:
-		return nil, nil, status.Errorf(codes.NotFound, "session %q has ended: its agent is gone", id)
-	case susp == nil:
-		return nil, nil, errNoSession(id)
-	}
-	if !susp.claim() {
-		return nil, nil, errReopening(id)
-	}
-	return nil, susp, nil
 }
 
 // runTurn runs a planned turn to its terminal, journaling its events. It
@@ -216,22 +178,22 @@ func (g *Gateway) runTurn(ctx context.Context, r *turn.Running, plan *turnPlan) 
 	defer m.TurnDone()
 	id := r.Rec.ID
 	live := plan.live
-	ctx, span := g.turnSpan(ctx, r, live == nil && plan.opening.reopen == nil)
+	ctx, span := g.turnSpan(ctx, r, live == nil && !plan.opening.Reopens())
 	if live == nil {
 		var err error
-		if plan.opening.reopen != nil {
-			live, err = g.reopen(ctx, plan.opening)
+		if plan.opening.Reopens() {
+			live, err = g.sessions.Reopen(ctx, plan.opening)
 		} else {
-			live, err = g.start(ctx, plan.opening, true)
+			live, err = g.sessions.Start(ctx, plan.opening, true)
 		}
 		if err != nil {
 			endTurnSpan(span, nil, g.endUnstarted(ctx, r, err), turn.Stats{})
 			return 0
 		}
-		live.claim(id)
+		live.Claim(id)
 		plan.live = live
 	}
-	started := wire.Encode(started(id, live.id, live.agent.cfg.Name, live.takeResumed()), 1)
+	started := wire.Encode(started(id, live.ID(), live.AgentName(), live.TakeResumed()), 1)
 	q := turn.NewQueue()
 	journaled := make(chan struct{}) // closed once the store has taken or refused the started event
 	pumped := make(chan struct{})
@@ -245,14 +207,14 @@ func (g *Gateway) runTurn(ctx context.Context, r *turn.Running, plan *turnPlan) 
 		// it. A refused start cancels the turn (see journal.start).
 		// Journaled without the turn's cancellation: a turn cancelled
 		// as it starts is a cancelled turn, not a journal that failed.
-		if err := r.Journal.Start(context.WithoutCancel(ctx), live.id, started); err != nil {
+		if err := r.Journal.Start(context.WithoutCancel(ctx), live.ID(), started); err != nil {
 			g.log.ErrorContext(ctx, "the turn could not be journaled", "turn", id, "err", err)
 		}
 		close(journaled)
 		streamed = turn.Pump(ctx, q, r.Journal, turn.PumpOptions{
 			Coalesce: plan.req.GetCoalesceChunks(),
 			MaxBytes: g.cfg.Limits.MaxTurnBytes,
-			Cancel:   func(cause string) { live.sess.Cancel(cause) },
+			Cancel:   func(cause string) { live.ACP().Cancel(cause) },
 			Full: func(detail string) *acpgatev1.PromptEvent {
 				return terminal(outcome.Result{Error: g.interp.JournalFailed(detail, outcome.Text{})})
 			},
@@ -262,9 +224,9 @@ func (g *Gateway) runTurn(ctx context.Context, r *turn.Running, plan *turnPlan) 
 			Log:     g.log,
 		})
 	}()
-	result, err := live.sess.Prompt(ctx, plan.blocks, acp.PromptOptions{
+	result, err := live.ACP().Prompt(ctx, plan.blocks, acp.PromptOptions{
 		TurnID:   id,
-		Timeout:  live.agent.cfg.TurnTimeout,
+		Timeout:  live.TurnTimeout(),
 		Emit:     q.Push,
 		OnCancel: q.Abandon,
 		OmitText: plan.req.GetOmitOutcomeText(),
@@ -283,10 +245,10 @@ func (g *Gateway) runTurn(ctx context.Context, r *turn.Running, plan *turnPlan) 
 		result = outcome.Result{Error: e}
 	}
 	// The session is free before anyone can read the terminal.
-	live.release()
+	live.Release()
 	q.Finish(terminal(result))
 	<-pumped
-	g.logTerminal(ctx, id, live.agent.cfg.Name, live.id, result.Error)
+	g.logTerminal(ctx, id, live.AgentName(), live.ID(), result.Error)
 	g.noteTurnEnd(r, live, result)
 	endTurnSpan(span, live, result, streamed)
 	g.afterTurn(live, result.Error)
@@ -304,9 +266,9 @@ func (g *Gateway) journalFailed(err error, e *acpgatev1.PromptEvent) *acpgatev1.
 }
 
 // afterTurn closes a one-shot session, and a session whose agent is gone.
-func (g *Gateway) afterTurn(live *liveSession, e *acpgatev1.HarnessError) {
-	if live.oneShot || e.GetTransport() != nil {
-		g.remove(live)
+func (g *Gateway) afterTurn(live *sessions.Live, e *acpgatev1.HarnessError) {
+	if live.OneShot() || e.GetTransport() != nil {
+		g.sessions.Remove(live)
 	}
 }
 
@@ -324,7 +286,7 @@ func (g *Gateway) endUnstarted(ctx context.Context, r *turn.Running, err error) 
 	default:
 		// The turn was cancelled (its client went away, or shutdown)
 		// before its agent had started, or the gateway is draining.
-		e = g.interp.StaleTarget("the turn ended before its agent had started: " + status.Convert(statusOf(err)).Message())
+		e = g.interp.StaleTarget("the turn ended before its agent had started: " + status.Convert(sessions.StatusOf(err)).Message())
 	}
 	if err := r.Journal.Start(context.Background(), "", wire.Encode(started(r.Rec.ID, r.Rec.SessionID, r.Rec.Agent, false), 1)); err != nil {
 		g.log.ErrorContext(ctx, "the turn could not be journaled", "turn", r.Rec.ID, "err", err)

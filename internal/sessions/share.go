@@ -1,8 +1,9 @@
-package server
+package sessions
 
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -115,28 +116,27 @@ func (sh *sharing) count() int {
 // join opens o's session on a shared process of its principal and
 // directory with room for it. It reports false when there is none (or the
 // one found was stopping), and the caller starts a process.
-func (g *Gateway) join(ctx context.Context, o *opening, opts acp.OpenOptions) (*acp.Session, bool, error) {
-	entry := o.entry
-	p := entry.share.reserve(o.shareKey())
+func (e *agentEntry) join(ctx context.Context, o *Opening, opts acp.OpenOptions, log *slog.Logger) (*acp.Session, bool, error) {
+	p := e.share.reserve(o.shareKey())
 	if p == nil {
 		return nil, false, nil
 	}
 	began := time.Now()
 	sess, err := p.conn.Join(ctx, opts)
-	entry.share.joined(p)
+	e.share.joined(p)
 	if errors.Is(err, acp.ErrProcessGone) {
 		return nil, false, nil
 	}
-	noteStart(entry.m, time.Since(began), err)
+	noteStart(e.m, time.Since(began), err)
 	if err != nil {
-		entry.startup.failed(err.Error(), time.Now(), time.Time{})
+		e.startup.failed(err.Error(), time.Now(), time.Time{})
 		return nil, true, err
 	}
 	// It waited for no process to start: a warm start, as metrics count.
-	entry.m.SessionStarted(true)
-	g.log.DebugContext(ctx, "session joins a shared agent process", "agent", entry.cfg.Name, "pid", p.conn.Pid(), "sessions", p.conn.Sessions())
+	e.m.SessionStarted(true)
+	log.DebugContext(ctx, "session joins a shared agent process", "agent", e.cfg.Name, "pid", p.conn.Pid(), "sessions", p.conn.Sessions())
 	return sess, true, nil
 }
 
 // shareKey is who may share a process with this session.
-func (o *opening) shareKey() shareKey { return shareKey{dir: o.dir, owner: o.owner} }
+func (o *Opening) shareKey() shareKey { return shareKey{dir: o.dir, owner: o.owner} }

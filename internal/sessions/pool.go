@@ -1,12 +1,10 @@
-package server
+package sessions
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -388,137 +386,4 @@ func (p *pool) stop(ctx context.Context) {
 		w.sess.Kill()
 	}
 	<-p.done
-}
-
-// warmLauncher starts warm processes of entry: in its configured
-// workspace, or each in a fresh temporary directory that becomes the
-// session's when the process is taken.
-func (g *Gateway) warmLauncher(entry *agentEntry) func(ctx context.Context) (*warmProcess, error) {
-	return func(ctx context.Context) (*warmProcess, error) {
-		w := &warmProcess{}
-		root := entry.cfg.Workspace
-		if root == "" {
-			var err error
-			if root, err = g.tempDir(entry.cfg.Name); err != nil {
-				return nil, fmt.Errorf("creating a directory for a warm process: %w", err)
-			}
-			w.tempDir = root
-		}
-		dir, err := filepath.EvalSymlinks(root)
-		if err == nil {
-			w.sess, err = acp.Start(ctx, entry.acp, dir)
-		}
-		if err != nil {
-			var agentErr *acp.Error
-			if errors.As(err, &agentErr) && agentErr.Info != nil {
-				entry.noteCapabilities(*agentErr.Info)
-			}
-			if w.tempDir != "" {
-				_ = os.RemoveAll(w.tempDir)
-			}
-			return nil, err
-		}
-		entry.noteCapabilities(w.sess.Info())
-		w.dir = dir
-		if w.tempDir != "" {
-			w.tempDir = dir
-		}
-		return w, nil
-	}
-}
-
-// takeFresh takes a warm process for a session of an agent without a
-// workspace that asked for no subdirectory: any of its warm processes
-// serves, each running in a fresh temporary directory of its own. Other
-// sessions take theirs, if any, once their directory is resolved.
-func takeFresh(entry *agentEntry, cwd string) *warmProcess {
-	if entry.pool == nil || entry.cfg.Workspace != "" || (cwd != "" && cwd != ".") {
-		return nil
-	}
-	return entry.pool.take("")
-}
-
-// startAgent gives an opening its agent with a session open on it: under
-// reuse_process, a process of its principal and directory that has room
-// for it (see sharing); else the warm process it took, on which only
-// session/new (or session/load) is left to run, or a process started
-// cold, which under reuse_process later sessions may then join.
-func (g *Gateway) startAgent(ctx context.Context, o *opening, opts acp.OpenOptions) (*acp.Session, error) {
-	entry := o.entry
-	if entry.share != nil && o.warm == nil {
-		if sess, joined, err := g.join(ctx, o, opts); joined {
-			return sess, err
-		}
-	}
-	sess, err := g.startProcess(ctx, o, opts)
-	if err == nil && entry.share != nil {
-		entry.share.add(o.shareKey(), sess.Conn())
-	}
-	return sess, err
-}
-
-// startProcess gives an opening a process of its own, warm or cold.
-func (g *Gateway) startProcess(ctx context.Context, o *opening, opts acp.OpenOptions) (*acp.Session, error) {
-	entry := o.entry
-	began := time.Now()
-	if o.warm != nil {
-		err := o.warm.sess.Begin(ctx, opts)
-		if err != nil {
-			noteStart(entry.m, time.Since(began), err)
-			entry.startup.failed(err.Error(), time.Now(), time.Time{})
-			return nil, err
-		}
-		entry.m.SessionStarted(true)
-		return o.warm.sess, nil
-	}
-	sess, err := acp.Open(ctx, entry.acp, opts)
-	took := time.Since(began)
-	noteStart(entry.m, took, err)
-	if err != nil {
-		entry.startup.failed(err.Error(), time.Now(), time.Time{})
-		return nil, err
-	}
-	entry.startup.succeeded(took)
-	entry.m.SessionStarted(false)
-	return sess, nil
-}
-
-// startPools starts the warm pool of every agent configured with warm.
-func (g *Gateway) startPools() {
-	total := 0
-	for _, e := range g.agents {
-		if e.cfg.Warm == 0 {
-			continue
-		}
-		total += e.cfg.Warm
-		e.pool = newPool(poolOptions{
-			Agent:   e.cfg.Name,
-			Size:    e.cfg.Warm,
-			MaxAge:  e.cfg.WarmMaxAge,
-			Launch:  g.warmLauncher(e),
-			Admit:   g.admit,
-			Status:  &e.startup,
-			Metrics: e.m,
-			Logger:  g.log,
-		})
-	}
-	if total > g.cfg.Limits.MaxWarm {
-		g.log.Warn("the agents' warm processes add up to more than limits.max_warm: some pools will stay short", "warm", total, "max_warm", g.cfg.Limits.MaxWarm)
-	}
-}
-
-// stopPools stops every warm pool concurrently; see pool.stop.
-func (g *Gateway) stopPools(ctx context.Context) {
-	var wg sync.WaitGroup
-	for _, e := range g.agents {
-		if e.pool == nil {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			e.pool.stop(ctx)
-		}()
-	}
-	wg.Wait()
 }

@@ -1,4 +1,4 @@
-package server
+package sessions
 
 import (
 	"slices"
@@ -15,12 +15,12 @@ import (
 //
 // A session being re-opened at that moment is left alone: its turn or
 // CreateSession decides its fate, and the next sweep looks again.
-func (g *Gateway) expireSuspended(now time.Time) {
-	all := g.sessions.allSuspended()
+func (m *Manager) expireSuspended(now time.Time) {
+	all := m.reg.allSuspended()
 	kept := all[:0]
 	for _, susp := range all {
-		retention := g.cfg.SuspendedRetention
-		if entry, ok := g.byName[susp.rec.Agent]; ok {
+		retention := m.cfg.SuspendedRetention
+		if entry, ok := m.agents.byName[susp.rec.Agent]; ok {
 			retention = entry.cfg.SuspendedRetention
 		}
 		if now.Sub(susp.rec.SuspendedAt) < retention {
@@ -28,24 +28,24 @@ func (g *Gateway) expireSuspended(now time.Time) {
 			continue
 		}
 		if susp.claim() {
-			g.log.Info("ending a suspended session not re-opened within suspended_retention", "session", susp.rec.ID, "agent", susp.rec.Agent,
+			m.log.Info("ending a suspended session not re-opened within suspended_retention", "session", susp.rec.ID, "agent", susp.rec.Agent,
 				"suspended_at", susp.rec.SuspendedAt, "suspended_retention", retention)
-			g.forget(susp)
+			m.forget(susp)
 		}
 	}
-	over := len(kept) - g.cfg.Limits.MaxSuspended
+	over := len(kept) - m.cfg.Limits.MaxSuspended
 	if over <= 0 {
 		return
 	}
-	slices.SortFunc(kept, func(a, b *suspendedSession) int { return a.rec.SuspendedAt.Compare(b.rec.SuspendedAt) })
+	slices.SortFunc(kept, func(a, b *Suspended) int { return a.rec.SuspendedAt.Compare(b.rec.SuspendedAt) })
 	for _, susp := range kept {
 		if over == 0 {
 			return
 		}
 		if susp.claim() {
-			g.log.Warn("ending the session suspended longest: the suspended sessions are over limits.max_suspended", "session", susp.rec.ID, "agent", susp.rec.Agent,
-				"suspended_at", susp.rec.SuspendedAt, "max_suspended", g.cfg.Limits.MaxSuspended)
-			g.forget(susp)
+			m.log.Warn("ending the session suspended longest: the suspended sessions are over limits.max_suspended", "session", susp.rec.ID, "agent", susp.rec.Agent,
+				"suspended_at", susp.rec.SuspendedAt, "max_suspended", m.cfg.Limits.MaxSuspended)
+			m.forget(susp)
 			over--
 		}
 	}
