@@ -28,6 +28,7 @@ import (
 	"github.com/acpgate/acpgate/internal/access"
 	"github.com/acpgate/acpgate/internal/acp/clientreq"
 	"github.com/acpgate/acpgate/internal/admission"
+	"github.com/acpgate/acpgate/internal/cluster"
 	"github.com/acpgate/acpgate/internal/config"
 	"github.com/acpgate/acpgate/internal/metrics"
 	"github.com/acpgate/acpgate/internal/notify"
@@ -100,7 +101,7 @@ type Gateway struct {
 	store    store.Store
 	turns    turn.Table
 	reader   *turn.Reader     // every stream of a turn reads through it
-	replicas *replicas        // nil for a gateway on its own
+	replicas *cluster.Replica // nil for a gateway on its own
 	notifier *notify.Notifier // nil without webhooks (notify.go)
 
 	metrics   *metrics.Metrics // nil: none
@@ -145,7 +146,7 @@ func New(opts Options) (*Gateway, error) {
 	if g.authz, err = access.NewAuthz(opts.Config); err != nil {
 		return nil, err
 	}
-	self, err := replicaID(opts.Config.Cluster)
+	self, err := cluster.ReplicaID(opts.Config.Cluster)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +178,9 @@ func New(opts Options) (*Gateway, error) {
 		}
 	}
 	if err := g.startNotifier(); err != nil {
-		g.stopReplicas(context.Background())
+		if g.replicas != nil {
+			g.replicas.Stop(context.Background())
+		}
 		return nil, err
 	}
 	g.sessions.StartPools()

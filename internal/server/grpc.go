@@ -101,7 +101,11 @@ func NewGRPCServer(g *Gateway, sec *access.Security) *GRPCServer {
 	stream = append(stream, recovery.StreamServerInterceptor(recover))
 	// Authentication comes before anything looks at the request, so an
 	// unauthenticated caller learns nothing from validation messages.
-	if authUnary, authStream := g.peerAuth(sec.Interceptors()); authUnary != nil {
+	authUnary, authStream := sec.Interceptors()
+	if g.replicas != nil {
+		authUnary, authStream = g.replicas.PeerAuth(authUnary, authStream)
+	}
+	if authUnary != nil {
 		unary, stream = append(unary, authUnary), append(stream, authStream)
 	}
 	if audit != nil {
@@ -112,10 +116,17 @@ func NewGRPCServer(g *Gateway, sec *access.Security) *GRPCServer {
 		ex = exemplar
 	}
 	unary, stream = g.metrics.Interceptors(unary, stream, ex)
+	if g.replicas != nil {
+		// Last, after the request is checked: a call is served here or
+		// relayed to the replica it belongs to.
+		unary, stream = append(unary, codec.checkUnary, validateUnary, g.replicas.ForwardUnary), append(stream, codec.checkStream, g.replicas.ForwardStream)
+	} else {
+		unary, stream = append(unary, codec.checkUnary, validateUnary), append(stream, codec.checkStream)
+	}
 	opts := append(sec.ServerOptions(),
 		grpc.ForceServerCodecV2(codec),
-		grpc.ChainUnaryInterceptor(append(unary, codec.checkUnary, validateUnary, g.forwardUnary)...),
-		grpc.ChainStreamInterceptor(append(stream, codec.checkStream, g.forwardStream)...),
+		grpc.ChainUnaryInterceptor(unary...),
+		grpc.ChainStreamInterceptor(stream...),
 		grpc.KeepaliveEnforcementPolicy(keepaliveEnforcement),
 		grpc.KeepaliveParams(keepaliveParams),
 		grpc.MaxRecvMsgSize(g.cfg.Limits.MaxPromptBytes+recvMarginBytes),
@@ -142,7 +153,9 @@ func NewGRPCServer(g *Gateway, sec *access.Security) *GRPCServer {
 	h.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	h.SetServingStatus(ServiceName, healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(s, h)
-	g.watchHealth(h)
+	if g.replicas != nil {
+		g.replicas.WatchHealth(h)
+	}
 	reflection.Register(s)
 	g.metrics.InitializeGRPC(s)
 	return &GRPCServer{Server: s, Health: h}

@@ -105,5 +105,7 @@ func (g *Gateway) Close() {
 	g.recordEndings()
 	g.sessions.StopPools(context.Background())
 	g.sessions.CloseAll(context.Background())
-	g.stopReplicas(context.Background())
+	if g.replicas != nil {
+		g.replicas.Stop(context.Background())
+	}
 }

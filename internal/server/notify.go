@@ -63,7 +63,7 @@ func (g *Gateway) startNotifier() error {
 	}
 	claimer := notify.DefaultClaimer
 	if g.replicas != nil {
-		claimer = g.replicas.self
+		claimer = g.replicas.ID()
 	}
 	g.notifier = notify.Start(notify.Options{
 		Store: g.store, Sender: &webhook.Sender{Secret: secret}, Horizon: w.Horizon(), Claimer: claimer,

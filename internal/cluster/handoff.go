@@ -1,4 +1,4 @@
-package server
+package cluster
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/acpgate/acpgate/internal/store"
-	"github.com/acpgate/acpgate/internal/turn"
 )
 
 // Hand-off: with several replicas, a turn's ending is the one the store
@@ -17,33 +16,32 @@ import (
 // from memory first, and every stream of it, here as on any replica, reads
 // the store and gets the ending there. That ending is written by the
 // replica that reaps the lease (GATEWAY_STOPPED), or, when the lease
-// outlives the outage, by this replica itself (endHandedOff): the same
+// outlives the outage, by this replica itself (HandOff): the same
 // terminal, after the last event the store has. Either way one terminal,
 // the same to everyone.
 
-// handOff drops turn r from memory and sees that the store ends it.
-// Called before r's terminal is delivered from memory.
-func (g *Gateway) handOff(r *turn.Running) {
-	g.turns.Remove(r.Rec.ID)
-	rs := g.replicas
-	rs.goEnd(func() { g.endHandedOff(rs, r.Rec.ID) })
+// HandOff sees that the store ends turn id, unless a reaper does first;
+// the gateway has dropped the turn from memory before its terminal was
+// delivered from there.
+func (r *Replica) HandOff(id string) {
+	r.goEnd(func() { r.endHandedOff(id) })
 }
 
 // endHandedOff ends a turn handed off to the store, unless a reaper does
 // first, trying every lease_ttl/3 until the store answers or the gateway
 // stops (its lease then lapses and a reaper ends the turn).
-func (g *Gateway) endHandedOff(rs *replicas, id string) {
-	every := g.cfg.Cluster.LeaseTTL / 3
+func (r *Replica) endHandedOff(id string) {
+	every := r.o.Config.LeaseTTL / 3
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
-		case <-rs.stop:
+		case <-r.stop:
 			return
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), every)
-		done := g.tryEndHandedOff(ctx, id)
+		done := r.tryEndHandedOff(ctx, id)
 		cancel()
 		if done {
 			return
@@ -54,8 +52,8 @@ func (g *Gateway) endHandedOff(rs *replicas, id string) {
 // tryEndHandedOff writes the GATEWAY_STOPPED terminal of turn id after the
 // events the store has, as a reaper would; it reports whether the turn
 // has ended (by this write, or by anyone's before it).
-func (g *Gateway) tryEndHandedOff(ctx context.Context, id string) bool {
-	rec, err := g.store.Get(ctx, id)
+func (r *Replica) tryEndHandedOff(ctx context.Context, id string) bool {
+	rec, err := r.o.Store.Get(ctx, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return true
@@ -64,10 +62,10 @@ func (g *Gateway) tryEndHandedOff(ctx context.Context, id string) bool {
 	case !rec.Running():
 		return true
 	}
-	err = g.store.End(ctx, id, nil, g.stoppedTerminal(rec), time.Now())
+	err = r.o.Store.End(ctx, id, nil, r.o.Terminal(rec), time.Now())
 	switch {
 	case err == nil:
-		g.log.Warn("a turn whose journal the store refused has ended as a lost replica's would", "turn", id, "agent", rec.Agent, "last_seq", rec.LastSeq)
+		r.o.Logger.Warn("a turn whose journal the store refused has ended as a lost replica's would", "turn", id, "agent", rec.Agent, "last_seq", rec.LastSeq)
 		return true
 	case errors.Is(err, store.ErrEnded), errors.Is(err, store.ErrFenced):
 		// Reaped meanwhile, or the lease was lost: the reaper's.
@@ -75,7 +73,7 @@ func (g *Gateway) tryEndHandedOff(ctx context.Context, id string) bool {
 	case !errors.Is(err, store.ErrUnavailable):
 		// Not the outage: say so, since the turn reads as running until
 		// a later try, or a reaper, ends it.
-		g.log.Warn("ending a turn whose journal the store refused failed; retrying", "turn", id, "err", err)
+		r.o.Logger.Warn("ending a turn whose journal the store refused failed; retrying", "turn", id, "err", err)
 	}
 	return false
 }

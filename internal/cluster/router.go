@@ -1,4 +1,4 @@
-package server
+package cluster
 
 import (
 	"context"
@@ -17,7 +17,6 @@ import (
 	"github.com/acpgate/acpgate/internal/access"
 	"github.com/acpgate/acpgate/internal/admission"
 	"github.com/acpgate/acpgate/internal/auth"
-	"github.com/acpgate/acpgate/internal/cluster"
 	"github.com/acpgate/acpgate/internal/store"
 	"github.com/acpgate/acpgate/internal/turn/wire"
 )
@@ -30,28 +29,24 @@ import (
 // it is never forwarded again, so two replicas that disagree for a moment
 // about an owner cannot bounce a call between them.
 
-const promptMethod = "/" + ServiceName + "/Prompt"
+const promptMethod = "/" + access.ServiceName + "/Prompt"
 
 // sessionMethods are the calls about one session (its session_id) that
 // need the session's agent, or its live state: they run on its owner.
 // placedMethods open a session on whichever replica has room: here, or,
 // when this replica is at its session limit, on another. Both come from
-// the declaration of every RPC (rpcs.go).
+// the declaration of every RPC (access.Rules).
 var (
 	sessionMethods = access.MethodsRouted(access.RouteSessionOwner)
 	placedMethods  = access.MethodsRouted(access.RoutePlaced)
 )
 
-// peerAuth wraps the authentication interceptors: a call carrying the
+// PeerAuth wraps the authentication interceptors: a call carrying the
 // cluster secret speaks for the caller the forwarding replica
 // authenticated, and is marked forwarded; any other call is authenticated
 // as usual (authUnary/authStream; nil when the gateway authenticates no
 // one). A call with a wrong secret is UNAUTHENTICATED.
-func (g *Gateway) peerAuth(authUnary grpc.UnaryServerInterceptor, authStream grpc.StreamServerInterceptor) (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
-	r := g.replicas
-	if r == nil {
-		return authUnary, authStream
-	}
+func (r *Replica) PeerAuth(authUnary grpc.UnaryServerInterceptor, authStream grpc.StreamServerInterceptor) (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
 	unary := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		ctx, forwarded, err := r.incoming(ctx)
 		if err != nil {
@@ -77,7 +72,7 @@ func (g *Gateway) peerAuth(authUnary grpc.UnaryServerInterceptor, authStream grp
 }
 
 // incoming checks a call's claim to be forwarded.
-func (r *replicas) incoming(ctx context.Context) (context.Context, bool, error) {
+func (r *Replica) incoming(ctx context.Context) (context.Context, bool, error) {
 	p, ok, forwarded, err := r.secret.Incoming(ctx)
 	if err != nil {
 		return ctx, false, status.Error(codes.Unauthenticated, err.Error())
@@ -85,26 +80,26 @@ func (r *replicas) incoming(ctx context.Context) (context.Context, bool, error) 
 	if !forwarded {
 		return ctx, false, nil
 	}
-	ctx = cluster.MarkForwarded(ctx)
+	ctx = MarkForwarded(ctx)
 	if ok {
 		ctx = auth.NewContext(ctx, p)
 	}
 	return ctx, true, nil
 }
 
-// forwardUnary serves a unary call here or on the replica it belongs to.
-func (g *Gateway) forwardUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	if g.replicas == nil || cluster.Forwarded(ctx) {
+// ForwardUnary serves a unary call here or on the replica it belongs to.
+func (r *Replica) ForwardUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if Forwarded(ctx) {
 		return handler(ctx, req)
 	}
 	switch {
 	case sessionMethods[info.FullMethod]:
-		addr, err := g.ownerOf(ctx, req.(interface{ GetSessionId() string }).GetSessionId())
+		addr, err := r.ownerOf(ctx, req.(interface{ GetSessionId() string }).GetSessionId())
 		if err != nil {
 			return nil, err
 		}
 		if addr != "" {
-			return g.replicas.unary(ctx, addr, info.FullMethod, req)
+			return r.unary(ctx, addr, info.FullMethod, req)
 		}
 	case placedMethods[info.FullMethod]:
 		resp, err := handler(ctx, req)
@@ -112,9 +107,9 @@ func (g *Gateway) forwardUnary(ctx context.Context, req any, info *grpc.UnarySer
 			return resp, err
 		}
 		var out any
-		placed := g.placeElsewhere(ctx, func(addr string) error {
+		placed := r.placeElsewhere(ctx, func(addr string) error {
 			var err error
-			out, err = g.replicas.unary(ctx, addr, info.FullMethod, req)
+			out, err = r.unary(ctx, addr, info.FullMethod, req)
 			return err
 		})
 		if placed != nil {
@@ -125,12 +120,12 @@ func (g *Gateway) forwardUnary(ctx context.Context, req any, info *grpc.UnarySer
 	return handler(ctx, req)
 }
 
-// forwardStream serves a Prompt here or on the replica it belongs to: a
+// ForwardStream serves a Prompt here or on the replica it belongs to: a
 // turn on a session runs on the session's owner; a one-shot turn runs
 // here, or, when this replica is at its session limit, on another.
-func (g *Gateway) forwardStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+func (r *Replica) ForwardStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	ctx := ss.Context()
-	if g.replicas == nil || cluster.Forwarded(ctx) || info.FullMethod != promptMethod {
+	if Forwarded(ctx) || info.FullMethod != promptMethod {
 		return handler(srv, ss)
 	}
 	req := &acpgatev1.PromptRequest{}
@@ -138,12 +133,12 @@ func (g *Gateway) forwardStream(srv any, ss grpc.ServerStream, info *grpc.Stream
 		return err
 	}
 	if id := req.GetSessionId(); id != "" {
-		addr, err := g.ownerOf(ctx, id)
+		addr, err := r.ownerOf(ctx, id)
 		if err != nil {
 			return err
 		}
 		if addr != "" {
-			return g.replicas.relay(ctx, ss, addr, req)
+			return r.relay(ctx, ss, addr, req)
 		}
 		return handler(srv, &prereadStream{ServerStream: ss, first: req})
 	}
@@ -152,24 +147,24 @@ func (g *Gateway) forwardStream(srv any, ss grpc.ServerStream, info *grpc.Stream
 	if !admission.AtSessionLimit(err) || counted.sent {
 		return err
 	}
-	return g.placeElsewhere(ctx, func(addr string) error { return g.replicas.relay(ctx, ss, addr, req) })
+	return r.placeElsewhere(ctx, func(addr string) error { return r.relay(ctx, ss, addr, req) })
 }
 
 // ownerOf is the address of the replica a call about session id must run
 // on: "" for this one (it holds the session, or nobody does and it has
 // adopted it, or there is no such session and the local answer is
 // NOT_FOUND).
-func (g *Gateway) ownerOf(ctx context.Context, id string) (string, error) {
+func (r *Replica) ownerOf(ctx context.Context, id string) (string, error) {
 	for range 2 {
-		if g.sessions.Holds(id) {
+		if r.o.Local.Holds(id) {
 			return "", nil
 		}
-		rec, ok, err := g.sessionRecord(ctx, id)
+		rec, ok, err := r.sessionRecord(ctx, id)
 		if err != nil || !ok {
 			return "", err
 		}
-		if rec.Replica != "" && rec.Replica != g.replicas.self {
-			peers, err := g.replicas.live(ctx)
+		if rec.Replica != "" && rec.Replica != r.o.ID {
+			peers, err := r.Live(ctx)
 			if err != nil {
 				return "", err
 			}
@@ -178,7 +173,7 @@ func (g *Gateway) ownerOf(ctx context.Context, id string) (string, error) {
 			}
 		}
 		// Nobody live runs it: it is suspended, and this replica takes it.
-		adopted, err := g.adopt(ctx, id)
+		adopted, err := r.adopt(ctx, id)
 		if err != nil || adopted {
 			return "", err
 		}
@@ -188,8 +183,8 @@ func (g *Gateway) ownerOf(ctx context.Context, id string) (string, error) {
 }
 
 // sessionRecord reads the record of session id from the store.
-func (g *Gateway) sessionRecord(ctx context.Context, id string) (store.Session, bool, error) {
-	rec, err := g.store.Session(ctx, id)
+func (r *Replica) sessionRecord(ctx context.Context, id string) (store.Session, bool, error) {
+	rec, err := r.o.Store.Session(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return store.Session{}, false, nil
 	}
@@ -204,8 +199,8 @@ func (g *Gateway) sessionRecord(ctx context.Context, id string) (store.Session, 
 // cannot be re-opened here (its agent is not configured with a workspace)
 // has ended: its record goes. It reports false when another replica
 // claimed it first.
-func (g *Gateway) adopt(ctx context.Context, id string) (bool, error) {
-	rec, claimed, err := g.replicas.st.ClaimSession(ctx, id)
+func (r *Replica) adopt(ctx context.Context, id string) (bool, error) {
+	rec, claimed, err := r.st.ClaimSession(ctx, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return true, nil // gone meanwhile: the local answer is NOT_FOUND
@@ -214,7 +209,7 @@ func (g *Gateway) adopt(ctx context.Context, id string) (bool, error) {
 	case !claimed:
 		return false, nil
 	}
-	if err := g.sessions.Adopt(ctx, rec); err != nil {
+	if err := r.o.Local.Adopt(ctx, rec); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -223,8 +218,8 @@ func (g *Gateway) adopt(ctx context.Context, id string) (bool, error) {
 // placeElsewhere runs call on the other live replicas with room for a
 // session, the most room first, until one takes it; RESOURCE_EXHAUSTED
 // when every replica is full.
-func (g *Gateway) placeElsewhere(ctx context.Context, call func(addr string) error) error {
-	peers, err := g.replicas.live(ctx)
+func (r *Replica) placeElsewhere(ctx context.Context, call func(addr string) error) error {
+	peers, err := r.Live(ctx)
 	if err != nil {
 		return err
 	}
@@ -251,7 +246,7 @@ func headroom(r store.Replica) int {
 }
 
 // unary forwards a unary call to the replica at addr.
-func (r *replicas) unary(ctx context.Context, addr, method string, req any) (any, error) {
+func (r *Replica) unary(ctx context.Context, addr, method string, req any) (any, error) {
 	conn, err := r.peers.Conn(addr)
 	if err != nil {
 		return nil, status.Error(codes.Unavailable, err.Error())
@@ -275,7 +270,7 @@ func (r *replicas) unary(ctx context.Context, addr, method string, req any) (any
 // ss as the owner encoded them. The owner's status is the call's status;
 // the client going away cancels the forwarded call, and so the turn, as it
 // would a local one.
-func (r *replicas) relay(ctx context.Context, ss grpc.ServerStream, addr string, req *acpgatev1.PromptRequest) error {
+func (r *Replica) relay(ctx context.Context, ss grpc.ServerStream, addr string, req *acpgatev1.PromptRequest) error {
 	conn, err := r.peers.Conn(addr)
 	if err != nil {
 		return status.Error(codes.Unavailable, err.Error())
@@ -285,12 +280,12 @@ func (r *replicas) relay(ctx context.Context, ss grpc.ServerStream, addr string,
 		return err
 	}
 	r.metrics.Relayed(promptMethod)
-	cs, err := cluster.Stream(out, conn, promptMethod, req)
+	cs, err := Stream(out, conn, promptMethod, req)
 	if err != nil {
 		return err
 	}
 	for {
-		var f cluster.Frame
+		var f Frame
 		if err := cs.RecvMsg(&f); err != nil {
 			if errors.Is(err, io.EOF) {
 				return nil
@@ -304,7 +299,7 @@ func (r *replicas) relay(ctx context.Context, ss grpc.ServerStream, addr string,
 }
 
 // outgoing is ctx for a call to another replica on behalf of ctx's caller.
-func (r *replicas) outgoing(ctx context.Context) (context.Context, error) {
+func (r *Replica) outgoing(ctx context.Context) (context.Context, error) {
 	p, ok := auth.FromContext(ctx)
 	out, err := r.secret.Outgoing(ctx, p, ok)
 	if err != nil {
