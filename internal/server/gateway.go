@@ -86,9 +86,17 @@ type Options struct {
 	Environ []string
 }
 
+// unimplemented answers UNIMPLEMENTED for an RPC a newer contract adds
+// before the gateway serves it. It is embedded at one remove, so that the
+// RPCs an embedded part serves (turnReads) take precedence over its
+// defaults: at the same depth, the two would be ambiguous.
+type unimplemented struct {
+	acpgatev1.UnimplementedAgentGatewayServer
+}
+
 // Gateway implements acpgatev1.AgentGatewayServer.
 type Gateway struct {
-	acpgatev1.UnimplementedAgentGatewayServer
+	unimplemented
 
 	cfg    *config.Config
 	log    *slog.Logger
@@ -96,11 +104,10 @@ type Gateway struct {
 
 	sessions *sessions.Manager     // the agents, the sessions, the warm pools
 	admit    *admission.Controller // the sessions', the warm processes' and the turns'
-	watchers *turn.WatchLimits     // WatchTurn streams open
-	authz    access.Authz
-	store    store.Store
-	turns    turn.Table
-	reader   *turn.Reader     // every stream of a turn reads through it
+	// turnReads serves the RPCs that read turns, and holds the store,
+	// the authorization, the running turns and their readers, which the
+	// rest of the gateway uses too.
+	turnReads
 	replicas *cluster.Replica // nil for a gateway on its own
 	notifier *notify.Notifier // nil without webhooks (notify.go)
 
@@ -128,12 +135,15 @@ func New(opts Options) (*Gateway, error) {
 		opts.Propagator = tracing.Propagator()
 	}
 	g := &Gateway{
-		cfg:       opts.Config,
-		log:       log,
-		admit:     admission.New(opts.Config.Limits.MaxSessions, opts.Config.Limits.MaxWarm, opts.Config.Quotas),
-		watchers:  turn.NewWatchLimits(opts.Config.Limits.MaxWatchersPerTurn, opts.Config.Limits.MaxWatchersPerPrincipal),
+		cfg:   opts.Config,
+		log:   log,
+		admit: admission.New(opts.Config.Limits.MaxSessions, opts.Config.Limits.MaxWarm, opts.Config.Quotas),
+		turnReads: turnReads{
+			store:    opts.Store,
+			turns:    &turn.Table{},
+			watchers: turn.NewWatchLimits(opts.Config.Limits.MaxWatchersPerTurn, opts.Config.Limits.MaxWatchersPerPrincipal),
+		},
 		janitor:   make(chan struct{}),
-		store:     opts.Store,
 		metrics:   opts.Metrics,
 		tracer:    opts.tracer(),
 		traceOpts: Options{TracerProvider: opts.TracerProvider, Propagator: opts.Propagator},
@@ -141,7 +151,7 @@ func New(opts Options) (*Gateway, error) {
 	if g.store == nil {
 		g.store = memory.New()
 	}
-	g.reader = turn.NewReader(turn.ReaderOptions{Turns: &g.turns, Store: g.store, Budget: turn.NewReadBudget(turn.ReadBudgetBytes, turn.ReadBudgetWait), Heartbeat: opts.Config.HeartbeatInterval})
+	g.reader = turn.NewReader(turn.ReaderOptions{Turns: g.turns, Store: g.store, Budget: turn.NewReadBudget(turn.ReadBudgetBytes, turn.ReadBudgetWait), Heartbeat: opts.Config.HeartbeatInterval})
 	var err error
 	if g.authz, err = access.NewAuthz(opts.Config); err != nil {
 		return nil, err

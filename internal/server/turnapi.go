@@ -17,10 +17,23 @@ import (
 	"github.com/acpgate/acpgate/internal/access"
 	"github.com/acpgate/acpgate/internal/rpcerr"
 	"github.com/acpgate/acpgate/internal/store"
+	"github.com/acpgate/acpgate/internal/turn"
 )
 
+// turnReads answers the RPCs that read turns (WatchTurn, GetTurn,
+// ListTurns): from the store, and from memory for the turns running here.
+// They need nothing of sessions or agents, so they are a type of their
+// own, which Gateway embeds to serve them.
+type turnReads struct {
+	store    store.Store
+	authz    access.Authz
+	turns    *turn.Table
+	reader   *turn.Reader
+	watchers *turn.WatchLimits // WatchTurn streams open
+}
+
 // WatchTurn streams a turn's events after after_seq.
-func (g *Gateway) WatchTurn(req *acpgatev1.WatchTurnRequest, stream acpgatev1.AgentGateway_WatchTurnServer) error {
+func (g *turnReads) WatchTurn(req *acpgatev1.WatchTurnRequest, stream acpgatev1.AgentGateway_WatchTurnServer) error {
 	if req.GetTurnId() == "" {
 		return status.Error(codes.InvalidArgument, "turn_id is required")
 	}
@@ -40,7 +53,7 @@ func (g *Gateway) WatchTurn(req *acpgatev1.WatchTurnRequest, stream acpgatev1.Ag
 }
 
 // GetTurn describes a turn.
-func (g *Gateway) GetTurn(ctx context.Context, req *acpgatev1.GetTurnRequest) (*acpgatev1.Turn, error) {
+func (g *turnReads) GetTurn(ctx context.Context, req *acpgatev1.GetTurnRequest) (*acpgatev1.Turn, error) {
 	if req.GetTurnId() == "" {
 		return nil, status.Error(codes.InvalidArgument, "turn_id is required")
 	}
@@ -53,7 +66,7 @@ func (g *Gateway) GetTurn(ctx context.Context, req *acpgatev1.GetTurnRequest) (*
 
 // turn finds a turn's record that the caller may see; NOT_FOUND otherwise,
 // worded as for an id that does not exist.
-func (g *Gateway) turn(ctx context.Context, id string) (store.Turn, error) {
+func (g *turnReads) turn(ctx context.Context, id string) (store.Turn, error) {
 	rec, err := g.store.Get(ctx, id)
 	if err := g.seen(ctx, id, rec.Owner, err); err != nil {
 		return store.Turn{}, err
@@ -64,14 +77,14 @@ func (g *Gateway) turn(ctx context.Context, id string) (store.Turn, error) {
 // mayWatch refuses a turn the caller may not see, as turn does, but from
 // its owner alone (store.Store.Owner): the record Get reads carries a
 // completed turn's terminal, the whole answer.
-func (g *Gateway) mayWatch(ctx context.Context, id string) error {
+func (g *turnReads) mayWatch(ctx context.Context, id string) error {
 	owner, err := g.store.Owner(ctx, id)
 	return g.seen(ctx, id, owner, err)
 }
 
 // seen is the answer to a caller looking up turn id, whose owner the store
 // gave with err.
-func (g *Gateway) seen(ctx context.Context, id, owner string, err error) error {
+func (g *turnReads) seen(ctx context.Context, id, owner string, err error) error {
 	if errors.Is(err, store.ErrNotFound) || (err == nil && !g.authz.Sees(ctx, owner)) {
 		return status.Errorf(codes.NotFound, "no turn %q (unknown, or past its retention)", id)
 	}
@@ -83,7 +96,7 @@ func (g *Gateway) seen(ctx context.Context, id, owner string, err error) error {
 }
 
 // ListTurns lists turns, newest first.
-func (g *Gateway) ListTurns(ctx context.Context, req *acpgatev1.ListTurnsRequest) (*acpgatev1.ListTurnsResponse, error) {
+func (g *turnReads) ListTurns(ctx context.Context, req *acpgatev1.ListTurnsRequest) (*acpgatev1.ListTurnsResponse, error) {
 	size := int(req.GetPageSize())
 	switch {
 	case size < 0:
@@ -153,8 +166,8 @@ func decodePageToken(token string) (*store.Position, error) {
 }
 
 // turnProto is a turn's record as the API shows it.
-func (g *Gateway) turnProto(rec store.Turn) (*acpgatev1.Turn, error) {
-	rec = g.recorded(rec)
+func (g *turnReads) turnProto(rec store.Turn) (*acpgatev1.Turn, error) {
+	rec = g.turns.Recorded(rec)
 	t := &acpgatev1.Turn{
 		TurnId:    rec.ID,
 		RequestId: requestIDOf(rec.RequestID),

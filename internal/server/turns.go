@@ -22,22 +22,6 @@ import (
 	"github.com/acpgate/acpgate/outcome"
 )
 
-// recorded is rec as its streams know it: a turn of this gateway whose
-// terminal the store could not take (see journal.end) has ended, with the
-// terminal its streams got, whatever its record says. So a request_id
-// whose turn ended that way may run again when the ending says so.
-func (g *Gateway) recorded(rec store.Turn) store.Turn {
-	if !rec.Running() || rec.ID == "" {
-		return rec
-	}
-	if live := g.turns.Get(rec.ID); live != nil {
-		if ok, terminal, endedAt := live.Journal.Recorded(); !ok {
-			rec.Terminal, rec.EndedAt = terminal, endedAt
-		}
-	}
-	return rec
-}
-
 // turnPlan is a turn about to start: its record, and either the session
 // it claimed or the one-shot session it will open.
 type turnPlan struct {
@@ -70,7 +54,7 @@ func (g *Gateway) begin(ctx context.Context, req *acpgatev1.PromptRequest, block
 	key := requestKey(owner, req.GetRequestId())
 	if key != "" {
 		rec, err := g.store.Latest(context.Background(), key)
-		rec = g.recorded(rec)
+		rec = g.turns.Recorded(rec)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 		case err != nil:
@@ -130,7 +114,7 @@ func (g *Gateway) begin(ctx context.Context, req *acpgatev1.PromptRequest, block
 			return "", status.Errorf(codes.Unavailable, "recording the turn in the journal: %v", err)
 		}
 		// A concurrent submission of the same request_id won.
-		if _, err := previous(g.recorded(existing), req); err != nil {
+		if _, err := previous(g.turns.Recorded(existing), req); err != nil {
 			return "", err
 		}
 		return existing.ID, nil

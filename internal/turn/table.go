@@ -56,6 +56,22 @@ func (t *Table) All() []*Running {
 	return out
 }
 
+// Recorded is rec as its streams know it: a turn of this gateway whose
+// terminal the store could not take (see Journal.End) has ended, with the
+// terminal its streams got, whatever its record says. So a request_id
+// whose turn ended that way may run again when the ending says so.
+func (t *Table) Recorded(rec store.Turn) store.Turn {
+	if !rec.Running() || rec.ID == "" {
+		return rec
+	}
+	if live := t.Get(rec.ID); live != nil {
+		if ok, terminal, endedAt := live.Journal.Recorded(); !ok {
+			rec.Terminal, rec.EndedAt = terminal, endedAt
+		}
+	}
+	return rec
+}
+
 // memoryRead is what a read of a running turn's journal found (see
 // Journal.read).
 type memoryRead struct {
