@@ -18,7 +18,10 @@ import (
 
 // request serves the agent's own requests.
 func (s *Session) request(ctx context.Context, method string, params json.RawMessage) (result any, rpcErr *jsonrpc.ErrorObject) {
-	ctx, span := s.serveSpan(ctx, method)
+	s.mu.Lock()
+	t := s.turn
+	s.mu.Unlock()
+	ctx, span := serveSpan(ctx, s.tracer, s.cfg.Agent, method, t)
 	defer func() {
 		if rpcErr != nil {
 			rpcError(span, rpcErr)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+	"github.com/acpgate/acpgate/internal/acp/agentproc"
 	"github.com/acpgate/acpgate/internal/acp/jsonrpc"
 	"github.com/acpgate/acpgate/outcome"
 )
@@ -38,8 +39,8 @@ var errHandshakeTimeout = errors.New("handshake timeout")
 // decodes its result. params builds
 // the request given its _meta, which carries the request's own span.
 func (s *Session) call(ctx context.Context, method string, params func(meta map[string]any) any, result any) error {
-	ctx, span := s.startCall(ctx, method)
-	reply, err := s.conn.Call(ctx, method, params(s.meta(ctx)))
+	ctx, span := startCall(ctx, s.tracer, s.cfg.Agent, method)
+	reply, err := s.conn.Call(ctx, method, params(requestMeta(ctx, s.cfg.Propagator)))
 	endCall(span, reply, err)
 	if err != nil {
 		if errors.Is(context.Cause(ctx), errHandshakeTimeout) {
@@ -69,26 +70,26 @@ func (s *Session) endError(method string, end *jsonrpc.End, text outcome.Text) *
 	if end.Kind == jsonrpc.EndViolation {
 		return s.interp.ProtocolViolation(end.Detail, text)
 	}
-	turn := outcome.Turn{Method: method, Ending: outcome.StreamEnded, Text: text, Failure: s.failure(end.Detail)}
+	turn := outcome.Turn{Method: method, Ending: outcome.StreamEnded, Text: text, Failure: processFailure(s.proc, end.Detail)}
 	if end.Kind != jsonrpc.EndStream {
 		turn.Ending = outcome.TransportFailed
 	}
 	return s.interp.Interpret(turn).Error
 }
 
-// failure gathers what is known about a broken channel: the agent's exit
-// status (waiting briefly, since an agent that closed its stdout is
-// usually exiting) and the tail of its stderr.
-func (s *Session) failure(detail string) outcome.Failure {
+// processFailure gathers what is known about a broken channel to proc:
+// the agent's exit status (waiting briefly, since an agent that closed its
+// stdout is usually exiting) and the tail of its stderr.
+func processFailure(proc *agentproc.Process, detail string) outcome.Failure {
 	f := outcome.Failure{Detail: detail}
-	if s.proc.WaitExit(500 * time.Millisecond) {
-		f.ExitCode, f.Signal, _ = s.proc.ExitStatus()
+	if proc.WaitExit(500 * time.Millisecond) {
+		f.ExitCode, f.Signal, _ = proc.ExitStatus()
 		// Let stderr drain what the agent wrote before it exited.
 		select {
-		case <-s.proc.StderrDone():
+		case <-proc.StderrDone():
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	f.StderrTail = s.proc.StderrTail()
+	f.StderrTail = proc.StderrTail()
 	return f
 }

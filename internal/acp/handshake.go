@@ -159,7 +159,7 @@ func (s *Session) beginLocked(ctx context.Context, opts OpenOptions) error {
 		if created.SessionID == "" {
 			return &Error{Proto: s.interp.MalformedResult("session/new", "sessionId is empty", nil)}
 		}
-		s.adoptSettings(result)
+		s.settings.adopt(result, s.log)
 		s.setID(created.SessionID)
 		return nil
 	}
@@ -184,7 +184,7 @@ func (s *Session) beginLocked(ctx context.Context, opts OpenOptions) error {
 	s.replay = nil
 	s.mu.Unlock()
 	if err == nil {
-		s.adoptSettings(result)
+		s.settings.adopt(result, s.log)
 	}
 	return err
 }
@@ -196,7 +196,7 @@ func (s *Session) setID(id string) {
 		if s.early.commands != nil {
 			s.commands = s.early.commands
 		}
-		applySettings(&s.settings, s.early.settings)
+		s.settings.apply(s.early.settings)
 	}
 	s.early = earlyUpdates{}
 	s.mu.Unlock()

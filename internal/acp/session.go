@@ -47,8 +47,7 @@ type Session struct {
 	usage    sessionUsage
 	early    earlyUpdates
 	// settings are the session's modes and config options (settings.go).
-	settings        Settings
-	settingsChanged func()
+	settings sessionSettings
 
 	closeOnce sync.Once
 	cancels   sync.WaitGroup // session/cancel notifications being written
@@ -229,9 +228,6 @@ func (s *Session) Conn() *Conn { return s.host }
 // exited or closed its stdout, or the session was closed).
 func (s *Session) Done() <-chan struct{} { return s.conn.Done() }
 
-// Stats returns the connection's counters of tolerated irregularities.
-func (s *Session) Stats() jsonrpc.Stats { return s.conn.Stats() }
-
 // Pid returns the agent's process id.
 func (s *Session) Pid() int { return s.proc.Pid() }
 
@@ -243,9 +239,6 @@ func (s *Session) Kill() {
 	s.markClosed()
 	s.proc.Kill()
 }
-
-// Containment returns how the agent's process tree is held.
-func (s *Session) Containment() agentproc.Containment { return s.proc.Containment() }
 
 // Close cancels a running turn (waiting up to the cancel grace for it to
 // end), then stops the agent: close stdin, grace, SIGTERM, grace, SIGKILL,

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"google.golang.org/protobuf/proto"
 
@@ -94,22 +96,14 @@ const (
 )
 
 // Settings returns the session's modes and options as last known.
-func (s *Session) Settings() Settings {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.settings.clone()
-}
+func (s *Session) Settings() Settings { return s.settings.get() }
 
 // OnSettingsChanged makes fn be called after each change of the session's
 // settings, by the agent or by SetMode and SetConfigOption, outside the
 // session's lock and possibly on the connection's reader, which waits for
 // it: fn must not wait for the agent.
 // It replaces an earlier fn.
-func (s *Session) OnSettingsChanged(fn func()) {
-	s.mu.Lock()
-	s.settingsChanged = fn
-	s.mu.Unlock()
-}
+func (s *Session) OnSettingsChanged(fn func()) { s.settings.onChanged(fn) }
 
 // SetMode switches the session to one of its advertised modes.
 func (s *Session) SetMode(ctx context.Context, modeID string) error {
@@ -129,7 +123,7 @@ func (s *Session) SetMode(ctx context.Context, modeID string) error {
 	}, nil); err != nil {
 		return err
 	}
-	s.changeSettings(func(st *Settings) { st.CurrentMode = modeID })
+	s.settings.change(func(st *Settings) { st.CurrentMode = modeID })
 	return nil
 }
 
@@ -167,7 +161,7 @@ func (s *Session) SetConfigOption(ctx context.Context, optionID, value string) e
 	}, &answer); err != nil {
 		return err
 	}
-	s.changeSettings(func(st *Settings) {
+	s.settings.change(func(st *Settings) {
 		if answer.ConfigOptions != nil {
 			// The agent answers with the full set: setting one option may
 			// change others (a model's reasoning levels, say).
@@ -197,30 +191,64 @@ func (s *Session) setting(ctx context.Context, method string, params func(meta m
 	return s.call(ctx, method, params, result)
 }
 
-// changeSettings applies change under the session's lock, then tells the
-// OnSettingsChanged function.
-func (s *Session) changeSettings(change func(*Settings)) {
-	s.mu.Lock()
-	change(&s.settings)
-	fn := s.settingsChanged
-	s.mu.Unlock()
+// sessionSettings are a session's modes and config options as last
+// known, and whom to tell of a change. They have a lock of their own, taken
+// inside the session's and never around it.
+type sessionSettings struct {
+	mu      sync.Mutex
+	st      Settings
+	changed func()
+}
+
+func (ss *sessionSettings) get() Settings {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.st.clone()
+}
+
+func (ss *sessionSettings) onChanged(fn func()) {
+	ss.mu.Lock()
+	ss.changed = fn
+	ss.mu.Unlock()
+}
+
+// change applies change under the lock, then tells the OnSettingsChanged
+// function.
+func (ss *sessionSettings) change(change func(*Settings)) {
+	ss.mu.Lock()
+	change(&ss.st)
+	fn := ss.changed
+	ss.mu.Unlock()
 	if fn != nil {
 		fn()
 	}
 }
 
-// adoptSettings takes the modes and options of the answer to session/new,
+// apply applies an agent's update, and returns the OnSettingsChanged
+// function for the caller to call once it holds no lock; nil when the
+// update changes nothing.
+func (ss *sessionSettings) apply(u translate.SettingsUpdate) func() {
+	if !u.Changes() {
+		return nil
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	applySettings(&ss.st, u)
+	return ss.changed
+}
+
+// adopt takes the modes and options of the answer to session/new,
 // session/load or session/resume. An agent whose settings do not decode
 // still gets its session, without settings: they are an extra.
-func (s *Session) adoptSettings(result json.RawMessage) {
+func (ss *sessionSettings) adopt(result json.RawMessage, log *slog.Logger) {
 	modes, current, options, err := translate.SessionSettings(result)
 	if err != nil {
-		s.log.Warn("the agent's session modes and config options do not decode; the session has none", "err", err)
+		log.Warn("the agent's session modes and config options do not decode; the session has none", "err", err)
 		return
 	}
-	s.mu.Lock()
-	s.settings = Settings{Modes: modes, CurrentMode: current, Options: options}
-	s.mu.Unlock()
+	ss.mu.Lock()
+	ss.st = Settings{Modes: modes, CurrentMode: current, Options: options}
+	ss.mu.Unlock()
 }
 
 type setModeParams struct {

@@ -21,7 +21,7 @@ func TestAModeUpdateReadBeforeTheSessionsIDWasRecordedIsNotLost(t *testing.T) {
 	if !c.notify("session/update", json.RawMessage(`{"sessionId":"s1","update":{"sessionUpdate":"current_mode_update","currentModeId":"code"}}`)) {
 		t.Fatal("the update was refused")
 	}
-	s.adoptSettings(json.RawMessage(sessionNewAnswer))
+	s.settings.adopt(json.RawMessage(sessionNewAnswer), s.log)
 	s.setID("s1")
 	if got := s.Settings().CurrentMode; got != "code" {
 		t.Errorf("the session's mode is %q, want the update's code", got)

@@ -59,15 +59,15 @@ func (c *Config) tracer() trace.Tracer {
 	return c.Tracer
 }
 
-// meta is the _meta of a request sent in ctx: the propagator's fields
+// requestMeta is the _meta of a request sent in ctx: p's fields
 // (traceparent, and tracestate and baggage when present), or nil, which
 // leaves _meta out, as it is without tracing.
-func (s *Session) meta(ctx context.Context) map[string]any {
-	if s.cfg.Propagator == nil {
+func requestMeta(ctx context.Context, p propagation.TextMapPropagator) map[string]any {
+	if p == nil {
 		return nil
 	}
 	carrier := propagation.MapCarrier{}
-	s.cfg.Propagator.Inject(ctx, carrier)
+	p.Inject(ctx, carrier)
 	if len(carrier) == 0 {
 		return nil
 	}
@@ -79,18 +79,19 @@ func (s *Session) meta(ctx context.Context) map[string]any {
 }
 
 // rpcAttrs are a JSON-RPC span's attributes.
-func (s *Session) rpcAttrs(method string) trace.SpanStartOption {
+func rpcAttrs(agent, method string) trace.SpanStartOption {
 	return trace.WithAttributes(
 		semconv.RPCSystemNameJSONRPC,
 		semconv.JSONRPCProtocolVersion("2.0"),
 		semconv.RPCMethod(method),
-		AttrAgent.String(s.cfg.Agent),
+		AttrAgent.String(agent),
 	)
 }
 
-// startCall starts the client span of a request the gateway sends.
-func (s *Session) startCall(ctx context.Context, method string) (context.Context, trace.Span) {
-	return s.tracer.Start(ctx, method, trace.WithSpanKind(trace.SpanKindClient), s.rpcAttrs(method))
+// startCall starts the client span of a request the gateway sends to
+// agent.
+func startCall(ctx context.Context, tracer trace.Tracer, agent, method string) (context.Context, trace.Span) {
+	return tracer.Start(ctx, method, trace.WithSpanKind(trace.SpanKindClient), rpcAttrs(agent, method))
 }
 
 // endCall ends a request's span with what its reply says.
@@ -150,16 +151,13 @@ func failSpan(span trace.Span, err error) {
 	}
 }
 
-// serveSpan starts the server span of a request the agent sent (fs/*,
-// session/request_permission), a child of the running turn's
-// session/prompt span, so that a permission wait or a file read shows
-// inside the turn that caused it.
-func (s *Session) serveSpan(ctx context.Context, method string) (context.Context, trace.Span) {
-	s.mu.Lock()
-	t := s.turn
-	s.mu.Unlock()
+// serveSpan starts the server span of a request agent sent (fs/*,
+// session/request_permission), a child of turn's session/prompt span
+// (turn is nil outside a turn), so that a permission wait or a file read
+// shows inside the turn that caused it.
+func serveSpan(ctx context.Context, tracer trace.Tracer, agent, method string, t *turn) (context.Context, trace.Span) {
 	if t != nil {
 		ctx = trace.ContextWithSpanContext(ctx, t.spanCtx)
 	}
-	return s.tracer.Start(ctx, method, trace.WithSpanKind(trace.SpanKindServer), s.rpcAttrs(method))
+	return tracer.Start(ctx, method, trace.WithSpanKind(trace.SpanKindServer), rpcAttrs(agent, method))
 }

@@ -241,7 +241,7 @@ func (t *turn) requestCancel(s *Session, cause string) {
 			// saw the answers first could take them for a refusal and end
 			// its turn as completed before it learned of the cancel.
 			defer close(t.cancelSent)
-			if err := s.conn.Notify("session/cancel", acpsdk.CancelNotification{Meta: s.meta(ctx), SessionId: acpsdk.SessionId(id)}); err != nil {
+			if err := s.conn.Notify("session/cancel", acpsdk.CancelNotification{Meta: requestMeta(ctx, s.cfg.Propagator), SessionId: acpsdk.SessionId(id)}); err != nil {
 				s.log.Debug("sending session/cancel failed", "err", err)
 			}
 		}()
@@ -286,7 +286,7 @@ func (s *Session) Prompt(ctx context.Context, prompt []acpsdk.ContentBlock, opts
 		// above.
 		t.acc = answer.Budgeted(s.cfg.AnswerBudget, s.interp.KeepBytes())
 	}
-	ctx, span := s.startCall(ctx, outcome.MethodPrompt)
+	ctx, span := startCall(ctx, s.tracer, s.cfg.Agent, outcome.MethodPrompt)
 	span.SetAttributes(AttrTurn.String(opts.TurnID))
 	defer span.End()
 	t.spanCtx = span.SpanContext()
@@ -318,7 +318,7 @@ func (s *Session) Prompt(ctx context.Context, prompt []acpsdk.ContentBlock, opts
 	}
 
 	span.SetAttributes(AttrACPSession.String(id))
-	replies, _, err := s.conn.Start(outcome.MethodPrompt, acpsdk.PromptRequest{Meta: withCallerMeta(s.meta(ctx), opts.Meta), SessionId: acpsdk.SessionId(id), Prompt: prompt})
+	replies, _, err := s.conn.Start(outcome.MethodPrompt, acpsdk.PromptRequest{Meta: withCallerMeta(requestMeta(ctx, s.cfg.Propagator), opts.Meta), SessionId: acpsdk.SessionId(id), Prompt: prompt})
 	if err != nil {
 		failSpan(span, err)
 		t.finish()
@@ -461,11 +461,7 @@ func (s *Session) update(sessionID string, u translate.Update) {
 	if reported := u.Event.GetUsage(); reported != nil {
 		s.usage.update(reported)
 	}
-	var settingsChanged func()
-	if u.Settings.Changes() {
-		applySettings(&s.settings, u.Settings)
-		settingsChanged = s.settingsChanged
-	}
+	settingsChanged := s.settings.apply(u.Settings)
 	t, replay := s.turn, s.replay
 	s.mu.Unlock()
 	if settingsChanged != nil {
