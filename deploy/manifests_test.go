@@ -296,7 +296,7 @@ func checkStatefulSet(t *testing.T, s *appsv1.StatefulSet, configMaps map[string
 		}
 	}
 	// The pod's grace covers the preStop sleep, shutdown_grace and the
-	// gateway's overrun (cmd/acpgate: shutdownOverrun, 3 s).
+	// gateway's overrun (internal/server: ShutdownOverrun, 3 s).
 	var cfg struct {
 		ShutdownGrace string `json:"shutdown_grace"`
 	}

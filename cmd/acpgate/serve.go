@@ -12,7 +12,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -141,25 +140,6 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 		}
 		defer end()
 	}
-	// The hard bound on shutdown: if it has not finished shortly after its
-	// grace (a wait that should not exist, somewhere), the process exits
-	// anyway. Every agent's process tree dies with it (see acp's process
-	// containment), so nothing is left behind.
-	returned := make(chan struct{})
-	defer close(returned)
-	go func() {
-		select {
-		case <-ctx.Done():
-		case <-returned:
-			return
-		}
-		select {
-		case <-time.After(cfg.ShutdownGrace + shutdownOverrun):
-			log.Error("shutdown did not finish within its grace; exiting", "grace", cfg.ShutdownGrace)
-			os.Exit(1)
-		case <-returned:
-		}
-	}()
 	err = server.Run(ctx, server.RunOptions{
 		Config:          cfg,
 		Version:         version(),
@@ -192,10 +172,6 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 const stateDirInUseHint = "acpgate serve: another gateway uses that state directory; stop it, or give this one its own: " +
 	"--state-dir DIR (or state_dir in the configuration), or XDG_STATE_HOME (the default is acpgate under it), " +
 	"or `store: memory` in the configuration to keep no turns across restarts"
-
-// shutdownOverrun is how long past shutdown_grace the process may take to
-// stop its last agents before it exits regardless.
-const shutdownOverrun = 3 * time.Second
 
 func loadConfig(path string) (*config.Config, error) {
 	if path != "" {

@@ -47,7 +47,14 @@ type RunOptions struct {
 	// AdminReady, when set, is called with the admin services' address
 	// once they serve (only when Config.Admin.Listen is set).
 	AdminReady func(net.Addr)
+	// Exit ends the process when shutdown overruns its hard bound
+	// (ShutdownGrace + ShutdownOverrun); os.Exit when nil.
+	Exit func(code int)
 }
+
+// ShutdownOverrun is how long past shutdown_grace the process may take to
+// stop its last agents before Run ends it regardless (RunOptions.Exit).
+const ShutdownOverrun = 3 * time.Second
 
 // Run serves the gateway until ctx ends, then shuts it down within
 // Config.ShutdownGrace (see GRPCServer.Shutdown), and returns once every
@@ -115,6 +122,8 @@ func Run(ctx context.Context, opts RunOptions) error {
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down", "grace", opts.Config.ShutdownGrace)
+		stopWatchdog := shutdownWatchdog(opts.Config.ShutdownGrace+ShutdownOverrun, opts.Exit, log)
+		defer stopWatchdog()
 	case err := <-served:
 		as.stop(context.Background())
 		ms.stop(context.Background())
@@ -134,6 +143,22 @@ func Run(ctx context.Context, opts RunOptions) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// shutdownWatchdog is the hard bound on shutdown: if it has not finished
+// within bound (a wait that should not exist, somewhere), the process exits
+// anyway, through exit (os.Exit when nil). Every agent's process tree dies
+// with it (see agentproc's containment), so nothing is left behind. The
+// returned stop disarms it once shutdown has finished.
+func shutdownWatchdog(bound time.Duration, exit func(int), log *slog.Logger) (stop func()) {
+	if exit == nil {
+		exit = os.Exit
+	}
+	t := time.AfterFunc(bound, func() {
+		log.Error("shutdown did not finish within its grace; exiting", "grace", bound-ShutdownOverrun)
+		exit(1)
+	})
+	return func() { t.Stop() }
 }
 
 // postgresOpenTimeout bounds connecting to the postgres store's database
