@@ -4,7 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
+	"sync"
 	"time"
+
+	"google.golang.org/protobuf/proto"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/metrics"
@@ -104,4 +108,186 @@ func Pump(ctx context.Context, q *Queue, j *Journal, opts PumpOptions) Stats {
 		clear(out)
 		spare = batch
 	}
+}
+
+// maxQueuedEvents bounds the events a turn holds for its stream beyond what
+// gRPC itself buffers. A full queue makes the turn wait, which stops it
+// reading the agent's stdout, whose pipe then fills and slows the agent:
+// the backpressure that keeps a slow client from growing the gateway.
+const maxQueuedEvents = 256
+
+// maxQueuedBytes bounds the same queue by the events' text, so that 256
+// chunks of 64 KiB do not hold 16 MiB: the queue needs only enough to keep
+// the pump busy. An event larger than the bound still goes through, alone.
+const maxQueuedBytes = 1 << 20
+
+// maxCoalescedBytes bounds the text of one coalesced chunk, far under the
+// 4 MiB that gRPC clients accept by default.
+const maxCoalescedBytes = 64 << 10
+
+// Queue carries one turn's events from the goroutine that runs the
+// turn to the turn's pump, which journals them (see Journal, Pump).
+//
+// Nothing the turn needs in order to end ever waits on a client: clients
+// read the journal at their own pace. When the turn itself sent on the
+// client's stream, a client that stopped reading (without cancelling)
+// blocked the agent's reader inside a send, holding the turn: the agent's
+// answer to session/cancel was never read, CloseSession and turn_timeout
+// waited on it, and shutdown waited until the client went away. The turn
+// still waits for queue space while the pump is behind (a store slower than
+// the agent slows the agent), but only while it runs normally: once its
+// cancellation is requested (abandon), an event that does not fit is
+// dropped instead. Its seq is never assigned, so the journal stays
+// gapless, and the terminal, which always fits, carries the partial output.
+type Queue struct {
+	mu        sync.Mutex
+	events    []*acpgatev1.PromptEvent
+	bytes     int  // queuedSize of events
+	abandoned bool // the turn is being cancelled: never wait for room
+
+	ready    chan struct{} // signalled when events are queued
+	room     chan struct{} // signalled when events are taken
+	stop     chan struct{} // closed once abandoned
+	stopOnce sync.Once
+}
+
+// NewQueue is an empty queue.
+func NewQueue() *Queue {
+	return &Queue{
+		ready: make(chan struct{}, 1),
+		room:  make(chan struct{}, 1),
+		stop:  make(chan struct{}),
+	}
+}
+
+// queuedSize is what an event counts against maxQueuedBytes: a chunk's
+// text (the bulk of a flood, measured for free), else its encoded size.
+func queuedSize(e *acpgatev1.PromptEvent) int {
+	if c := e.GetAgentMessageChunk(); c != nil {
+		return len(c.GetText())
+	}
+	return proto.Size(e)
+}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// Push queues one event of the running turn (acp.PromptOptions.Emit).
+func (q *Queue) Push(e *acpgatev1.PromptEvent) {
+	for {
+		q.mu.Lock()
+		size := queuedSize(e)
+		switch {
+		case len(q.events) == 0 || len(q.events) < maxQueuedEvents && q.bytes+size <= maxQueuedBytes:
+			q.events = append(q.events, e)
+			q.bytes += size
+			first := len(q.events) == 1
+			q.mu.Unlock()
+			if first {
+				signal(q.ready)
+			}
+			return
+		case q.abandoned:
+			q.mu.Unlock()
+			return
+		}
+		q.mu.Unlock()
+		select {
+		case <-q.room:
+		case <-q.stop:
+		}
+	}
+}
+
+// Finish queues the turn's terminal, which is never dropped and never
+// waits.
+func (q *Queue) Finish(e *acpgatev1.PromptEvent) {
+	q.mu.Lock()
+	q.events = append(q.events, e)
+	q.mu.Unlock()
+	signal(q.ready)
+}
+
+// Abandon is called once the turn's cancellation is requested
+// (acp.PromptOptions.OnCancel).
+func (q *Queue) Abandon() {
+	q.mu.Lock()
+	q.abandoned = true
+	q.mu.Unlock()
+	q.stopOnce.Do(func() { close(q.stop) })
+}
+
+// take waits for queued events and takes them all, swapping in spare as
+// the queue's next buffer. It returns false when ctx ends first.
+func (q *Queue) take(ctx context.Context, spare []*acpgatev1.PromptEvent) ([]*acpgatev1.PromptEvent, bool) {
+	for {
+		q.mu.Lock()
+		if len(q.events) > 0 {
+			batch := q.events
+			q.events, q.bytes = spare[:0], 0
+			q.mu.Unlock()
+			signal(q.room)
+			return batch, true
+		}
+		q.mu.Unlock()
+		select {
+		case <-q.ready:
+		case <-ctx.Done():
+			return nil, false
+		}
+	}
+}
+
+// merger joins consecutive text chunks of one message
+// (PromptRequest.coalesce_chunks): only chunks already queued together, so
+// nothing is held back waiting for more, and at most maxCoalescedBytes of
+// text in one chunk.
+type merger struct {
+	parts []string
+}
+
+// merge joins the text chunk at batch[i] with the text chunks of the same
+// message that follow it, and returns the merged event and the index of
+// the last one used.
+func (m *merger) merge(batch []*acpgatev1.PromptEvent, i int) (*acpgatev1.PromptEvent, int) {
+	first := batch[i].GetAgentMessageChunk()
+	m.parts = append(m.parts[:0], first.GetText())
+	size := len(first.GetText())
+	j := i + 1
+	for ; j < len(batch); j++ {
+		c := batch[j].GetAgentMessageChunk()
+		if !isTextChunk(c) || c.GetMessageId() != first.GetMessageId() || size+len(c.GetText()) > maxCoalescedBytes {
+			break
+		}
+		m.parts = append(m.parts, c.GetText())
+		size += len(c.GetText())
+	}
+	if j == i+1 {
+		return batch[i], i
+	}
+	text := strings.Join(m.parts, "")
+	clear(m.parts)
+	return &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_AgentMessageChunk{AgentMessageChunk: &acpgatev1.MessageChunk{
+		MessageId: first.GetMessageId(),
+		Text:      text,
+	}}}, j - 1
+}
+
+// isTextChunk reports whether c is a text chunk: a chunk whose block is not
+// text has it in content, and a text chunk has no content (see
+// acp.messageChunk).
+func isTextChunk(c *acpgatev1.MessageChunk) bool {
+	return c != nil && c.Content == nil
+}
+
+func isTerminal(e *acpgatev1.PromptEvent) bool {
+	switch e.GetEvent().(type) {
+	case *acpgatev1.PromptEvent_Outcome, *acpgatev1.PromptEvent_Error:
+		return true
+	}
+	return false
 }
