@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/acpgate/acpgate/bench/internal/proc"
 )
 
 func stamped(i int, sent int64, size int) string {
@@ -39,12 +41,12 @@ func TestMergeCountsLoss(t *testing.T) {
 	for i := range 3 {
 		s.chunk(stamped(i, time.Now().UnixNano(), 64))
 	}
-	r := merge(j, "floor", time.Second, cpuMark{}, []*stream{s})
+	r := merge(j, "floor", time.Second, proc.CPUMark{}, []*stream{s})
 	if r.Lost != 2 || !r.failed() {
 		t.Fatalf("%+v", r)
 	}
 	s.broke = true
-	if r := merge(j, "peer", time.Second, cpuMark{}, []*stream{s}); r.Lost != 0 || !r.Broke {
+	if r := merge(j, "peer", time.Second, proc.CPUMark{}, []*stream{s}); r.Lost != 0 || !r.Broke {
 		t.Fatalf("a broken peer's missing chunks are not loss: %+v", r)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
+
+	"github.com/acpgate/acpgate/bench/internal/proc"
 )
 
 // backpressure reads a flood at bpReadRate chunks/s and samples the
@@ -40,7 +42,7 @@ func (d *driver) backpressureRun(client string) (*bpResult, error) {
 	p := d.plan
 	runtime.GC()
 	time.Sleep(time.Second)
-	base, err := readMemory(g.pid())
+	base, err := proc.ReadMemory(g.pid())
 	if err != nil {
 		return nil, err
 	}
@@ -53,10 +55,10 @@ func (d *driver) backpressureRun(client string) (*bpResult, error) {
 	gatewayTurn(tctx, gc, j, s, p.bpReadRate, func(n int64) { read.Store(n) })
 	cancel()
 	res.Samples = stop()
-	if m, err := readMemory(g.pid()); err == nil {
+	if m, err := proc.ReadMemory(g.pid()); err == nil {
 		res.HWM = m.HWM
 	}
-	res.Result = merge(j, client, time.Since(s.t0), cpuMark{}, []*stream{s})
+	res.Result = merge(j, client, time.Since(s.t0), proc.CPUMark{}, []*stream{s})
 	d.check("backpressure", res.Result)
 	// How far ahead of the client the agent got: when the client read chunk
 	// i, the agent had already sent every chunk stamped before that moment.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/acpgate/acpgate/bench/internal/proc"
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/testpg"
 	"github.com/acpgate/acpgate/internal/testutil"
@@ -111,12 +112,12 @@ func (d *driver) clusterSection() error {
 	// server and the gateways of the phase running.
 	var running []*gatewayProc
 	d.besides = func(g *gatewayProc) time.Duration {
-		t := liveTreeCPU(pg.Pid())
+		t := proc.LiveTreeCPU(pg.Pid())
 		for _, r := range running {
-			t += liveTreeCPU(r.pid())
+			t += proc.LiveTreeCPU(r.pid())
 		}
 		if g != nil {
-			own, _ := readTreeCPU(g.pid())
+			own, _ := proc.ReadTreeCPU(g.pid())
 			t -= own
 		}
 		return t
@@ -179,10 +180,10 @@ func (d *driver) clusterSection() error {
 	running = append(running, sqw)
 	stores := [2]side{{storeSQLite, sqw}, {storePostgres, pgw}}
 	sh := p.storeFlood
-	server0 := liveTreeCPU(pg.Pid())
+	server0 := proc.LiveTreeCPU(pg.Pid())
 	res.Journal = d.alternate("journal "+sh.Name, sh.Runs, stores,
 		Job{Client: gatewayStream, N: sh.N, Size: sh.Size, Timeout: 5 * time.Minute})
-	res.JournalServerCPU = int64(liveTreeCPU(pg.Pid()) - server0)
+	res.JournalServerCPU = int64(proc.LiveTreeCPU(pg.Pid()) - server0)
 	res.Paced = d.alternate(fmt.Sprintf("journal %d/s", p.storePacedRate), p.runs, stores,
 		Job{Client: gatewayStream, N: res.PacedN, Size: p.pacedSize, Rate: p.storePacedRate, Latency: true, Timeout: 5 * time.Minute})
 	return nil
@@ -217,8 +218,8 @@ func (d *driver) replicasOn(a, b *gatewayProc, res *clusterResult) error {
 		into   *[]float64
 		client acpgatev1.AgentGatewayClient
 	}{{&res.Local, ac}, {&res.Forwarded, bc}}
-	sys0, _ := readSysBusy()
-	own0 := selfCPU() + d.besides(nil)
+	sys0, _ := proc.ReadSysBusy()
+	own0 := proc.SelfCPU() + d.besides(nil)
 	began := time.Now()
 	for i := range d.plan.clusterTurns {
 		if i%25 == 0 {
@@ -242,9 +243,9 @@ func (d *driver) replicasOn(a, b *gatewayProc, res *clusterResult) error {
 			break
 		}
 	}
-	sys1, _ := readSysBusy()
+	sys1, _ := proc.ReadSysBusy()
 	if wall := time.Since(began); wall > 0 {
-		res.TTFCForeign = max(0, float64(sys1-sys0-(selfCPU()+d.besides(nil)-own0))/float64(wall))
+		res.TTFCForeign = max(0, float64(sys1-sys0-(proc.SelfCPU()+d.besides(nil)-own0))/float64(wall))
 	}
 	if res.TTFCErrors > 0 {
 		d.fail("cluster: %d Prompt turns on the session failed, first: %s", res.TTFCErrors, res.TTFCFirstError)
@@ -293,16 +294,6 @@ func serverVersion(dsn string) (string, error) {
 		return "", fmt.Errorf("asking PostgreSQL its version: %w", err)
 	}
 	return v, nil
-}
-
-// liveTreeCPU is the CPU time of a process and of all its descendants,
-// those still running and those it has reaped.
-func liveTreeCPU(pid int) time.Duration {
-	t, _ := readTreeCPU(pid)
-	for _, c := range children(pid) {
-		t += liveTreeCPU(c)
-	}
-	return t
 }
 
 // quantiles summarises times in ns (nil when there are none).

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/acpgate/acpgate/bench/internal/proc"
 	acp "github.com/coder/acp-go-sdk"
 )
 
@@ -80,7 +81,7 @@ func runStreams(ctx context.Context, j Job, turn func(context.Context, Job, *str
 	for i := range ss {
 		ss[i] = newStream(j)
 	}
-	cpu0 := markCPU(j.GatewayPID)
+	cpu0 := proc.MarkCPU(j.GatewayPID)
 	start := time.Now()
 	var wg sync.WaitGroup
 	for _, s := range ss {
@@ -88,8 +89,8 @@ func runStreams(ctx context.Context, j Job, turn func(context.Context, Job, *str
 	}
 	wg.Wait()
 	wall := time.Since(start)
-	cpu1 := markCPU(j.GatewayPID)
-	return merge(j, j.Client, wall, cpuMark{cpu1.client - cpu0.client, cpu1.gateway - cpu0.gateway}, ss)
+	cpu1 := proc.MarkCPU(j.GatewayPID)
+	return merge(j, j.Client, wall, proc.CPUMark{Client: cpu1.Client - cpu0.Client, Gateway: cpu1.Gateway - cpu0.Gateway}, ss)
 }
 
 // waitStart waits for the job's StartAt, if it has one.

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/acpgate/acpgate/bench/internal/proc"
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 )
 
@@ -205,7 +206,7 @@ func runWatch(ctx context.Context, j Job) Result {
 	if s.err == nil && s.turnID != j.TurnID {
 		s.err = fmt.Errorf("watching turn %q, the started event names %q", j.TurnID, s.turnID)
 	}
-	return merge(j, j.Client, time.Since(s.t0), cpuMark{}, []*stream{s})
+	return merge(j, j.Client, time.Since(s.t0), proc.CPUMark{}, []*stream{s})
 }
 
 // bytesOf views s as bytes without copying (the CRC only reads them).

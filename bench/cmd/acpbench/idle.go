@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/acpgate/acpgate/bench/internal/proc"
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 )
 
@@ -30,7 +31,7 @@ func (d *driver) idleOn(ctx context.Context, g *gatewayProc, client acpgatev1.Ag
 		}
 	}
 	time.Sleep(2 * time.Second)
-	before, err := readMemory(g.pid())
+	before, err := proc.ReadMemory(g.pid())
 	if err != nil {
 		return err
 	}
@@ -72,15 +73,15 @@ func (d *driver) idleOn(ctx context.Context, g *gatewayProc, client acpgatev1.Ag
 	}
 	res.Listed = len(list.GetSessions())
 	time.Sleep(3 * time.Second)
-	after, err := readMemory(g.pid())
+	after, err := proc.ReadMemory(g.pid())
 	if err != nil {
 		return err
 	}
 	res.After = after.RSS
 	var agents int64
-	kids := children(g.pid())
+	kids := proc.Children(g.pid())
 	for _, pid := range kids {
-		if m, err := readMemory(pid); err == nil {
+		if m, err := proc.ReadMemory(pid); err == nil {
 			agents += m.RSS
 		}
 	}
@@ -107,7 +108,7 @@ func (d *driver) idleOn(ctx context.Context, g *gatewayProc, client acpgatev1.Ag
 	wg.Wait()
 	res.CloseTime = time.Since(closeStart)
 	time.Sleep(2 * time.Second)
-	if m, err := readMemory(g.pid()); err == nil {
+	if m, err := proc.ReadMemory(g.pid()); err == nil {
 		res.Closed = m.RSS
 	}
 	d.logf("   %d sessions: RSS %s → %s (%s per session); after closing: %s",

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/acpgate/acpgate/bench/internal/proc"
 )
 
 // Job is one measurement, run by `acpbench client` in a process of its own
@@ -178,8 +180,8 @@ type stream struct {
 	relayed  []int64 // per chunk: the gateway's event time (Unix ns), gateway clients only
 	latency  bool
 	gwPID    int
-	cpu0     cpuMark // at the prompt
-	cpu1     cpuMark // at the ending
+	cpu0     proc.CPUMark // at the prompt
+	cpu1     proc.CPUMark // at the ending
 	err      error
 	broke    bool
 	turnID   string // the gateway's turn
@@ -201,13 +203,13 @@ func newStream(j Job) *stream {
 // prompt marks the start of the turn proper.
 func (s *stream) prompt() {
 	s.prompted = time.Now()
-	s.cpu0 = markCPU(s.gwPID)
+	s.cpu0 = proc.MarkCPU(s.gwPID)
 }
 
 // ended marks the turn's ending.
 func (s *stream) ended() {
 	s.end = time.Now()
-	s.cpu1 = markCPU(s.gwPID)
+	s.cpu1 = proc.MarkCPU(s.gwPID)
 }
 
 // chunk records one arriving chunk.
@@ -226,8 +228,8 @@ func (s *stream) chunk(text string) {
 
 // merge folds the streams of a job into its Result; cpu is the CPU used by
 // the whole job.
-func merge(j Job, client string, wall time.Duration, cpu cpuMark, ss []*stream) Result {
-	r := Result{Client: client, Streams: len(ss), Wall: int64(wall), CPU: int64(cpu.client), GatewayCPU: int64(cpu.gateway)}
+func merge(j Job, client string, wall time.Duration, cpu proc.CPUMark, ss []*stream) Result {
+	r := Result{Client: client, Streams: len(ss), Wall: int64(wall), CPU: int64(cpu.Client), GatewayCPU: int64(cpu.Gateway)}
 	var lat, hop1, hop2 []int64
 	for _, s := range ss {
 		r.Chunks += s.v.chunks
@@ -273,8 +275,8 @@ func merge(j Job, client string, wall time.Duration, cpu cpuMark, ss []*stream) 
 			r.Stream = int64(s.last.Sub(s.first))
 		}
 		if !s.end.IsZero() && !s.prompted.IsZero() {
-			r.CPU = int64(s.cpu1.client - s.cpu0.client)
-			r.GatewayCPU = int64(s.cpu1.gateway - s.cpu0.gateway)
+			r.CPU = int64(s.cpu1.Client - s.cpu0.Client)
+			r.GatewayCPU = int64(s.cpu1.Gateway - s.cpu0.Gateway)
 		}
 	}
 	r.Lat = summarize(lat)

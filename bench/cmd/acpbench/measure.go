@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/acpgate/acpgate/bench/internal/proc"
 )
 
 // foreignThreshold is the foreign load (cores, on average over a
@@ -51,12 +53,12 @@ func (d *driver) waitQuiet() {
 	}
 	start := time.Now()
 	for {
-		b0, err := readSysBusy()
+		b0, err := proc.ReadSysBusy()
 		if err != nil {
 			return
 		}
 		time.Sleep(300 * time.Millisecond)
-		b1, _ := readSysBusy()
+		b1, _ := proc.ReadSysBusy()
 		if float64(b1-b0) < 0.1*float64(300*time.Millisecond) {
 			break
 		}
@@ -97,31 +99,31 @@ func (d *driver) attempt(g *gatewayProc, j Job) Result {
 	cmd.Stderr = &stderr
 	var gw0 time.Duration
 	if g != nil {
-		gw0, _ = readTreeCPU(g.pid())
+		gw0, _ = proc.ReadTreeCPU(g.pid())
 	}
-	self0 := selfCPU()
+	self0 := proc.SelfCPU()
 	var besides0 time.Duration
 	if d.besides != nil {
 		besides0 = d.besides(g)
 	}
-	sys0, _ := readSysBusy()
+	sys0, _ := proc.ReadSysBusy()
 	start := time.Now()
 	out, err := cmd.Output()
 	wall := time.Since(start)
 	if g != nil {
 		// The gateway reaps a one-shot turn's agent just after the turn;
 		// wait for that, so that the agent's CPU is counted as ours.
-		for deadline := time.Now().Add(2 * time.Second); len(children(g.pid())) > 0 && time.Now().Before(deadline); {
+		for deadline := time.Now().Add(2 * time.Second); len(proc.Children(g.pid())) > 0 && time.Now().Before(deadline); {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	sys1, _ := readSysBusy()
-	ours := selfCPU() - self0
+	sys1, _ := proc.ReadSysBusy()
+	ours := proc.SelfCPU() - self0
 	if cmd.ProcessState != nil {
 		ours += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	}
 	if g != nil {
-		gw1, _ := readTreeCPU(g.pid())
+		gw1, _ := proc.ReadTreeCPU(g.pid())
 		ours += gw1 - gw0
 	}
 	if d.besides != nil {

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/acpgate/acpgate/bench/internal/proc"
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 )
 
@@ -207,7 +208,7 @@ func (d *driver) stall(watch bool) (*stallResult, error) {
 
 	d.waitQuiet()
 	time.Sleep(time.Second)
-	idle, err := readMemory(g.pid())
+	idle, err := proc.ReadMemory(g.pid())
 	if err != nil {
 		return res, err
 	}
@@ -266,7 +267,7 @@ func (d *driver) stall(watch bool) (*stallResult, error) {
 	res.Turn = time.Since(start)
 	sampled()
 	res.Bytes = read.Load()
-	if m, err := readMemory(g.pid()); err == nil {
+	if m, err := proc.ReadMemory(g.pid()); err == nil {
 		res.HWM = m.HWM
 	}
 	res.Disk = diskUse(g.stateDir)

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"time"
+
+	"github.com/acpgate/acpgate/bench/internal/proc"
 )
 
 // The sections that measure agents' streams through the gateway against
@@ -34,7 +36,7 @@ func (d *driver) throughput() error {
 				d.logf("   %s run %d %-9s %s", sh.Name, rep+1, c, r.brief(sh.N))
 			}
 		}
-		if m, err := readMemory(g.pid()); err == nil {
+		if m, err := proc.ReadMemory(g.pid()); err == nil {
 			sr.GatewayHWM = m.HWM
 			sr.GatewayRSS = m.RSS
 		}
@@ -155,7 +157,7 @@ func (d *driver) concurrency() error {
 			d.logf("   %d streams run %d %-7s %s", p.concStreams, rep+1, client, r.brief(p.concN*p.concStreams))
 		}
 	}
-	if m, err := readMemory(g.pid()); err == nil {
+	if m, err := proc.ReadMemory(g.pid()); err == nil {
 		c.GatewayHWM = m.HWM
 	}
 	d.rep.Concurrency = &c

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/acpgate/acpgate/bench/internal/proc"
 )
 
 // The turns section measures what users' load looks like: many agents
@@ -81,7 +83,7 @@ func (d *driver) turnsSection() error {
 			}
 		}
 	}
-	if m, err := readMemory(g.pid()); err == nil {
+	if m, err := proc.ReadMemory(g.pid()); err == nil {
 		res.GatewayHWM = m.HWM
 	}
 	d.rep.Turns = &res
@@ -253,14 +255,14 @@ func (d *driver) answerSection() error {
 	}
 	defer d.stopGateway(g)
 	a := d.plan.answer
-	before, err := readMemory(g.pid())
+	before, err := proc.ReadMemory(g.pid())
 	if err != nil {
 		return err
 	}
 	res := answerResult{N: a.N, Size: a.Size, Base: before.RSS}
 	res.Result = d.job(g, Job{Client: "gateway", N: a.N, Size: a.Size, Timeout: 5 * time.Minute})
 	d.check("answer", res.Result)
-	after, err := readMemory(g.pid())
+	after, err := proc.ReadMemory(g.pid())
 	if err != nil {
 		return err
 	}
