@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acpgate/acpgate/bench/internal/job"
 	"github.com/acpgate/acpgate/bench/internal/proc"
 )
 
@@ -35,30 +36,19 @@ func TestVerifier(t *testing.T) {
 }
 
 func TestMergeCountsLoss(t *testing.T) {
-	j := Job{N: 5, Size: 64}
+	j := job.Job{N: 5, Size: 64}
 	s := newStream(j)
 	s.t0 = time.Now()
 	for i := range 3 {
 		s.chunk(stamped(i, time.Now().UnixNano(), 64))
 	}
 	r := merge(j, "floor", time.Second, proc.CPUMark{}, []*stream{s})
-	if r.Lost != 2 || !r.failed() {
+	if r.Lost != 2 || !r.Failed() {
 		t.Fatalf("%+v", r)
 	}
 	s.broke = true
 	if r := merge(j, "peer", time.Second, proc.CPUMark{}, []*stream{s}); r.Lost != 0 || !r.Broke {
 		t.Fatalf("a broken peer's missing chunks are not loss: %+v", r)
-	}
-}
-
-func TestSummarize(t *testing.T) {
-	var lat []int64
-	for i := range 1000 {
-		lat = append(lat, int64(1000-i))
-	}
-	l := summarize(lat)
-	if l.P50 != 501 || l.P99 != 991 || l.Max != 1000 || l.Count != 1000 {
-		t.Fatalf("%+v", l)
 	}
 }
 
@@ -86,18 +76,18 @@ func TestFormatting(t *testing.T) {
 }
 
 func TestRatiosPairRuns(t *testing.T) {
-	ok := func(turn int64) Result { return Result{Chunks: 100, Turn: turn} }
-	broke := Result{Broke: true, Err: "x"}
-	got := ratios([]Result{ok(1e9), ok(2e9), ok(1e9)}, []Result{ok(5e8), broke, ok(1e9)}, Result.rate)
+	ok := func(turn int64) job.Result { return job.Result{Chunks: 100, Turn: turn} }
+	broke := job.Result{Broke: true, Err: "x"}
+	got := ratios([]job.Result{ok(1e9), ok(2e9), ok(1e9)}, []job.Result{ok(5e8), broke, ok(1e9)}, job.Result.Rate)
 	if len(got) != 2 || got[0] != 0.5 || got[1] != 1 {
 		t.Fatalf("%v", got)
 	}
 }
 
 func TestAForwardedFloodUnderSevenTenthsOfTheLocalOneMissesItsTarget(t *testing.T) {
-	run := func(turn int64) Result { return Result{Chunks: 100, Turn: turn} }
+	run := func(turn int64) job.Result { return job.Result{Chunks: 100, Turn: turn} }
 	flood := func(forwarded int64) verdict {
-		r := report{Cluster: &clusterResult{Flood: shape{Size: 64}, Session: map[string][]Result{
+		r := report{Cluster: &clusterResult{Flood: shape{Size: 64}, Session: map[string][]job.Result{
 			pathLocal:     {run(1e9), run(1e9)},
 			pathForwarded: {run(forwarded), run(forwarded)},
 		}}}
@@ -133,9 +123,9 @@ func TestABaselinesGatewayIsConfiguredWithoutStateDirAndItsResultsAreLabelled(t 
 	if strings.Replace(own, "state_dir: \"/state/g1\"\n", "", 1) != base {
 		t.Fatalf("the two configurations differ beyond state_dir:\n%s\n---\n%s", own, base)
 	}
-	for _, c := range []string{"gateway", gatewayStream} {
-		if l := onBaseline(c); l == c || jobClient(l) != c || jobClient(c) != c {
-			t.Fatalf("label %q of client %q runs %q", l, c, jobClient(l))
+	for _, c := range []string{"gateway", job.GatewayStream} {
+		if l := job.OnBaseline(c); l == c || job.ClientOf(l) != c || job.ClientOf(c) != c {
+			t.Fatalf("label %q of client %q runs %q", l, c, job.ClientOf(l))
 		}
 	}
 }
@@ -146,15 +136,15 @@ func TestWithABaselineEachGatewayClientsTurnOnItFollowsItsTurnOnTheWorkingTree(t
 		without, with := clients(false), clients(true)
 		var got []string
 		for _, c := range with {
-			if !isBaseline(c) {
+			if !job.IsBaseline(c) {
 				got = append(got, c)
 			}
 			switch gw := gatewayFor(c, own, base); {
-			case !viaGateway(c) && gw != nil:
+			case !job.ViaGateway(c) && gw != nil:
 				t.Errorf("%s: %q, which calls an agent, is given a gateway", name, c)
-			case viaGateway(c) && !isBaseline(c) && gw != own:
+			case job.ViaGateway(c) && !job.IsBaseline(c) && gw != own:
 				t.Errorf("%s: %q does not call the working tree's gateway", name, c)
-			case viaGateway(c) && isBaseline(c) && gw != base:
+			case job.ViaGateway(c) && job.IsBaseline(c) && gw != base:
 				t.Errorf("%s: %q does not call the baseline's gateway", name, c)
 			}
 		}
@@ -162,14 +152,14 @@ func TestWithABaselineEachGatewayClientsTurnOnItFollowsItsTurnOnTheWorkingTree(t
 			t.Errorf("%s: the working tree's clients with a baseline are %q, without %q", name, got, without)
 		}
 		for i, c := range with {
-			if viaGateway(c) && !isBaseline(c) && (i+1 >= len(with) || with[i+1] != onBaseline(c)) {
-				t.Errorf("%s: %q is not followed by %q in %q", name, c, onBaseline(c), with)
+			if job.ViaGateway(c) && !job.IsBaseline(c) && (i+1 >= len(with) || with[i+1] != job.OnBaseline(c)) {
+				t.Errorf("%s: %q is not followed by %q in %q", name, c, job.OnBaseline(c), with)
 			}
 		}
 	}
 	// The loaded floor takes its load from the working tree's gateway run
 	// of the same repetition, so it runs after it.
-	if with := pacedClients(true); with[len(with)-1] != floorLoaded {
-		t.Errorf("paced: %q is not last in %q", floorLoaded, with)
+	if with := pacedClients(true); with[len(with)-1] != job.FloorLoaded {
+		t.Errorf("paced: %q is not last in %q", job.FloorLoaded, with)
 	}
 }

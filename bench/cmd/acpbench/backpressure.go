@@ -6,18 +6,19 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/acpgate/acpgate/bench/internal/job"
 	"github.com/acpgate/acpgate/bench/internal/proc"
 )
 
 // backpressure reads a flood at bpReadRate chunks/s and samples the
 // gateway's RSS every 100 ms.
 func (d *driver) backpressure() error {
-	for _, client := range []string{"gateway", gatewayStream} {
+	for _, client := range []string{"gateway", job.GatewayStream} {
 		res, err := d.backpressureRun(client)
 		if err != nil {
 			return err
 		}
-		if client == gatewayStream {
+		if client == job.GatewayStream {
 			d.rep.BackpressureOmit = res
 		} else {
 			d.rep.Backpressure = res
@@ -49,7 +50,7 @@ func (d *driver) backpressureRun(client string) (*bpResult, error) {
 	res := bpResult{N: p.bpN, Size: p.bpSize, ReadRate: p.bpReadRate, Base: base.RSS}
 	var read atomic.Int64
 	stop := sampleRSS(g.pid(), 100*time.Millisecond, read.Load)
-	j := Job{Client: client, N: p.bpN, Size: p.bpSize, Latency: true, Timeout: 10 * time.Minute}
+	j := job.Job{Client: client, N: p.bpN, Size: p.bpSize, Latency: true, Timeout: 10 * time.Minute}
 	s := newStream(j)
 	tctx, cancel := context.WithTimeout(ctx, j.Timeout)
 	gatewayTurn(tctx, gc, j, s, p.bpReadRate, func(n int64) { read.Store(n) })

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/acpgate/acpgate/bench/internal/job"
 	"github.com/acpgate/acpgate/bench/internal/proc"
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/testpg"
@@ -55,18 +56,18 @@ type clusterResult struct {
 	// Flood is the unpaced flood run by gateway-stream: on the session
 	// (Session, by path) and as one-shot turns on each store (Journal, by
 	// store).
-	Flood   shape               `json:"flood"`
-	Session map[string][]Result `json:"session"`
-	Journal map[string][]Result `json:"journal"`
+	Flood   shape                   `json:"flood"`
+	Session map[string][]job.Result `json:"session"`
+	Journal map[string][]job.Result `json:"journal"`
 	// JournalServerCPU is the CPU time (ns) PostgreSQL's processes used
 	// while the unpaced journal runs ran, those of both stores (it is all
 	// but idle during the sqlite ones): the server's share of a postgres
 	// journal, which acpgate's CPU does not include.
 	JournalServerCPU int64 `json:"journal_server_cpu"`
 	// Paced is gateway-stream at PacedRate on each store.
-	PacedRate int                 `json:"paced_rate"`
-	PacedN    int                 `json:"paced_n"`
-	Paced     map[string][]Result `json:"paced"`
+	PacedRate int                     `json:"paced_rate"`
+	PacedN    int                     `json:"paced_n"`
+	Paced     map[string][]job.Result `json:"paced"`
 }
 
 // side is a gateway a comparison runs on, and the key of its runs.
@@ -78,8 +79,8 @@ type side struct {
 // alternate runs j on both sides runs times, alternating which goes first
 // (so that neither always runs on a machine the other just warmed or
 // disturbed), and returns the results by side.
-func (d *driver) alternate(what string, runs int, sides [2]side, j Job) map[string][]Result {
-	out := map[string][]Result{}
+func (d *driver) alternate(what string, runs int, sides [2]side, j job.Job) map[string][]job.Result {
+	out := map[string][]job.Result{}
 	for rep := range runs {
 		order := sides
 		if rep%2 == 1 {
@@ -89,7 +90,7 @@ func (d *driver) alternate(what string, runs int, sides [2]side, j Job) map[stri
 			r := d.job(s.g, j)
 			d.check(what, r)
 			out[s.key] = append(out[s.key], r)
-			d.logf("   %s run %d %-9s %s", what, rep+1, s.key, r.brief(j.N))
+			d.logf("   %s run %d %-9s %s", what, rep+1, s.key, brief(r, j.N))
 		}
 	}
 	return out
@@ -182,10 +183,10 @@ func (d *driver) clusterSection() error {
 	sh := p.storeFlood
 	server0 := proc.LiveTreeCPU(pg.Pid())
 	res.Journal = d.alternate("journal "+sh.Name, sh.Runs, stores,
-		Job{Client: gatewayStream, N: sh.N, Size: sh.Size, Timeout: 5 * time.Minute})
+		job.Job{Client: job.GatewayStream, N: sh.N, Size: sh.Size, Timeout: 5 * time.Minute})
 	res.JournalServerCPU = int64(proc.LiveTreeCPU(pg.Pid()) - server0)
 	res.Paced = d.alternate(fmt.Sprintf("journal %d/s", p.storePacedRate), p.runs, stores,
-		Job{Client: gatewayStream, N: res.PacedN, Size: p.pacedSize, Rate: p.storePacedRate, Latency: true, Timeout: 5 * time.Minute})
+		job.Job{Client: job.GatewayStream, N: res.PacedN, Size: p.pacedSize, Rate: p.storePacedRate, Latency: true, Timeout: 5 * time.Minute})
 	return nil
 }
 
@@ -203,7 +204,7 @@ func (d *driver) replicasOn(a, b *gatewayProc, res *clusterResult) error {
 		return err
 	}
 	defer bconn.Close()
-	sess, err := ac.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: floodAgent})
+	sess, err := ac.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: job.FloodAgent})
 	if err != nil {
 		return fmt.Errorf("opening a session through replica a: %w", err)
 	}
@@ -258,7 +259,7 @@ func (d *driver) replicasOn(a, b *gatewayProc, res *clusterResult) error {
 
 	sh := d.plan.storeFlood
 	res.Session = d.alternate("session "+sh.Name, sh.Runs, [2]side{{pathLocal, a}, {pathForwarded, b}},
-		Job{Client: gatewayStream, SessionID: id, N: sh.N, Size: sh.Size, Timeout: 5 * time.Minute})
+		job.Job{Client: job.GatewayStream, SessionID: id, N: sh.N, Size: sh.Size, Timeout: 5 * time.Minute})
 	if _, err := bc.CloseSession(ctx, &acpgatev1.CloseSessionRequest{SessionId: id}); err != nil {
 		return fmt.Errorf("closing the session through replica b: %w", err)
 	}
@@ -297,12 +298,12 @@ func serverVersion(dsn string) (string, error) {
 }
 
 // quantiles summarises times in ns (nil when there are none).
-func quantiles(v []float64) *Latency {
+func quantiles(v []float64) *job.Latency {
 	ns := make([]int64, len(v))
 	for i, x := range v {
 		ns[i] = int64(x)
 	}
-	return summarize(ns)
+	return job.Summarize(ns)
 }
 
 // ---- report ----
@@ -323,17 +324,17 @@ func (r *report) clusterVerdicts() []verdict {
 			fmtSigned(f.P50-l.P50), fmtSigned(f.P99-l.P99), fmtDur(f.P50), fmtDur(f.P99), fmtDur(l.P50), fmtDur(l.P99), len(c.Forwarded), c.TTFCErrors)
 		ttfc.Met = c.TTFCErrors == 0
 	}
-	ratioVerdict := func(v *verdict, runs map[string][]Result, num, den string, want float64) {
+	ratioVerdict := func(v *verdict, runs map[string][]job.Result, num, den string, want float64) {
 		a, b := runs[num], runs[den]
-		rat := ratios(a, b, Result.rate)
+		rat := ratios(a, b, job.Result.Rate)
 		if len(rat) == 0 {
 			return
 		}
-		lost, ooo, _ := lostOf(append(append([]Result{}, a...), b...))
-		errs := len(a) + len(b) - len(oks(a, Result.rate)) - len(oks(b, Result.rate))
+		lost, ooo, _ := lostOf(append(append([]job.Result{}, a...), b...))
+		errs := len(a) + len(b) - len(oks(a, job.Result.Rate)) - len(oks(b, job.Result.Rate))
 		v.Known = true
 		v.Measured = fmt.Sprintf("%s (%s %s, %s %s chunks/s); %d lost, %d out of order, %d failed runs", mmm(rat, fmtRatio),
-			num, fmtInt(median(oks(a, Result.rate))), den, fmtInt(median(oks(b, Result.rate))), lost, ooo, errs)
+			num, fmtInt(median(oks(a, job.Result.Rate))), den, fmtInt(median(oks(b, job.Result.Rate))), lost, ooo, errs)
 		v.Met = median(rat) >= want && lost == 0 && ooo == 0 && errs == 0
 	}
 	flood.Figure = fmt.Sprintf("%s streaming flood on a session: forwarded / local", size(c.Flood.Size))
@@ -405,7 +406,7 @@ func (r *report) clusterMD(w func(string, ...any)) {
 
 // floodPair writes the flood table of two rows and the ratio of the
 // second row's rate to the first's, run by run, named by ratio.
-func floodPair(w func(string, ...any), first string, runs map[string][]Result, rows [2]labelled, ratio, after string) {
+func floodPair(w func(string, ...any), first string, runs map[string][]job.Result, rows [2]labelled, ratio, after string) {
 	floodTable(w, first, runs, rows[:])
-	w("\n%s, run by run: **%s**%s.\n\n", ratio, mmm(ratios(runs[rows[1].key], runs[rows[0].key], Result.rate), fmtRatio), after)
+	w("\n%s, run by run: **%s**%s.\n\n", ratio, mmm(ratios(runs[rows[1].key], runs[rows[0].key], job.Result.Rate), fmtRatio), after)
 }

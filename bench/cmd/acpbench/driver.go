@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acpgate/acpgate/bench/internal/job"
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 )
 
@@ -276,7 +277,7 @@ agents:
     args: [agent]
     turn_timeout: 30m
     idle_timeout: 30m
-%s`, store, instrumentationConfig(c.otlpURL), stateLine, limits, floodAgent, d.agent, naiveAgent, d.self, c.agents)
+%s`, store, instrumentationConfig(c.otlpURL), stateLine, limits, job.FloodAgent, d.agent, job.NaiveAgent, d.self, c.agents)
 }
 
 // gateway starts a fresh acpgate serve configured by c, with extra flags if
@@ -302,7 +303,7 @@ func (d *driver) gateway(c gatewayConf, extra ...string) (*gatewayProc, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r := d.job(g, Job{Client: "gateway", N: 100, Size: 64, Timeout: time.Minute}); r.failed() {
+	if r := d.job(g, job.Job{Client: "gateway", N: 100, Size: 64, Timeout: time.Minute}); r.Failed() {
 		_ = g.stop()
 		return nil, fmt.Errorf("warm-up turn: %s", r.Err)
 	}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/acpgate/acpgate/bench/internal/job"
 	"github.com/acpgate/acpgate/bench/internal/proc"
 	acp "github.com/coder/acp-go-sdk"
 )
@@ -71,13 +72,13 @@ func (a *agentProc) stop() {
 	_ = os.RemoveAll(a.dir)
 }
 
-func runFloor(ctx context.Context, j Job) Result {
+func runFloor(ctx context.Context, j job.Job) job.Result {
 	return runStreams(ctx, j, floorTurn)
 }
 
 // runStreams runs the job's turns concurrently, each on its own stream.
-func runStreams(ctx context.Context, j Job, turn func(context.Context, Job, *stream)) Result {
-	ss := make([]*stream, j.streams())
+func runStreams(ctx context.Context, j job.Job, turn func(context.Context, job.Job, *stream)) job.Result {
+	ss := make([]*stream, j.NumStreams())
 	for i := range ss {
 		ss[i] = newStream(j)
 	}
@@ -94,7 +95,7 @@ func runStreams(ctx context.Context, j Job, turn func(context.Context, Job, *str
 }
 
 // waitStart waits for the job's StartAt, if it has one.
-func waitStart(j Job) {
+func waitStart(j job.Job) {
 	if j.StartAt > 0 {
 		time.Sleep(time.Until(time.Unix(0, j.StartAt)))
 	}
@@ -114,7 +115,7 @@ type floorMessage struct {
 	} `json:"error"`
 }
 
-func floorTurn(ctx context.Context, j Job, s *stream) {
+func floorTurn(ctx context.Context, j job.Job, s *stream) {
 	waitStart(j)
 	s.t0 = time.Now()
 	bin, args := j.Agent, []string(nil)
@@ -220,7 +221,7 @@ func floorTurn(ctx context.Context, j Job, s *stream) {
 	_ = json.Unmarshal(res, &sess)
 	s.prompt()
 	if err := send(3, "session/prompt", map[string]any{"sessionId": sess.SessionID,
-		"prompt": []any{map[string]any{"type": "text", "text": j.script()}}}); err != nil {
+		"prompt": []any{map[string]any{"type": "text", "text": j.Script()}}}); err != nil {
 		s.err = err
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/acpgate/acpgate/bench/internal/job"
 	"github.com/acpgate/acpgate/bench/internal/proc"
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 )
@@ -20,25 +21,6 @@ import (
 // `acpgate serve` over loopback TCP. Every event's seq, every chunk's index
 // and the outcome's text (length and CRC of the chunks' concatenation) are
 // checked.
-
-// gatewayStream is the gateway client that consumes the stream as a
-// stream, as a client rendering it would: it sets
-// PromptRequest.omit_outcome_text (it has the chunks, so the outcome gives
-// only the text's length) and coalesce_chunks (chunks the gateway holds at
-// once come as one event, which it splits back into the agent's chunks).
-const gatewayStream = "gateway-stream"
-
-// gatewayStreamMemory is the gateway-stream client on a gateway configured
-// with `store: memory`, and watch the WatchTurn client that replays a
-// finished gateway-stream turn.
-const (
-	gatewayStreamMemory = "gateway-stream-memory"
-	watch               = "watch"
-)
-
-// floodAgent is the test agent's name in the benchmark's gateway
-// configuration.
-const floodAgent = "flood"
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
@@ -62,13 +44,13 @@ func dialGateway(ctx context.Context, addr string) (*grpc.ClientConn, acpgatev1.
 	return conn, client, nil
 }
 
-func runGateway(ctx context.Context, j Job) Result {
+func runGateway(ctx context.Context, j job.Job) job.Result {
 	conn, client, err := dialGateway(ctx, j.Addr)
 	if err != nil {
-		return Result{Client: j.Client, Err: err.Error()}
+		return job.Result{Client: j.Client, Err: err.Error()}
 	}
 	defer conn.Close()
-	return runStreams(ctx, j, func(ctx context.Context, j Job, s *stream) {
+	return runStreams(ctx, j, func(ctx context.Context, j job.Job, s *stream) {
 		gatewayTurn(ctx, client, j, s, j.ReadRate, nil)
 	})
 }
@@ -76,17 +58,17 @@ func runGateway(ctx context.Context, j Job) Result {
 // gatewayTurn runs one one-shot Prompt. With readRate > 0 the client reads
 // at most readRate chunks/s; progress, when set, is told the count of chunks
 // read after each one.
-func gatewayTurn(ctx context.Context, client acpgatev1.AgentGatewayClient, j Job, s *stream, readRate int, progress func(int64)) {
+func gatewayTurn(ctx context.Context, client acpgatev1.AgentGatewayClient, j job.Job, s *stream, readRate int, progress func(int64)) {
 	waitStart(j)
 	s.t0 = time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	asStream := j.Client == gatewayStream || j.Client == gatewayStreamMemory
-	agent := floodAgent
+	asStream := j.Client == job.GatewayStream || j.Client == job.GatewayStreamMemory
+	agent := job.FloodAgent
 	if j.Naive {
-		agent = naiveAgent
+		agent = job.NaiveAgent
 	}
-	req := &acpgatev1.PromptRequest{Agent: agent, Text: j.script(), OmitOutcomeText: asStream, CoalesceChunks: asStream}
+	req := &acpgatev1.PromptRequest{Agent: agent, Text: j.Script(), OmitOutcomeText: asStream, CoalesceChunks: asStream}
 	if j.SessionID != "" {
 		req.Agent, req.SessionId = "", j.SessionID
 	}
@@ -104,7 +86,7 @@ func gatewayTurn(ctx context.Context, client acpgatev1.AgentGatewayClient, j Job
 // says the turn was asked for omit_outcome_text and coalesce_chunks.
 func consume(st interface {
 	Recv() (*acpgatev1.PromptEvent, error)
-}, j Job, s *stream, asStream, watching bool, readRate int, progress func(int64)) {
+}, j job.Job, s *stream, asStream, watching bool, readRate int, progress func(int64)) {
 	var seq uint64
 	var crc uint32
 	terminal := false
@@ -188,10 +170,10 @@ func consume(st interface {
 // runWatch replays a finished turn (j.TurnID, one of a gateway-stream
 // client's) with WatchTurn from after_seq 0, checking it as the turn's own
 // stream was checked. Its turn time runs from the call to the terminal.
-func runWatch(ctx context.Context, j Job) Result {
+func runWatch(ctx context.Context, j job.Job) job.Result {
 	conn, client, err := dialGateway(ctx, j.Addr)
 	if err != nil {
-		return Result{Client: j.Client, Err: err.Error()}
+		return job.Result{Client: j.Client, Err: err.Error()}
 	}
 	defer conn.Close()
 	s := newStream(j)

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/acpgate/acpgate/bench/internal/job"
 	"github.com/acpgate/acpgate/bench/internal/proc"
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 )
@@ -22,7 +23,7 @@ func (d *driver) idleOn(ctx context.Context, g *gatewayProc, client acpgatev1.Ag
 	// Warm-up: a few sessions opened and closed, so that one-time
 	// allocations are not charged to the sessions measured.
 	for range 10 {
-		s, err := client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: floodAgent})
+		s, err := client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: job.FloodAgent})
 		if err != nil {
 			return fmt.Errorf("warm-up CreateSession: %w", err)
 		}
@@ -48,7 +49,7 @@ func (d *driver) idleOn(ctx context.Context, g *gatewayProc, client acpgatev1.Ag
 	for range 8 {
 		wg.Go(func() {
 			for next.Add(1) <= int64(res.Target) {
-				s, err := client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: floodAgent})
+				s, err := client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: job.FloodAgent})
 				mu.Lock()
 				if err != nil {
 					errs = append(errs, err.Error())

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
+
+	"github.com/acpgate/acpgate/bench/internal/job"
 )
 
 // The instrumentation's section: what Prometheus metrics and OpenTelemetry
@@ -28,8 +30,8 @@ const (
 type instrResult struct {
 	// Flood is run by the gateway-stream client on both gateways, back to
 	// back, alternating which goes first.
-	Flood shape               `json:"flood"`
-	Runs  map[string][]Result `json:"runs"`
+	Flood shape                   `json:"flood"`
+	Runs  map[string][]job.Result `json:"runs"`
 	// Exports and ExportBytes are the OTLP requests, and their bytes, the
 	// collector stand-in received from the instrumented gateway: evidence
 	// that its spans were really exported.
@@ -96,7 +98,7 @@ func (d *driver) instrumentationSection() error {
 		return err
 	}
 	sh := d.plan.instrFlood
-	res := &instrResult{Flood: sh, Runs: map[string][]Result{}}
+	res := &instrResult{Flood: sh, Runs: map[string][]job.Result{}}
 	gateways := map[string]*gatewayProc{instrumented: on, bare: off}
 	for rep := range sh.Runs {
 		order := []string{instrumented, bare}
@@ -104,10 +106,10 @@ func (d *driver) instrumentationSection() error {
 			slices.Reverse(order)
 		}
 		for _, which := range order {
-			r := d.job(gateways[which], Job{Client: gatewayStream, N: sh.N, Size: sh.Size, Timeout: 5 * time.Minute})
+			r := d.job(gateways[which], job.Job{Client: job.GatewayStream, N: sh.N, Size: sh.Size, Timeout: 5 * time.Minute})
 			d.check("instrumentation "+which, r)
 			res.Runs[which] = append(res.Runs[which], r)
-			d.logf("   %s run %d %-13s %s (%d events)", sh.Name, rep+1, which, r.brief(sh.N), r.Events)
+			d.logf("   %s run %d %-13s %s (%d events)", sh.Name, rep+1, which, brief(r, sh.N), r.Events)
 		}
 	}
 	// Stopping the instrumented gateway flushes its last spans.
@@ -131,9 +133,9 @@ func (r *report) instrumentationVerdicts() []verdict {
 	}
 	v.Figure = fmt.Sprintf("unpaced flood, %s chunks, gateway-stream: metrics and tracing (sampling 1.0) on / both off", size(in.Flood.Size))
 	on, off := in.Runs[instrumented], in.Runs[bare]
-	if rat := ratios(on, off, Result.rate); len(rat) > 0 {
+	if rat := ratios(on, off, job.Result.Rate); len(rat) > 0 {
 		lost, ooo, _ := lostOf(slices.Concat(on, off))
-		errs := len(on) + len(off) - len(oks(on, Result.rate)) - len(oks(off, Result.rate))
+		errs := len(on) + len(off) - len(oks(on, job.Result.Rate)) - len(oks(off, job.Result.Rate))
 		v.Known = true
 		v.Measured = fmt.Sprintf("%s; %d lost, %d out of order, %d failed runs", mmm(rat, fmtRatio), lost, ooo, errs)
 		v.Met = median(rat) >= 0.9 && lost == 0 && ooo == 0 && errs == 0 && in.Exports > 0
@@ -155,5 +157,5 @@ func (r *report) instrumentationMD(w func(string, ...any)) {
 		{bare, "metrics and tracing off"},
 	})
 	w("\nRatio, run by run: on / off **%s**. The collector stand-in received %d exports (%s).\n\n",
-		mmm(ratios(in.Runs[instrumented], in.Runs[bare], Result.rate), fmtRatio), in.Exports, mib(in.ExportBytes))
+		mmm(ratios(in.Runs[instrumented], in.Runs[bare], job.Result.Rate), fmtRatio), in.Exports, mib(in.ExportBytes))
 }

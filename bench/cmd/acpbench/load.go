@@ -8,14 +8,6 @@ import (
 	"time"
 )
 
-// floorLoaded is the floor client with busy-loop processes beside it that
-// burn what the gateway and the gateway's client burned in the same run.
-// It is a control for the latency comparison: the gateway's chunks pass
-// through two more processes than the floor's, on the same two cores, and
-// this row shows what that much competition for the CPU alone does to the
-// floor.
-const floorLoaded = "floor-loaded"
-
 // hogPeriod is a busy loop's cycle: busy for duty × hogPeriod, then asleep.
 // The agent writes its paced chunks about once a millisecond, so the load
 // comes in bursts of the same scale.

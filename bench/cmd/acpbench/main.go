@@ -23,6 +23,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+
+	"github.com/acpgate/acpgate/bench/internal/job"
 )
 
 func main() {
@@ -59,18 +61,18 @@ func runClient(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	var j Job
+	var j job.Job
 	if err := json.Unmarshal([]byte(*spec), &j); err != nil {
 		fmt.Fprintln(os.Stderr, "acpbench client: -job:", err)
 		return 2
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), j.Timeout)
 	defer cancel()
-	var r Result
+	var r job.Result
 	switch j.Client {
 	case "floor", "floor-sdk":
 		r = runFloor(ctx, j)
-	case floorLoaded:
+	case job.FloorLoaded:
 		stop, err := startLoad(j.Load)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "acpbench client:", err)
@@ -81,9 +83,9 @@ func runClient(args []string) int {
 		r.Load = j.Load
 	case "peer":
 		r = runPeer(ctx, j)
-	case "gateway", gatewayStream, gatewayStreamMemory:
+	case "gateway", job.GatewayStream, job.GatewayStreamMemory:
 		r = runGateway(ctx, j)
-	case watch:
+	case job.Watch:
 		r = runWatch(ctx, j)
 	default:
 		fmt.Fprintf(os.Stderr, "acpbench client: unknown client %q\n", j.Client)

@@ -6,18 +6,20 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/acpgate/acpgate/bench/internal/job"
 )
 
 // cpuPerChunk is the CPU microseconds a result spent per chunk: the client
 // process's, plus the gateway's for gateway runs.
-func cpuPerChunk(r Result) float64 {
+func cpuPerChunk(r job.Result) float64 {
 	if r.Chunks == 0 {
 		return math.NaN()
 	}
 	return float64(r.CPU+r.GatewayCPU) / 1e3 / float64(r.Chunks)
 }
 
-func gatewayCPUPerChunk(r Result) float64 {
+func gatewayCPUPerChunk(r job.Result) float64 {
 	if r.Chunks == 0 {
 		return math.NaN()
 	}
@@ -35,15 +37,15 @@ func fmtUs(x float64) string {
 }
 
 // brokeNote describes the runs in which the peer broke.
-func brokeNote(rs []Result) string {
-	var broke []Result
+func brokeNote(rs []job.Result) string {
+	var broke []job.Result
 	for _, r := range rs {
 		if r.Broke {
 			broke = append(broke, r)
 		}
 	}
 	if len(broke) == 0 {
-		return fmt.Sprintf("completed %d of %d", len(oks(rs, Result.rate)), len(rs))
+		return fmt.Sprintf("completed %d of %d", len(oks(rs, job.Result.Rate)), len(rs))
 	}
 	var at []float64
 	for _, r := range broke {
@@ -160,37 +162,37 @@ func (r *report) throughputMD(w func(string, ...any)) {
 				continue
 			}
 			cpu := mmm(oks(rs, cpuPerChunk), fmtUs)
-			if viaGateway(c) {
+			if job.ViaGateway(c) {
 				cpu += " (acpgate " + mmm(oks(rs, gatewayCPUPerChunk), fmtUs) + ")"
 			}
 			note := brokeNote(rs)
 			if c != "peer" {
 				lost, ooo, _ := lostOf(rs)
-				note = fmt.Sprintf("completed %d of %d; %d lost, %d out of order", len(oks(rs, Result.rate)), len(rs), lost, ooo)
+				note = fmt.Sprintf("completed %d of %d; %d lost, %d out of order", len(oks(rs, job.Result.Rate)), len(rs), lost, ooo)
 			}
 			w("| %s | %s | %s | %s | %s | %s | %s |\n", c,
-				mmm(oks(rs, Result.rate), fmtInt), mmm(oks(rs, Result.mbps), fmt1),
-				mmm(oks(rs, func(r Result) float64 { return float64(r.Turn) }), fmtDurF),
-				mmm(oks(rs, Result.streamRate), fmtInt), cpu, note)
+				mmm(oks(rs, job.Result.Rate), fmtInt), mmm(oks(rs, job.Result.MBps), fmt1),
+				mmm(oks(rs, func(r job.Result) float64 { return float64(r.Turn) }), fmtDurF),
+				mmm(oks(rs, job.Result.StreamRate), fmtInt), cpu, note)
 		}
 		w("\nRatios, run by run: gateway / floor **%s**; gateway / floor-sdk %s; ",
-			mmm(ratios(sr.Runs["gateway"], sr.Runs["floor"], Result.rate), fmtRatio),
-			mmm(ratios(sr.Runs["gateway"], sr.Runs["floor-sdk"], Result.rate), fmtRatio))
-		if pr := ratios(sr.Runs["gateway"], sr.Runs["peer"], Result.rate); len(pr) > 0 {
+			mmm(ratios(sr.Runs["gateway"], sr.Runs["floor"], job.Result.Rate), fmtRatio),
+			mmm(ratios(sr.Runs["gateway"], sr.Runs["floor-sdk"], job.Result.Rate), fmtRatio))
+		if pr := ratios(sr.Runs["gateway"], sr.Runs["peer"], job.Result.Rate); len(pr) > 0 {
 			w("gateway / peer **%s** (runs the peer completed)", mmm(pr, fmtRatio))
 		} else {
 			w("gateway / peer: none (the peer completed no run)")
 		}
-		w("; first→last chunk rate, gateway / floor %s.", mmm(ratios(sr.Runs["gateway"], sr.Runs["floor"], Result.streamRate), fmtRatio))
-		if om := ratios(sr.Runs[gatewayStream], sr.Runs["floor"], Result.rate); len(om) > 0 {
+		w("; first→last chunk rate, gateway / floor %s.", mmm(ratios(sr.Runs["gateway"], sr.Runs["floor"], job.Result.StreamRate), fmtRatio))
+		if om := ratios(sr.Runs[job.GatewayStream], sr.Runs["floor"], job.Result.Rate); len(om) > 0 {
 			w(" With `omit_outcome_text` and `coalesce_chunks`, gateway / floor **%s**.", mmm(om, fmtRatio))
 		}
-		if b := ratios(sr.Runs["gateway"], sr.Runs[onBaseline("gateway")], Result.rate); len(b) > 0 {
+		if b := ratios(sr.Runs["gateway"], sr.Runs[job.OnBaseline("gateway")], job.Result.Rate); len(b) > 0 {
 			w(" Against the baseline (%s), run by run, chunks/s: gateway / gateway%s **%s**; gateway-stream / gateway-stream%s **%s**; acpgate CPU per chunk, baseline / working tree: gateway %s, gateway-stream %s.",
-				r.Baseline, baselineSuffix, mmm(b, fmtRatio), baselineSuffix,
-				mmm(ratios(sr.Runs[gatewayStream], sr.Runs[onBaseline(gatewayStream)], Result.rate), fmtRatio),
-				mmm(ratios(sr.Runs[onBaseline("gateway")], sr.Runs["gateway"], gatewayCPUPerChunk), fmtRatio),
-				mmm(ratios(sr.Runs[onBaseline(gatewayStream)], sr.Runs[gatewayStream], gatewayCPUPerChunk), fmtRatio))
+				r.Baseline, job.BaselineSuffix, mmm(b, fmtRatio), job.BaselineSuffix,
+				mmm(ratios(sr.Runs[job.GatewayStream], sr.Runs[job.OnBaseline(job.GatewayStream)], job.Result.Rate), fmtRatio),
+				mmm(ratios(sr.Runs[job.OnBaseline("gateway")], sr.Runs["gateway"], gatewayCPUPerChunk), fmtRatio),
+				mmm(ratios(sr.Runs[job.OnBaseline(job.GatewayStream)], sr.Runs[job.GatewayStream], gatewayCPUPerChunk), fmtRatio))
 		}
 		if sr.GatewayHWM > 0 {
 			w(" acpgate's peak RSS over this shape's runs: %s.", mib(sr.GatewayHWM))
@@ -221,7 +223,7 @@ func (r *report) pacedMD(w func(string, ...any)) {
 				note = brokeNote(rs)
 			}
 			label := c
-			if c == floorLoaded {
+			if c == job.FloorLoaded {
 				label = "floor + load"
 				var cores []float64
 				for _, x := range rs {
@@ -238,7 +240,7 @@ func (r *report) pacedMD(w func(string, ...any)) {
 				pace += " × " + size(p.Size)
 			}
 			w("| %s | %s | %s | %s | %s | %s | %s |\n", pace, label,
-				mmm(oks(rs, Result.streamRate), fmtInt),
+				mmm(oks(rs, job.Result.StreamRate), fmtInt),
 				fmtDurF(median(oks(rs, p50))), mmm(oks(rs, p99), fmtDurF), fmtDurF(median(oks(rs, pmax))), note)
 		}
 	}
@@ -246,18 +248,18 @@ func (r *report) pacedMD(w func(string, ...any)) {
 	for _, p := range r.Paced {
 		diff := func(client string) []float64 { return p99Diffs(p.Runs[client], p.Runs["floor"]) }
 		w("- %s/s: gateway p99 − floor p99, run by run: %s", fmtInt(float64(p.Rate)), mmm(diff("gateway"), fmtDurF))
-		if d := diff(gatewayStream); len(d) > 0 {
+		if d := diff(job.GatewayStream); len(d) > 0 {
 			w("; gateway-stream p99 − floor p99: %s", mmm(d, fmtDurF))
 		}
-		for _, c := range []string{"gateway", gatewayStream} {
-			if d := p99Diffs(p.Runs[c], p.Runs[onBaseline(c)]); len(d) > 0 {
-				w("; %s p99 − %s p99 (%s): **%s**", c, onBaseline(c), r.Baseline, mmm(d, fmtDurF))
+		for _, c := range []string{"gateway", job.GatewayStream} {
+			if d := p99Diffs(p.Runs[c], p.Runs[job.OnBaseline(c)]); len(d) > 0 {
+				w("; %s p99 − %s p99 (%s): **%s**", c, job.OnBaseline(c), r.Baseline, mmm(d, fmtDurF))
 			}
 		}
 		w(".\n")
 	}
 	w("\n")
-	if len(r.Paced) > 0 && len(r.Paced[0].Runs[floorLoaded]) > 0 {
+	if len(r.Paced) > 0 && len(r.Paced[0].Runs[job.FloorLoaded]) > 0 {
 		w("**floor + load** is a control, not a client: the floor again, with two busy-loop processes beside it (1 ms cycles) burning what acpgate and the gateway's client burned in the same repetition. The gateway's chunks pass through two processes more than the floor's, on the same two cores; this row shows what that much competition for the CPU alone does to the floor's latency.\n\n")
 	}
 	r.hopsMD(w)
@@ -266,19 +268,19 @@ func (r *report) pacedMD(w func(string, ...any)) {
 // hopsMD splits the gateway's latency at the event's time, which the
 // gateway stamps as it journals the event.
 func (r *report) hopsMD(w func(string, ...any)) {
-	hop := func(rs []Result, get func(Result) *Latency, pick func(*Latency) int64) []float64 {
+	hop := func(rs []job.Result, get func(job.Result) *job.Latency, pick func(*job.Latency) int64) []float64 {
 		var out []float64
 		for _, x := range rs {
-			if l := get(x); x.ok() && l != nil {
+			if l := get(x); x.OK() && l != nil {
 				out = append(out, float64(pick(l)))
 			}
 		}
 		return out
 	}
-	to := func(r Result) *Latency { return r.ToGateway }
-	from := func(r Result) *Latency { return r.FromGateway }
-	p50of := func(l *Latency) int64 { return l.P50 }
-	p99of := func(l *Latency) int64 { return l.P99 }
+	to := func(r job.Result) *job.Latency { return r.ToGateway }
+	from := func(r job.Result) *job.Latency { return r.FromGateway }
+	p50of := func(l *job.Latency) int64 { return l.P50 }
+	p99of := func(l *job.Latency) int64 { return l.P99 }
 	rows := 0
 	for _, p := range r.Paced {
 		if len(hop(p.Runs["gateway"], to, p99of)) > 0 {
@@ -291,7 +293,7 @@ func (r *report) hopsMD(w func(string, ...any)) {
 	w("Where the gateway's latency goes: each chunk event's `time` is stamped by the gateway as it journals the event (numbered and encoded once, before any stream can send it), which splits the latency into agent → gateway (the agent's pipe, reading, decoding and translating the update, the turn's queue) and gateway → client (the stream's read of the journal, HTTP/2 over loopback TCP, the client's decoding). One clock: all three processes run on this machine. Medians over the runs, per-run p99 range in brackets.\n\n")
 	w("| rate | client | agent → gateway p50 | agent → gateway p99 | gateway → client p50 | gateway → client p99 | floor p99 (agent → client) |\n|---|---|---|---|---|---|---|\n")
 	for _, p := range r.Paced {
-		for _, c := range []string{"gateway", gatewayStream} {
+		for _, c := range []string{"gateway", job.GatewayStream} {
 			gs := p.Runs[c]
 			if len(hop(gs, to, p99of)) == 0 {
 				continue
@@ -313,7 +315,7 @@ func (r *report) breaksMD(w func(string, ...any)) {
 	w("| load | peer completed | chunks handled before the break |\n|---|---|---|\n")
 	for _, sr := range r.Throughput {
 		rs := sr.Runs["peer"]
-		w("| unpaced, %s × %s | %d of %d | %s |\n", fmtInt(float64(sr.Shape.N)), size(sr.Shape.Size), len(oks(rs, Result.rate)), len(rs), brokenAt(rs))
+		w("| unpaced, %s × %s | %d of %d | %s |\n", fmtInt(float64(sr.Shape.N)), size(sr.Shape.Size), len(oks(rs, job.Result.Rate)), len(rs), brokenAt(rs))
 	}
 	for _, p := range r.Paced {
 		rs := p.Runs["peer"]
@@ -325,7 +327,7 @@ func (r *report) breaksMD(w func(string, ...any)) {
 	w("\nThe gateway reads the agent's stdout as fast as it can journal the events (its clients read the journal at their own pace, so a slow one does not slow the agent; a store slower than the agent does, through the pipe) and completed every one of these loads without loss.\n\n")
 }
 
-func brokenAt(rs []Result) string {
+func brokenAt(rs []job.Result) string {
 	var at []float64
 	for _, r := range rs {
 		if r.Broke {
@@ -352,16 +354,16 @@ func (r *report) ttfcMD(w func(string, ...any)) {
 		}
 		w("| %s | %s | %s | %s |\n", name, fmtDurF(median(v)), fmtDurF(slices.Min(v)), fmtDurF(slices.Max(v)))
 	}
-	get := func(c string, f func(Result) int64) []float64 {
-		return oks(t.Runs[c], func(r Result) float64 { return float64(f(r)) })
+	get := func(c string, f func(job.Result) int64) []float64 {
+		return oks(t.Runs[c], func(r job.Result) float64 { return float64(f(r)) })
 	}
-	row("agent start-up: spawn → `initialize` answered (floor)", get("floor", func(r Result) int64 { return r.Startup }))
-	row("floor: spawn → first chunk", get("floor", func(r Result) int64 { return r.First }))
-	row("peer: spawn → first chunk", get("peer", func(r Result) int64 { return r.First }))
-	row("gateway: call → `started` (agent spawned, session open)", get("gateway", func(r Result) int64 { return r.Startup }))
-	row("gateway: call → first chunk", get("gateway", func(r Result) int64 { return r.First }))
-	g := median(get("gateway", func(r Result) int64 { return r.First }))
-	f := median(get("floor", func(r Result) int64 { return r.First }))
+	row("agent start-up: spawn → `initialize` answered (floor)", get("floor", func(r job.Result) int64 { return r.Startup }))
+	row("floor: spawn → first chunk", get("floor", func(r job.Result) int64 { return r.First }))
+	row("peer: spawn → first chunk", get("peer", func(r job.Result) int64 { return r.First }))
+	row("gateway: call → `started` (agent spawned, session open)", get("gateway", func(r job.Result) int64 { return r.Startup }))
+	row("gateway: call → first chunk", get("gateway", func(r job.Result) int64 { return r.First }))
+	g := median(get("gateway", func(r job.Result) int64 { return r.First }))
+	f := median(get("floor", func(r job.Result) int64 { return r.First }))
 	w("\nThe gateway adds %s to the first chunk (median against median).\n\n", fmtDurF(g-f))
 }
 
@@ -379,14 +381,14 @@ func (r *report) concMD(w func(string, ...any)) {
 			continue
 		}
 		lost, ooo, chunks := lostOf(rs)
-		note := fmt.Sprintf("completed %d of %d", len(oks(rs, Result.aggregate)), len(rs))
+		note := fmt.Sprintf("completed %d of %d", len(oks(rs, job.Result.Aggregate)), len(rs))
 		if cl == "peer" {
 			note = brokeNote(rs)
 		}
-		w("| %s | %s | %s | %s | %d | %d | %s |\n", cl, mmm(oks(rs, Result.aggregate), fmtInt),
-			mmm(oks(rs, func(r Result) float64 { return float64(r.Wall) }), fmtDurF), fmtInt(float64(chunks)), lost, ooo, note)
+		w("| %s | %s | %s | %s | %d | %d | %s |\n", cl, mmm(oks(rs, job.Result.Aggregate), fmtInt),
+			mmm(oks(rs, func(r job.Result) float64 { return float64(r.Wall) }), fmtDurF), fmtInt(float64(chunks)), lost, ooo, note)
 	}
-	w("\nRatio gateway / floor, run by run: **%s**.", mmm(ratios(c.Runs["gateway"], c.Runs["floor"], Result.aggregate), fmtRatio))
+	w("\nRatio gateway / floor, run by run: **%s**.", mmm(ratios(c.Runs["gateway"], c.Runs["floor"], job.Result.Aggregate), fmtRatio))
 	if c.GatewayHWM > 0 {
 		w(" acpgate's peak RSS: %s.", mib(c.GatewayHWM))
 	}
@@ -479,7 +481,7 @@ func (r *report) bpOmitMD(w func(string, ...any)) {
 	w("%s of text streamed through a gateway whose RSS peaked %s above where it started.\n\n", mib(text), mib(b.HWM-b.Base))
 }
 
-func errSuffix(r Result) string {
+func errSuffix(r job.Result) string {
 	if r.Err == "" {
 		return ""
 	}
@@ -500,7 +502,7 @@ func (r *report) profileMD(w func(string, ...any)) {
 	w("## Where acpgate spends its time\n\n")
 	w("The profiles come from `acpgate serve` itself, the binary measured above, run with its profiling flags `--cpuprofile` and `--allocprofile` (see `acpgate serve -h`): CPU from start to exit, allocations written after the clean shutdown that SIGTERM starts. Each profile covers a fresh gateway's warm-up turn and the runs below; `go tool pprof -top` of each, with the header lines dropped.\n\n")
 	for _, p := range r.Profiles {
-		w("### %s: %s chunks × %s, %d runs (%s chunks/s in them)\n\n", p.Shape.Name, fmtInt(float64(p.Shape.N)), size(p.Shape.Size), len(p.Runs), mmm(oks(p.Runs, Result.rate), fmtInt))
+		w("### %s: %s chunks × %s, %d runs (%s chunks/s in them)\n\n", p.Shape.Name, fmtInt(float64(p.Shape.N)), size(p.Shape.Size), len(p.Runs), mmm(oks(p.Runs, job.Result.Rate), fmtInt))
 		w("<details><summary>CPU, flat</summary>\n\n```\n%s\n```\n\n</details>\n\n", p.CPU)
 		w("<details><summary>CPU, cumulative</summary>\n\n```\n%s\n```\n\n</details>\n\n", p.CPUCum)
 		w("<details><summary>allocated bytes</summary>\n\n```\n%s\n```\n\n</details>\n\n", p.Allocs)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acpgate/acpgate/bench/internal/job"
 	"github.com/acpgate/acpgate/bench/internal/proc"
 )
 
@@ -20,9 +21,9 @@ const foreignThreshold = 0.2
 // machine to be quiet, and repeats the measurement (up to d.retries times)
 // when other processes used more than foreignThreshold cores during it,
 // keeping the least disturbed attempt.
-func (d *driver) job(g *gatewayProc, j Job) Result {
+func (d *driver) job(g *gatewayProc, j job.Job) job.Result {
 	d.interference.Threshold = foreignThreshold
-	var best Result
+	var best job.Result
 	for attempt := 0; ; attempt++ {
 		d.waitQuiet()
 		r := d.attempt(g, j)
@@ -34,10 +35,10 @@ func (d *driver) job(g *gatewayProc, j Job) Result {
 			break
 		}
 		d.interference.Repeated++
-		d.logf("   (other processes used %.2f cores during that %s measurement: repeating it)", r.foreignCores(), j.Client)
+		d.logf("   (other processes used %.2f cores during that %s measurement: repeating it)", r.ForeignCores(), j.Client)
 	}
 	d.interference.Jobs++
-	d.interference.Foreign = append(d.interference.Foreign, best.foreignCores())
+	d.interference.Foreign = append(d.interference.Foreign, best.ForeignCores())
 	if float64(best.Foreign) > foreignThreshold*float64(best.Wall)+float64(50*time.Millisecond) {
 		d.interference.Disturbed++
 	}
@@ -72,18 +73,11 @@ func (d *driver) waitQuiet() {
 	}
 }
 
-func (r Result) foreignCores() float64 {
-	if r.Wall <= 0 {
-		return 0
-	}
-	return float64(r.Foreign) / float64(r.Wall)
-}
-
 // attempt runs the client process once and measures the CPU that other
 // processes used meanwhile: the machine's busy time less the client's
 // (with its agents), the gateway's (with the agents it reaped) and the
 // driver's own.
-func (d *driver) attempt(g *gatewayProc, j Job) Result {
+func (d *driver) attempt(g *gatewayProc, j job.Job) job.Result {
 	j.Agent = d.agent
 	if g != nil {
 		j.Addr = g.addr
@@ -129,7 +123,7 @@ func (d *driver) attempt(g *gatewayProc, j Job) Result {
 	if d.besides != nil {
 		ours += d.besides(g) - besides0
 	}
-	r := Result{Client: j.Client}
+	r := job.Result{Client: j.Client}
 	if err != nil {
 		r.Err = fmt.Sprintf("acpbench client: %v: %s", err, strings.TrimSpace(stderr.String()))
 	} else if err := json.Unmarshal(out, &r); err != nil {
@@ -144,17 +138,17 @@ func (d *driver) attempt(g *gatewayProc, j Job) Result {
 
 // check records a failure when a result lost, reordered or errored — except
 // the peer breaking, which is what it is expected to do under floods.
-func (d *driver) check(what string, r Result) {
+func (d *driver) check(what string, r job.Result) {
 	if r.Client == "peer" && r.Broke {
 		return
 	}
-	if r.failed() {
+	if r.Failed() {
 		d.fail("%s, %s: lost %d, out of order %d, error: %s", what, r.Client, r.Lost, r.OutOfOrder, r.Err)
 	}
 }
 
 // brief is a one-line account of a result for the progress log.
-func (r Result) brief(n int) string {
+func brief(r job.Result, n int) string {
 	switch {
 	case r.Broke:
 		return fmt.Sprintf("broke after %d chunks: %s", r.Chunks, r.Err)
@@ -163,7 +157,7 @@ func (r Result) brief(n int) string {
 	}
 	s := fmt.Sprintf("%d/%d chunks", r.Chunks, n)
 	if r.Turn > 0 {
-		s += fmt.Sprintf(", %s chunks/s", fmtInt(r.rate()))
+		s += fmt.Sprintf(", %s chunks/s", fmtInt(r.Rate()))
 	} else if r.Streams > 1 {
 		s += fmt.Sprintf(", %s chunks/s aggregate", fmtInt(float64(r.Chunks)/time.Duration(r.Wall).Seconds()))
 	}

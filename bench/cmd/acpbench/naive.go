@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/acpgate/acpgate/bench/internal/job"
 )
 
 // The naive floor is what a client gets from the simplest honest agent: one
@@ -18,27 +20,10 @@ import (
 // the test agent's flood, which stamps a whole burst into one buffer before
 // the first byte leaves it. The floor client reads it as it reads the test
 // agent (bufio and one json.Unmarshal per line). The gateway runs the same
-// agent (naiveAgent in its configuration), so that a gateway client's
+// agent (NaiveAgent in its configuration), so that a gateway client's
 // figures divide by the floor's for the same agent: a ratio against the
 // test agent's pre-built bursts flatters the floor, whose reader then finds
 // a megabyte of lines waiting at every read.
-
-// naiveSuffix marks a label whose client runs the naive agent:
-// "floor/naive" is the floor client on it, "gateway/naive" the gateway
-// client of a gateway running it.
-const naiveSuffix = "/naive"
-
-// naiveAgent is the naive agent's name in the benchmark's gateway
-// configuration; `acpbench agent` runs it.
-const naiveAgent = "naive"
-
-// onNaive is the label of client's results on the naive agent.
-func onNaive(client string) string { return client + naiveSuffix }
-
-// isNaive says whether a label's client runs the naive agent.
-func isNaive(label string) bool {
-	return strings.HasSuffix(strings.TrimSuffix(label, baselineSuffix), naiveSuffix)
-}
 
 // naiveMsg is one JSON-RPC message from the client.
 type naiveMsg struct {
@@ -204,8 +189,8 @@ func naiveFlood(write func([]byte), sessionID string, n, size, rate int, cancell
 // throughput ratios and coalesced events on the floods, p99 over the
 // floor's at the paced rates, run by run.
 func (r *report) naiveMD(w func(string, ...any)) {
-	floor := onNaive("floor")
-	gws := withBaseline([]string{onNaive("gateway"), onNaive(gatewayStream)}, r.Baseline != "")
+	floor := job.OnNaive("floor")
+	gws := job.WithBaseline([]string{job.OnNaive("gateway"), job.OnNaive(job.GatewayStream)}, r.Baseline != "")
 	var floods []shapeResult
 	for _, sr := range r.Throughput {
 		if len(sr.Runs[floor]) > 0 {
@@ -220,15 +205,15 @@ func (r *report) naiveMD(w func(string, ...any)) {
 	if len(floods) > 0 {
 		w("| flood | floor/naive chunks/s | client | chunks/s | / floor/naive | chunk events per run |\n|---|---|---|---|---|---|\n")
 		for _, sr := range floods {
-			fr := median(oks(sr.Runs[floor], Result.rate))
+			fr := median(oks(sr.Runs[floor], job.Result.Rate))
 			for _, c := range gws {
 				rs := sr.Runs[c]
 				if len(rs) == 0 {
 					continue
 				}
 				w("| %s × %s | %s | %s | %s | %s | %s |\n", fmtInt(float64(sr.Shape.N)), size(sr.Shape.Size), fmtInt(fr), c,
-					mmm(oks(rs, Result.rate), fmtInt), mmm(ratios(rs, sr.Runs[floor], Result.rate), fmtRatio),
-					mmm(oks(rs, func(x Result) float64 { return float64(x.Events) }), fmtInt))
+					mmm(oks(rs, job.Result.Rate), fmtInt), mmm(ratios(rs, sr.Runs[floor], job.Result.Rate), fmtRatio),
+					mmm(oks(rs, func(x job.Result) float64 { return float64(x.Events) }), fmtInt))
 			}
 		}
 		w("\n")

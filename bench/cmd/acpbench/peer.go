@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/acpgate/acpgate/bench/internal/job"
 	acp "github.com/coder/acp-go-sdk"
 )
 
@@ -66,11 +67,11 @@ func (c *peerClient) WaitForTerminalExit(context.Context, acp.WaitForTerminalExi
 	return acp.WaitForTerminalExitResponse{}, errNotOffered
 }
 
-func runPeer(ctx context.Context, j Job) Result {
+func runPeer(ctx context.Context, j job.Job) job.Result {
 	return runStreams(ctx, j, peerTurn)
 }
 
-func peerTurn(ctx context.Context, j Job, s *stream) {
+func peerTurn(ctx context.Context, j job.Job, s *stream) {
 	c := &peerClient{s: s}
 	s.t0 = time.Now()
 	a, err := startAgent(j.Agent)
@@ -102,7 +103,7 @@ func peerTurn(ctx context.Context, j Job, s *stream) {
 		return
 	}
 	s.prompt()
-	resp, err := conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock(j.script())}})
+	resp, err := conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock(j.Script())}})
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s.ended()

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/acpgate/acpgate/bench/internal/job"
 )
 
 // profiles runs floods through acpgate serve with its profiling
@@ -19,9 +21,9 @@ func (d *driver) profiles() error {
 		if err != nil {
 			return err
 		}
-		var runs []Result
+		var runs []job.Result
 		for range sh.Runs {
-			r := d.job(g, Job{Client: "gateway", N: sh.N, Size: sh.Size, Timeout: 5 * time.Minute})
+			r := d.job(g, job.Job{Client: "gateway", N: sh.N, Size: sh.Size, Timeout: 5 * time.Minute})
 			d.check("profile "+sh.Name, r)
 			runs = append(runs, r)
 		}

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/acpgate/acpgate/bench/internal/job"
 )
 
 // report is everything a run measured.
@@ -42,11 +44,11 @@ type report struct {
 }
 
 type profileResult struct {
-	Shape  shape    `json:"shape"`
-	Runs   []Result `json:"runs"`
-	CPU    string   `json:"cpu"`
-	CPUCum string   `json:"cpu_cum"`
-	Allocs string   `json:"allocs"`
+	Shape  shape        `json:"shape"`
+	Runs   []job.Result `json:"runs"`
+	CPU    string       `json:"cpu"`
+	CPUCum string       `json:"cpu_cum"`
+	Allocs string       `json:"allocs"`
 }
 
 type machine struct {
@@ -60,29 +62,29 @@ type machine struct {
 }
 
 type shapeResult struct {
-	Shape      shape               `json:"shape"`
-	Runs       map[string][]Result `json:"runs"`
-	GatewayHWM int64               `json:"gateway_hwm"`
-	GatewayRSS int64               `json:"gateway_rss"`
+	Shape      shape                   `json:"shape"`
+	Runs       map[string][]job.Result `json:"runs"`
+	GatewayHWM int64                   `json:"gateway_hwm"`
+	GatewayRSS int64                   `json:"gateway_rss"`
 }
 
 type pacedResult struct {
-	Rate int                 `json:"rate"`
-	N    int                 `json:"n"`
-	Size int                 `json:"size"`
-	Runs map[string][]Result `json:"runs"`
+	Rate int                     `json:"rate"`
+	N    int                     `json:"n"`
+	Size int                     `json:"size"`
+	Runs map[string][]job.Result `json:"runs"`
 }
 
 type breakResult struct {
-	Rate int      `json:"rate"`
-	N    int      `json:"n"`
-	Runs []Result `json:"runs"`
+	Rate int          `json:"rate"`
+	N    int          `json:"n"`
+	Runs []job.Result `json:"runs"`
 }
 
 func (b breakResult) survived() int {
 	n := 0
 	for _, r := range b.Runs {
-		if !r.Broke && !r.failed() {
+		if !r.Broke && !r.Failed() {
 			n++
 		}
 	}
@@ -90,15 +92,15 @@ func (b breakResult) survived() int {
 }
 
 type ttfcResult struct {
-	Runs map[string][]Result `json:"runs"`
+	Runs map[string][]job.Result `json:"runs"`
 }
 
 type concResult struct {
-	Streams    int                 `json:"streams"`
-	N          int                 `json:"n"`
-	Size       int                 `json:"size"`
-	Runs       map[string][]Result `json:"runs"`
-	GatewayHWM int64               `json:"gateway_hwm"`
+	Streams    int                     `json:"streams"`
+	N          int                     `json:"n"`
+	Size       int                     `json:"size"`
+	Runs       map[string][]job.Result `json:"runs"`
+	GatewayHWM int64                   `json:"gateway_hwm"`
 }
 
 type idleResult struct {
@@ -137,7 +139,7 @@ type bpResult struct {
 	Base       int64         `json:"base"`
 	HWM        int64         `json:"hwm"`
 	Samples    []bpSample    `json:"samples"`
-	Result     Result        `json:"result"`
+	Result     job.Result    `json:"result"`
 	MaxAhead   int           `json:"max_ahead"`
 	AgentSpan  time.Duration `json:"agent_span"`
 	LastSent   int64         `json:"last_sent"` // the agent's last chunk, Unix ns
@@ -183,42 +185,11 @@ func (b bpResult) maxExcess() int64 {
 
 // ---- measures ----
 
-// rate is a single-stream result's chunks per second over its turn.
-func (r Result) rate() float64 {
-	if r.Turn <= 0 {
-		return 0
-	}
-	return float64(r.Chunks) / time.Duration(r.Turn).Seconds()
-}
-
-func (r Result) mbps() float64 {
-	if r.Turn <= 0 {
-		return 0
-	}
-	return float64(r.Bytes) / 1e6 / time.Duration(r.Turn).Seconds()
-}
-
-func (r Result) streamRate() float64 {
-	if r.Stream <= 0 {
-		return 0
-	}
-	return float64(r.Chunks-1) / time.Duration(r.Stream).Seconds()
-}
-
-func (r Result) aggregate() float64 {
-	if r.Wall <= 0 {
-		return 0
-	}
-	return float64(r.Chunks) / time.Duration(r.Wall).Seconds()
-}
-
-func (r Result) ok() bool { return !r.Broke && !r.failed() }
-
 // oks returns f of every run that completed.
-func oks(rs []Result, f func(Result) float64) []float64 {
+func oks(rs []job.Result, f func(job.Result) float64) []float64 {
 	var v []float64
 	for _, r := range rs {
-		if r.ok() {
+		if r.OK() {
 			v = append(v, f(r))
 		}
 	}
@@ -227,10 +198,10 @@ func oks(rs []Result, f func(Result) float64) []float64 {
 
 // ratios pairs run i of a with run i of b (measured back to back) and
 // returns f(a)/f(b) wherever both completed.
-func ratios(a, b []Result, f func(Result) float64) []float64 {
+func ratios(a, b []job.Result, f func(job.Result) float64) []float64 {
 	var v []float64
 	for i := range min(len(a), len(b)) {
-		if a[i].ok() && b[i].ok() && f(b[i]) > 0 {
+		if a[i].OK() && b[i].OK() && f(b[i]) > 0 {
 			v = append(v, f(a[i])/f(b[i]))
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/acpgate/acpgate/bench/internal/job"
 	"github.com/acpgate/acpgate/bench/internal/proc"
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 )
@@ -27,16 +28,16 @@ import (
 // storeResult is what the store section measured.
 type storeResult struct {
 	// Flood is the unpaced flood run by the gateway-stream client on a
-	// sqlite gateway (Runs[gatewayStream]) and a memory gateway
-	// (Runs[gatewayStreamMemory]), back to back; Runs[watch][i] replays
+	// sqlite gateway (Runs[GatewayStream]) and a memory gateway
+	// (Runs[GatewayStreamMemory]), back to back; Runs[watch][i] replays
 	// the sqlite turn of run i with WatchTurn.
-	Flood shape               `json:"flood"`
-	Runs  map[string][]Result `json:"runs"`
+	Flood shape                   `json:"flood"`
+	Runs  map[string][]job.Result `json:"runs"`
 	// Paced is gateway-stream at PacedRate on both stores, back to back.
-	PacedRate int                 `json:"paced_rate"`
-	PacedN    int                 `json:"paced_n"`
-	Paced     map[string][]Result `json:"paced"`
-	Stall     *stallResult        `json:"stall"`
+	PacedRate int                     `json:"paced_rate"`
+	PacedN    int                     `json:"paced_n"`
+	Paced     map[string][]job.Result `json:"paced"`
+	Stall     *stallResult            `json:"stall"`
 	// StallControl is the same flood with nobody watching: what the flood
 	// costs by itself.
 	StallControl *stallResult `json:"stall_control"`
@@ -103,40 +104,40 @@ func (d *driver) storeSection() error {
 		d.stopGateway(sqlite)
 		return err
 	}
-	res := storeResult{Flood: p.storeFlood, Runs: map[string][]Result{}, PacedRate: p.storePacedRate, Paced: map[string][]Result{}}
+	res := storeResult{Flood: p.storeFlood, Runs: map[string][]job.Result{}, PacedRate: p.storePacedRate, Paced: map[string][]job.Result{}}
 	res.PacedN = max(100, int(float64(p.storePacedRate)*p.pacedSeconds))
-	on := map[string]*gatewayProc{gatewayStream: sqlite, gatewayStreamMemory: memory}
+	on := map[string]*gatewayProc{job.GatewayStream: sqlite, job.GatewayStreamMemory: memory}
 	order := func(rep int) []string { // alternate which store goes first
 		if rep%2 == 0 {
-			return []string{gatewayStream, gatewayStreamMemory}
+			return []string{job.GatewayStream, job.GatewayStreamMemory}
 		}
-		return []string{gatewayStreamMemory, gatewayStream}
+		return []string{job.GatewayStreamMemory, job.GatewayStream}
 	}
 	sh := p.storeFlood
 	for rep := range sh.Runs {
 		for _, c := range order(rep) {
-			r := d.job(on[c], Job{Client: c, N: sh.N, Size: sh.Size, Timeout: 5 * time.Minute})
+			r := d.job(on[c], job.Job{Client: c, N: sh.N, Size: sh.Size, Timeout: 5 * time.Minute})
 			d.check("store "+sh.Name, r)
 			res.Runs[c] = append(res.Runs[c], r)
-			d.logf("   %s run %d %-21s %s (%d events)", sh.Name, rep+1, c, r.brief(sh.N), r.Events)
+			d.logf("   %s run %d %-21s %s (%d events)", sh.Name, rep+1, c, brief(r, sh.N), r.Events)
 		}
-		live := res.Runs[gatewayStream][rep]
+		live := res.Runs[job.GatewayStream][rep]
 		if live.TurnID == "" {
 			d.fail("store %s: the sqlite turn of run %d has no turn id (%s)", sh.Name, rep+1, live.Err)
-			res.Runs[watch] = append(res.Runs[watch], Result{Client: watch, Err: "no turn to replay"})
+			res.Runs[job.Watch] = append(res.Runs[job.Watch], job.Result{Client: job.Watch, Err: "no turn to replay"})
 			continue
 		}
-		r := d.job(sqlite, Job{Client: watch, TurnID: live.TurnID, N: sh.N, Size: sh.Size, Timeout: 5 * time.Minute})
+		r := d.job(sqlite, job.Job{Client: job.Watch, TurnID: live.TurnID, N: sh.N, Size: sh.Size, Timeout: 5 * time.Minute})
 		d.check("WatchTurn replay", r)
-		res.Runs[watch] = append(res.Runs[watch], r)
-		d.logf("   replay of run %d  %s (%d events); live %s chunks/s", rep+1, r.brief(sh.N), r.Events, fmtInt(live.rate()))
+		res.Runs[job.Watch] = append(res.Runs[job.Watch], r)
+		d.logf("   replay of run %d  %s (%d events); live %s chunks/s", rep+1, brief(r, sh.N), r.Events, fmtInt(live.Rate()))
 	}
 	for rep := range p.runs {
 		for _, c := range order(rep) {
-			r := d.job(on[c], Job{Client: c, N: res.PacedN, Size: p.pacedSize, Rate: p.storePacedRate, Latency: true, Timeout: 5 * time.Minute})
+			r := d.job(on[c], job.Job{Client: c, N: res.PacedN, Size: p.pacedSize, Rate: p.storePacedRate, Latency: true, Timeout: 5 * time.Minute})
 			d.check(fmt.Sprintf("store paced %d/s", p.storePacedRate), r)
 			res.Paced[c] = append(res.Paced[c], r)
-			d.logf("   %d/s run %d %-21s %s", p.storePacedRate, rep+1, c, r.brief(res.PacedN))
+			d.logf("   %d/s run %d %-21s %s", p.storePacedRate, rep+1, c, brief(r, res.PacedN))
 		}
 	}
 	d.stopGateway(sqlite)
@@ -227,7 +228,7 @@ func (d *driver) stall(watch bool) (*stallResult, error) {
 		return res, err
 	}
 	start := time.Now()
-	st, err := client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: floodAgent, Text: fmt.Sprintf("flood %d %d\n", p.stallN, p.stallSize), OmitOutcomeText: true, CoalesceChunks: true})
+	st, err := client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: job.FloodAgent, Text: fmt.Sprintf("flood %d %d\n", p.stallN, p.stallSize), OmitOutcomeText: true, CoalesceChunks: true})
 	if err != nil {
 		return fail(err)
 	}
@@ -333,26 +334,26 @@ func (r *report) storeVerdicts() []verdict {
 			paced.Figure = fmt.Sprintf("paced %s chunks/s, gateway-stream: p99 latency with `store: sqlite`", fmtInt(float64(st.PacedRate)))
 		}
 		replay.Figure = fmt.Sprintf("`WatchTurn` replay of a finished %s-chunk turn (sqlite), from `after_seq` 0 / the turn's live rate", fmtInt(float64(st.Flood.N)))
-		sq, mem, wa := st.Runs[gatewayStream], st.Runs[gatewayStreamMemory], st.Runs[watch]
-		if rat := ratios(sq, mem, Result.rate); len(rat) > 0 {
+		sq, mem, wa := st.Runs[job.GatewayStream], st.Runs[job.GatewayStreamMemory], st.Runs[job.Watch]
+		if rat := ratios(sq, mem, job.Result.Rate); len(rat) > 0 {
 			lost, ooo, _ := lostOf(append(slices.Clone(sq), mem...))
-			errs := len(sq) + len(mem) - len(oks(sq, Result.rate)) - len(oks(mem, Result.rate))
+			errs := len(sq) + len(mem) - len(oks(sq, job.Result.Rate)) - len(oks(mem, job.Result.Rate))
 			flood.Known = true
 			flood.Measured = fmt.Sprintf("%s; %d lost, %d out of order, %d failed runs", mmm(rat, fmtRatio), lost, ooo, errs)
 			flood.Met = median(rat) >= 0.85 && lost == 0 && ooo == 0 && errs == 0
 		}
-		s, m := median(oks(st.Paced[gatewayStream], p99)), median(oks(st.Paced[gatewayStreamMemory], p99))
+		s, m := median(oks(st.Paced[job.GatewayStream], p99)), median(oks(st.Paced[job.GatewayStreamMemory], p99))
 		if !math.IsNaN(s) && !math.IsNaN(m) {
 			paced.Known = true
-			paced.Measured = fmt.Sprintf("sqlite %s, memory %s (sqlite − memory, run by run: %s)", fmtDurF(s), fmtDurF(m), mmm(p99Diffs(st.Paced[gatewayStream], st.Paced[gatewayStreamMemory]), fmtDurF))
-			paced.Met = s <= m+0.5e6 && len(oks(st.Paced[gatewayStream], p99)) == len(st.Paced[gatewayStream])
+			paced.Measured = fmt.Sprintf("sqlite %s, memory %s (sqlite − memory, run by run: %s)", fmtDurF(s), fmtDurF(m), mmm(p99Diffs(st.Paced[job.GatewayStream], st.Paced[job.GatewayStreamMemory]), fmtDurF))
+			paced.Met = s <= m+0.5e6 && len(oks(st.Paced[job.GatewayStream], p99)) == len(st.Paced[job.GatewayStream])
 		}
-		if rat := ratios(wa, sq, Result.rate); len(rat) > 0 {
+		if rat := ratios(wa, sq, job.Result.Rate); len(rat) > 0 {
 			lost, ooo, _ := lostOf(wa)
-			errs := len(wa) - len(oks(wa, Result.rate))
+			errs := len(wa) - len(oks(wa, job.Result.Rate))
 			replay.Known = true
 			replay.Measured = fmt.Sprintf("%s (replay %s chunks/s, live %s); %d lost, %d out of order, %d failed runs",
-				mmm(rat, fmtRatio), fmtInt(median(oks(wa, Result.rate))), fmtInt(median(oks(sq, Result.rate))), lost, ooo, errs)
+				mmm(rat, fmtRatio), fmtInt(median(oks(wa, job.Result.Rate))), fmtInt(median(oks(sq, job.Result.Rate))), lost, ooo, errs)
 			replay.Met = median(rat) >= 1 && lost == 0 && ooo == 0 && errs == 0
 		}
 		if x := st.Stall; x != nil && x.Peak > 0 {
@@ -377,7 +378,7 @@ type labelled struct{ key, label string }
 // floodTable writes the table of unpaced floods whose runs are keyed by
 // the rows' keys, the first column headed first; a row without runs is
 // left out.
-func floodTable(w func(string, ...any), first string, runs map[string][]Result, rows []labelled) {
+func floodTable(w func(string, ...any), first string, runs map[string][]job.Result, rows []labelled) {
 	w("| %s | chunks/s | MB/s | turn | events | CPU µs/chunk | runs |\n|---|---|---|---|---|---|---|\n", first)
 	for _, c := range rows {
 		rs := runs[c.key]
@@ -386,30 +387,30 @@ func floodTable(w func(string, ...any), first string, runs map[string][]Result, 
 		}
 		lost, ooo, _ := lostOf(rs)
 		w("| %s | %s | %s | %s | %s | %s (acpgate %s) | completed %d of %d; %d lost, %d out of order |\n", c.label,
-			mmm(oks(rs, Result.rate), fmtInt), mmm(oks(rs, Result.mbps), fmt1),
-			mmm(oks(rs, func(r Result) float64 { return float64(r.Turn) }), fmtDurF),
-			mmm(oks(rs, func(r Result) float64 { return float64(r.Events) }), fmtInt),
+			mmm(oks(rs, job.Result.Rate), fmtInt), mmm(oks(rs, job.Result.MBps), fmt1),
+			mmm(oks(rs, func(r job.Result) float64 { return float64(r.Turn) }), fmtDurF),
+			mmm(oks(rs, func(r job.Result) float64 { return float64(r.Events) }), fmtInt),
 			mmm(oks(rs, cpuPerChunk), fmtUs), mmm(oks(rs, gatewayCPUPerChunk), fmtUs),
-			len(oks(rs, Result.rate)), len(rs), lost, ooo)
+			len(oks(rs, job.Result.Rate)), len(rs), lost, ooo)
 	}
 }
 
 // pacedTable writes the table of paced runs, keyed by the rows' keys, one
 // row per store.
-func pacedTable(w func(string, ...any), runs map[string][]Result, rows []labelled) {
+func pacedTable(w func(string, ...any), runs map[string][]job.Result, rows []labelled) {
 	w("| store | achieved chunks/s | p50 | p99 | max | runs |\n|---|---|---|---|---|---|\n")
 	for _, c := range rows {
 		rs := runs[c.key]
-		w("| %s | %s | %s | %s | %s | completed %d of %d |\n", c.label, mmm(oks(rs, Result.streamRate), fmtInt),
+		w("| %s | %s | %s | %s | %s | completed %d of %d |\n", c.label, mmm(oks(rs, job.Result.StreamRate), fmtInt),
 			fmtDurF(median(oks(rs, p50))), mmm(oks(rs, p99), fmtDurF), fmtDurF(median(oks(rs, pmax))), len(oks(rs, p99)), len(rs))
 	}
 }
 
 // p99Diffs pairs run i of a and b and returns the differences of their p99.
-func p99Diffs(a, b []Result) []float64 {
+func p99Diffs(a, b []job.Result) []float64 {
 	var d []float64
 	for i := range min(len(a), len(b)) {
-		if a[i].ok() && b[i].ok() {
+		if a[i].OK() && b[i].OK() {
 			d = append(d, p99(a[i])-p99(b[i]))
 		}
 	}
@@ -426,19 +427,19 @@ func (r *report) storeMD(w func(string, ...any)) {
 	sh := st.Flood
 	w("### %s chunks × %s, unpaced\n\n", fmtInt(float64(sh.N)), size(sh.Size))
 	floodTable(w, "client", st.Runs, []labelled{
-		{gatewayStream, "gateway-stream, `store: sqlite`"},
-		{gatewayStreamMemory, "gateway-stream, `store: memory`"},
-		{watch, "`WatchTurn` replay of the sqlite turn, `after_seq` 0"},
+		{job.GatewayStream, "gateway-stream, `store: sqlite`"},
+		{job.GatewayStreamMemory, "gateway-stream, `store: memory`"},
+		{job.Watch, "`WatchTurn` replay of the sqlite turn, `after_seq` 0"},
 	})
 	w("\nRatios, run by run: sqlite / memory **%s**; replay / the same turn live **%s**. ",
-		mmm(ratios(st.Runs[gatewayStream], st.Runs[gatewayStreamMemory], Result.rate), fmtRatio),
-		mmm(ratios(st.Runs[watch], st.Runs[gatewayStream], Result.rate), fmtRatio))
+		mmm(ratios(st.Runs[job.GatewayStream], st.Runs[job.GatewayStreamMemory], job.Result.Rate), fmtRatio),
+		mmm(ratios(st.Runs[job.Watch], st.Runs[job.GatewayStream], job.Result.Rate), fmtRatio))
 	w("The replay's turn time runs from the `WatchTurn` call to its terminal, on a new connection; it reads what the live stream carried, byte for byte (the coalesced events, as many as in the *events* column), checked as the live stream is: every chunk's index and the outcome's text length.\n\n")
 
 	if len(st.Paced) > 0 {
 		w("### Paced %s chunks/s, %s × %s\n\n", fmtInt(float64(st.PacedRate)), fmtInt(float64(st.PacedN)), size(r.pacedSize()))
-		pacedTable(w, st.Paced, []labelled{{gatewayStream, "`store: sqlite`"}, {gatewayStreamMemory, "`store: memory`"}})
-		w("\nsqlite p99 − memory p99, run by run: %s.\n\n", mmm(p99Diffs(st.Paced[gatewayStream], st.Paced[gatewayStreamMemory]), fmtDurF))
+		pacedTable(w, st.Paced, []labelled{{job.GatewayStream, "`store: sqlite`"}, {job.GatewayStreamMemory, "`store: memory`"}})
+		w("\nsqlite p99 − memory p99, run by run: %s.\n\n", mmm(p99Diffs(st.Paced[job.GatewayStream], st.Paced[job.GatewayStreamMemory]), fmtDurF))
 	}
 
 	if x := st.Stall; x != nil {

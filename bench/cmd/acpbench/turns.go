@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/acpgate/acpgate/bench/internal/job"
 	"github.com/acpgate/acpgate/bench/internal/proc"
 )
 
@@ -26,13 +27,13 @@ import (
 
 // turnsClients is the section's clients, in the order each round runs them.
 func turnsClients(baseline bool) []string {
-	return withBaseline([]string{onNaive("floor"), onNaive("gateway")}, baseline)
+	return job.WithBaseline([]string{job.OnNaive("floor"), job.OnNaive("gateway")}, baseline)
 }
 
 // turnsPoint is one N's results: per label, per round, one Result per turn.
 type turnsPoint struct {
-	N    int                   `json:"n"`
-	Runs map[string][][]Result `json:"runs"`
+	N    int                       `json:"n"`
+	Runs map[string][][]job.Result `json:"runs"`
 }
 
 type turnsResult struct {
@@ -65,13 +66,13 @@ func (d *driver) turnsSection() error {
 	p := d.plan
 	res := turnsResult{Rate: p.llm.rate, Chunks: p.llm.n, Size: p.llm.size}
 	for _, n := range p.turnsN {
-		res.Points = append(res.Points, turnsPoint{N: n, Runs: map[string][][]Result{}})
+		res.Points = append(res.Points, turnsPoint{N: n, Runs: map[string][][]job.Result{}})
 	}
 	for round := range p.turnsRuns {
 		for i := range res.Points {
 			pt := &res.Points[i]
 			for _, c := range turnsClients(base != nil) {
-				j := labelJob(c, p.llm.n, p.llm.size)
+				j := job.ForLabel(c, p.llm.n, p.llm.size)
 				j.Rate, j.Latency, j.Timeout = p.llm.rate, true, 2*time.Minute
 				rs := d.simultaneous(gatewayFor(c, g, base), j, pt.N)
 				for _, r := range rs {
@@ -94,7 +95,7 @@ func (d *driver) turnsSection() error {
 // together (StartAt), and returns each one's result. It waits for a quiet
 // machine first; unlike job, it does not repeat a disturbed measurement
 // (the repetitions are the section's rounds).
-func (d *driver) simultaneous(g *gatewayProc, j Job, n int) []Result {
+func (d *driver) simultaneous(g *gatewayProc, j job.Job, n int) []job.Result {
 	d.waitQuiet()
 	j.Agent = d.agent
 	if g != nil {
@@ -102,7 +103,7 @@ func (d *driver) simultaneous(g *gatewayProc, j Job, n int) []Result {
 	}
 	j.StartAt = time.Now().Add(turnsStartMargin(n)).UnixNano()
 	spec := mustJSON(j)
-	out := make([]Result, n)
+	out := make([]job.Result, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
@@ -112,7 +113,7 @@ func (d *driver) simultaneous(g *gatewayProc, j Job, n int) []Result {
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			b, err := cmd.Output()
-			r := Result{Client: j.Client}
+			r := job.Result{Client: j.Client}
 			if err != nil {
 				r.Err = fmt.Sprintf("acpbench client: %v: %s", err, strings.TrimSpace(stderr.String()))
 			} else if err := json.Unmarshal(b, &r); err != nil {
@@ -128,7 +129,7 @@ func (d *driver) simultaneous(g *gatewayProc, j Job, n int) []Result {
 
 // turnsP99 is the median and the largest of the per-turn p99 latencies of
 // the turns that completed (NaN when none did).
-func turnsP99(rs []Result) (med, worst float64) {
+func turnsP99(rs []job.Result) (med, worst float64) {
 	v := oks(rs, p99)
 	if len(v) == 0 {
 		return math.NaN(), math.NaN()
@@ -218,12 +219,12 @@ func (r *report) turnsMD(w func(string, ...any)) {
 	w("N one-shot turns at once, each an LLM-like stream (%d chunks of %s at %d chunks/s), one client process per turn, started together; the agent is the naive one (one write per chunk) behind the floor and behind the gateway alike. Latency is arrival minus the agent's send stamp; each turn has its own p99, and each cell is, over the rounds, the median (range) of the **median** and of the **worst** per-turn p99.\n\n",
 		t.Chunks, size(t.Size), t.Rate)
 	w("| N | client | median per-turn p99 | worst per-turn p99 | median − floor's | failed turns |\n|---|---|---|---|---|---|\n")
-	floor := t.rows(onNaive("floor"))
+	floor := t.rows(job.OnNaive("floor"))
 	for i := range t.Points {
 		for _, l := range labels {
 			row := t.rows(l)[i]
 			over := "—"
-			if l != onNaive("floor") && len(floor[i].Median) > 0 && len(row.Median) > 0 {
+			if l != job.OnNaive("floor") && len(floor[i].Median) > 0 && len(row.Median) > 0 {
 				over = fmtDurF(median(row.Median) - median(floor[i].Median))
 			}
 			w("| %d | %s | %s | %s | %s | %d |\n", row.N, l, mmm(row.Median, fmtDurF), mmm(row.Worst, fmtDurF), over, row.Failed)
@@ -238,11 +239,11 @@ func (r *report) turnsMD(w func(string, ...any)) {
 // answerResult is the default client reading one large answer: the
 // gateway's peak RSS against the answer's size.
 type answerResult struct {
-	N      int    `json:"n"`
-	Size   int    `json:"size"`
-	Base   int64  `json:"base"` // RSS before the turn
-	HWM    int64  `json:"hwm"`  // peak RSS, the warm-up turn and this one
-	Result Result `json:"result"`
+	N      int        `json:"n"`
+	Size   int        `json:"size"`
+	Base   int64      `json:"base"` // RSS before the turn
+	HWM    int64      `json:"hwm"`  // peak RSS, the warm-up turn and this one
+	Result job.Result `json:"result"`
 }
 
 // answerSection reads one large answer with the default client (whose
@@ -260,7 +261,7 @@ func (d *driver) answerSection() error {
 		return err
 	}
 	res := answerResult{N: a.N, Size: a.Size, Base: before.RSS}
-	res.Result = d.job(g, Job{Client: "gateway", N: a.N, Size: a.Size, Timeout: 5 * time.Minute})
+	res.Result = d.job(g, job.Job{Client: "gateway", N: a.N, Size: a.Size, Timeout: 5 * time.Minute})
 	d.check("answer", res.Result)
 	after, err := proc.ReadMemory(g.pid())
 	if err != nil {

@@ -6,18 +6,20 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/acpgate/acpgate/bench/internal/job"
 )
 
 // lat is a completed one-turn result whose per-turn p99 is p99.
-func lat(p99 time.Duration) Result {
-	return Result{Client: "floor", Streams: 1, Chunks: 1, Lat: &Latency{Count: 1, P99: int64(p99)}}
+func lat(p99 time.Duration) job.Result {
+	return job.Result{Client: "floor", Streams: 1, Chunks: 1, Lat: &job.Latency{Count: 1, P99: int64(p99)}}
 }
 
 func TestTheTurnsCurveTakesTheMedianAndWorstPerTurnP99OfEachRoundAndCountsFailedTurns(t *testing.T) {
-	label := onNaive("gateway")
+	label := job.OnNaive("gateway")
 	tr := turnsResult{Points: []turnsPoint{
-		{N: 1, Runs: map[string][][]Result{label: {{lat(2 * time.Millisecond)}, {lat(4 * time.Millisecond)}}}},
-		{N: 3, Runs: map[string][][]Result{label: {
+		{N: 1, Runs: map[string][][]job.Result{label: {{lat(2 * time.Millisecond)}, {lat(4 * time.Millisecond)}}}},
+		{N: 3, Runs: map[string][][]job.Result{label: {
 			{lat(1 * time.Millisecond), lat(9 * time.Millisecond), lat(3 * time.Millisecond)},
 			{lat(5 * time.Millisecond), {Client: "gateway", Err: "boom"}, lat(7 * time.Millisecond)},
 		}}},
@@ -42,7 +44,7 @@ func TestTheTurnsCurveTakesTheMedianAndWorstPerTurnP99OfEachRoundAndCountsFailed
 			t.Errorf("N=%d: got median %v worst %v failed %d, want %v %v %d", w.N, g.Median, g.Worst, g.Failed, w.Median, w.Worst, w.Failed)
 		}
 	}
-	if m, w := turnsP99([]Result{{Err: "x"}}); !math.IsNaN(m) || !math.IsNaN(w) {
+	if m, w := turnsP99([]job.Result{{Err: "x"}}); !math.IsNaN(m) || !math.IsNaN(w) {
 		t.Errorf("no completed turn: got %v, %v, want NaN", m, w)
 	}
 }
@@ -74,10 +76,10 @@ func TestALogBarGrowsByEqualStepsPerDecadeAndStaysWithinItsWidth(t *testing.T) {
 }
 
 func TestTheTurnsPlotHasALinePerNAndClientWithTheLargestMedianAtFullWidth(t *testing.T) {
-	floor, gw := onNaive("floor"), onNaive("gateway")
+	floor, gw := job.OnNaive("floor"), job.OnNaive("gateway")
 	tr := turnsResult{Points: []turnsPoint{
-		{N: 1, Runs: map[string][][]Result{floor: {{lat(time.Millisecond)}}, gw: {{lat(2 * time.Millisecond)}}}},
-		{N: 100, Runs: map[string][][]Result{floor: {{lat(3 * time.Millisecond)}}, gw: {{lat(500 * time.Millisecond)}}}},
+		{N: 1, Runs: map[string][][]job.Result{floor: {{lat(time.Millisecond)}}, gw: {{lat(2 * time.Millisecond)}}}},
+		{N: 100, Runs: map[string][][]job.Result{floor: {{lat(3 * time.Millisecond)}}, gw: {{lat(500 * time.Millisecond)}}}},
 	}}
 	plot := tr.turnsPlot([]string{floor, gw})
 	lines := strings.Split(strings.TrimSpace(plot), "\n")
@@ -124,23 +126,6 @@ func TestTheNaiveAgentTakesOnlyAFloodScript(t *testing.T) {
 	for _, bad := range []string{"", "hello", "flood_timed 5", "flood_timed 5 20", "flood_timed -1 64", "flood_timed 5 64 1 2"} {
 		if _, _, _, err := parseFloodScript(bad); err == nil {
 			t.Errorf("%q: no error", bad)
-		}
-	}
-}
-
-func TestNaiveLabelsRunTheirClientOnTheNaiveAgentAndKeepTheBaselineApart(t *testing.T) {
-	for _, c := range []struct {
-		label, client string
-		naive, onBase bool
-	}{
-		{"gateway", "gateway", false, false},
-		{onNaive("gateway"), "gateway", true, false},
-		{onBaseline(onNaive(gatewayStream)), gatewayStream, true, true},
-		{onNaive("floor"), "floor", true, false},
-	} {
-		j := labelJob(c.label, 10, 64)
-		if j.Client != c.client || j.Naive != c.naive || isBaseline(c.label) != c.onBase {
-			t.Errorf("%q: client %q naive %v baseline %v", c.label, j.Client, j.Naive, isBaseline(c.label))
 		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/acpgate/acpgate/bench/internal/job"
 )
 
 // verdicts of the issue's targets, computed once for the report and the
@@ -24,7 +26,7 @@ func (r *report) floodShape(name string) *shapeResult {
 	return nil
 }
 
-func lostOf(rs []Result) (lost, ooo, chunks int64) {
+func lostOf(rs []job.Result) (lost, ooo, chunks int64) {
 	for _, r := range rs {
 		lost += r.Lost
 		ooo += r.OutOfOrder
@@ -37,14 +39,14 @@ func (r *report) verdicts() []verdict {
 	var out []verdict
 	flood := func(name, client, target string, want float64) {
 		who := "gateway"
-		if client == gatewayStream {
+		if client == job.GatewayStream {
 			who = "gateway with `omit_outcome_text` and `coalesce_chunks`"
 		}
 		v := verdict{Figure: "unpaced flood, " + strings.TrimSuffix(name, " flood") + " chunks: " + who + " / floor", Target: target}
 		if sr := r.floodShape(name); sr != nil {
-			rat := ratios(sr.Runs[client], sr.Runs["floor"], Result.rate)
+			rat := ratios(sr.Runs[client], sr.Runs["floor"], job.Result.Rate)
 			lost, ooo, _ := lostOf(sr.Runs[client])
-			errs := len(sr.Runs[client]) - len(oks(sr.Runs[client], Result.rate))
+			errs := len(sr.Runs[client]) - len(oks(sr.Runs[client], job.Result.Rate))
 			v.Known = len(rat) > 0
 			v.Measured = fmt.Sprintf("%s; %d lost, %d out of order, %d failed runs", mmm(rat, fmtRatio), lost, ooo, errs)
 			v.Met = v.Known && median(rat) >= want && lost == 0 && ooo == 0 && errs == 0
@@ -52,9 +54,9 @@ func (r *report) verdicts() []verdict {
 		out = append(out, v)
 	}
 	flood("64 B flood", "gateway", "≥ 0.5, zero loss", 0.5)
-	flood("64 B flood", gatewayStream, "≥ 0.5, zero loss", 0.5)
+	flood("64 B flood", job.GatewayStream, "≥ 0.5, zero loss", 0.5)
 	flood("64 KiB flood", "gateway", "≥ 0.7, zero loss", 0.7)
-	flood("64 KiB flood", gatewayStream, "≥ 0.7, zero loss", 0.7)
+	flood("64 KiB flood", job.GatewayStream, "≥ 0.7, zero loss", 0.7)
 
 	latency := func(client, who string) {
 		lat := verdict{Figure: "paced 1,000 – 50,000 chunks/s: " + who + " p99 latency", Target: "≤ floor p99 + 1 ms, and ≤ peer p99"}
@@ -85,12 +87,12 @@ func (r *report) verdicts() []verdict {
 		out = append(out, lat)
 	}
 	latency("gateway", "gateway")
-	latency(gatewayStream, "gateway with `omit_outcome_text` and `coalesce_chunks`")
+	latency(job.GatewayStream, "gateway with `omit_outcome_text` and `coalesce_chunks`")
 
 	conc := verdict{Figure: "200 concurrent turns", Target: "zero lost or reordered chunks"}
 	if c := r.Concurrency; c != nil {
 		lost, ooo, chunks := lostOf(c.Runs["gateway"])
-		errs := len(c.Runs["gateway"]) - len(oks(c.Runs["gateway"], Result.aggregate))
+		errs := len(c.Runs["gateway"]) - len(oks(c.Runs["gateway"], job.Result.Aggregate))
 		conc.Figure = fmt.Sprintf("%d concurrent turns", c.Streams)
 		conc.Known = len(c.Runs["gateway"]) > 0
 		conc.Measured = fmt.Sprintf("%s chunks in %d runs: %d lost, %d out of order, %d failed runs", fmtInt(float64(chunks)), len(c.Runs["gateway"]), lost, ooo, errs)
@@ -121,7 +123,7 @@ func (r *report) verdicts() []verdict {
 		// when the journal lets it run ahead, the gateway's memory does not
 		// follow the client's lag: with the outcome's text omitted, the
 		// peak stays within stallBound of the start.
-		bp.Met = b.Result.ok()
+		bp.Met = b.Result.OK()
 		if o := r.BackpressureOmit; o != nil {
 			ahead := fmt.Sprintf("agent ≤ %d chunks ahead", o.MaxAhead)
 			if !o.heldBack() {
@@ -129,7 +131,7 @@ func (r *report) verdicts() []verdict {
 			}
 			bp.Measured += fmt.Sprintf("; with `omit_outcome_text` and `coalesce_chunks`: %s, peak RSS %s over a start of %s for the same text; %d lost, %d out of order",
 				ahead, mib(o.HWM), mib(o.Base), o.Result.Lost, o.Result.OutOfOrder)
-			bp.Met = bp.Met && o.Result.ok() && (o.heldBack() || o.HWM-o.Base <= stallBound)
+			bp.Met = bp.Met && o.Result.OK() && (o.heldBack() || o.HWM-o.Base <= stallBound)
 		} else {
 			bp.Met = bp.Met && b.heldBack()
 		}
@@ -141,21 +143,21 @@ func (r *report) verdicts() []verdict {
 	return append(out, r.clusterVerdicts()...)
 }
 
-func p99(r Result) float64 {
+func p99(r job.Result) float64 {
 	if r.Lat == nil {
 		return math.NaN()
 	}
 	return float64(r.Lat.P99)
 }
 
-func p50(r Result) float64 {
+func p50(r job.Result) float64 {
 	if r.Lat == nil {
 		return math.NaN()
 	}
 	return float64(r.Lat.P50)
 }
 
-func pmax(r Result) float64 {
+func pmax(r job.Result) float64 {
 	if r.Lat == nil {
 		return math.NaN()
 	}
@@ -233,8 +235,8 @@ func (r *report) headline() string {
 		}
 		g := sr.Runs["gateway"]
 		parts = append(parts, fmt.Sprintf("%s chunks: %s chunks/s (%s MB/s), %s of the floor",
-			strings.TrimSuffix(name, " flood"), fmtInt(median(oks(g, Result.rate))), fmt1(median(oks(g, Result.mbps))),
-			fmtRatio(median(ratios(g, sr.Runs["floor"], Result.rate)))))
+			strings.TrimSuffix(name, " flood"), fmtInt(median(oks(g, job.Result.Rate))), fmt1(median(oks(g, job.Result.MBps))),
+			fmtRatio(median(ratios(g, sr.Runs["floor"], job.Result.Rate)))))
 	}
 	var b strings.Builder
 	if len(parts) > 0 {
@@ -243,7 +245,7 @@ func (r *report) headline() string {
 	survived, broke := r.peerBreak()
 	var peerBroke []string
 	for _, sr := range r.Throughput {
-		if rs := sr.Runs["peer"]; len(rs) > 0 && len(oks(rs, Result.rate)) < len(rs) {
+		if rs := sr.Runs["peer"]; len(rs) > 0 && len(oks(rs, job.Result.Rate)) < len(rs) {
 			peerBroke = append(peerBroke, fmt.Sprintf("%s × %s", fmtInt(float64(sr.Shape.N)), size(sr.Shape.Size)))
 		}
 	}
