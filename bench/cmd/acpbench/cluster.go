@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/acpgate/acpgate/bench/internal/clients"
 	"github.com/acpgate/acpgate/bench/internal/job"
 	"github.com/acpgate/acpgate/bench/internal/proc"
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
@@ -194,12 +195,12 @@ func (d *driver) clusterSection() error {
 // session that a runs: sent to a, and sent to b.
 func (d *driver) replicasOn(a, b *gatewayProc, res *clusterResult) error {
 	ctx := context.Background()
-	aconn, ac, err := dialGateway(ctx, a.addr)
+	aconn, ac, err := clients.DialGateway(ctx, a.addr)
 	if err != nil {
 		return err
 	}
 	defer aconn.Close()
-	bconn, bc, err := dialGateway(ctx, b.addr)
+	bconn, bc, err := clients.DialGateway(ctx, b.addr)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acpgate/acpgate/bench/internal/clients"
 	"github.com/acpgate/acpgate/bench/internal/job"
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 )
@@ -332,7 +333,7 @@ func (d *driver) withGateway(c gatewayConf, f func(ctx context.Context, g *gatew
 	}
 	defer d.stopGateway(g)
 	ctx := context.Background()
-	conn, client, err := dialGateway(ctx, g.addr)
+	conn, client, err := clients.DialGateway(ctx, g.addr)
 	if err != nil {
 		return err
 	}

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/acpgate/acpgate/bench/internal/clients"
 	"github.com/acpgate/acpgate/bench/internal/job"
 )
 
@@ -39,11 +40,11 @@ func main() {
 	case "report":
 		os.Exit(runReport(os.Args[2:]))
 	case "hog":
-		os.Exit(runHog(os.Args[2:]))
+		os.Exit(clients.RunHog(os.Args[2:]))
 	case "hops":
 		os.Exit(runHops(os.Args[2:]))
 	case "agent":
-		os.Exit(runNaiveAgent(os.Args[2:]))
+		os.Exit(clients.RunNaiveAgent(os.Args[2:]))
 	default:
 		usage()
 	}
@@ -71,22 +72,22 @@ func runClient(args []string) int {
 	var r job.Result
 	switch j.Client {
 	case "floor", "floor-sdk":
-		r = runFloor(ctx, j)
+		r = clients.RunFloor(ctx, j)
 	case job.FloorLoaded:
-		stop, err := startLoad(j.Load)
+		stop, err := clients.StartLoad(j.Load)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "acpbench client:", err)
 			return 1
 		}
-		r = runFloor(ctx, j)
+		r = clients.RunFloor(ctx, j)
 		stop()
 		r.Load = j.Load
 	case "peer":
-		r = runPeer(ctx, j)
+		r = clients.RunPeer(ctx, j)
 	case "gateway", job.GatewayStream, job.GatewayStreamMemory:
-		r = runGateway(ctx, j)
+		r = clients.RunGateway(ctx, j)
 	case job.Watch:
-		r = runWatch(ctx, j)
+		r = clients.RunWatch(ctx, j)
 	default:
 		fmt.Fprintf(os.Stderr, "acpbench client: unknown client %q\n", j.Client)
 		return 2

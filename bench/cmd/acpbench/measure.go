@@ -166,3 +166,12 @@ func brief(r job.Result, n int) string {
 	}
 	return s
 }
+
+// mustJSON is v as JSON; v is a Job or a Result, which always encode.
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/acpgate/acpgate/bench/internal/clients"
 	"github.com/acpgate/acpgate/bench/internal/job"
 	"github.com/acpgate/acpgate/bench/internal/proc"
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
@@ -187,7 +188,7 @@ func (d *driver) stall(watch bool) (*stallResult, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	conn, client, err := dialGateway(ctx, g.addr)
+	conn, client, err := clients.DialGateway(ctx, g.addr)
 	if err != nil {
 		return res, err
 	}

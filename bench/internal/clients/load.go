@@ -1,4 +1,4 @@
-package main
+package clients
 
 import (
 	"fmt"
@@ -13,10 +13,10 @@ import (
 // comes in bursts of the same scale.
 const hogPeriod = time.Millisecond
 
-// startLoad starts one hog process per entry of cores (clamped to 0–1) and
+// StartLoad starts one hog process per entry of cores (clamped to 0–1) and
 // returns the function that stops and reaps them, so that their CPU time
 // is counted as the client's.
-func startLoad(cores []float64) (stop func(), err error) {
+func StartLoad(cores []float64) (stop func(), err error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -39,8 +39,8 @@ func startLoad(cores []float64) (stop func(), err error) {
 	return stop, nil
 }
 
-// runHog burns duty of a core until killed.
-func runHog(args []string) int {
+// RunHog burns duty of a core until killed.
+func RunHog(args []string) int {
 	if len(args) != 1 {
 		fmt.Fprintln(os.Stderr, "usage: acpbench hog DUTY")
 		return 2

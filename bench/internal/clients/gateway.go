@@ -1,4 +1,4 @@
-package main
+package clients
 
 import (
 	"context"
@@ -24,7 +24,9 @@ import (
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-func dialGateway(ctx context.Context, addr string) (*grpc.ClientConn, acpgatev1.AgentGatewayClient, error) {
+// DialGateway connects to the gateway at addr, with a receive limit that
+// takes a whole turn's outcome, and waits until the connection is ready.
+func DialGateway(ctx context.Context, addr string) (*grpc.ClientConn, acpgatev1.AgentGatewayClient, error) {
 	conn, err := grpc.NewClient(addr,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		// A completed turn's outcome carries the whole text (twice: text
@@ -44,23 +46,25 @@ func dialGateway(ctx context.Context, addr string) (*grpc.ClientConn, acpgatev1.
 	return conn, client, nil
 }
 
-func runGateway(ctx context.Context, j job.Job) job.Result {
-	conn, client, err := dialGateway(ctx, j.Addr)
+// RunGateway runs the job's turns as one-shot Prompt calls (or on the
+// job's session) on one connection to the gateway at j.Addr.
+func RunGateway(ctx context.Context, j job.Job) job.Result {
+	conn, client, err := DialGateway(ctx, j.Addr)
 	if err != nil {
 		return job.Result{Client: j.Client, Err: err.Error()}
 	}
 	defer conn.Close()
-	return runStreams(ctx, j, func(ctx context.Context, j job.Job, s *stream) {
-		gatewayTurn(ctx, client, j, s, j.ReadRate, nil)
+	return runStreams(ctx, j, func(ctx context.Context, j job.Job, s *Stream) {
+		GatewayTurn(ctx, client, j, s, j.ReadRate, nil)
 	})
 }
 
-// gatewayTurn runs one one-shot Prompt. With readRate > 0 the client reads
+// GatewayTurn runs one one-shot Prompt. With readRate > 0 the client reads
 // at most readRate chunks/s; progress, when set, is told the count of chunks
 // read after each one.
-func gatewayTurn(ctx context.Context, client acpgatev1.AgentGatewayClient, j job.Job, s *stream, readRate int, progress func(int64)) {
+func GatewayTurn(ctx context.Context, client acpgatev1.AgentGatewayClient, j job.Job, s *Stream, readRate int, progress func(int64)) {
 	waitStart(j)
-	s.t0 = time.Now()
+	s.Start = time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	asStream := j.Client == job.GatewayStream || j.Client == job.GatewayStreamMemory
@@ -86,7 +90,7 @@ func gatewayTurn(ctx context.Context, client acpgatev1.AgentGatewayClient, j job
 // says the turn was asked for omit_outcome_text and coalesce_chunks.
 func consume(st interface {
 	Recv() (*acpgatev1.PromptEvent, error)
-}, j job.Job, s *stream, asStream, watching bool, readRate int, progress func(int64)) {
+}, j job.Job, s *Stream, asStream, watching bool, readRate int, progress func(int64)) {
 	var seq uint64
 	var crc uint32
 	terminal := false
@@ -167,17 +171,17 @@ func consume(st interface {
 	}
 }
 
-// runWatch replays a finished turn (j.TurnID, one of a gateway-stream
+// RunWatch replays a finished turn (j.TurnID, one of a gateway-stream
 // client's) with WatchTurn from after_seq 0, checking it as the turn's own
 // stream was checked. Its turn time runs from the call to the terminal.
-func runWatch(ctx context.Context, j job.Job) job.Result {
-	conn, client, err := dialGateway(ctx, j.Addr)
+func RunWatch(ctx context.Context, j job.Job) job.Result {
+	conn, client, err := DialGateway(ctx, j.Addr)
 	if err != nil {
 		return job.Result{Client: j.Client, Err: err.Error()}
 	}
 	defer conn.Close()
-	s := newStream(j)
-	s.t0 = time.Now()
+	s := NewStream(j)
+	s.Start = time.Now()
 	s.prompt()
 	st, err := client.WatchTurn(ctx, &acpgatev1.WatchTurnRequest{TurnId: j.TurnID})
 	if err != nil {
@@ -188,7 +192,7 @@ func runWatch(ctx context.Context, j job.Job) job.Result {
 	if s.err == nil && s.turnID != j.TurnID {
 		s.err = fmt.Errorf("watching turn %q, the started event names %q", j.TurnID, s.turnID)
 	}
-	return merge(j, j.Client, time.Since(s.t0), proc.CPUMark{}, []*stream{s})
+	return Merge(j, j.Client, time.Since(s.Start), proc.CPUMark{}, []*Stream{s})
 }
 
 // bytesOf views s as bytes without copying (the CRC only reads them).

@@ -1,4 +1,4 @@
-package main
+package clients
 
 import (
 	"bufio"
@@ -9,12 +9,11 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"sync"
 	"time"
 
-	"github.com/acpgate/acpgate/bench/internal/job"
-	"github.com/acpgate/acpgate/bench/internal/proc"
 	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/acpgate/acpgate/bench/internal/job"
 )
 
 // The floor is the least a client can do with ACP: write the three requests
@@ -72,33 +71,10 @@ func (a *agentProc) stop() {
 	_ = os.RemoveAll(a.dir)
 }
 
-func runFloor(ctx context.Context, j job.Job) job.Result {
+// RunFloor runs the job with the floor client (floor-sdk when j.Client
+// says so): each of its turns on an agent of its own, spawned on pipes.
+func RunFloor(ctx context.Context, j job.Job) job.Result {
 	return runStreams(ctx, j, floorTurn)
-}
-
-// runStreams runs the job's turns concurrently, each on its own stream.
-func runStreams(ctx context.Context, j job.Job, turn func(context.Context, job.Job, *stream)) job.Result {
-	ss := make([]*stream, j.NumStreams())
-	for i := range ss {
-		ss[i] = newStream(j)
-	}
-	cpu0 := proc.MarkCPU(j.GatewayPID)
-	start := time.Now()
-	var wg sync.WaitGroup
-	for _, s := range ss {
-		wg.Go(func() { turn(ctx, j, s) })
-	}
-	wg.Wait()
-	wall := time.Since(start)
-	cpu1 := proc.MarkCPU(j.GatewayPID)
-	return merge(j, j.Client, wall, proc.CPUMark{Client: cpu1.Client - cpu0.Client, Gateway: cpu1.Gateway - cpu0.Gateway}, ss)
-}
-
-// waitStart waits for the job's StartAt, if it has one.
-func waitStart(j job.Job) {
-	if j.StartAt > 0 {
-		time.Sleep(time.Until(time.Unix(0, j.StartAt)))
-	}
 }
 
 // floorMessage is one line from the agent, decoded in one pass: Params
@@ -115,9 +91,9 @@ type floorMessage struct {
 	} `json:"error"`
 }
 
-func floorTurn(ctx context.Context, j job.Job, s *stream) {
+func floorTurn(ctx context.Context, j job.Job, s *Stream) {
 	waitStart(j)
-	s.t0 = time.Now()
+	s.Start = time.Now()
 	bin, args := j.Agent, []string(nil)
 	if j.Naive {
 		self, err := os.Executable()

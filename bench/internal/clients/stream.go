@@ -1,8 +1,18 @@
-package main
+// Package clients holds the measured ends of a benchmark turn: the clients
+// that `acpbench client` runs for a job (the floor, which decodes the agent's
+// stdout by hand; the peer, acp-go-sdk's client-side connection; the gateway
+// clients, over gRPC; the WatchTurn replay), the naive agent that
+// `acpbench agent` runs, and the busy loops that load the floor. Every
+// client checks each chunk as it arrives (its index, its size) and times it
+// with the agent's send stamp, in a Stream that Merge folds into the job's
+// Result. They run in processes of their own, apart from the driver, so
+// that no measurement inherits another's heap.
+package clients
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/acpgate/acpgate/bench/internal/job"
@@ -53,17 +63,17 @@ func parseDigits(s string, from, to int) (int64, bool) {
 	return n, true
 }
 
-// stream is one turn's measurements, in the client's clock.
-type stream struct {
+// Stream is one turn's measurements, in the client's clock.
+type Stream struct {
 	v        verifier
-	t0       time.Time // the call, or the spawn
+	Start    time.Time // the call, or the spawn
 	startup  time.Time
 	prompted time.Time
 	first    time.Time
 	last     time.Time
 	end      time.Time
-	sent     []int64 // per chunk: the agent's send time (Unix ns), when recording latency
-	arrived  []int64 // per chunk: arrival time (Unix ns), when recording latency
+	Sent     []int64 // per chunk: the agent's send time (Unix ns), when recording latency
+	Arrived  []int64 // per chunk: arrival time (Unix ns), when recording latency
 	relayed  []int64 // per chunk: the gateway's event time (Unix ns), gateway clients only
 	latency  bool
 	gwPID    int
@@ -75,11 +85,12 @@ type stream struct {
 	events   int64  // chunk events (several chunks each when coalesced)
 }
 
-func newStream(j job.Job) *stream {
-	s := &stream{v: verifier{size: j.Size}, latency: j.Latency, gwPID: j.GatewayPID}
+// NewStream is a turn's measurements for j, ready for its first chunk.
+func NewStream(j job.Job) *Stream {
+	s := &Stream{v: verifier{size: j.Size}, latency: j.Latency, gwPID: j.GatewayPID}
 	if j.Latency {
-		s.sent = make([]int64, 0, j.N)
-		s.arrived = make([]int64, 0, j.N)
+		s.Sent = make([]int64, 0, j.N)
+		s.Arrived = make([]int64, 0, j.N)
 		if j.Client != "floor" && j.Client != "floor-sdk" && j.Client != "peer" && j.Client != job.FloorLoaded {
 			s.relayed = make([]int64, 0, j.N)
 		}
@@ -88,19 +99,19 @@ func newStream(j job.Job) *stream {
 }
 
 // prompt marks the start of the turn proper.
-func (s *stream) prompt() {
+func (s *Stream) prompt() {
 	s.prompted = time.Now()
 	s.cpu0 = proc.MarkCPU(s.gwPID)
 }
 
 // ended marks the turn's ending.
-func (s *stream) ended() {
+func (s *Stream) ended() {
 	s.end = time.Now()
 	s.cpu1 = proc.MarkCPU(s.gwPID)
 }
 
 // chunk records one arriving chunk.
-func (s *stream) chunk(text string) {
+func (s *Stream) chunk(text string) {
 	now := time.Now()
 	if s.v.chunks == 0 {
 		s.first = now
@@ -108,14 +119,14 @@ func (s *stream) chunk(text string) {
 	s.last = now
 	sent := s.v.chunk(text)
 	if s.latency {
-		s.sent = append(s.sent, sent)
-		s.arrived = append(s.arrived, now.UnixNano())
+		s.Sent = append(s.Sent, sent)
+		s.Arrived = append(s.Arrived, now.UnixNano())
 	}
 }
 
-// merge folds the streams of a job into its Result; cpu is the CPU used by
+// Merge folds the streams of a job into its Result; cpu is the CPU used by
 // the whole job.
-func merge(j job.Job, client string, wall time.Duration, cpu proc.CPUMark, ss []*stream) job.Result {
+func Merge(j job.Job, client string, wall time.Duration, cpu proc.CPUMark, ss []*Stream) job.Result {
 	r := job.Result{Client: client, Streams: len(ss), Wall: int64(wall), CPU: int64(cpu.Client), GatewayCPU: int64(cpu.Gateway)}
 	var lat, hop1, hop2 []int64
 	for _, s := range ss {
@@ -135,12 +146,12 @@ func merge(j job.Job, client string, wall time.Duration, cpu proc.CPUMark, ss []
 		if s.v.badMsg != "" && r.Err == "" {
 			r.Err = s.v.badMsg
 		}
-		for i := range s.sent {
-			lat = append(lat, s.arrived[i]-s.sent[i])
+		for i := range s.Sent {
+			lat = append(lat, s.Arrived[i]-s.Sent[i])
 		}
 		for i := range s.relayed {
-			hop1 = append(hop1, s.relayed[i]-s.sent[i])
-			hop2 = append(hop2, s.arrived[i]-s.relayed[i])
+			hop1 = append(hop1, s.relayed[i]-s.Sent[i])
+			hop2 = append(hop2, s.Arrived[i]-s.relayed[i])
 		}
 	}
 	if len(ss) == 1 {
@@ -150,7 +161,7 @@ func merge(j job.Job, client string, wall time.Duration, cpu proc.CPUMark, ss []
 			if t.IsZero() {
 				return 0
 			}
-			return int64(t.Sub(s.t0))
+			return int64(t.Sub(s.Start))
 		}
 		r.Startup = since(s.startup)
 		r.First = since(s.first)
@@ -172,10 +183,27 @@ func merge(j job.Job, client string, wall time.Duration, cpu proc.CPUMark, ss []
 	return r
 }
 
-func mustJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
+// runStreams runs the job's turns concurrently, each on its own stream.
+func runStreams(ctx context.Context, j job.Job, turn func(context.Context, job.Job, *Stream)) job.Result {
+	ss := make([]*Stream, j.NumStreams())
+	for i := range ss {
+		ss[i] = NewStream(j)
 	}
-	return string(b)
+	cpu0 := proc.MarkCPU(j.GatewayPID)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, s := range ss {
+		wg.Go(func() { turn(ctx, j, s) })
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	cpu1 := proc.MarkCPU(j.GatewayPID)
+	return Merge(j, j.Client, wall, proc.CPUMark{Client: cpu1.Client - cpu0.Client, Gateway: cpu1.Gateway - cpu0.Gateway}, ss)
+}
+
+// waitStart waits for the job's StartAt, if it has one.
+func waitStart(j job.Job) {
+	if j.StartAt > 0 {
+		time.Sleep(time.Until(time.Unix(0, j.StartAt)))
+	}
 }
