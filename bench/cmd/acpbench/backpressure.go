@@ -9,6 +9,7 @@ import (
 	"github.com/acpgate/acpgate/bench/internal/clients"
 	"github.com/acpgate/acpgate/bench/internal/job"
 	"github.com/acpgate/acpgate/bench/internal/proc"
+	"github.com/acpgate/acpgate/bench/internal/report"
 )
 
 // backpressure reads a flood at bpReadRate chunks/s and samples the
@@ -29,7 +30,7 @@ func (d *driver) backpressure() error {
 }
 
 // backpressureRun is one slow-client turn on a fresh gateway.
-func (d *driver) backpressureRun(client string) (*bpResult, error) {
+func (d *driver) backpressureRun(client string) (*report.BPResult, error) {
 	g, err := d.gateway(gatewayConf{})
 	if err != nil {
 		return nil, err
@@ -48,7 +49,7 @@ func (d *driver) backpressureRun(client string) (*bpResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := bpResult{N: p.bpN, Size: p.bpSize, ReadRate: p.bpReadRate, Base: base.RSS}
+	res := report.BPResult{N: p.bpN, Size: p.bpSize, ReadRate: p.bpReadRate, Base: base.RSS}
 	var read atomic.Int64
 	stop := sampleRSS(g.pid(), 100*time.Millisecond, read.Load)
 	j := job.Job{Client: client, N: p.bpN, Size: p.bpSize, Latency: true, Timeout: 10 * time.Minute}
@@ -77,6 +78,6 @@ func (d *driver) backpressureRun(client string) (*bpResult, error) {
 		res.ClientSpan = time.Duration(s.Arrived[n-1] - s.Arrived[0])
 	}
 	d.logf("   %s read %d chunks at %d/s in %s; RSS max %s over a base of %s; the agent was at most %d chunks ahead",
-		client, res.Result.Chunks, p.bpReadRate, res.ClientSpan.Round(time.Millisecond), mib(res.maxRSS()), mib(res.Base), res.MaxAhead)
+		client, res.Result.Chunks, p.bpReadRate, res.ClientSpan.Round(time.Millisecond), report.MiB(res.MaxRSS()), report.MiB(res.Base), res.MaxAhead)
 	return &res, nil
 }

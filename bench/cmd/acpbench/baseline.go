@@ -18,21 +18,6 @@ import (
 // "no regression against an earlier report" is only worth something when
 // both trees are measured back to back.
 
-// throughputClients is the throughput section's clients, in the order
-// each repetition runs them (see WithBaseline).
-func throughputClients(baseline bool) []string {
-	return job.WithBaseline([]string{"floor", "floor-sdk", "peer", "gateway", job.GatewayStream,
-		job.OnNaive("floor"), job.OnNaive("gateway"), job.OnNaive(job.GatewayStream)}, baseline)
-}
-
-// pacedClients is the paced section's, in the same way. FloorLoaded comes
-// last: it loads the floor with what the working tree's gateway run of the
-// same repetition burned.
-func pacedClients(baseline bool) []string {
-	return job.WithBaseline([]string{"floor", "peer", "gateway", job.GatewayStream,
-		job.OnNaive("floor"), job.OnNaive("gateway"), job.OnNaive(job.GatewayStream), job.FloorLoaded}, baseline)
-}
-
 // gatewayFor is the gateway a label's client calls: own for the working
 // tree's clients, base for the baseline's, nil for those that call an
 // agent directly.

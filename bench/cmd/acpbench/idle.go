@@ -9,6 +9,7 @@ import (
 
 	"github.com/acpgate/acpgate/bench/internal/job"
 	"github.com/acpgate/acpgate/bench/internal/proc"
+	"github.com/acpgate/acpgate/bench/internal/report"
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 )
 
@@ -19,7 +20,7 @@ func (d *driver) idle() error {
 }
 
 func (d *driver) idleOn(ctx context.Context, g *gatewayProc, client acpgatev1.AgentGatewayClient) error {
-	res := idleResult{Target: d.plan.idleSessions}
+	res := report.IdleResult{Target: d.plan.idleSessions}
 	// Warm-up: a few sessions opened and closed, so that one-time
 	// allocations are not charged to the sessions measured.
 	for range 10 {
@@ -113,7 +114,7 @@ func (d *driver) idleOn(ctx context.Context, g *gatewayProc, client acpgatev1.Ag
 		res.Closed = m.RSS
 	}
 	d.logf("   %d sessions: RSS %s → %s (%s per session); after closing: %s",
-		res.Opened, mib(res.Before), mib(res.After), kib(res.perSession()), mib(res.Closed))
+		res.Opened, report.MiB(res.Before), report.MiB(res.After), report.KiB(res.PerSession()), report.MiB(res.Closed))
 	d.rep.Idle = &res
 	return nil
 }

@@ -6,7 +6,7 @@
 //	acpbench client -job JSON                     one measurement (used by run)
 //	acpbench report -json FILE [-out FILE]        render a report again from run's -json output
 //	acpbench hops -trace FILE                     where a traced gateway's goroutines waited to run
-//	acpbench agent                                the naive floor's agent, on stdin and stdout (naive.go)
+//	acpbench agent                                the naive floor's agent, on stdin and stdout (bench/internal/clients)
 //
 // It is a module of its own (bench/go.mod, with the product module replaced
 // by the working tree), so that the product's dependencies and tests are the
@@ -15,6 +15,13 @@
 // tree first, in the product module. Relative -out and -json paths are
 // relative to the working directory. See docs/benchmarks.md for what is
 // measured and how.
+//
+// This package is the driver and its sections: it builds and starts the
+// gateways, runs each measurement in a client process and fills in the
+// report. What a client process runs is bench/internal/clients, the job
+// and result passed between the two bench/internal/job, the report and
+// its Markdown bench/internal/report, and the readings of /proc
+// bench/internal/proc.
 package main
 
 import (
@@ -26,6 +33,7 @@ import (
 
 	"github.com/acpgate/acpgate/bench/internal/clients"
 	"github.com/acpgate/acpgate/bench/internal/job"
+	"github.com/acpgate/acpgate/bench/internal/report"
 )
 
 func main() {
@@ -109,16 +117,16 @@ func runReport(args []string) int {
 		fmt.Fprintln(os.Stderr, "acpbench report:", err)
 		return 1
 	}
-	var r report
+	var r report.Report
 	if err := json.Unmarshal(b, &r); err != nil {
 		fmt.Fprintln(os.Stderr, "acpbench report:", err)
 		return 1
 	}
 	if *out == "" {
-		fmt.Print(r.markdown())
+		fmt.Print(r.Markdown())
 		return 0
 	}
-	if err := os.WriteFile(*out, []byte(r.markdown()), 0o644); err != nil {
+	if err := os.WriteFile(*out, []byte(r.Markdown()), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, "acpbench report:", err)
 		return 1
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/acpgate/acpgate/bench/internal/job"
 	"github.com/acpgate/acpgate/bench/internal/proc"
+	"github.com/acpgate/acpgate/bench/internal/report"
 )
 
 // foreignThreshold is the foreign load (cores, on average over a
@@ -157,12 +158,12 @@ func brief(r job.Result, n int) string {
 	}
 	s := fmt.Sprintf("%d/%d chunks", r.Chunks, n)
 	if r.Turn > 0 {
-		s += fmt.Sprintf(", %s chunks/s", fmtInt(r.Rate()))
+		s += fmt.Sprintf(", %s chunks/s", report.FmtInt(r.Rate()))
 	} else if r.Streams > 1 {
-		s += fmt.Sprintf(", %s chunks/s aggregate", fmtInt(float64(r.Chunks)/time.Duration(r.Wall).Seconds()))
+		s += fmt.Sprintf(", %s chunks/s aggregate", report.FmtInt(float64(r.Chunks)/time.Duration(r.Wall).Seconds()))
 	}
 	if r.Lat != nil {
-		s += fmt.Sprintf(", latency p50 %s p99 %s", fmtDur(r.Lat.P50), fmtDur(r.Lat.P99))
+		s += fmt.Sprintf(", latency p50 %s p99 %s", report.FmtDur(r.Lat.P50), report.FmtDur(r.Lat.P99))
 	}
 	return s
 }

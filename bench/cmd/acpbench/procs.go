@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/acpgate/acpgate/bench/internal/proc"
+	"github.com/acpgate/acpgate/bench/internal/report"
 )
 
 // gatewayProc is a running `acpgate serve`.
@@ -101,11 +102,11 @@ func (g *gatewayProc) stop() error {
 // sampleRSS samples a process's RSS every period, with the progress read
 // reports, until the function it returns is called; that returns the
 // samples.
-func sampleRSS(pid int, period time.Duration, read func() int64) (stop func() []bpSample) {
+func sampleRSS(pid int, period time.Duration, read func() int64) (stop func() []report.BPSample) {
 	quit := make(chan struct{})
-	done := make(chan []bpSample)
+	done := make(chan []report.BPSample)
 	go func() {
-		var out []bpSample
+		var out []report.BPSample
 		tick := time.NewTicker(period)
 		defer tick.Stop()
 		start := time.Now()
@@ -117,11 +118,11 @@ func sampleRSS(pid int, period time.Duration, read func() int64) (stop func() []
 			case <-tick.C:
 			}
 			if m, err := proc.ReadMemory(pid); err == nil {
-				out = append(out, bpSample{At: time.Since(start), Unix: time.Now().UnixNano(), RSS: m.RSS, Read: read()})
+				out = append(out, report.BPSample{At: time.Since(start), Unix: time.Now().UnixNano(), RSS: m.RSS, Read: read()})
 			}
 		}
 	}()
-	return func() []bpSample {
+	return func() []report.BPSample {
 		close(quit)
 		return <-done
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/acpgate/acpgate/bench/internal/job"
+	"github.com/acpgate/acpgate/bench/internal/report"
 )
 
 // profiles runs floods through acpgate serve with its profiling
@@ -28,7 +29,7 @@ func (d *driver) profiles() error {
 			runs = append(runs, r)
 		}
 		d.stopGateway(g)
-		pr := profileResult{Shape: sh, Runs: runs}
+		pr := report.ProfileResult{Shape: sh, Runs: runs}
 		for _, p := range []struct {
 			dst  *string
 			args []string

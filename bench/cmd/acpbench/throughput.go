@@ -6,6 +6,7 @@ import (
 
 	"github.com/acpgate/acpgate/bench/internal/job"
 	"github.com/acpgate/acpgate/bench/internal/proc"
+	"github.com/acpgate/acpgate/bench/internal/report"
 )
 
 // The sections that measure agents' streams through the gateway against
@@ -15,7 +16,7 @@ import (
 // throughput runs each flood through every client, on a fresh gateway a
 // flood.
 func (d *driver) throughput() error {
-	clients := throughputClients(d.baseBin != "")
+	clients := report.ThroughputClients(d.baseBin != "")
 	for _, sh := range d.plan.floods {
 		g, err := d.gateway(gatewayConf{})
 		if err != nil {
@@ -25,7 +26,7 @@ func (d *driver) throughput() error {
 		if err != nil {
 			return err
 		}
-		sr := shapeResult{Shape: sh, Runs: map[string][]job.Result{}}
+		sr := report.ShapeResult{Shape: sh, Runs: map[string][]job.Result{}}
 		for rep := range sh.Runs {
 			for _, c := range clients {
 				j := job.ForLabel(c, sh.N, sh.Size)
@@ -52,7 +53,7 @@ func (d *driver) throughput() error {
 
 // paced runs each paced rate, and the LLM-like pace, through every client.
 func (d *driver) paced() error {
-	clients := pacedClients(d.baseBin != "")
+	clients := report.PacedClients(d.baseBin != "")
 	var paces []pace
 	for _, rate := range d.plan.pacedRates {
 		paces = append(paces, pace{rate, max(100, int(float64(rate)*d.plan.pacedSeconds)), d.plan.pacedSize})
@@ -68,7 +69,7 @@ func (d *driver) paced() error {
 		if err != nil {
 			return err
 		}
-		pr := pacedResult{Rate: rate, N: n, Size: size, Runs: map[string][]job.Result{}}
+		pr := report.PacedResult{Rate: rate, N: n, Size: size, Runs: map[string][]job.Result{}}
 		for rep := range d.plan.runs {
 			for _, c := range clients {
 				j := job.ForLabel(c, n, size)
@@ -102,13 +103,13 @@ func (d *driver) paced() error {
 func (d *driver) breakScan() error {
 	for _, rate := range d.plan.breakRates {
 		n := max(100, int(float64(rate)*d.plan.breakSeconds))
-		br := breakResult{Rate: rate, N: n}
+		br := report.BreakResult{Rate: rate, N: n}
 		for range d.plan.breakRuns {
 			r := d.job(nil, job.Job{Client: "peer", N: n, Size: 64, Rate: rate, Timeout: 2 * time.Minute})
 			d.check(fmt.Sprintf("peer at %d/s", rate), r)
 			br.Runs = append(br.Runs, r)
 		}
-		d.logf("   peer at %d/s: survived %d of %d", rate, br.survived(), len(br.Runs))
+		d.logf("   peer at %d/s: survived %d of %d", rate, br.Survived(), len(br.Runs))
 		d.rep.Breaks = append(d.rep.Breaks, br)
 	}
 	return nil
@@ -121,7 +122,7 @@ func (d *driver) ttfc() error {
 		return err
 	}
 	defer d.stopGateway(g)
-	t := ttfcResult{Runs: map[string][]job.Result{}}
+	t := report.TTFCResult{Runs: map[string][]job.Result{}}
 	for range d.plan.ttfcRuns {
 		for _, c := range []string{"floor", "peer", "gateway"} {
 			var gw *gatewayProc
@@ -145,7 +146,7 @@ func (d *driver) concurrency() error {
 	}
 	defer d.stopGateway(g)
 	p := d.plan
-	c := concResult{Streams: p.concStreams, N: p.concN, Size: 64, Runs: map[string][]job.Result{}}
+	c := report.ConcResult{Streams: p.concStreams, N: p.concN, Size: 64, Runs: map[string][]job.Result{}}
 	for rep := range p.concRuns {
 		for _, client := range []string{"floor", "peer", "gateway"} {
 			var gw *gatewayProc

@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"math"
@@ -16,7 +16,7 @@ func lat(p99 time.Duration) job.Result {
 
 func TestTheTurnsCurveTakesTheMedianAndWorstPerTurnP99OfEachRoundAndCountsFailedTurns(t *testing.T) {
 	label := job.OnNaive("gateway")
-	tr := turnsResult{Points: []turnsPoint{
+	tr := TurnsResult{Points: []TurnsPoint{
 		{N: 1, Runs: map[string][][]job.Result{label: {{lat(2 * time.Millisecond)}, {lat(4 * time.Millisecond)}}}},
 		{N: 3, Runs: map[string][][]job.Result{label: {
 			{lat(1 * time.Millisecond), lat(9 * time.Millisecond), lat(3 * time.Millisecond)},
@@ -43,7 +43,7 @@ func TestTheTurnsCurveTakesTheMedianAndWorstPerTurnP99OfEachRoundAndCountsFailed
 			t.Errorf("N=%d: got median %v worst %v failed %d, want %v %v %d", w.N, g.Median, g.Worst, g.Failed, w.Median, w.Worst, w.Failed)
 		}
 	}
-	if m, w := turnsP99([]job.Result{{Err: "x"}}); !math.IsNaN(m) || !math.IsNaN(w) {
+	if m, w := TurnsP99([]job.Result{{Err: "x"}}); !math.IsNaN(m) || !math.IsNaN(w) {
 		t.Errorf("no completed turn: got %v, %v, want NaN", m, w)
 	}
 }
@@ -76,7 +76,7 @@ func TestALogBarGrowsByEqualStepsPerDecadeAndStaysWithinItsWidth(t *testing.T) {
 
 func TestTheTurnsPlotHasALinePerNAndClientWithTheLargestMedianAtFullWidth(t *testing.T) {
 	floor, gw := job.OnNaive("floor"), job.OnNaive("gateway")
-	tr := turnsResult{Points: []turnsPoint{
+	tr := TurnsResult{Points: []TurnsPoint{
 		{N: 1, Runs: map[string][][]job.Result{floor: {{lat(time.Millisecond)}}, gw: {{lat(2 * time.Millisecond)}}}},
 		{N: 100, Runs: map[string][][]job.Result{floor: {{lat(3 * time.Millisecond)}}, gw: {{lat(500 * time.Millisecond)}}}},
 	}}

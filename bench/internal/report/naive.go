@@ -1,16 +1,14 @@
-package main
+package report
 
-import (
-	"github.com/acpgate/acpgate/bench/internal/job"
-)
+import "github.com/acpgate/acpgate/bench/internal/job"
 
 // naiveMD compares the gateway on the naive agent with the naive floor:
 // throughput ratios and coalesced events on the floods, p99 over the
 // floor's at the paced rates, run by run.
-func (r *report) naiveMD(w func(string, ...any)) {
+func (r *Report) naiveMD(w func(string, ...any)) {
 	floor := job.OnNaive("floor")
 	gws := job.WithBaseline([]string{job.OnNaive("gateway"), job.OnNaive(job.GatewayStream)}, r.Baseline != "")
-	var floods []shapeResult
+	var floods []ShapeResult
 	for _, sr := range r.Throughput {
 		if len(sr.Runs[floor]) > 0 {
 			floods = append(floods, sr)
@@ -24,20 +22,20 @@ func (r *report) naiveMD(w func(string, ...any)) {
 	if len(floods) > 0 {
 		w("| flood | floor/naive chunks/s | client | chunks/s | / floor/naive | chunk events per run |\n|---|---|---|---|---|---|\n")
 		for _, sr := range floods {
-			fr := median(oks(sr.Runs[floor], job.Result.Rate))
+			fr := Median(oks(sr.Runs[floor], job.Result.Rate))
 			for _, c := range gws {
 				rs := sr.Runs[c]
 				if len(rs) == 0 {
 					continue
 				}
-				w("| %s × %s | %s | %s | %s | %s | %s |\n", fmtInt(float64(sr.Shape.N)), size(sr.Shape.Size), fmtInt(fr), c,
-					mmm(oks(rs, job.Result.Rate), fmtInt), mmm(ratios(rs, sr.Runs[floor], job.Result.Rate), fmtRatio),
-					mmm(oks(rs, func(x job.Result) float64 { return float64(x.Events) }), fmtInt))
+				w("| %s × %s | %s | %s | %s | %s | %s |\n", FmtInt(float64(sr.Shape.N)), size(sr.Shape.Size), FmtInt(fr), c,
+					mmm(oks(rs, job.Result.Rate), FmtInt), mmm(ratios(rs, sr.Runs[floor], job.Result.Rate), fmtRatio),
+					mmm(oks(rs, func(x job.Result) float64 { return float64(x.Events) }), FmtInt))
 			}
 		}
 		w("\n")
 	}
-	var paced []pacedResult
+	var paced []PacedResult
 	for _, p := range r.Paced {
 		if len(p.Runs[floor]) > 0 {
 			paced = append(paced, p)
@@ -51,8 +49,8 @@ func (r *report) naiveMD(w func(string, ...any)) {
 				if len(rs) == 0 {
 					continue
 				}
-				w("| %s/s × %s | %s | %s | %s | %s |\n", fmtInt(float64(p.Rate)), size(p.Size), mmm(oks(p.Runs[floor], p99), fmtDurF), c,
-					mmm(oks(rs, p99), fmtDurF), mmm(p99Diffs(rs, p.Runs[floor]), fmtDurF))
+				w("| %s/s × %s | %s | %s | %s | %s |\n", FmtInt(float64(p.Rate)), size(p.Size), mmm(oks(p.Runs[floor], p99), FmtDurF), c,
+					mmm(oks(rs, p99), FmtDurF), mmm(p99Diffs(rs, p.Runs[floor]), FmtDurF))
 			}
 		}
 		w("\n")
