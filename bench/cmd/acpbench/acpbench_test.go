@@ -1,122 +1,13 @@
 package main
 
 import (
-	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/acpgate/acpgate/bench/internal/job"
+	"github.com/acpgate/acpgate/bench/internal/report"
 )
-
-func stamped(i int, sent int64, size int) string {
-	s := fmt.Sprintf("%09d %019d ", i, sent)
-	return s + strings.Repeat("x", size-len(s))
-}
-
-func TestVerifier(t *testing.T) {
-	v := verifier{size: 64}
-	for _, i := range []int{0, 1, 2} {
-		if got := v.chunk(stamped(i, 1234567890123456789, 64)); got != 1234567890123456789 {
-			t.Fatalf("send time %d", got)
-		}
-	}
-	if v.bad != 0 || v.chunks != 3 || v.bytes != 192 {
-		t.Fatalf("in order: %+v", v)
-	}
-	v.chunk(stamped(4, 1, 64)) // 3 is missing
-	v.chunk(stamped(3, 1, 64)) // and arrives late
-	v.chunk(stamped(5, 1, 63)) // short
-	if v.bad != 3 || v.badMsg == "" {
-		t.Fatalf("disorder not seen: %+v", v)
-	}
-}
-
-func TestMergeCountsLoss(t *testing.T) {
-	j := Job{N: 5, Size: 64}
-	s := newStream(j)
-	s.t0 = time.Now()
-	for i := range 3 {
-		s.chunk(stamped(i, time.Now().UnixNano(), 64))
-	}
-	r := merge(j, "floor", time.Second, cpuMark{}, []*stream{s})
-	if r.Lost != 2 || !r.failed() {
-		t.Fatalf("%+v", r)
-	}
-	s.broke = true
-	if r := merge(j, "peer", time.Second, cpuMark{}, []*stream{s}); r.Lost != 0 || !r.Broke {
-		t.Fatalf("a broken peer's missing chunks are not loss: %+v", r)
-	}
-}
-
-func TestSummarize(t *testing.T) {
-	var lat []int64
-	for i := range 1000 {
-		lat = append(lat, int64(1000-i))
-	}
-	l := summarize(lat)
-	if l.P50 != 501 || l.P99 != 991 || l.Max != 1000 || l.Count != 1000 {
-		t.Fatalf("%+v", l)
-	}
-}
-
-func TestFormatting(t *testing.T) {
-	for _, c := range []struct {
-		got, want string
-	}{
-		{fmtInt(1234567), "1,234,567"},
-		{fmtInt(-1234), "-1,234"},
-		{fmtInt(999), "999"},
-		{fmtDur(1500), "1 µs"},
-		{fmtDur(2_500_000), "2.50 ms"},
-		{fmtDur(25_000_000), "25.0 ms"},
-		{fmtDur(2_500_000_000), "2.50 s"},
-		{fmtDurF(math.NaN()), "—"},
-		{mmm([]float64{3, 1, 2}, fmtRatio), "2.00 (1.00 – 3.00)"},
-		{mmm(nil, fmtRatio), "—"},
-		{size(65536), "64 KiB"},
-		{size(64), "64 B"},
-	} {
-		if c.got != c.want {
-			t.Errorf("got %q, want %q", c.got, c.want)
-		}
-	}
-}
-
-func TestRatiosPairRuns(t *testing.T) {
-	ok := func(turn int64) Result { return Result{Chunks: 100, Turn: turn} }
-	broke := Result{Broke: true, Err: "x"}
-	got := ratios([]Result{ok(1e9), ok(2e9), ok(1e9)}, []Result{ok(5e8), broke, ok(1e9)}, Result.rate)
-	if len(got) != 2 || got[0] != 0.5 || got[1] != 1 {
-		t.Fatalf("%v", got)
-	}
-}
-
-func TestAForwardedFloodUnderSevenTenthsOfTheLocalOneMissesItsTarget(t *testing.T) {
-	run := func(turn int64) Result { return Result{Chunks: 100, Turn: turn} }
-	flood := func(forwarded int64) verdict {
-		r := report{Cluster: &clusterResult{Flood: shape{Size: 64}, Session: map[string][]Result{
-			pathLocal:     {run(1e9), run(1e9)},
-			pathForwarded: {run(forwarded), run(forwarded)},
-		}}}
-		for _, v := range r.clusterVerdicts() {
-			if strings.Contains(v.Figure, "forwarded / local") {
-				return v
-			}
-		}
-		t.Fatal("no verdict of the forwarded flood")
-		return verdict{}
-	}
-	if v := flood(1.25e9); !v.Known || !v.Met {
-		t.Errorf("forwarded at 0.8 of local: %+v, want met", v)
-	}
-	if v := flood(1.6e9); !v.Known || v.Met {
-		t.Errorf("forwarded at 0.625 of local: %+v, want missed", v)
-	}
-	if got := fmtSigned(-1_500_000) + " " + fmtSigned(2_500_000); got != "-1.50 ms +2.50 ms" {
-		t.Errorf("fmtSigned: %q", got)
-	}
-}
 
 func TestABaselinesGatewayIsConfiguredWithoutStateDirAndItsResultsAreLabelled(t *testing.T) {
 	d := &driver{agent: "/bin/agent", plan: fullPlan(1), baseBin: "/bin/acpgate-baseline"}
@@ -131,28 +22,28 @@ func TestABaselinesGatewayIsConfiguredWithoutStateDirAndItsResultsAreLabelled(t 
 	if strings.Replace(own, "state_dir: \"/state/g1\"\n", "", 1) != base {
 		t.Fatalf("the two configurations differ beyond state_dir:\n%s\n---\n%s", own, base)
 	}
-	for _, c := range []string{"gateway", gatewayStream} {
-		if l := onBaseline(c); l == c || jobClient(l) != c || jobClient(c) != c {
-			t.Fatalf("label %q of client %q runs %q", l, c, jobClient(l))
+	for _, c := range []string{"gateway", job.GatewayStream} {
+		if l := job.OnBaseline(c); l == c || job.ClientOf(l) != c || job.ClientOf(c) != c {
+			t.Fatalf("label %q of client %q runs %q", l, c, job.ClientOf(l))
 		}
 	}
 }
 
 func TestWithABaselineEachGatewayClientsTurnOnItFollowsItsTurnOnTheWorkingTree(t *testing.T) {
 	own, base := &gatewayProc{}, &gatewayProc{}
-	for name, clients := range map[string]func(bool) []string{"throughput": throughputClients, "paced": pacedClients} {
+	for name, clients := range map[string]func(bool) []string{"throughput": report.ThroughputClients, "paced": report.PacedClients} {
 		without, with := clients(false), clients(true)
 		var got []string
 		for _, c := range with {
-			if !isBaseline(c) {
+			if !job.IsBaseline(c) {
 				got = append(got, c)
 			}
 			switch gw := gatewayFor(c, own, base); {
-			case !viaGateway(c) && gw != nil:
+			case !job.ViaGateway(c) && gw != nil:
 				t.Errorf("%s: %q, which calls an agent, is given a gateway", name, c)
-			case viaGateway(c) && !isBaseline(c) && gw != own:
+			case job.ViaGateway(c) && !job.IsBaseline(c) && gw != own:
 				t.Errorf("%s: %q does not call the working tree's gateway", name, c)
-			case viaGateway(c) && isBaseline(c) && gw != base:
+			case job.ViaGateway(c) && job.IsBaseline(c) && gw != base:
 				t.Errorf("%s: %q does not call the baseline's gateway", name, c)
 			}
 		}
@@ -160,14 +51,14 @@ func TestWithABaselineEachGatewayClientsTurnOnItFollowsItsTurnOnTheWorkingTree(t
 			t.Errorf("%s: the working tree's clients with a baseline are %q, without %q", name, got, without)
 		}
 		for i, c := range with {
-			if viaGateway(c) && !isBaseline(c) && (i+1 >= len(with) || with[i+1] != onBaseline(c)) {
-				t.Errorf("%s: %q is not followed by %q in %q", name, c, onBaseline(c), with)
+			if job.ViaGateway(c) && !job.IsBaseline(c) && (i+1 >= len(with) || with[i+1] != job.OnBaseline(c)) {
+				t.Errorf("%s: %q is not followed by %q in %q", name, c, job.OnBaseline(c), with)
 			}
 		}
 	}
 	// The loaded floor takes its load from the working tree's gateway run
 	// of the same repetition, so it runs after it.
-	if with := pacedClients(true); with[len(with)-1] != floorLoaded {
-		t.Errorf("paced: %q is not last in %q", floorLoaded, with)
+	if with := report.PacedClients(true); with[len(with)-1] != job.FloorLoaded {
+		t.Errorf("paced: %q is not last in %q", job.FloorLoaded, with)
 	}
 }

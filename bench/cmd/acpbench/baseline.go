@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/acpgate/acpgate/bench/internal/job"
 )
 
 // A baseline is acpgate built from another revision of the repository and
@@ -16,64 +18,14 @@ import (
 // "no regression against an earlier report" is only worth something when
 // both trees are measured back to back.
 
-// baselineSuffix marks a client's results on the baseline's gateway.
-const baselineSuffix = "@baseline"
-
-// onBaseline is the label of client's results on the baseline gateway.
-func onBaseline(client string) string { return client + baselineSuffix }
-
-// jobClient is the client a label runs: the label without its suffixes.
-func jobClient(label string) string {
-	return strings.TrimSuffix(strings.TrimSuffix(label, baselineSuffix), naiveSuffix)
-}
-
-// isBaseline says whether a label's client calls the baseline's gateway.
-func isBaseline(label string) bool { return strings.HasSuffix(label, baselineSuffix) }
-
-// labelJob is the job a label's client runs, for n chunks of size bytes.
-func labelJob(label string, n, size int) Job {
-	return Job{Client: jobClient(label), Naive: isNaive(label), N: n, Size: size}
-}
-
-// throughputClients is the throughput section's clients, in the order
-// each repetition runs them (see withBaseline).
-func throughputClients(baseline bool) []string {
-	return withBaseline([]string{"floor", "floor-sdk", "peer", "gateway", gatewayStream,
-		onNaive("floor"), onNaive("gateway"), onNaive(gatewayStream)}, baseline)
-}
-
-// pacedClients is the paced section's, in the same way. floorLoaded comes
-// last: it loads the floor with what the working tree's gateway run of the
-// same repetition burned.
-func pacedClients(baseline bool) []string {
-	return withBaseline([]string{"floor", "peer", "gateway", gatewayStream,
-		onNaive("floor"), onNaive("gateway"), onNaive(gatewayStream), floorLoaded}, baseline)
-}
-
-// withBaseline is clients with, when there is a baseline, each gateway
-// client's turn on the baseline right after its turn on the working tree.
-func withBaseline(clients []string, baseline bool) []string {
-	if !baseline {
-		return clients
-	}
-	var out []string
-	for _, c := range clients {
-		out = append(out, c)
-		if viaGateway(c) {
-			out = append(out, onBaseline(c))
-		}
-	}
-	return out
-}
-
 // gatewayFor is the gateway a label's client calls: own for the working
 // tree's clients, base for the baseline's, nil for those that call an
 // agent directly.
 func gatewayFor(label string, own, base *gatewayProc) *gatewayProc {
 	switch {
-	case !viaGateway(label):
+	case !job.ViaGateway(label):
 		return nil
-	case isBaseline(label):
+	case job.IsBaseline(label):
 		return base
 	default:
 		return own
@@ -92,13 +44,6 @@ func (d *driver) startBaseline(own *gatewayProc) (*gatewayProc, error) {
 		return nil, fmt.Errorf("the baseline's gateway: %w", err)
 	}
 	return base, nil
-}
-
-// viaGateway says whether a label's client calls a gateway (the working
-// tree's or the baseline's) rather than an agent directly.
-func viaGateway(label string) bool {
-	c := jobClient(label)
-	return c == "gateway" || c == gatewayStream
 }
 
 // buildBaseline builds acpgate from rev (anything git rev-parse takes)

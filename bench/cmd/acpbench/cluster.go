@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/acpgate/acpgate/bench/internal/clients"
+	"github.com/acpgate/acpgate/bench/internal/job"
+	"github.com/acpgate/acpgate/bench/internal/proc"
+	"github.com/acpgate/acpgate/bench/internal/report"
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/testpg"
 	"github.com/acpgate/acpgate/internal/testutil"
@@ -27,47 +30,6 @@ import (
 // which scripts/install-deps.sh installs): without them the section fails
 // and says so, rather than leaving the figures out unnoticed.
 
-// The paths of a turn on a session, and the stores of the journal
-// comparison: the keys of the section's runs.
-const (
-	pathLocal     = "local"
-	pathForwarded = "forwarded"
-	storeSQLite   = "sqlite"
-	storePostgres = "postgres"
-)
-
-// clusterResult is what the cluster section measured.
-type clusterResult struct {
-	// Postgres is the server's version.
-	Postgres string `json:"postgres"`
-	// Local and Forwarded are the times to first chunk (ns) of Prompt
-	// turns on a session that replica a runs, sent to a and to b, one
-	// after the other, alternating which goes first.
-	Local     []float64 `json:"local"`
-	Forwarded []float64 `json:"forwarded"`
-	// TTFCErrors counts the turns of that measurement that failed.
-	TTFCErrors     int    `json:"ttfc_errors"`
-	TTFCFirstError string `json:"ttfc_first_error,omitempty"`
-	// TTFCForeign is the CPU, in cores, that processes other than the
-	// harness's used on average while those turns ran.
-	TTFCForeign float64 `json:"ttfc_foreign"`
-	// Flood is the unpaced flood run by gateway-stream: on the session
-	// (Session, by path) and as one-shot turns on each store (Journal, by
-	// store).
-	Flood   shape               `json:"flood"`
-	Session map[string][]Result `json:"session"`
-	Journal map[string][]Result `json:"journal"`
-	// JournalServerCPU is the CPU time (ns) PostgreSQL's processes used
-	// while the unpaced journal runs ran, those of both stores (it is all
-	// but idle during the sqlite ones): the server's share of a postgres
-	// journal, which acpgate's CPU does not include.
-	JournalServerCPU int64 `json:"journal_server_cpu"`
-	// Paced is gateway-stream at PacedRate on each store.
-	PacedRate int                 `json:"paced_rate"`
-	PacedN    int                 `json:"paced_n"`
-	Paced     map[string][]Result `json:"paced"`
-}
-
 // side is a gateway a comparison runs on, and the key of its runs.
 type side struct {
 	key string
@@ -77,8 +39,8 @@ type side struct {
 // alternate runs j on both sides runs times, alternating which goes first
 // (so that neither always runs on a machine the other just warmed or
 // disturbed), and returns the results by side.
-func (d *driver) alternate(what string, runs int, sides [2]side, j Job) map[string][]Result {
-	out := map[string][]Result{}
+func (d *driver) alternate(what string, runs int, sides [2]side, j job.Job) map[string][]job.Result {
+	out := map[string][]job.Result{}
 	for rep := range runs {
 		order := sides
 		if rep%2 == 1 {
@@ -88,7 +50,7 @@ func (d *driver) alternate(what string, runs int, sides [2]side, j Job) map[stri
 			r := d.job(s.g, j)
 			d.check(what, r)
 			out[s.key] = append(out[s.key], r)
-			d.logf("   %s run %d %-9s %s", what, rep+1, s.key, r.brief(j.N))
+			d.logf("   %s run %d %-9s %s", what, rep+1, s.key, brief(r, j.N))
 		}
 	}
 	return out
@@ -111,12 +73,12 @@ func (d *driver) clusterSection() error {
 	// server and the gateways of the phase running.
 	var running []*gatewayProc
 	d.besides = func(g *gatewayProc) time.Duration {
-		t := liveTreeCPU(pg.Pid())
+		t := proc.LiveTreeCPU(pg.Pid())
 		for _, r := range running {
-			t += liveTreeCPU(r.pid())
+			t += proc.LiveTreeCPU(r.pid())
 		}
 		if g != nil {
-			own, _ := readTreeCPU(g.pid())
+			own, _ := proc.ReadTreeCPU(g.pid())
 			t -= own
 		}
 		return t
@@ -124,7 +86,7 @@ func (d *driver) clusterSection() error {
 	defer func() { d.besides = nil }()
 
 	p := d.plan
-	res := clusterResult{Flood: p.storeFlood, PacedRate: p.storePacedRate}
+	res := report.ClusterResult{Flood: p.storeFlood, PacedRate: p.storePacedRate}
 	res.PacedN = max(100, int(float64(p.storePacedRate)*p.pacedSeconds))
 	d.rep.Cluster = &res // what was measured is reported, however far it got
 	clusterDSN, err := pg.CreateDatabase("cluster")
@@ -165,44 +127,44 @@ func (d *driver) clusterSection() error {
 	if err != nil {
 		return err
 	}
-	pgw, err := d.gateway(gatewayConf{store: storePostgres, more: postgresBlock(journalDSN)})
+	pgw, err := d.gateway(gatewayConf{store: report.StorePostgres, more: postgresBlock(journalDSN)})
 	if err != nil {
 		return fmt.Errorf("the postgres gateway: %w", err)
 	}
 	defer d.stopGateway(pgw)
 	running = append(running, pgw)
-	sqw, err := d.gateway(gatewayConf{store: storeSQLite})
+	sqw, err := d.gateway(gatewayConf{store: report.StoreSQLite})
 	if err != nil {
 		return fmt.Errorf("the sqlite gateway: %w", err)
 	}
 	defer d.stopGateway(sqw)
 	running = append(running, sqw)
-	stores := [2]side{{storeSQLite, sqw}, {storePostgres, pgw}}
+	stores := [2]side{{report.StoreSQLite, sqw}, {report.StorePostgres, pgw}}
 	sh := p.storeFlood
-	server0 := liveTreeCPU(pg.Pid())
+	server0 := proc.LiveTreeCPU(pg.Pid())
 	res.Journal = d.alternate("journal "+sh.Name, sh.Runs, stores,
-		Job{Client: gatewayStream, N: sh.N, Size: sh.Size, Timeout: 5 * time.Minute})
-	res.JournalServerCPU = int64(liveTreeCPU(pg.Pid()) - server0)
+		job.Job{Client: job.GatewayStream, N: sh.N, Size: sh.Size, Timeout: 5 * time.Minute})
+	res.JournalServerCPU = int64(proc.LiveTreeCPU(pg.Pid()) - server0)
 	res.Paced = d.alternate(fmt.Sprintf("journal %d/s", p.storePacedRate), p.runs, stores,
-		Job{Client: gatewayStream, N: res.PacedN, Size: p.pacedSize, Rate: p.storePacedRate, Latency: true, Timeout: 5 * time.Minute})
+		job.Job{Client: job.GatewayStream, N: res.PacedN, Size: p.pacedSize, Rate: p.storePacedRate, Latency: true, Timeout: 5 * time.Minute})
 	return nil
 }
 
 // replicasOn measures, on replicas a and b of one database, turns on a
 // session that a runs: sent to a, and sent to b.
-func (d *driver) replicasOn(a, b *gatewayProc, res *clusterResult) error {
+func (d *driver) replicasOn(a, b *gatewayProc, res *report.ClusterResult) error {
 	ctx := context.Background()
-	aconn, ac, err := dialGateway(ctx, a.addr)
+	aconn, ac, err := clients.DialGateway(ctx, a.addr)
 	if err != nil {
 		return err
 	}
 	defer aconn.Close()
-	bconn, bc, err := dialGateway(ctx, b.addr)
+	bconn, bc, err := clients.DialGateway(ctx, b.addr)
 	if err != nil {
 		return err
 	}
 	defer bconn.Close()
-	sess, err := ac.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: floodAgent})
+	sess, err := ac.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: job.FloodAgent})
 	if err != nil {
 		return fmt.Errorf("opening a session through replica a: %w", err)
 	}
@@ -217,8 +179,8 @@ func (d *driver) replicasOn(a, b *gatewayProc, res *clusterResult) error {
 		into   *[]float64
 		client acpgatev1.AgentGatewayClient
 	}{{&res.Local, ac}, {&res.Forwarded, bc}}
-	sys0, _ := readSysBusy()
-	own0 := selfCPU() + d.besides(nil)
+	sys0, _ := proc.ReadSysBusy()
+	own0 := proc.SelfCPU() + d.besides(nil)
 	began := time.Now()
 	for i := range d.plan.clusterTurns {
 		if i%25 == 0 {
@@ -242,22 +204,22 @@ func (d *driver) replicasOn(a, b *gatewayProc, res *clusterResult) error {
 			break
 		}
 	}
-	sys1, _ := readSysBusy()
+	sys1, _ := proc.ReadSysBusy()
 	if wall := time.Since(began); wall > 0 {
-		res.TTFCForeign = max(0, float64(sys1-sys0-(selfCPU()+d.besides(nil)-own0))/float64(wall))
+		res.TTFCForeign = max(0, float64(sys1-sys0-(proc.SelfCPU()+d.besides(nil)-own0))/float64(wall))
 	}
 	if res.TTFCErrors > 0 {
 		d.fail("cluster: %d Prompt turns on the session failed, first: %s", res.TTFCErrors, res.TTFCFirstError)
 	}
-	l, f := quantiles(res.Local), quantiles(res.Forwarded)
+	l, f := report.Quantiles(res.Local), report.Quantiles(res.Forwarded)
 	if l != nil && f != nil {
 		d.logf("   time to first chunk on the session, %d turns each: local p50 %s p99 %s, forwarded p50 %s p99 %s (other processes: %.2f cores)",
-			len(res.Forwarded), fmtDur(l.P50), fmtDur(l.P99), fmtDur(f.P50), fmtDur(f.P99), res.TTFCForeign)
+			len(res.Forwarded), report.FmtDur(l.P50), report.FmtDur(l.P99), report.FmtDur(f.P50), report.FmtDur(f.P99), res.TTFCForeign)
 	}
 
 	sh := d.plan.storeFlood
-	res.Session = d.alternate("session "+sh.Name, sh.Runs, [2]side{{pathLocal, a}, {pathForwarded, b}},
-		Job{Client: gatewayStream, SessionID: id, N: sh.N, Size: sh.Size, Timeout: 5 * time.Minute})
+	res.Session = d.alternate("session "+sh.Name, sh.Runs, [2]side{{report.PathLocal, a}, {report.PathForwarded, b}},
+		job.Job{Client: job.GatewayStream, SessionID: id, N: sh.N, Size: sh.Size, Timeout: 5 * time.Minute})
 	if _, err := bc.CloseSession(ctx, &acpgatev1.CloseSessionRequest{SessionId: id}); err != nil {
 		return fmt.Errorf("closing the session through replica b: %w", err)
 	}
@@ -273,7 +235,7 @@ func (d *driver) replica(id, dsn, secret string) (*gatewayProc, error) {
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	cluster := fmt.Sprintf("cluster: {replica_id: %s, advertise: %q, secret_file: %q}\n", id, addr, secret)
-	return d.gateway(gatewayConf{store: storePostgres, more: postgresBlock(dsn) + cluster}, "--listen", addr)
+	return d.gateway(gatewayConf{store: report.StorePostgres, more: postgresBlock(dsn) + cluster}, "--listen", addr)
 }
 
 // postgresBlock is the configuration's postgres block for dsn.
@@ -293,128 +255,4 @@ func serverVersion(dsn string) (string, error) {
 		return "", fmt.Errorf("asking PostgreSQL its version: %w", err)
 	}
 	return v, nil
-}
-
-// liveTreeCPU is the CPU time of a process and of all its descendants,
-// those still running and those it has reaped.
-func liveTreeCPU(pid int) time.Duration {
-	t, _ := readTreeCPU(pid)
-	for _, c := range children(pid) {
-		t += liveTreeCPU(c)
-	}
-	return t
-}
-
-// quantiles summarises times in ns (nil when there are none).
-func quantiles(v []float64) *Latency {
-	ns := make([]int64, len(v))
-	for i, x := range v {
-		ns[i] = int64(x)
-	}
-	return summarize(ns)
-}
-
-// ---- report ----
-
-// clusterVerdicts are the issue's figures for several replicas.
-func (r *report) clusterVerdicts() []verdict {
-	c := r.Cluster
-	ttfc := verdict{Figure: "forwarded `Prompt` on a session: added latency to first chunk over the same call on the owner, p50 / p99", Target: "stated; every turn completes"}
-	flood := verdict{Figure: "64 B streaming flood on a session: forwarded / local", Target: "≥ 0.7, zero loss"}
-	journal := verdict{Figure: "64 B streaming flood, one-shot: `store: postgres` / `store: sqlite`", Target: "stated, zero loss"}
-	paced := verdict{Figure: "paced 20,000 chunks/s, gateway-stream: p99 latency with `store: postgres` and `store: sqlite`", Target: "stated"}
-	if c == nil {
-		return []verdict{ttfc, flood, journal, paced}
-	}
-	if l, f := quantiles(c.Local), quantiles(c.Forwarded); l != nil && f != nil {
-		ttfc.Known = true
-		ttfc.Measured = fmt.Sprintf("%s / %s (forwarded p50 %s, p99 %s; local p50 %s, p99 %s; %d turns each, %d failed)",
-			fmtSigned(f.P50-l.P50), fmtSigned(f.P99-l.P99), fmtDur(f.P50), fmtDur(f.P99), fmtDur(l.P50), fmtDur(l.P99), len(c.Forwarded), c.TTFCErrors)
-		ttfc.Met = c.TTFCErrors == 0
-	}
-	ratioVerdict := func(v *verdict, runs map[string][]Result, num, den string, want float64) {
-		a, b := runs[num], runs[den]
-		rat := ratios(a, b, Result.rate)
-		if len(rat) == 0 {
-			return
-		}
-		lost, ooo, _ := lostOf(append(append([]Result{}, a...), b...))
-		errs := len(a) + len(b) - len(oks(a, Result.rate)) - len(oks(b, Result.rate))
-		v.Known = true
-		v.Measured = fmt.Sprintf("%s (%s %s, %s %s chunks/s); %d lost, %d out of order, %d failed runs", mmm(rat, fmtRatio),
-			num, fmtInt(median(oks(a, Result.rate))), den, fmtInt(median(oks(b, Result.rate))), lost, ooo, errs)
-		v.Met = median(rat) >= want && lost == 0 && ooo == 0 && errs == 0
-	}
-	flood.Figure = fmt.Sprintf("%s streaming flood on a session: forwarded / local", size(c.Flood.Size))
-	ratioVerdict(&flood, c.Session, pathForwarded, pathLocal, 0.7)
-	journal.Figure = fmt.Sprintf("%s streaming flood, one-shot: `store: postgres` / `store: sqlite`", size(c.Flood.Size))
-	ratioVerdict(&journal, c.Journal, storePostgres, storeSQLite, 0)
-	paced.Figure = fmt.Sprintf("paced %s chunks/s, gateway-stream: p99 latency with `store: postgres` and `store: sqlite`", fmtInt(float64(c.PacedRate)))
-	pg, sq := c.Paced[storePostgres], c.Paced[storeSQLite]
-	if m, s := median(oks(pg, p99)), median(oks(sq, p99)); !math.IsNaN(m) && !math.IsNaN(s) {
-		paced.Known = true
-		paced.Measured = fmt.Sprintf("postgres %s, sqlite %s (postgres − sqlite, run by run: %s)", fmtDurF(m), fmtDurF(s), mmm(p99Diffs(pg, sq), fmtDurF))
-		paced.Met = len(oks(pg, p99)) == len(pg) && len(oks(sq, p99)) == len(sq)
-	}
-	return []verdict{ttfc, flood, journal, paced}
-}
-
-// fmtSigned is a duration with its sign: an added latency may be negative.
-func fmtSigned(ns int64) string {
-	if ns < 0 {
-		return fmtDur(ns)
-	}
-	return "+" + fmtDur(ns)
-}
-
-func (r *report) clusterMD(w func(string, ...any)) {
-	c := r.Cluster
-	if c == nil {
-		return
-	}
-	w("## Several replicas on one PostgreSQL\n\n")
-	w("The harness starts one PostgreSQL, %s, from Debian's binaries in a temporary directory (through `internal/testpg`: `fsync`, `synchronous_commit` and `full_page_writes` off, since the data is thrown away; a production server syncing its WAL to a disk on another host costs more per commit than this). Two replicas, a and b, run with `store: postgres` on one database and a `cluster:` block each (`advertise` on loopback, a shared `secret_file`). A session is opened through a, which runs its agent; each of its turns is sent either to a, the owner (**local**), or to b, which relays the call to a over gRPC and a's events back to the client (**forwarded**).\n\n", c.Postgres)
-
-	l, f := quantiles(c.Local), quantiles(c.Forwarded)
-	if l != nil && f != nil {
-		w("### Time to first chunk of a `Prompt` on a session\n\n")
-		w("%d turns through each replica, one after the other, alternating which goes first, each the test agent's `chunk hello` then `end_turn`; from the call (the client's connection already open) to the first chunk in hand.\n\n", len(c.Forwarded))
-		w("| path | p50 | p99 | max | turns |\n|---|---|---|---|---|\n")
-		w("| local: sent to a, the owner | %s | %s | %s | %d |\n", fmtDur(l.P50), fmtDur(l.P99), fmtDur(l.Max), l.Count)
-		w("| forwarded: sent to b, relayed to a | %s | %s | %s | %d |\n", fmtDur(f.P50), fmtDur(f.P99), fmtDur(f.Max), f.Count)
-		w("\nAdded latency of a forwarded `Prompt` (forwarded − local): **p50 %s, p99 %s**", fmtSigned(f.P50-l.P50), fmtSigned(f.P99-l.P99))
-		if c.TTFCErrors > 0 {
-			w("; %d turns failed, first: `%s`", c.TTFCErrors, shortErr(c.TTFCFirstError))
-		}
-		w(". Other processes on the machine used %.2f cores on average while these turns ran.\n\n", c.TTFCForeign)
-	}
-
-	sh := c.Flood
-	if len(c.Session) > 0 {
-		w("### %s chunks × %s on the session, unpaced, through the owner and through the other replica\n\n", fmtInt(float64(sh.N)), size(sh.Size))
-		w("The gateway-stream client (`omit_outcome_text`, `coalesce_chunks`), prompting the session through a and through b, alternating which goes first. The CPU column's acpgate figure is the replica the client called: for forwarded runs, b's relaying alone.\n\n")
-		floodPair(w, "path", c.Session, [2]labelled{{pathLocal, "local: through a, the owner"}, {pathForwarded, "forwarded: through b, relayed to a"}},
-			"Forwarded streaming throughput / local", " (the issue's target: ≥ 0.7)")
-	}
-	if len(c.Journal) > 0 {
-		w("### The journal: `store: postgres` against `store: sqlite`\n\n")
-		w("Two gateways started side by side, one with `store: postgres` (a database of its own on the same server, no `cluster:` block) and one with `store: sqlite` (the default: records in SQLite, events in append-only files), each running one-shot gateway-stream turns, alternating which goes first. Every event of a postgres turn is a row, written with its turn's record and a `NOTIFY` in one statement per batch.\n\n")
-		floodPair(w, "store", c.Journal, [2]labelled{{storeSQLite, "`store: sqlite`"}, {storePostgres, "`store: postgres`"}},
-			"Journal write throughput, postgres / sqlite", "")
-		if _, _, chunks := lostOf(c.Journal[storePostgres]); chunks > 0 && c.JournalServerCPU > 0 {
-			w("PostgreSQL's own processes used %s µs of CPU per chunk of the postgres runs (all they used while the runs of both stores ran, over the postgres runs' chunks), on top of acpgate's.\n\n", fmtUs(float64(c.JournalServerCPU)/1e3/float64(chunks)))
-		}
-	}
-	if len(c.Paced) > 0 {
-		w("#### Paced %s chunks/s, %s × %s\n\n", fmtInt(float64(c.PacedRate)), fmtInt(float64(c.PacedN)), size(r.pacedSize()))
-		pacedTable(w, c.Paced, []labelled{{storeSQLite, "`store: sqlite`"}, {storePostgres, "`store: postgres`"}})
-		w("\npostgres p99 − sqlite p99, run by run: %s.\n\n", mmm(p99Diffs(c.Paced[storePostgres], c.Paced[storeSQLite]), fmtDurF))
-	}
-}
-
-// floodPair writes the flood table of two rows and the ratio of the
-// second row's rate to the first's, run by run, named by ratio.
-func floodPair(w func(string, ...any), first string, runs map[string][]Result, rows [2]labelled, ratio, after string) {
-	floodTable(w, first, runs, rows[:])
-	w("\n%s, run by run: **%s**%s.\n\n", ratio, mmm(ratios(runs[rows[1].key], runs[rows[0].key], Result.rate), fmtRatio), after)
 }

@@ -13,6 +13,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acpgate/acpgate/bench/internal/clients"
+	"github.com/acpgate/acpgate/bench/internal/job"
+	"github.com/acpgate/acpgate/bench/internal/report"
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 )
 
@@ -32,32 +35,20 @@ type driver struct {
 	// the section is skipped.
 	gemini string
 
-	rep      report
+	rep      report.Report
 	failures []string
 	logSeq   int
 
 	only         map[string]bool // sections to run; all when empty
 	quietWait    time.Duration
 	retries      int
-	interference interference
+	interference report.Interference
 
 	// besides, when a section sets it, is the CPU time so far of the
 	// processes it runs beside the gateway a job measures (PostgreSQL,
 	// another replica, a session's agent), which are the harness's own
 	// load, not foreign: all of it but what attempt reads of g itself.
 	besides func(g *gatewayProc) time.Duration
-}
-
-// interference counts what other processes on the machine did to the
-// measurements.
-type interference struct {
-	Jobs      int           `json:"jobs"`      // measurements kept
-	Repeated  int           `json:"repeated"`  // measurements run again because of foreign load
-	Waited    time.Duration `json:"waited"`    // total time spent waiting for a quiet machine
-	NotQuiet  int           `json:"not_quiet"` // measurements started without a quiet machine
-	Foreign   []float64     `json:"foreign"`   // per kept measurement: foreign CPU, in cores
-	Disturbed int           `json:"disturbed"` // kept measurements still above the threshold
-	Threshold float64       `json:"threshold"` // cores
 }
 
 func runDriver(args []string) int {
@@ -145,7 +136,7 @@ func runDriver(args []string) int {
 			fmt.Fprintln(os.Stderr, "acpbench:", err)
 			return 1
 		}
-		if err := os.WriteFile(path, []byte(d.rep.markdown()), 0o644); err != nil {
+		if err := os.WriteFile(path, []byte(d.rep.Markdown()), 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, "acpbench:", err)
 			return 1
 		}
@@ -158,7 +149,7 @@ func runDriver(args []string) int {
 			return 1
 		}
 	}
-	fmt.Fprint(os.Stderr, d.rep.summary())
+	fmt.Fprint(os.Stderr, d.rep.Summary())
 	if len(d.failures) > 0 {
 		fmt.Fprintf(os.Stderr, "acpbench: %d failure(s):\n", len(d.failures))
 		for _, f := range d.failures {
@@ -276,7 +267,7 @@ agents:
     args: [agent]
     turn_timeout: 30m
     idle_timeout: 30m
-%s`, store, instrumentationConfig(c.otlpURL), stateLine, limits, floodAgent, d.agent, naiveAgent, d.self, c.agents)
+%s`, store, instrumentationConfig(c.otlpURL), stateLine, limits, job.FloodAgent, d.agent, job.NaiveAgent, d.self, c.agents)
 }
 
 // gateway starts a fresh acpgate serve configured by c, with extra flags if
@@ -302,7 +293,7 @@ func (d *driver) gateway(c gatewayConf, extra ...string) (*gatewayProc, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r := d.job(g, Job{Client: "gateway", N: 100, Size: 64, Timeout: time.Minute}); r.failed() {
+	if r := d.job(g, job.Job{Client: "gateway", N: 100, Size: 64, Timeout: time.Minute}); r.Failed() {
 		_ = g.stop()
 		return nil, fmt.Errorf("warm-up turn: %s", r.Err)
 	}
@@ -331,7 +322,7 @@ func (d *driver) withGateway(c gatewayConf, f func(ctx context.Context, g *gatew
 	}
 	defer d.stopGateway(g)
 	ctx := context.Background()
-	conn, client, err := dialGateway(ctx, g.addr)
+	conn, client, err := clients.DialGateway(ctx, g.addr)
 	if err != nil {
 		return err
 	}

@@ -9,13 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 
 	"github.com/acpgate/acpgate/bench/internal/fakegemini"
+	"github.com/acpgate/acpgate/bench/internal/report"
 )
 
 // The gemini section measures the real Gemini CLI (`gemini --acp`) behind
@@ -35,28 +35,9 @@ const (
 	geminiCold = "gemini-cold"
 )
 
-type geminiResult struct {
-	// Skipped says why the section did not run; the rest is then empty.
-	Skipped string `json:"skipped,omitempty"`
-	Version string `json:"version"` // `gemini --version`
-	Node    string `json:"node"`    // `node --version`
-	// Time to first chunk (ns) of one-shot turns taking a warm process, of
-	// the same turn on an open session, and of one-shot turns starting
-	// Gemini CLI cold.
-	Warm []float64 `json:"warm"`
-	Open []float64 `json:"open"`
-	Cold []float64 `json:"cold"`
-	// Startup is the warm agent's last start-up (spawn to authenticated),
-	// as ListAgents reported it at the end.
-	Startup time.Duration `json:"startup"`
-	// Model is what the stand-in model API answered: every turn must
-	// have reached it.
-	Model fakegemini.Counts `json:"model"`
-}
-
 func (d *driver) geminiSection() error {
 	if d.gemini == "" {
-		d.rep.Gemini = &geminiResult{Skipped: "no Gemini CLI given (-gemini PATH or " + geminiEnv + "=PATH)"}
+		d.rep.Gemini = &report.GeminiResult{Skipped: "no Gemini CLI given (-gemini PATH or " + geminiEnv + "=PATH)"}
 		d.logf("   gemini: skipped: %s", d.rep.Gemini.Skipped)
 		return nil
 	}
@@ -85,7 +66,7 @@ func (d *driver) geminiSection() error {
 	if err := geminiHome(home); err != nil {
 		return err
 	}
-	res := geminiResult{}
+	res := report.GeminiResult{}
 	if res.Version, err = geminiVersion(bin, home); err != nil {
 		return err
 	}
@@ -124,7 +105,7 @@ func (d *driver) geminiSection() error {
 		d.logf("   gemini: Gemini CLI made %d requests the stand-in does not serve", res.Model.Unknown)
 	}
 	d.logf("   gemini: first chunk p50 warm %s, open session %s, cold %s; last start-up %s",
-		fmtDurF(median(res.Warm)), fmtDurF(median(res.Open)), fmtDurF(median(res.Cold)), res.Startup.Round(time.Millisecond))
+		report.FmtDurF(report.Median(res.Warm)), report.FmtDurF(report.Median(res.Open)), report.FmtDurF(report.Median(res.Cold)), res.Startup.Round(time.Millisecond))
 	return nil
 }
 
@@ -179,39 +160,6 @@ func geminiVersion(bin, home string) (string, error) {
 		return "", fmt.Errorf("%s --version: %w", bin, err)
 	}
 	return strings.TrimSpace(string(out)), nil
-}
-
-// quantile is the p-quantile of v, the same way summarize takes it.
-func quantile(v []float64, p float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return s[min(len(s)-1, int(p*float64(len(s))))]
-}
-
-func (r *report) geminiMD(w func(string, ...any)) {
-	g := r.Gemini
-	if g == nil {
-		return
-	}
-	w("## Gemini CLI: time to first chunk, cold and warm\n\n")
-	if g.Skipped != "" {
-		w("Not measured in this run: %s. See [`bench/README.md`](../bench/README.md).\n\n", g.Skipped)
-		return
-	}
-	w("Gemini CLI %s (`gemini --acp`, Node %s) behind one gateway, answering from a stand-in for its model API served by the harness (`bench/internal/fakegemini`: a fixed one-chunk answer at once), with an isolated `HOME` (%d runs, each after the pool is full again and each turn on a quiet machine, as far as the machine became quiet: see above; with 20 runs, p99 is the slowest). Warm: a one-shot `Prompt` on an agent with `warm: 2`, which takes a started, initialized and authenticated process and runs only `session/new`. Open session: the same prompt on a session already open. Cold: a one-shot `Prompt` on the same agent without a pool, which starts Node and Gemini CLI first.\n\n",
-		g.Version, g.Node, len(g.Warm))
-	if len(g.Warm) == 0 {
-		return
-	}
-	w("| | p50 | p99 | min | max |\n|---|---|---|---|---|\n")
-	for _, row := range []struct {
-		name string
-		v    []float64
-	}{{"one-shot, warm (`warm: 2`)", g.Warm}, {"turn on an open session", g.Open}, {"one-shot, cold", g.Cold}} {
-		w("| %s | %s | %s | %s | %s |\n", row.name, fmtDurF(median(row.v)), fmtDurF(quantile(row.v, 0.99)), fmtDurF(slices.Min(row.v)), fmtDurF(slices.Max(row.v)))
-	}
-	w("\nCold / warm: %.1f×; warm minus open session: %s (medians). The warm agent's last start-up (spawn to authenticated, from `ListAgents`): %s. The model API stand-in answered %d streamed and %d other generate requests.\n\n",
-		median(g.Cold)/median(g.Warm), fmtDurF(median(g.Warm)-median(g.Open)), fmtDurF(float64(g.Startup)), g.Model.Stream, g.Model.Generate)
 }
 
 // nodeVersion is `node --version`, or "?".

@@ -7,6 +7,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/acpgate/acpgate/bench/internal/job"
+	"github.com/acpgate/acpgate/bench/internal/proc"
+	"github.com/acpgate/acpgate/bench/internal/report"
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 )
 
@@ -17,11 +20,11 @@ func (d *driver) idle() error {
 }
 
 func (d *driver) idleOn(ctx context.Context, g *gatewayProc, client acpgatev1.AgentGatewayClient) error {
-	res := idleResult{Target: d.plan.idleSessions}
+	res := report.IdleResult{Target: d.plan.idleSessions}
 	// Warm-up: a few sessions opened and closed, so that one-time
 	// allocations are not charged to the sessions measured.
 	for range 10 {
-		s, err := client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: floodAgent})
+		s, err := client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: job.FloodAgent})
 		if err != nil {
 			return fmt.Errorf("warm-up CreateSession: %w", err)
 		}
@@ -30,7 +33,7 @@ func (d *driver) idleOn(ctx context.Context, g *gatewayProc, client acpgatev1.Ag
 		}
 	}
 	time.Sleep(2 * time.Second)
-	before, err := readMemory(g.pid())
+	before, err := proc.ReadMemory(g.pid())
 	if err != nil {
 		return err
 	}
@@ -47,7 +50,7 @@ func (d *driver) idleOn(ctx context.Context, g *gatewayProc, client acpgatev1.Ag
 	for range 8 {
 		wg.Go(func() {
 			for next.Add(1) <= int64(res.Target) {
-				s, err := client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: floodAgent})
+				s, err := client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: job.FloodAgent})
 				mu.Lock()
 				if err != nil {
 					errs = append(errs, err.Error())
@@ -72,15 +75,15 @@ func (d *driver) idleOn(ctx context.Context, g *gatewayProc, client acpgatev1.Ag
 	}
 	res.Listed = len(list.GetSessions())
 	time.Sleep(3 * time.Second)
-	after, err := readMemory(g.pid())
+	after, err := proc.ReadMemory(g.pid())
 	if err != nil {
 		return err
 	}
 	res.After = after.RSS
 	var agents int64
-	kids := children(g.pid())
+	kids := proc.Children(g.pid())
 	for _, pid := range kids {
-		if m, err := readMemory(pid); err == nil {
+		if m, err := proc.ReadMemory(pid); err == nil {
 			agents += m.RSS
 		}
 	}
@@ -107,11 +110,11 @@ func (d *driver) idleOn(ctx context.Context, g *gatewayProc, client acpgatev1.Ag
 	wg.Wait()
 	res.CloseTime = time.Since(closeStart)
 	time.Sleep(2 * time.Second)
-	if m, err := readMemory(g.pid()); err == nil {
+	if m, err := proc.ReadMemory(g.pid()); err == nil {
 		res.Closed = m.RSS
 	}
 	d.logf("   %d sessions: RSS %s → %s (%s per session); after closing: %s",
-		res.Opened, mib(res.Before), mib(res.After), kib(res.perSession()), mib(res.Closed))
+		res.Opened, report.MiB(res.Before), report.MiB(res.After), report.KiB(res.PerSession()), report.MiB(res.Closed))
 	d.rep.Idle = &res
 	return nil
 }

@@ -10,6 +10,9 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
+
+	"github.com/acpgate/acpgate/bench/internal/job"
+	"github.com/acpgate/acpgate/bench/internal/report"
 )
 
 // The instrumentation's section: what Prometheus metrics and OpenTelemetry
@@ -17,25 +20,6 @@ import (
 // unpaced small-chunk flood of a streaming client, against a gateway with
 // both off. Per-chunk work is meant to be counter increments only, never a
 // span per chunk: the issue's bound is ≥ 0.9× the bare gateway's rate.
-
-// instrumented and bare key the section's runs by gateway.
-const (
-	instrumented = "instrumented"
-	bare         = "bare"
-)
-
-// instrResult is what the instrumentation section measured.
-type instrResult struct {
-	// Flood is run by the gateway-stream client on both gateways, back to
-	// back, alternating which goes first.
-	Flood shape               `json:"flood"`
-	Runs  map[string][]Result `json:"runs"`
-	// Exports and ExportBytes are the OTLP requests, and their bytes, the
-	// collector stand-in received from the instrumented gateway: evidence
-	// that its spans were really exported.
-	Exports     int64 `json:"exports"`
-	ExportBytes int64 `json:"export_bytes"`
-}
 
 // otlpSink is a local OTLP/HTTP collector stand-in: it accepts every trace
 // export and discards it, so that the instrumented gateway pays for
@@ -96,18 +80,18 @@ func (d *driver) instrumentationSection() error {
 		return err
 	}
 	sh := d.plan.instrFlood
-	res := &instrResult{Flood: sh, Runs: map[string][]Result{}}
-	gateways := map[string]*gatewayProc{instrumented: on, bare: off}
+	res := &report.InstrResult{Flood: sh, Runs: map[string][]job.Result{}}
+	gateways := map[string]*gatewayProc{report.Instrumented: on, report.Bare: off}
 	for rep := range sh.Runs {
-		order := []string{instrumented, bare}
+		order := []string{report.Instrumented, report.Bare}
 		if rep%2 == 1 {
 			slices.Reverse(order)
 		}
 		for _, which := range order {
-			r := d.job(gateways[which], Job{Client: gatewayStream, N: sh.N, Size: sh.Size, Timeout: 5 * time.Minute})
+			r := d.job(gateways[which], job.Job{Client: job.GatewayStream, N: sh.N, Size: sh.Size, Timeout: 5 * time.Minute})
 			d.check("instrumentation "+which, r)
 			res.Runs[which] = append(res.Runs[which], r)
-			d.logf("   %s run %d %-13s %s (%d events)", sh.Name, rep+1, which, r.brief(sh.N), r.Events)
+			d.logf("   %s run %d %-13s %s (%d events)", sh.Name, rep+1, which, brief(r, sh.N), r.Events)
 		}
 	}
 	// Stopping the instrumented gateway flushes its last spans.
@@ -115,45 +99,9 @@ func (d *driver) instrumentationSection() error {
 	d.stopGateway(off)
 	res.Exports, res.ExportBytes = sink.exports.Load(), sink.len.Load()
 	d.rep.Instrumentation = res
-	d.logf("   the collector stand-in received %d exports, %s", res.Exports, mib(res.ExportBytes))
+	d.logf("   the collector stand-in received %d exports, %s", res.Exports, report.MiB(res.ExportBytes))
 	if res.Exports == 0 {
 		return errors.New("the instrumented gateway exported no spans to the collector stand-in")
 	}
 	return nil
-}
-
-// instrumentationVerdicts is the instrumentation's target.
-func (r *report) instrumentationVerdicts() []verdict {
-	v := verdict{Figure: "unpaced flood, 64 B chunks, gateway-stream: metrics and tracing (sampling 1.0) on / both off", Target: "≥ 0.9, zero loss"}
-	in := r.Instrumentation
-	if in == nil {
-		return []verdict{v}
-	}
-	v.Figure = fmt.Sprintf("unpaced flood, %s chunks, gateway-stream: metrics and tracing (sampling 1.0) on / both off", size(in.Flood.Size))
-	on, off := in.Runs[instrumented], in.Runs[bare]
-	if rat := ratios(on, off, Result.rate); len(rat) > 0 {
-		lost, ooo, _ := lostOf(slices.Concat(on, off))
-		errs := len(on) + len(off) - len(oks(on, Result.rate)) - len(oks(off, Result.rate))
-		v.Known = true
-		v.Measured = fmt.Sprintf("%s; %d lost, %d out of order, %d failed runs", mmm(rat, fmtRatio), lost, ooo, errs)
-		v.Met = median(rat) >= 0.9 && lost == 0 && ooo == 0 && errs == 0 && in.Exports > 0
-	}
-	return []verdict{v}
-}
-
-func (r *report) instrumentationMD(w func(string, ...any)) {
-	in := r.Instrumentation
-	if in == nil {
-		return
-	}
-	sh := in.Flood
-	w("## Instrumentation\n\n")
-	w("What observability costs the hot path: two gateways started side by side, one with `metrics.listen` set and `tracing` enabled (OTLP over HTTP to a local collector stand-in that accepts and discards every export, every trace sampled), one with both off, the gateway-stream client alternating which goes first in each repetition. A turn is a handful of spans whatever its length (the call, the turn, the agent's start-up and requests); each chunk costs counter increments.\n\n")
-	w("### %s chunks × %s, unpaced\n\n", fmtInt(float64(sh.N)), size(sh.Size))
-	floodTable(w, "gateway", in.Runs, []labelled{
-		{instrumented, "metrics and tracing on"},
-		{bare, "metrics and tracing off"},
-	})
-	w("\nRatio, run by run: on / off **%s**. The collector stand-in received %d exports (%s).\n\n",
-		mmm(ratios(in.Runs[instrumented], in.Runs[bare], Result.rate), fmtRatio), in.Exports, mib(in.ExportBytes))
 }

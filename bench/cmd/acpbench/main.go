@@ -6,7 +6,7 @@
 //	acpbench client -job JSON                     one measurement (used by run)
 //	acpbench report -json FILE [-out FILE]        render a report again from run's -json output
 //	acpbench hops -trace FILE                     where a traced gateway's goroutines waited to run
-//	acpbench agent                                the naive floor's agent, on stdin and stdout (naive.go)
+//	acpbench agent                                the naive floor's agent, on stdin and stdout (bench/internal/clients)
 //
 // It is a module of its own (bench/go.mod, with the product module replaced
 // by the working tree), so that the product's dependencies and tests are the
@@ -15,6 +15,13 @@
 // tree first, in the product module. Relative -out and -json paths are
 // relative to the working directory. See docs/benchmarks.md for what is
 // measured and how.
+//
+// This package is the driver and its sections: it builds and starts the
+// gateways, runs each measurement in a client process and fills in the
+// report. What a client process runs is bench/internal/clients, the job
+// and result passed between the two bench/internal/job, the report and
+// its Markdown bench/internal/report, and the readings of /proc
+// bench/internal/proc.
 package main
 
 import (
@@ -23,6 +30,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
+
+	"github.com/acpgate/acpgate/bench/internal/clients"
+	"github.com/acpgate/acpgate/bench/internal/job"
+	"github.com/acpgate/acpgate/bench/internal/report"
 )
 
 func main() {
@@ -37,11 +48,11 @@ func main() {
 	case "report":
 		os.Exit(runReport(os.Args[2:]))
 	case "hog":
-		os.Exit(runHog(os.Args[2:]))
+		os.Exit(clients.RunHog(os.Args[2:]))
 	case "hops":
 		os.Exit(runHops(os.Args[2:]))
 	case "agent":
-		os.Exit(runNaiveAgent(os.Args[2:]))
+		os.Exit(clients.RunNaiveAgent(os.Args[2:]))
 	default:
 		usage()
 	}
@@ -59,32 +70,32 @@ func runClient(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	var j Job
+	var j job.Job
 	if err := json.Unmarshal([]byte(*spec), &j); err != nil {
 		fmt.Fprintln(os.Stderr, "acpbench client: -job:", err)
 		return 2
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), j.Timeout)
 	defer cancel()
-	var r Result
+	var r job.Result
 	switch j.Client {
 	case "floor", "floor-sdk":
-		r = runFloor(ctx, j)
-	case floorLoaded:
-		stop, err := startLoad(j.Load)
+		r = clients.RunFloor(ctx, j)
+	case job.FloorLoaded:
+		stop, err := clients.StartLoad(j.Load)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "acpbench client:", err)
 			return 1
 		}
-		r = runFloor(ctx, j)
+		r = clients.RunFloor(ctx, j)
 		stop()
 		r.Load = j.Load
 	case "peer":
-		r = runPeer(ctx, j)
-	case "gateway", gatewayStream, gatewayStreamMemory:
-		r = runGateway(ctx, j)
-	case watch:
-		r = runWatch(ctx, j)
+		r = clients.RunPeer(ctx, j)
+	case "gateway", job.GatewayStream, job.GatewayStreamMemory:
+		r = clients.RunGateway(ctx, j)
+	case job.Watch:
+		r = clients.RunWatch(ctx, j)
 	default:
 		fmt.Fprintf(os.Stderr, "acpbench client: unknown client %q\n", j.Client)
 		return 2
@@ -106,16 +117,16 @@ func runReport(args []string) int {
 		fmt.Fprintln(os.Stderr, "acpbench report:", err)
 		return 1
 	}
-	var r report
+	var r report.Report
 	if err := json.Unmarshal(b, &r); err != nil {
 		fmt.Fprintln(os.Stderr, "acpbench report:", err)
 		return 1
 	}
 	if *out == "" {
-		fmt.Print(r.markdown())
+		fmt.Print(r.Markdown())
 		return 0
 	}
-	if err := os.WriteFile(*out, []byte(r.markdown()), 0o644); err != nil {
+	if err := os.WriteFile(*out, []byte(r.Markdown()), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, "acpbench report:", err)
 		return 1
 	}

@@ -8,6 +8,10 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/acpgate/acpgate/bench/internal/job"
+	"github.com/acpgate/acpgate/bench/internal/proc"
+	"github.com/acpgate/acpgate/bench/internal/report"
 )
 
 // foreignThreshold is the foreign load (cores, on average over a
@@ -18,9 +22,9 @@ const foreignThreshold = 0.2
 // machine to be quiet, and repeats the measurement (up to d.retries times)
 // when other processes used more than foreignThreshold cores during it,
 // keeping the least disturbed attempt.
-func (d *driver) job(g *gatewayProc, j Job) Result {
+func (d *driver) job(g *gatewayProc, j job.Job) job.Result {
 	d.interference.Threshold = foreignThreshold
-	var best Result
+	var best job.Result
 	for attempt := 0; ; attempt++ {
 		d.waitQuiet()
 		r := d.attempt(g, j)
@@ -32,10 +36,10 @@ func (d *driver) job(g *gatewayProc, j Job) Result {
 			break
 		}
 		d.interference.Repeated++
-		d.logf("   (other processes used %.2f cores during that %s measurement: repeating it)", r.foreignCores(), j.Client)
+		d.logf("   (other processes used %.2f cores during that %s measurement: repeating it)", r.ForeignCores(), j.Client)
 	}
 	d.interference.Jobs++
-	d.interference.Foreign = append(d.interference.Foreign, best.foreignCores())
+	d.interference.Foreign = append(d.interference.Foreign, best.ForeignCores())
 	if float64(best.Foreign) > foreignThreshold*float64(best.Wall)+float64(50*time.Millisecond) {
 		d.interference.Disturbed++
 	}
@@ -51,12 +55,12 @@ func (d *driver) waitQuiet() {
 	}
 	start := time.Now()
 	for {
-		b0, err := readSysBusy()
+		b0, err := proc.ReadSysBusy()
 		if err != nil {
 			return
 		}
 		time.Sleep(300 * time.Millisecond)
-		b1, _ := readSysBusy()
+		b1, _ := proc.ReadSysBusy()
 		if float64(b1-b0) < 0.1*float64(300*time.Millisecond) {
 			break
 		}
@@ -70,18 +74,11 @@ func (d *driver) waitQuiet() {
 	}
 }
 
-func (r Result) foreignCores() float64 {
-	if r.Wall <= 0 {
-		return 0
-	}
-	return float64(r.Foreign) / float64(r.Wall)
-}
-
 // attempt runs the client process once and measures the CPU that other
 // processes used meanwhile: the machine's busy time less the client's
 // (with its agents), the gateway's (with the agents it reaped) and the
 // driver's own.
-func (d *driver) attempt(g *gatewayProc, j Job) Result {
+func (d *driver) attempt(g *gatewayProc, j job.Job) job.Result {
 	j.Agent = d.agent
 	if g != nil {
 		j.Addr = g.addr
@@ -97,37 +94,37 @@ func (d *driver) attempt(g *gatewayProc, j Job) Result {
 	cmd.Stderr = &stderr
 	var gw0 time.Duration
 	if g != nil {
-		gw0, _ = readTreeCPU(g.pid())
+		gw0, _ = proc.ReadTreeCPU(g.pid())
 	}
-	self0 := selfCPU()
+	self0 := proc.SelfCPU()
 	var besides0 time.Duration
 	if d.besides != nil {
 		besides0 = d.besides(g)
 	}
-	sys0, _ := readSysBusy()
+	sys0, _ := proc.ReadSysBusy()
 	start := time.Now()
 	out, err := cmd.Output()
 	wall := time.Since(start)
 	if g != nil {
 		// The gateway reaps a one-shot turn's agent just after the turn;
 		// wait for that, so that the agent's CPU is counted as ours.
-		for deadline := time.Now().Add(2 * time.Second); len(children(g.pid())) > 0 && time.Now().Before(deadline); {
+		for deadline := time.Now().Add(2 * time.Second); len(proc.Children(g.pid())) > 0 && time.Now().Before(deadline); {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	sys1, _ := readSysBusy()
-	ours := selfCPU() - self0
+	sys1, _ := proc.ReadSysBusy()
+	ours := proc.SelfCPU() - self0
 	if cmd.ProcessState != nil {
 		ours += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	}
 	if g != nil {
-		gw1, _ := readTreeCPU(g.pid())
+		gw1, _ := proc.ReadTreeCPU(g.pid())
 		ours += gw1 - gw0
 	}
 	if d.besides != nil {
 		ours += d.besides(g) - besides0
 	}
-	r := Result{Client: j.Client}
+	r := job.Result{Client: j.Client}
 	if err != nil {
 		r.Err = fmt.Sprintf("acpbench client: %v: %s", err, strings.TrimSpace(stderr.String()))
 	} else if err := json.Unmarshal(out, &r); err != nil {
@@ -142,17 +139,17 @@ func (d *driver) attempt(g *gatewayProc, j Job) Result {
 
 // check records a failure when a result lost, reordered or errored — except
 // the peer breaking, which is what it is expected to do under floods.
-func (d *driver) check(what string, r Result) {
+func (d *driver) check(what string, r job.Result) {
 	if r.Client == "peer" && r.Broke {
 		return
 	}
-	if r.failed() {
+	if r.Failed() {
 		d.fail("%s, %s: lost %d, out of order %d, error: %s", what, r.Client, r.Lost, r.OutOfOrder, r.Err)
 	}
 }
 
 // brief is a one-line account of a result for the progress log.
-func (r Result) brief(n int) string {
+func brief(r job.Result, n int) string {
 	switch {
 	case r.Broke:
 		return fmt.Sprintf("broke after %d chunks: %s", r.Chunks, r.Err)
@@ -161,12 +158,21 @@ func (r Result) brief(n int) string {
 	}
 	s := fmt.Sprintf("%d/%d chunks", r.Chunks, n)
 	if r.Turn > 0 {
-		s += fmt.Sprintf(", %s chunks/s", fmtInt(r.rate()))
+		s += fmt.Sprintf(", %s chunks/s", report.FmtInt(r.Rate()))
 	} else if r.Streams > 1 {
-		s += fmt.Sprintf(", %s chunks/s aggregate", fmtInt(float64(r.Chunks)/time.Duration(r.Wall).Seconds()))
+		s += fmt.Sprintf(", %s chunks/s aggregate", report.FmtInt(float64(r.Chunks)/time.Duration(r.Wall).Seconds()))
 	}
 	if r.Lat != nil {
-		s += fmt.Sprintf(", latency p50 %s p99 %s", fmtDur(r.Lat.P50), fmtDur(r.Lat.P99))
+		s += fmt.Sprintf(", latency p50 %s p99 %s", report.FmtDur(r.Lat.P50), report.FmtDur(r.Lat.P99))
 	}
 	return s
+}
+
+// mustJSON is v as JSON; v is a Job or a Result, which always encode.
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }

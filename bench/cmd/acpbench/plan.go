@@ -1,12 +1,16 @@
 package main
 
-import "time"
+import (
+	"time"
+
+	"github.com/acpgate/acpgate/bench/internal/report"
+)
 
 // plan is what a run measures: the full benchmark or the smoke.
 type plan struct {
 	runs int
 
-	floods []shape // unpaced
+	floods []report.Shape // unpaced
 
 	pacedRates   []int
 	pacedSeconds float64
@@ -20,7 +24,7 @@ type plan struct {
 	turnsRuns int
 	// answer is the flood whose peak gateway RSS the answer section reads
 	// with the default client (which gets the whole text in the outcome).
-	answer shape
+	answer report.Shape
 
 	breakRates   []int // paced rates to find where the peer breaks
 	breakRuns    int
@@ -39,23 +43,15 @@ type plan struct {
 
 	bpN, bpSize, bpReadRate int
 
-	storeFlood        shape // gateway-stream on sqlite and on memory, then replayed
+	storeFlood        report.Shape // gateway-stream on sqlite and on memory, then replayed
 	storePacedRate    int
 	stallN, stallSize int // the flood a watcher never reads
 
-	instrFlood shape // gateway-stream with metrics and tracing on and off
+	instrFlood report.Shape // gateway-stream with metrics and tracing on and off
 
 	clusterTurns int // turns on a session per path (owner, forwarded) for the time to first chunk
 
-	profile []shape // floods run through a profiling acpgate serve
-}
-
-type shape struct {
-	Name    string `json:"name"`
-	N       int    `json:"n"`
-	Size    int    `json:"size"`
-	Runs    int    `json:"runs"`
-	Purpose string `json:"purpose"`
+	profile []report.Shape // floods run through a profiling acpgate serve
 }
 
 // pace is a paced turn's shape: n chunks of size bytes at rate chunks/s.
@@ -71,10 +67,10 @@ const burstRuns = 5
 func fullPlan(runs int) plan {
 	return plan{
 		runs: runs,
-		floods: []shape{
-			{"64 B flood", 200_000, 64, runs, "many small chunks: per-chunk overhead"},
-			{"64 KiB flood", 2_000, 64 << 10, runs, "few large chunks: bytes moved (128 MiB of text)"},
-			{"1,000-chunk burst", 1_000, 64, burstRuns * runs, "a burst the SDK peer survives (its queue holds 1,024)"},
+		floods: []report.Shape{
+			{Name: "64 B flood", N: 200_000, Size: 64, Runs: runs, Purpose: "many small chunks: per-chunk overhead"},
+			{Name: "64 KiB flood", N: 2_000, Size: 64 << 10, Runs: runs, Purpose: "few large chunks: bytes moved (128 MiB of text)"},
+			{Name: "1,000-chunk burst", N: 1_000, Size: 64, Runs: burstRuns * runs, Purpose: "a burst the SDK peer survives (its queue holds 1,024)"},
 		},
 		pacedRates:   []int{1_000, 20_000, 50_000, 100_000},
 		pacedSeconds: 3,
@@ -82,7 +78,7 @@ func fullPlan(runs int) plan {
 		llm:          pace{rate: 100, n: 300, size: 40},
 		turnsN:       []int{1, 10, 25, 50, 100},
 		turnsRuns:    3,
-		answer:       shape{Name: "64 KiB flood", N: 2_000, Size: 64 << 10, Runs: 1},
+		answer:       report.Shape{Name: "64 KiB flood", N: 2_000, Size: 64 << 10, Runs: 1},
 		breakRates:   []int{25_000, 30_000, 35_000, 40_000, 45_000, 60_000, 80_000},
 		breakRuns:    3,
 		breakSeconds: 2,
@@ -92,13 +88,13 @@ func fullPlan(runs int) plan {
 		concStreams: 200, concN: 1_000, concRuns: 3,
 		idleSessions: 1_000,
 		bpN:          2_500, bpSize: 64 << 10, bpReadRate: 100,
-		storeFlood:     shape{"64 B flood", 200_000, 64, runs, "the store's cost per chunk"},
+		storeFlood:     report.Shape{Name: "64 B flood", N: 200_000, Size: 64, Runs: runs, Purpose: "the store's cost per chunk"},
 		storePacedRate: 20_000,
 		stallN:         16_384, stallSize: 64 << 10, // 1 GiB
-		instrFlood: shape{"64 B flood", 200_000, 64, runs, "the instrumentation's cost per chunk"},
-		profile: []shape{
-			{"64 B flood", 200_000, 64, 2, ""},
-			{"64 KiB flood", 2_000, 64 << 10, 2, ""},
+		instrFlood: report.Shape{Name: "64 B flood", N: 200_000, Size: 64, Runs: runs, Purpose: "the instrumentation's cost per chunk"},
+		profile: []report.Shape{
+			{Name: "64 B flood", N: 200_000, Size: 64, Runs: 2},
+			{Name: "64 KiB flood", N: 2_000, Size: 64 << 10, Runs: 2},
 		},
 		clusterTurns: 500,
 	}
@@ -107,10 +103,10 @@ func fullPlan(runs int) plan {
 func smokePlan() plan {
 	return plan{
 		runs: 1,
-		floods: []shape{
-			{"64 B flood", 2_000, 64, 1, "many small chunks: per-chunk overhead"},
-			{"64 KiB flood", 20, 64 << 10, 1, "few large chunks: bytes moved"},
-			{"1,000-chunk burst", 100, 64, 1, "a burst the SDK peer survives"},
+		floods: []report.Shape{
+			{Name: "64 B flood", N: 2_000, Size: 64, Runs: 1, Purpose: "many small chunks: per-chunk overhead"},
+			{Name: "64 KiB flood", N: 20, Size: 64 << 10, Runs: 1, Purpose: "few large chunks: bytes moved"},
+			{Name: "1,000-chunk burst", N: 100, Size: 64, Runs: 1, Purpose: "a burst the SDK peer survives"},
 		},
 		pacedRates:   []int{1_000, 20_000},
 		pacedSeconds: 0.2,
@@ -118,7 +114,7 @@ func smokePlan() plan {
 		llm:          pace{rate: 100, n: 20, size: 40},
 		turnsN:       []int{1, 3},
 		turnsRuns:    1,
-		answer:       shape{Name: "64 KiB flood", N: 20, Size: 64 << 10, Runs: 1},
+		answer:       report.Shape{Name: "64 KiB flood", N: 20, Size: 64 << 10, Runs: 1},
 		breakRates:   []int{30_000},
 		breakRuns:    1,
 		breakSeconds: 0.2,
@@ -128,12 +124,12 @@ func smokePlan() plan {
 		concStreams: 10, concN: 100, concRuns: 1,
 		idleSessions: 20,
 		bpN:          30, bpSize: 64 << 10, bpReadRate: 100,
-		storeFlood:     shape{"64 B flood", 2_000, 64, 1, "the store's cost per chunk"},
+		storeFlood:     report.Shape{Name: "64 B flood", N: 2_000, Size: 64, Runs: 1, Purpose: "the store's cost per chunk"},
 		storePacedRate: 20_000,
 		stallN:         256, stallSize: 64 << 10,
-		instrFlood: shape{"64 B flood", 2_000, 64, 1, "the instrumentation's cost per chunk"},
-		profile: []shape{
-			{"64 B flood", 2_000, 64, 1, ""},
+		instrFlood: report.Shape{Name: "64 B flood", N: 2_000, Size: 64, Runs: 1, Purpose: "the instrumentation's cost per chunk"},
+		profile: []report.Shape{
+			{Name: "64 B flood", N: 2_000, Size: 64, Runs: 1},
 		},
 		clusterTurns: 10,
 	}

@@ -7,11 +7,12 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/acpgate/acpgate/bench/internal/proc"
+	"github.com/acpgate/acpgate/bench/internal/report"
 )
 
 // gatewayProc is a running `acpgate serve`.
@@ -98,150 +99,14 @@ func (g *gatewayProc) stop() error {
 	return nil
 }
 
-// memory is a process's resident set: now, and its peak.
-type memory struct{ RSS, HWM int64 } // bytes
-
-// readMemory reads VmRSS and VmHWM from /proc/PID/status.
-func readMemory(pid int) (memory, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return memory{}, err
-	}
-	var m memory
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(v)
-		if len(f) != 2 || f[1] != "kB" {
-			continue
-		}
-		n, _ := strconv.ParseInt(f[0], 10, 64)
-		switch k {
-		case "VmRSS":
-			m.RSS = n << 10
-		case "VmHWM":
-			m.HWM = n << 10
-		}
-	}
-	return m, nil
-}
-
-// readCPU returns a process's own CPU time (without its children's): the
-// sum of its threads' on-CPU nanoseconds from /proc/PID/task/*/schedstat.
-// (Go rarely ends a thread, so little time is lost with exited threads.)
-func readCPU(pid int) (time.Duration, error) {
-	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
-	if err != nil || len(tasks) == 0 {
-		return 0, fmt.Errorf("no schedstat for process %d", pid)
-	}
-	var total int64
-	for _, t := range tasks {
-		b, err := os.ReadFile(t)
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(b))
-		if len(f) > 0 {
-			n, _ := strconv.ParseInt(f[0], 10, 64)
-			total += n
-		}
-	}
-	return time.Duration(total), nil
-}
-
-// readTreeCPU returns a process's CPU time with its waited-for children's
-// (utime, stime, cutime, cstime of /proc/PID/stat; 10 ms resolution).
-func readTreeCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 15 {
-		return 0, fmt.Errorf("short /proc/%d/stat", pid)
-	}
-	var ticks int64
-	for _, i := range []int{11, 12, 13, 14} { // fields 14-17
-		n, _ := strconv.ParseInt(f[i], 10, 64)
-		ticks += n
-	}
-	return time.Duration(ticks) * time.Second / userHZ, nil
-}
-
-// userHZ is the unit of /proc's CPU times: 100 on every Linux architecture
-// Go supports.
-const userHZ = 100
-
-// readSysBusy returns the machine's busy CPU time, all CPUs together, from
-// /proc/stat: user, nice, system, irq, softirq and steal (time the
-// hypervisor gave to others is time the benchmark did not get).
-func readSysBusy() (time.Duration, error) {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0, err
-	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	f := strings.Fields(line)
-	if len(f) < 9 || f[0] != "cpu" {
-		return 0, errors.New("unexpected /proc/stat")
-	}
-	var ticks int64
-	for _, i := range []int{1, 2, 3, 6, 7, 8} {
-		n, _ := strconv.ParseInt(f[i], 10, 64)
-		ticks += n
-	}
-	return time.Duration(ticks) * time.Second / userHZ, nil
-}
-
-// selfCPU is this process's CPU time (user + system).
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// cpuMark is a reading of the client's and the gateway's CPU time.
-type cpuMark struct{ client, gateway time.Duration }
-
-func markCPU(gatewayPID int) cpuMark {
-	m := cpuMark{client: selfCPU()}
-	if gatewayPID > 0 {
-		m.gateway, _ = readCPU(gatewayPID)
-	}
-	return m
-}
-
-// children lists a process's child pids.
-func children(pid int) []int {
-	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
-	var out []int
-	for _, t := range tasks {
-		b, err := os.ReadFile(t)
-		if err != nil {
-			continue
-		}
-		for _, f := range strings.Fields(string(b)) {
-			if n, err := strconv.Atoi(f); err == nil {
-				out = append(out, n)
-			}
-		}
-	}
-	return out
-}
-
 // sampleRSS samples a process's RSS every period, with the progress read
 // reports, until the function it returns is called; that returns the
 // samples.
-func sampleRSS(pid int, period time.Duration, read func() int64) (stop func() []bpSample) {
+func sampleRSS(pid int, period time.Duration, read func() int64) (stop func() []report.BPSample) {
 	quit := make(chan struct{})
-	done := make(chan []bpSample)
+	done := make(chan []report.BPSample)
 	go func() {
-		var out []bpSample
+		var out []report.BPSample
 		tick := time.NewTicker(period)
 		defer tick.Stop()
 		start := time.Now()
@@ -252,12 +117,12 @@ func sampleRSS(pid int, period time.Duration, read func() int64) (stop func() []
 				return
 			case <-tick.C:
 			}
-			if m, err := readMemory(pid); err == nil {
-				out = append(out, bpSample{At: time.Since(start), Unix: time.Now().UnixNano(), RSS: m.RSS, Read: read()})
+			if m, err := proc.ReadMemory(pid); err == nil {
+				out = append(out, report.BPSample{At: time.Since(start), Unix: time.Now().UnixNano(), RSS: m.RSS, Read: read()})
 			}
 		}
 	}()
-	return func() []bpSample {
+	return func() []report.BPSample {
 		close(quit)
 		return <-done
 	}

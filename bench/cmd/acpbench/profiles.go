@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/acpgate/acpgate/bench/internal/job"
+	"github.com/acpgate/acpgate/bench/internal/report"
 )
 
 // profiles runs floods through acpgate serve with its profiling
@@ -19,14 +22,14 @@ func (d *driver) profiles() error {
 		if err != nil {
 			return err
 		}
-		var runs []Result
+		var runs []job.Result
 		for range sh.Runs {
-			r := d.job(g, Job{Client: "gateway", N: sh.N, Size: sh.Size, Timeout: 5 * time.Minute})
+			r := d.job(g, job.Job{Client: "gateway", N: sh.N, Size: sh.Size, Timeout: 5 * time.Minute})
 			d.check("profile "+sh.Name, r)
 			runs = append(runs, r)
 		}
 		d.stopGateway(g)
-		pr := profileResult{Shape: sh, Runs: runs}
+		pr := report.ProfileResult{Shape: sh, Runs: runs}
 		for _, p := range []struct {
 			dst  *string
 			args []string

@@ -3,6 +3,10 @@ package main
 import (
 	"fmt"
 	"time"
+
+	"github.com/acpgate/acpgate/bench/internal/job"
+	"github.com/acpgate/acpgate/bench/internal/proc"
+	"github.com/acpgate/acpgate/bench/internal/report"
 )
 
 // The sections that measure agents' streams through the gateway against
@@ -12,7 +16,7 @@ import (
 // throughput runs each flood through every client, on a fresh gateway a
 // flood.
 func (d *driver) throughput() error {
-	clients := throughputClients(d.baseBin != "")
+	clients := report.ThroughputClients(d.baseBin != "")
 	for _, sh := range d.plan.floods {
 		g, err := d.gateway(gatewayConf{})
 		if err != nil {
@@ -22,19 +26,19 @@ func (d *driver) throughput() error {
 		if err != nil {
 			return err
 		}
-		sr := shapeResult{Shape: sh, Runs: map[string][]Result{}}
+		sr := report.ShapeResult{Shape: sh, Runs: map[string][]job.Result{}}
 		for rep := range sh.Runs {
 			for _, c := range clients {
-				j := labelJob(c, sh.N, sh.Size)
+				j := job.ForLabel(c, sh.N, sh.Size)
 				j.Timeout = 5 * time.Minute
 				r := d.job(gatewayFor(c, g, base), j)
 				r.Client = c
 				d.check(sh.Name, r)
 				sr.Runs[c] = append(sr.Runs[c], r)
-				d.logf("   %s run %d %-9s %s", sh.Name, rep+1, c, r.brief(sh.N))
+				d.logf("   %s run %d %-9s %s", sh.Name, rep+1, c, brief(r, sh.N))
 			}
 		}
-		if m, err := readMemory(g.pid()); err == nil {
+		if m, err := proc.ReadMemory(g.pid()); err == nil {
 			sr.GatewayHWM = m.HWM
 			sr.GatewayRSS = m.RSS
 		}
@@ -49,7 +53,7 @@ func (d *driver) throughput() error {
 
 // paced runs each paced rate, and the LLM-like pace, through every client.
 func (d *driver) paced() error {
-	clients := pacedClients(d.baseBin != "")
+	clients := report.PacedClients(d.baseBin != "")
 	var paces []pace
 	for _, rate := range d.plan.pacedRates {
 		paces = append(paces, pace{rate, max(100, int(float64(rate)*d.plan.pacedSeconds)), d.plan.pacedSize})
@@ -65,16 +69,16 @@ func (d *driver) paced() error {
 		if err != nil {
 			return err
 		}
-		pr := pacedResult{Rate: rate, N: n, Size: size, Runs: map[string][]Result{}}
+		pr := report.PacedResult{Rate: rate, N: n, Size: size, Runs: map[string][]job.Result{}}
 		for rep := range d.plan.runs {
 			for _, c := range clients {
-				j := labelJob(c, n, size)
+				j := job.ForLabel(c, n, size)
 				j.Rate, j.Latency, j.Timeout = rate, true, 5*time.Minute
-				if c == floorLoaded {
+				if c == job.FloorLoaded {
 					// What acpgate and the gateway's client burned in this
 					// repetition, as two busy loops beside the floor.
 					gr := pr.Runs["gateway"][rep]
-					if !gr.ok() || gr.Turn <= 0 {
+					if !gr.OK() || gr.Turn <= 0 {
 						continue
 					}
 					j.Load = []float64{float64(gr.GatewayCPU) / float64(gr.Turn), float64(gr.CPU) / float64(gr.Turn)}
@@ -83,7 +87,7 @@ func (d *driver) paced() error {
 				r.Client = c
 				d.check(fmt.Sprintf("paced %d/s", rate), r)
 				pr.Runs[c] = append(pr.Runs[c], r)
-				d.logf("   %d/s run %d %-7s %s", rate, rep+1, c, r.brief(n))
+				d.logf("   %d/s run %d %-7s %s", rate, rep+1, c, brief(r, n))
 			}
 		}
 		d.stopGateway(g)
@@ -99,13 +103,13 @@ func (d *driver) paced() error {
 func (d *driver) breakScan() error {
 	for _, rate := range d.plan.breakRates {
 		n := max(100, int(float64(rate)*d.plan.breakSeconds))
-		br := breakResult{Rate: rate, N: n}
+		br := report.BreakResult{Rate: rate, N: n}
 		for range d.plan.breakRuns {
-			r := d.job(nil, Job{Client: "peer", N: n, Size: 64, Rate: rate, Timeout: 2 * time.Minute})
+			r := d.job(nil, job.Job{Client: "peer", N: n, Size: 64, Rate: rate, Timeout: 2 * time.Minute})
 			d.check(fmt.Sprintf("peer at %d/s", rate), r)
 			br.Runs = append(br.Runs, r)
 		}
-		d.logf("   peer at %d/s: survived %d of %d", rate, br.survived(), len(br.Runs))
+		d.logf("   peer at %d/s: survived %d of %d", rate, br.Survived(), len(br.Runs))
 		d.rep.Breaks = append(d.rep.Breaks, br)
 	}
 	return nil
@@ -118,14 +122,14 @@ func (d *driver) ttfc() error {
 		return err
 	}
 	defer d.stopGateway(g)
-	t := ttfcResult{Runs: map[string][]Result{}}
+	t := report.TTFCResult{Runs: map[string][]job.Result{}}
 	for range d.plan.ttfcRuns {
 		for _, c := range []string{"floor", "peer", "gateway"} {
 			var gw *gatewayProc
 			if c == "gateway" {
 				gw = g
 			}
-			r := d.job(gw, Job{Client: c, N: 1, Size: 64, Timeout: time.Minute})
+			r := d.job(gw, job.Job{Client: c, N: 1, Size: 64, Timeout: time.Minute})
 			d.check("time to first chunk", r)
 			t.Runs[c] = append(t.Runs[c], r)
 		}
@@ -142,20 +146,20 @@ func (d *driver) concurrency() error {
 	}
 	defer d.stopGateway(g)
 	p := d.plan
-	c := concResult{Streams: p.concStreams, N: p.concN, Size: 64, Runs: map[string][]Result{}}
+	c := report.ConcResult{Streams: p.concStreams, N: p.concN, Size: 64, Runs: map[string][]job.Result{}}
 	for rep := range p.concRuns {
 		for _, client := range []string{"floor", "peer", "gateway"} {
 			var gw *gatewayProc
 			if client == "gateway" {
 				gw = g
 			}
-			r := d.job(gw, Job{Client: client, N: p.concN, Size: 64, Streams: p.concStreams, Timeout: 10 * time.Minute})
+			r := d.job(gw, job.Job{Client: client, N: p.concN, Size: 64, Streams: p.concStreams, Timeout: 10 * time.Minute})
 			d.check("concurrency", r)
 			c.Runs[client] = append(c.Runs[client], r)
-			d.logf("   %d streams run %d %-7s %s", p.concStreams, rep+1, client, r.brief(p.concN*p.concStreams))
+			d.logf("   %d streams run %d %-7s %s", p.concStreams, rep+1, client, brief(r, p.concN*p.concStreams))
 		}
 	}
-	if m, err := readMemory(g.pid()); err == nil {
+	if m, err := proc.ReadMemory(g.pid()); err == nil {
 		c.GatewayHWM = m.HWM
 	}
 	d.rep.Concurrency = &c

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
+	"github.com/acpgate/acpgate/bench/internal/report"
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 )
 
@@ -38,33 +38,12 @@ func (d *driver) warmAgents() string {
 	return agent(warmAgent, 2) + agent(coldAgent, 0) + agent(sustainAgent, 4)
 }
 
-type warmResult struct {
-	Delay time.Duration `json:"delay"`
-	// Time to first chunk (ns) of one-shot turns taking a warm process,
-	// of one-shot turns starting the agent cold, and of the same turn on
-	// an open session.
-	Warm []float64 `json:"warm"`
-	Cold []float64 `json:"cold"`
-	Open []float64 `json:"open"`
-	// The sustained one-shot rate with warm: 4.
-	Sustain warmSustain `json:"sustain"`
-}
-
-type warmSustain struct {
-	Clients int           `json:"clients"`
-	Wall    time.Duration `json:"wall"`
-	Turns   int           `json:"turns"`
-	Taken   int           `json:"taken"` // turns whose first chunk came before the agent could have started: a warm take
-	Errors  int           `json:"errors"`
-	TTFC    []float64     `json:"ttfc"`
-}
-
 func (d *driver) warmSection() error {
 	return d.withGateway(gatewayConf{agents: d.warmAgents()}, d.warmOn)
 }
 
 func (d *driver) warmOn(ctx context.Context, _ *gatewayProc, client acpgatev1.AgentGatewayClient) error {
-	res := warmResult{Delay: warmInitDelay}
+	res := report.WarmResult{Delay: warmInitDelay}
 	var err error
 	res.Warm, res.Open, res.Cold, err = d.compareStarts(ctx, client, starts{
 		warm: warmAgent, cold: coldAgent, pool: 2, runs: d.plan.warmRuns, text: "chunk hello\nstop end_turn",
@@ -130,7 +109,7 @@ func (d *driver) compareStarts(ctx context.Context, client acpgatev1.AgentGatewa
 			*v.into = append(*v.into, float64(took))
 		}
 		d.logf("   run %d: warm %s, open session %s, cold %s", run+1,
-			fmtDurF(warm[run]), fmtDurF(open[run]), fmtDurF(cold[run]))
+			report.FmtDurF(warm[run]), report.FmtDurF(open[run]), report.FmtDurF(cold[run]))
 	}
 	return warm, open, cold, nil
 }
@@ -187,8 +166,8 @@ func firstChunk(ctx context.Context, client acpgatev1.AgentGatewayClient, req *a
 
 // sustain runs one-shot turns on sustainAgent from clients callers, each
 // starting its next turn when the last ends, for d.
-func sustain(ctx context.Context, client acpgatev1.AgentGatewayClient, clients int, d time.Duration) warmSustain {
-	s := warmSustain{Clients: clients}
+func sustain(ctx context.Context, client acpgatev1.AgentGatewayClient, clients int, d time.Duration) report.WarmSustain {
+	s := report.WarmSustain{Clients: clients}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	began := time.Now()
@@ -213,46 +192,4 @@ func sustain(ctx context.Context, client acpgatev1.AgentGatewayClient, clients i
 	wg.Wait()
 	s.Wall = time.Since(began)
 	return s
-}
-
-func (r *report) warmMD(w func(string, ...any)) {
-	t := r.Warm
-	if t == nil {
-		return
-	}
-	w("## Warm pool: time to first chunk of a slow-starting agent\n\n")
-	w("The test agent sleeping %s before it answers `initialize` (a stand-in for a slow-starting agent), behind one gateway (%d runs, each after the pool is full again). Warm: a one-shot `Prompt` on an agent with `warm: 2`, which takes a ready process and runs only `session/new`. Open session: the same turn on a session already open. Cold: a one-shot `Prompt` on the same agent without a pool.\n\n", t.Delay, len(t.Warm))
-	w("| | median | min | max |\n|---|---|---|---|\n")
-	for _, row := range []struct {
-		name string
-		v    []float64
-	}{{"one-shot, warm (`warm: 2`)", t.Warm}, {"turn on an open session", t.Open}, {"one-shot, cold", t.Cold}} {
-		if len(row.v) > 0 {
-			w("| %s | %s | %s | %s |\n", row.name, fmtDurF(median(row.v)), fmtDurF(slices.Min(row.v)), fmtDurF(slices.Max(row.v)))
-		}
-	}
-	if len(t.Warm) > 0 {
-		w("\nWarm one-shot minus open session: %s (median against median); cold / warm: %.0f×.\n\n",
-			fmtDurF(median(t.Warm)-median(t.Open)), median(t.Cold)/median(t.Warm))
-	}
-	s := t.Sustain
-	if s.Turns > 0 {
-		w("Sustained: %d clients each running one-shot turns back to back on an agent with `warm: 4` (the same %s start-up) for %s: %d turns, **%.1f turns/s**, %d of them on a warm process (first chunk under half the start-up), first chunk median %s, %d errors. The pool refills at most 4 start-ups of one agent at a time, so with a %s start-up it supplies about 4 warm processes a second; turns beyond that start cold.\n\n",
-			s.Clients, t.Delay, s.Wall.Round(time.Millisecond), s.Turns, float64(s.Turns)/s.Wall.Seconds(), s.Taken, fmtDurF(median(s.TTFC)), s.Errors, t.Delay)
-	}
-}
-
-// warmVerdict is the issue's target: a warm one-shot turn's first chunk
-// within 5 ms of the same turn on an open session.
-func (r *report) warmVerdict() verdict {
-	v := verdict{Figure: "one-shot first chunk with `warm: 2` (1 s start-up) − open session, p50", Target: "≤ 5 ms (cold ≥ 1 s)"}
-	t := r.Warm
-	if t == nil || len(t.Warm) == 0 {
-		return v
-	}
-	diff := median(t.Warm) - median(t.Open)
-	v.Known = true
-	v.Measured = fmt.Sprintf("%s (warm %s, open %s, cold %s)", fmtDurF(diff), fmtDurF(median(t.Warm)), fmtDurF(median(t.Open)), fmtDurF(median(t.Cold)))
-	v.Met = diff <= 5e6 && median(t.Cold) >= float64(t.Delay)
-	return v
 }

@@ -1,10 +1,12 @@
-package main
+package report
 
 import (
 	"fmt"
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/acpgate/acpgate/bench/internal/job"
 )
 
 // verdicts of the issue's targets, computed once for the report and the
@@ -15,7 +17,7 @@ type verdict struct {
 	Known                    bool // false: not measured in this run
 }
 
-func (r *report) floodShape(name string) *shapeResult {
+func (r *Report) floodShape(name string) *ShapeResult {
 	for i := range r.Throughput {
 		if r.Throughput[i].Shape.Name == name {
 			return &r.Throughput[i]
@@ -24,37 +26,28 @@ func (r *report) floodShape(name string) *shapeResult {
 	return nil
 }
 
-func lostOf(rs []Result) (lost, ooo, chunks int64) {
-	for _, r := range rs {
-		lost += r.Lost
-		ooo += r.OutOfOrder
-		chunks += r.Chunks
-	}
-	return
-}
-
-func (r *report) verdicts() []verdict {
+func (r *Report) verdicts() []verdict {
 	var out []verdict
 	flood := func(name, client, target string, want float64) {
 		who := "gateway"
-		if client == gatewayStream {
+		if client == job.GatewayStream {
 			who = "gateway with `omit_outcome_text` and `coalesce_chunks`"
 		}
 		v := verdict{Figure: "unpaced flood, " + strings.TrimSuffix(name, " flood") + " chunks: " + who + " / floor", Target: target}
 		if sr := r.floodShape(name); sr != nil {
-			rat := ratios(sr.Runs[client], sr.Runs["floor"], Result.rate)
+			rat := ratios(sr.Runs[client], sr.Runs["floor"], job.Result.Rate)
 			lost, ooo, _ := lostOf(sr.Runs[client])
-			errs := len(sr.Runs[client]) - len(oks(sr.Runs[client], Result.rate))
+			errs := len(sr.Runs[client]) - len(oks(sr.Runs[client], job.Result.Rate))
 			v.Known = len(rat) > 0
 			v.Measured = fmt.Sprintf("%s; %d lost, %d out of order, %d failed runs", mmm(rat, fmtRatio), lost, ooo, errs)
-			v.Met = v.Known && median(rat) >= want && lost == 0 && ooo == 0 && errs == 0
+			v.Met = v.Known && Median(rat) >= want && lost == 0 && ooo == 0 && errs == 0
 		}
 		out = append(out, v)
 	}
 	flood("64 B flood", "gateway", "≥ 0.5, zero loss", 0.5)
-	flood("64 B flood", gatewayStream, "≥ 0.5, zero loss", 0.5)
+	flood("64 B flood", job.GatewayStream, "≥ 0.5, zero loss", 0.5)
 	flood("64 KiB flood", "gateway", "≥ 0.7, zero loss", 0.7)
-	flood("64 KiB flood", gatewayStream, "≥ 0.7, zero loss", 0.7)
+	flood("64 KiB flood", job.GatewayStream, "≥ 0.7, zero loss", 0.7)
 
 	latency := func(client, who string) {
 		lat := verdict{Figure: "paced 1,000 – 50,000 chunks/s: " + who + " p99 latency", Target: "≤ floor p99 + 1 ms, and ≤ peer p99"}
@@ -64,12 +57,12 @@ func (r *report) verdicts() []verdict {
 			if p.Rate > 50_000 {
 				continue
 			}
-			g := median(oks(p.Runs[client], p99))
-			f := median(oks(p.Runs["floor"], p99))
-			pe := median(oks(p.Runs["peer"], p99))
+			g := Median(oks(p.Runs[client], p99))
+			f := Median(oks(p.Runs["floor"], p99))
+			pe := Median(oks(p.Runs["peer"], p99))
 			if math.IsNaN(g) || math.IsNaN(f) {
 				lat.Met = false
-				parts = append(parts, fmt.Sprintf("%s/s: no complete gateway or floor run", fmtInt(float64(p.Rate))))
+				parts = append(parts, fmt.Sprintf("%s/s: no complete gateway or floor run", FmtInt(float64(p.Rate))))
 				continue
 			}
 			lat.Known = true
@@ -77,23 +70,23 @@ func (r *report) verdicts() []verdict {
 			lat.Met = lat.Met && ok
 			peer := "peer broke"
 			if !math.IsNaN(pe) {
-				peer = "peer " + fmtDurF(pe)
+				peer = "peer " + FmtDurF(pe)
 			}
-			parts = append(parts, fmt.Sprintf("%s/s: %s (floor %s, %s)", fmtInt(float64(p.Rate)), fmtDurF(g), fmtDurF(f), peer))
+			parts = append(parts, fmt.Sprintf("%s/s: %s (floor %s, %s)", FmtInt(float64(p.Rate)), FmtDurF(g), FmtDurF(f), peer))
 		}
 		lat.Measured = strings.Join(parts, "; ")
 		out = append(out, lat)
 	}
 	latency("gateway", "gateway")
-	latency(gatewayStream, "gateway with `omit_outcome_text` and `coalesce_chunks`")
+	latency(job.GatewayStream, "gateway with `omit_outcome_text` and `coalesce_chunks`")
 
 	conc := verdict{Figure: "200 concurrent turns", Target: "zero lost or reordered chunks"}
 	if c := r.Concurrency; c != nil {
 		lost, ooo, chunks := lostOf(c.Runs["gateway"])
-		errs := len(c.Runs["gateway"]) - len(oks(c.Runs["gateway"], Result.aggregate))
+		errs := len(c.Runs["gateway"]) - len(oks(c.Runs["gateway"], job.Result.Aggregate))
 		conc.Figure = fmt.Sprintf("%d concurrent turns", c.Streams)
 		conc.Known = len(c.Runs["gateway"]) > 0
-		conc.Measured = fmt.Sprintf("%s chunks in %d runs: %d lost, %d out of order, %d failed runs", fmtInt(float64(chunks)), len(c.Runs["gateway"]), lost, ooo, errs)
+		conc.Measured = fmt.Sprintf("%s chunks in %d runs: %d lost, %d out of order, %d failed runs", FmtInt(float64(chunks)), len(c.Runs["gateway"]), lost, ooo, errs)
 		conc.Met = conc.Known && lost == 0 && ooo == 0 && errs == 0
 	}
 	out = append(out, conc)
@@ -101,8 +94,8 @@ func (r *report) verdicts() []verdict {
 	idle := verdict{Figure: "gateway RSS per idle session", Target: "≤ 256 KiB"}
 	if i := r.Idle; i != nil && i.Opened > 0 {
 		idle.Known = true
-		idle.Measured = fmt.Sprintf("%s (%d sessions)", kib(i.perSession()), i.Opened)
-		idle.Met = i.perSession() <= 256<<10 && i.Opened == i.Target
+		idle.Measured = fmt.Sprintf("%s (%d sessions)", KiB(i.PerSession()), i.Opened)
+		idle.Met = i.PerSession() <= 256<<10 && i.Opened == i.Target
 	}
 	out = append(out, idle)
 
@@ -110,26 +103,26 @@ func (r *report) verdicts() []verdict {
 	if b := r.Backpressure; b != nil {
 		bp.Known = true
 		if b.heldBack() {
-			bp.Measured = fmt.Sprintf("agent held to ≤ %d chunks (%s) ahead of the client; ", b.MaxAhead, mib(int64(b.MaxAhead)*int64(b.Size)))
+			bp.Measured = fmt.Sprintf("agent held to ≤ %d chunks (%s) ahead of the client; ", b.MaxAhead, MiB(int64(b.MaxAhead)*int64(b.Size)))
 		} else {
-			bp.Measured = fmt.Sprintf("the agent ran ahead of the client (sent in %s what the client read in %s), its events waiting in the turn's journal; ", fmtDurF(float64(b.AgentSpan)), fmtDurF(float64(b.ClientSpan)))
+			bp.Measured = fmt.Sprintf("the agent ran ahead of the client (sent in %s what the client read in %s), its events waiting in the turn's journal; ", FmtDurF(float64(b.AgentSpan)), FmtDurF(float64(b.ClientSpan)))
 		}
 		bp.Measured += fmt.Sprintf("RSS follows the text kept for the outcome: peak %s for %s of text (%.1f×); %d lost, %d out of order",
-			mib(b.HWM), mib(int64(b.N)*int64(b.Size)), float64(b.HWM-b.Base)/float64(int64(b.N)*int64(b.Size)), b.Result.Lost, b.Result.OutOfOrder)
+			MiB(b.HWM), MiB(int64(b.N)*int64(b.Size)), float64(b.HWM-b.Base)/float64(int64(b.N)*int64(b.Size)), b.Result.Lost, b.Result.OutOfOrder)
 		// Bounded: the agent stays within a pipe's worth of the client
 		// (64 KiB of pipe, a few frames in acpgate and gRPC's windows), or,
 		// when the journal lets it run ahead, the gateway's memory does not
 		// follow the client's lag: with the outcome's text omitted, the
 		// peak stays within stallBound of the start.
-		bp.Met = b.Result.ok()
+		bp.Met = b.Result.OK()
 		if o := r.BackpressureOmit; o != nil {
 			ahead := fmt.Sprintf("agent ≤ %d chunks ahead", o.MaxAhead)
 			if !o.heldBack() {
 				ahead = "agent ran ahead"
 			}
 			bp.Measured += fmt.Sprintf("; with `omit_outcome_text` and `coalesce_chunks`: %s, peak RSS %s over a start of %s for the same text; %d lost, %d out of order",
-				ahead, mib(o.HWM), mib(o.Base), o.Result.Lost, o.Result.OutOfOrder)
-			bp.Met = bp.Met && o.Result.ok() && (o.heldBack() || o.HWM-o.Base <= stallBound)
+				ahead, MiB(o.HWM), MiB(o.Base), o.Result.Lost, o.Result.OutOfOrder)
+			bp.Met = bp.Met && o.Result.OK() && (o.heldBack() || o.HWM-o.Base <= stallBound)
 		} else {
 			bp.Met = bp.Met && b.heldBack()
 		}
@@ -139,27 +132,6 @@ func (r *report) verdicts() []verdict {
 	out = append(out, r.warmVerdict())
 	out = append(out, r.instrumentationVerdicts()...)
 	return append(out, r.clusterVerdicts()...)
-}
-
-func p99(r Result) float64 {
-	if r.Lat == nil {
-		return math.NaN()
-	}
-	return float64(r.Lat.P99)
-}
-
-func p50(r Result) float64 {
-	if r.Lat == nil {
-		return math.NaN()
-	}
-	return float64(r.Lat.P50)
-}
-
-func pmax(r Result) float64 {
-	if r.Lat == nil {
-		return math.NaN()
-	}
-	return float64(r.Lat.Max)
 }
 
 func (v verdict) mark() string {
@@ -176,14 +148,14 @@ func (v verdict) mark() string {
 // peerBreak returns the lowest paced rate at which the peer broke at least
 // once (0: never) and the highest rate below it at which it completed every
 // run.
-func (r *report) peerBreak() (survived, broke int) {
+func (r *Report) peerBreak() (survived, broke int) {
 	type point struct{ rate, runs, completed int }
 	var pts []point
 	for _, p := range r.Paced {
 		pts = append(pts, point{p.Rate, len(p.Runs["peer"]), len(oks(p.Runs["peer"], p99))})
 	}
 	for _, b := range r.Breaks {
-		pts = append(pts, point{b.Rate, len(b.Runs), b.survived()})
+		pts = append(pts, point{b.Rate, len(b.Runs), b.Survived()})
 	}
 	for _, p := range pts {
 		if p.completed < p.runs && (broke == 0 || p.rate < broke) {
@@ -200,7 +172,7 @@ func (r *report) peerBreak() (survived, broke int) {
 
 // peerAlwaysBreaks returns the lowest paced rate from which the peer broke
 // in every run at that rate and every higher rate measured (0: none).
-func (r *report) peerAlwaysBreaks() int {
+func (r *Report) peerAlwaysBreaks() int {
 	completed := map[int]int{} // rate -> runs completed
 	var rates []int
 	note := func(rate, n int) {
@@ -213,7 +185,7 @@ func (r *report) peerAlwaysBreaks() int {
 		note(p.Rate, len(oks(p.Runs["peer"], p99)))
 	}
 	for _, b := range r.Breaks {
-		note(b.Rate, b.survived())
+		note(b.Rate, b.Survived())
 	}
 	slices.Sort(rates)
 	always := 0
@@ -224,7 +196,7 @@ func (r *report) peerAlwaysBreaks() int {
 }
 
 // headline is the few sentences the README quotes.
-func (r *report) headline() string {
+func (r *Report) headline() string {
 	var parts []string
 	for _, name := range []string{"64 B flood", "64 KiB flood"} {
 		sr := r.floodShape(name)
@@ -233,8 +205,8 @@ func (r *report) headline() string {
 		}
 		g := sr.Runs["gateway"]
 		parts = append(parts, fmt.Sprintf("%s chunks: %s chunks/s (%s MB/s), %s of the floor",
-			strings.TrimSuffix(name, " flood"), fmtInt(median(oks(g, Result.rate))), fmt1(median(oks(g, Result.mbps))),
-			fmtRatio(median(ratios(g, sr.Runs["floor"], Result.rate)))))
+			strings.TrimSuffix(name, " flood"), FmtInt(Median(oks(g, job.Result.Rate))), fmt1(Median(oks(g, job.Result.MBps))),
+			fmtRatio(Median(ratios(g, sr.Runs["floor"], job.Result.Rate)))))
 	}
 	var b strings.Builder
 	if len(parts) > 0 {
@@ -243,24 +215,24 @@ func (r *report) headline() string {
 	survived, broke := r.peerBreak()
 	var peerBroke []string
 	for _, sr := range r.Throughput {
-		if rs := sr.Runs["peer"]; len(rs) > 0 && len(oks(rs, Result.rate)) < len(rs) {
-			peerBroke = append(peerBroke, fmt.Sprintf("%s × %s", fmtInt(float64(sr.Shape.N)), size(sr.Shape.Size)))
+		if rs := sr.Runs["peer"]; len(rs) > 0 && len(oks(rs, job.Result.Rate)) < len(rs) {
+			peerBroke = append(peerBroke, fmt.Sprintf("%s × %s", FmtInt(float64(sr.Shape.N)), size(sr.Shape.Size)))
 		}
 	}
 	if len(peerBroke) > 0 {
 		fmt.Fprintf(&b, "The acp-go-sdk v0.13.0 peer broke (`-32603`) on the unpaced floods of %s", strings.Join(peerBroke, " and "))
 		if always := r.peerAlwaysBreaks(); broke > 0 && always == broke {
-			fmt.Fprintf(&b, " and, paced, broke in every run from %s chunks/s", fmtInt(float64(broke)))
+			fmt.Fprintf(&b, " and, paced, broke in every run from %s chunks/s", FmtInt(float64(broke)))
 			if survived > 0 {
-				fmt.Fprintf(&b, " (it completed every run at %s/s)", fmtInt(float64(survived)))
+				fmt.Fprintf(&b, " (it completed every run at %s/s)", FmtInt(float64(survived)))
 			}
 		} else if broke > 0 {
-			fmt.Fprintf(&b, " and, paced, broke in some runs from %s chunks/s", fmtInt(float64(broke)))
+			fmt.Fprintf(&b, " and, paced, broke in some runs from %s chunks/s", FmtInt(float64(broke)))
 			if always > 0 {
-				fmt.Fprintf(&b, " and in every run from %s/s", fmtInt(float64(always)))
+				fmt.Fprintf(&b, " and in every run from %s/s", FmtInt(float64(always)))
 			}
 			if survived > 0 {
-				fmt.Fprintf(&b, " (it completed every run at %s/s)", fmtInt(float64(survived)))
+				fmt.Fprintf(&b, " (it completed every run at %s/s)", FmtInt(float64(survived)))
 			}
 		}
 		b.WriteString(". ")
@@ -268,17 +240,17 @@ func (r *report) headline() string {
 	for _, p := range r.Paced {
 		if p.Rate == 1_000 {
 			fmt.Fprintf(&b, "At 1,000 chunks/s the gateway's p99 latency is %s against the floor's %s. ",
-				fmtDurF(median(oks(p.Runs["gateway"], p99))), fmtDurF(median(oks(p.Runs["floor"], p99))))
+				FmtDurF(Median(oks(p.Runs["gateway"], p99))), FmtDurF(Median(oks(p.Runs["floor"], p99))))
 		}
 	}
 	if i := r.Idle; i != nil && i.Opened > 0 {
-		fmt.Fprintf(&b, "An idle session costs the gateway %s of RSS. ", kib(i.perSession()))
+		fmt.Fprintf(&b, "An idle session costs the gateway %s of RSS. ", KiB(i.PerSession()))
 	}
 	return strings.TrimSpace(b.String())
 }
 
-// summary is the short account printed at the end of a run.
-func (r *report) summary() string {
+// Summary is the short account printed at the end of a run.
+func (r *Report) Summary() string {
 	var b strings.Builder
 	b.WriteString("acpbench: " + r.headline() + "\n")
 	b.WriteString("acpbench: targets\n")

@@ -1,4 +1,4 @@
-package main
+package clients
 
 import (
 	"fmt"
@@ -8,23 +8,15 @@ import (
 	"time"
 )
 
-// floorLoaded is the floor client with busy-loop processes beside it that
-// burn what the gateway and the gateway's client burned in the same run.
-// It is a control for the latency comparison: the gateway's chunks pass
-// through two more processes than the floor's, on the same two cores, and
-// this row shows what that much competition for the CPU alone does to the
-// floor.
-const floorLoaded = "floor-loaded"
-
 // hogPeriod is a busy loop's cycle: busy for duty × hogPeriod, then asleep.
 // The agent writes its paced chunks about once a millisecond, so the load
 // comes in bursts of the same scale.
 const hogPeriod = time.Millisecond
 
-// startLoad starts one hog process per entry of cores (clamped to 0–1) and
+// StartLoad starts one hog process per entry of cores (clamped to 0–1) and
 // returns the function that stops and reaps them, so that their CPU time
 // is counted as the client's.
-func startLoad(cores []float64) (stop func(), err error) {
+func StartLoad(cores []float64) (stop func(), err error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -47,8 +39,8 @@ func startLoad(cores []float64) (stop func(), err error) {
 	return stop, nil
 }
 
-// runHog burns duty of a core until killed.
-func runHog(args []string) int {
+// RunHog burns duty of a core until killed.
+func RunHog(args []string) int {
 	if len(args) != 1 {
 		fmt.Fprintln(os.Stderr, "usage: acpbench hog DUTY")
 		return 2

@@ -1,4 +1,4 @@
-package main
+package clients
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/acpgate/acpgate/bench/internal/job"
 )
 
 // The peer is what a team embedding the ACP SDK gets: acp-go-sdk's
@@ -17,7 +19,7 @@ import (
 
 type peerClient struct {
 	mu     sync.Mutex
-	s      *stream
+	s      *Stream
 	closed bool
 }
 
@@ -66,13 +68,15 @@ func (c *peerClient) WaitForTerminalExit(context.Context, acp.WaitForTerminalExi
 	return acp.WaitForTerminalExitResponse{}, errNotOffered
 }
 
-func runPeer(ctx context.Context, j Job) Result {
+// RunPeer runs the job with acp-go-sdk's client-side connection, each turn
+// on an agent of its own.
+func RunPeer(ctx context.Context, j job.Job) job.Result {
 	return runStreams(ctx, j, peerTurn)
 }
 
-func peerTurn(ctx context.Context, j Job, s *stream) {
+func peerTurn(ctx context.Context, j job.Job, s *Stream) {
 	c := &peerClient{s: s}
-	s.t0 = time.Now()
+	s.Start = time.Now()
 	a, err := startAgent(j.Agent)
 	if err != nil {
 		s.err = err
@@ -102,7 +106,7 @@ func peerTurn(ctx context.Context, j Job, s *stream) {
 		return
 	}
 	s.prompt()
-	resp, err := conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock(j.script())}})
+	resp, err := conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock(j.Script())}})
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s.ended()

@@ -1,4 +1,4 @@
-package main
+package clients
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/acpgate/acpgate/bench/internal/job"
+	"github.com/acpgate/acpgate/bench/internal/proc"
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 )
 
@@ -20,28 +22,11 @@ import (
 // and the outcome's text (length and CRC of the chunks' concatenation) are
 // checked.
 
-// gatewayStream is the gateway client that consumes the stream as a
-// stream, as a client rendering it would: it sets
-// PromptRequest.omit_outcome_text (it has the chunks, so the outcome gives
-// only the text's length) and coalesce_chunks (chunks the gateway holds at
-// once come as one event, which it splits back into the agent's chunks).
-const gatewayStream = "gateway-stream"
-
-// gatewayStreamMemory is the gateway-stream client on a gateway configured
-// with `store: memory`, and watch the WatchTurn client that replays a
-// finished gateway-stream turn.
-const (
-	gatewayStreamMemory = "gateway-stream-memory"
-	watch               = "watch"
-)
-
-// floodAgent is the test agent's name in the benchmark's gateway
-// configuration.
-const floodAgent = "flood"
-
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-func dialGateway(ctx context.Context, addr string) (*grpc.ClientConn, acpgatev1.AgentGatewayClient, error) {
+// DialGateway connects to the gateway at addr, with a receive limit that
+// takes a whole turn's outcome, and waits until the connection is ready.
+func DialGateway(ctx context.Context, addr string) (*grpc.ClientConn, acpgatev1.AgentGatewayClient, error) {
 	conn, err := grpc.NewClient(addr,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		// A completed turn's outcome carries the whole text (twice: text
@@ -61,31 +46,33 @@ func dialGateway(ctx context.Context, addr string) (*grpc.ClientConn, acpgatev1.
 	return conn, client, nil
 }
 
-func runGateway(ctx context.Context, j Job) Result {
-	conn, client, err := dialGateway(ctx, j.Addr)
+// RunGateway runs the job's turns as one-shot Prompt calls (or on the
+// job's session) on one connection to the gateway at j.Addr.
+func RunGateway(ctx context.Context, j job.Job) job.Result {
+	conn, client, err := DialGateway(ctx, j.Addr)
 	if err != nil {
-		return Result{Client: j.Client, Err: err.Error()}
+		return job.Result{Client: j.Client, Err: err.Error()}
 	}
 	defer conn.Close()
-	return runStreams(ctx, j, func(ctx context.Context, j Job, s *stream) {
-		gatewayTurn(ctx, client, j, s, j.ReadRate, nil)
+	return runStreams(ctx, j, func(ctx context.Context, j job.Job, s *Stream) {
+		GatewayTurn(ctx, client, j, s, j.ReadRate, nil)
 	})
 }
 
-// gatewayTurn runs one one-shot Prompt. With readRate > 0 the client reads
+// GatewayTurn runs one one-shot Prompt. With readRate > 0 the client reads
 // at most readRate chunks/s; progress, when set, is told the count of chunks
 // read after each one.
-func gatewayTurn(ctx context.Context, client acpgatev1.AgentGatewayClient, j Job, s *stream, readRate int, progress func(int64)) {
+func GatewayTurn(ctx context.Context, client acpgatev1.AgentGatewayClient, j job.Job, s *Stream, readRate int, progress func(int64)) {
 	waitStart(j)
-	s.t0 = time.Now()
+	s.Start = time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	asStream := j.Client == gatewayStream || j.Client == gatewayStreamMemory
-	agent := floodAgent
+	asStream := j.Client == job.GatewayStream || j.Client == job.GatewayStreamMemory
+	agent := job.FloodAgent
 	if j.Naive {
-		agent = naiveAgent
+		agent = job.NaiveAgent
 	}
-	req := &acpgatev1.PromptRequest{Agent: agent, Text: j.script(), OmitOutcomeText: asStream, CoalesceChunks: asStream}
+	req := &acpgatev1.PromptRequest{Agent: agent, Text: j.Script(), OmitOutcomeText: asStream, CoalesceChunks: asStream}
 	if j.SessionID != "" {
 		req.Agent, req.SessionId = "", j.SessionID
 	}
@@ -103,7 +90,7 @@ func gatewayTurn(ctx context.Context, client acpgatev1.AgentGatewayClient, j Job
 // says the turn was asked for omit_outcome_text and coalesce_chunks.
 func consume(st interface {
 	Recv() (*acpgatev1.PromptEvent, error)
-}, j Job, s *stream, asStream, watching bool, readRate int, progress func(int64)) {
+}, j job.Job, s *Stream, asStream, watching bool, readRate int, progress func(int64)) {
 	var seq uint64
 	var crc uint32
 	terminal := false
@@ -184,17 +171,17 @@ func consume(st interface {
 	}
 }
 
-// runWatch replays a finished turn (j.TurnID, one of a gateway-stream
+// RunWatch replays a finished turn (j.TurnID, one of a gateway-stream
 // client's) with WatchTurn from after_seq 0, checking it as the turn's own
 // stream was checked. Its turn time runs from the call to the terminal.
-func runWatch(ctx context.Context, j Job) Result {
-	conn, client, err := dialGateway(ctx, j.Addr)
+func RunWatch(ctx context.Context, j job.Job) job.Result {
+	conn, client, err := DialGateway(ctx, j.Addr)
 	if err != nil {
-		return Result{Client: j.Client, Err: err.Error()}
+		return job.Result{Client: j.Client, Err: err.Error()}
 	}
 	defer conn.Close()
-	s := newStream(j)
-	s.t0 = time.Now()
+	s := NewStream(j)
+	s.Start = time.Now()
 	s.prompt()
 	st, err := client.WatchTurn(ctx, &acpgatev1.WatchTurnRequest{TurnId: j.TurnID})
 	if err != nil {
@@ -205,7 +192,7 @@ func runWatch(ctx context.Context, j Job) Result {
 	if s.err == nil && s.turnID != j.TurnID {
 		s.err = fmt.Errorf("watching turn %q, the started event names %q", j.TurnID, s.turnID)
 	}
-	return merge(j, j.Client, time.Since(s.t0), cpuMark{}, []*stream{s})
+	return Merge(j, j.Client, time.Since(s.Start), proc.CPUMark{}, []*Stream{s})
 }
 
 // bytesOf views s as bytes without copying (the CRC only reads them).

@@ -1,4 +1,4 @@
-package main
+package clients
 
 import (
 	"bufio"
@@ -9,10 +9,11 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"sync"
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/acpgate/acpgate/bench/internal/job"
 )
 
 // The floor is the least a client can do with ACP: write the three requests
@@ -70,33 +71,10 @@ func (a *agentProc) stop() {
 	_ = os.RemoveAll(a.dir)
 }
 
-func runFloor(ctx context.Context, j Job) Result {
+// RunFloor runs the job with the floor client (floor-sdk when j.Client
+// says so): each of its turns on an agent of its own, spawned on pipes.
+func RunFloor(ctx context.Context, j job.Job) job.Result {
 	return runStreams(ctx, j, floorTurn)
-}
-
-// runStreams runs the job's turns concurrently, each on its own stream.
-func runStreams(ctx context.Context, j Job, turn func(context.Context, Job, *stream)) Result {
-	ss := make([]*stream, j.streams())
-	for i := range ss {
-		ss[i] = newStream(j)
-	}
-	cpu0 := markCPU(j.GatewayPID)
-	start := time.Now()
-	var wg sync.WaitGroup
-	for _, s := range ss {
-		wg.Go(func() { turn(ctx, j, s) })
-	}
-	wg.Wait()
-	wall := time.Since(start)
-	cpu1 := markCPU(j.GatewayPID)
-	return merge(j, j.Client, wall, cpuMark{cpu1.client - cpu0.client, cpu1.gateway - cpu0.gateway}, ss)
-}
-
-// waitStart waits for the job's StartAt, if it has one.
-func waitStart(j Job) {
-	if j.StartAt > 0 {
-		time.Sleep(time.Until(time.Unix(0, j.StartAt)))
-	}
 }
 
 // floorMessage is one line from the agent, decoded in one pass: Params
@@ -113,9 +91,9 @@ type floorMessage struct {
 	} `json:"error"`
 }
 
-func floorTurn(ctx context.Context, j Job, s *stream) {
+func floorTurn(ctx context.Context, j job.Job, s *Stream) {
 	waitStart(j)
-	s.t0 = time.Now()
+	s.Start = time.Now()
 	bin, args := j.Agent, []string(nil)
 	if j.Naive {
 		self, err := os.Executable()
@@ -219,7 +197,7 @@ func floorTurn(ctx context.Context, j Job, s *stream) {
 	_ = json.Unmarshal(res, &sess)
 	s.prompt()
 	if err := send(3, "session/prompt", map[string]any{"sessionId": sess.SessionID,
-		"prompt": []any{map[string]any{"type": "text", "text": j.script()}}}); err != nil {
+		"prompt": []any{map[string]any{"type": "text", "text": j.Script()}}}); err != nil {
 		s.err = err
 		return
 	}

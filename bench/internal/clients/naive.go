@@ -1,4 +1,4 @@
-package main
+package clients
 
 import (
 	"bufio"
@@ -18,27 +18,10 @@ import (
 // the test agent's flood, which stamps a whole burst into one buffer before
 // the first byte leaves it. The floor client reads it as it reads the test
 // agent (bufio and one json.Unmarshal per line). The gateway runs the same
-// agent (naiveAgent in its configuration), so that a gateway client's
+// agent (NaiveAgent in its configuration), so that a gateway client's
 // figures divide by the floor's for the same agent: a ratio against the
 // test agent's pre-built bursts flatters the floor, whose reader then finds
 // a megabyte of lines waiting at every read.
-
-// naiveSuffix marks a label whose client runs the naive agent:
-// "floor/naive" is the floor client on it, "gateway/naive" the gateway
-// client of a gateway running it.
-const naiveSuffix = "/naive"
-
-// naiveAgent is the naive agent's name in the benchmark's gateway
-// configuration; `acpbench agent` runs it.
-const naiveAgent = "naive"
-
-// onNaive is the label of client's results on the naive agent.
-func onNaive(client string) string { return client + naiveSuffix }
-
-// isNaive says whether a label's client runs the naive agent.
-func isNaive(label string) bool {
-	return strings.HasSuffix(strings.TrimSuffix(label, baselineSuffix), naiveSuffix)
-}
 
 // naiveMsg is one JSON-RPC message from the client.
 type naiveMsg struct {
@@ -47,10 +30,10 @@ type naiveMsg struct {
 	Params json.RawMessage `json:"params"`
 }
 
-// runNaiveAgent serves ACP on stdin and stdout until stdin ends: initialize,
+// RunNaiveAgent serves ACP on stdin and stdout until stdin ends: initialize,
 // session/new, session/prompt (a `flood_timed N SIZE [RATE]` script, as the
 // test agent takes it) and session/cancel.
-func runNaiveAgent(_ []string) int {
+func RunNaiveAgent(_ []string) int {
 	var mu sync.Mutex // one line at a time on stdout
 	write := func(b []byte) {
 		mu.Lock()
@@ -197,60 +180,5 @@ func naiveFlood(write func([]byte), sessionID string, n, size, rate int, cancell
 		}
 		stampLine(line, at, i)
 		write(line)
-	}
-}
-
-// naiveMD compares the gateway on the naive agent with the naive floor:
-// throughput ratios and coalesced events on the floods, p99 over the
-// floor's at the paced rates, run by run.
-func (r *report) naiveMD(w func(string, ...any)) {
-	floor := onNaive("floor")
-	gws := withBaseline([]string{onNaive("gateway"), onNaive(gatewayStream)}, r.Baseline != "")
-	var floods []shapeResult
-	for _, sr := range r.Throughput {
-		if len(sr.Runs[floor]) > 0 {
-			floods = append(floods, sr)
-		}
-	}
-	if len(floods) == 0 && len(r.Paced) == 0 {
-		return
-	}
-	w("## Against the naive floor\n\n")
-	w("The naive agent (`acpbench agent`) writes each stamped `agent_message_chunk` line with a write of its own, as soon as it is due (unpaced: as fast as the pipe takes them), where the test agent stamps a whole burst into one buffer first; **floor/naive** reads it as the floor reads (a `bufio.Reader`, one `json.Unmarshal` per line), and the gateway runs the same agent. Ratios and differences are taken run by run (median, range).\n\n")
-	if len(floods) > 0 {
-		w("| flood | floor/naive chunks/s | client | chunks/s | / floor/naive | chunk events per run |\n|---|---|---|---|---|---|\n")
-		for _, sr := range floods {
-			fr := median(oks(sr.Runs[floor], Result.rate))
-			for _, c := range gws {
-				rs := sr.Runs[c]
-				if len(rs) == 0 {
-					continue
-				}
-				w("| %s × %s | %s | %s | %s | %s | %s |\n", fmtInt(float64(sr.Shape.N)), size(sr.Shape.Size), fmtInt(fr), c,
-					mmm(oks(rs, Result.rate), fmtInt), mmm(ratios(rs, sr.Runs[floor], Result.rate), fmtRatio),
-					mmm(oks(rs, func(x Result) float64 { return float64(x.Events) }), fmtInt))
-			}
-		}
-		w("\n")
-	}
-	var paced []pacedResult
-	for _, p := range r.Paced {
-		if len(p.Runs[floor]) > 0 {
-			paced = append(paced, p)
-		}
-	}
-	if len(paced) > 0 {
-		w("| pace | floor/naive p99 | client | p99 | p99 − floor/naive p99 |\n|---|---|---|---|---|\n")
-		for _, p := range paced {
-			for _, c := range gws {
-				rs := p.Runs[c]
-				if len(rs) == 0 {
-					continue
-				}
-				w("| %s/s × %s | %s | %s | %s | %s |\n", fmtInt(float64(p.Rate)), size(p.Size), mmm(oks(p.Runs[floor], p99), fmtDurF), c,
-					mmm(oks(rs, p99), fmtDurF), mmm(p99Diffs(rs, p.Runs[floor]), fmtDurF))
-			}
-		}
-		w("\n")
 	}
 }

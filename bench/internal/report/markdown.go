@@ -1,66 +1,36 @@
-package main
+package report
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/acpgate/acpgate/bench/internal/job"
 )
 
-// cpuPerChunk is the CPU microseconds a result spent per chunk: the client
-// process's, plus the gateway's for gateway runs.
-func cpuPerChunk(r Result) float64 {
-	if r.Chunks == 0 {
-		return math.NaN()
-	}
-	return float64(r.CPU+r.GatewayCPU) / 1e3 / float64(r.Chunks)
-}
-
-func gatewayCPUPerChunk(r Result) float64 {
-	if r.Chunks == 0 {
-		return math.NaN()
-	}
-	return float64(r.GatewayCPU) / 1e3 / float64(r.Chunks)
-}
-
-func fmtUs(x float64) string {
-	if math.IsNaN(x) {
-		return "—"
-	}
-	if x < 10 {
-		return fmt.Sprintf("%.2f", x)
-	}
-	return fmt.Sprintf("%.1f", x)
-}
-
 // brokeNote describes the runs in which the peer broke.
-func brokeNote(rs []Result) string {
-	var broke []Result
+func brokeNote(rs []job.Result) string {
+	var broke []job.Result
 	for _, r := range rs {
 		if r.Broke {
 			broke = append(broke, r)
 		}
 	}
 	if len(broke) == 0 {
-		return fmt.Sprintf("completed %d of %d", len(oks(rs, Result.rate)), len(rs))
+		return fmt.Sprintf("completed %d of %d", len(oks(rs, job.Result.Rate)), len(rs))
 	}
 	var at []float64
 	for _, r := range broke {
 		at = append(at, float64(r.Chunks))
 	}
-	return fmt.Sprintf("**broke in %d of %d runs**, after %s chunks: `%s`", len(broke), len(rs), mmm(at, fmtInt), shortErr(broke[0].Err))
+	return fmt.Sprintf("**broke in %d of %d runs**, after %s chunks: `%s`", len(broke), len(rs), mmm(at, FmtInt), shortErr(broke[0].Err))
 }
 
-func shortErr(s string) string {
-	s = strings.ReplaceAll(s, "`", "'")
-	if len(s) > 160 {
-		s = s[:160] + "…"
-	}
-	return s
-}
-
-func (r *report) markdown() string {
+// Markdown renders the report as docs/benchmarks.md: the machine, the
+// targets and their verdicts, then a section per part of the run that
+// measured something.
+func (r *Report) Markdown() string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	m := r.Machine
@@ -85,7 +55,7 @@ func (r *report) markdown() string {
 	w("\nThe machine is shared and has %d cores for the agent, the gateway and the client together, so absolute figures drift between runs; every comparison is therefore a ratio of measurements taken back to back in the same run, reported as median (min – max) over the runs.", m.Cores)
 	if in := r.Interference; in.Jobs > 0 {
 		w(" Before each measurement the harness waits for the machine to be idle, and it measures the CPU that other processes take during it (the machine's busy time from `/proc/stat` less that of the client, its agents, acpgate and the agents acpgate reaped); a measurement during which others took more than %.1f of a core on average is repeated, up to twice, keeping the least disturbed attempt. In this run: %d measurements, %d repeated, foreign load median %.2f cores (max %.2f), %d still over the threshold",
-			in.Threshold, in.Jobs, in.Repeated, median(in.Foreign), slices.Max(in.Foreign), in.Disturbed)
+			in.Threshold, in.Jobs, in.Repeated, Median(in.Foreign), slices.Max(in.Foreign), in.Disturbed)
 		if in.NotQuiet > 0 {
 			w(", %d started on a machine that did not become idle", in.NotQuiet)
 		}
@@ -131,7 +101,7 @@ func (r *report) markdown() string {
 	return b.String()
 }
 
-func (r *report) methodMD(w func(string, ...any)) {
+func (r *Report) methodMD(w func(string, ...any)) {
 	w("## What is measured\n\n")
 	w("One agent program, three ways of talking to it, in the same run:\n\n")
 	w("- **floor** — the least a client can do with ACP: spawn the agent, write `initialize`, `session/new` and `session/prompt` by hand, split its stdout into lines with a `bufio.Reader`, decode each line with one `json.Unmarshal` into a struct shaped after ACP's schema (session id, update kind, message id, content type and text), count chunks. No queue, no dispatch. **floor-sdk** is the same reader decoding each update as acp-go-sdk's `SessionNotification`, whose union types decode in several passes: what the floor costs with the SDK's types.\n")
@@ -145,73 +115,73 @@ func (r *report) methodMD(w func(string, ...any)) {
 	w("- **RSS** is `VmRSS` / `VmHWM` of the `acpgate` process from `/proc/PID/status`; the agents are separate processes and are not counted.\n\n")
 }
 
-func (r *report) throughputMD(w func(string, ...any)) {
+func (r *Report) throughputMD(w func(string, ...any)) {
 	if len(r.Throughput) == 0 {
 		return
 	}
 	w("## Throughput: unpaced floods\n\n")
 	for _, sr := range r.Throughput {
 		sh := sr.Shape
-		w("### %s: %s chunks × %s, %s\n\n", sh.Name, fmtInt(float64(sh.N)), size(sh.Size), sh.Purpose)
+		w("### %s: %s chunks × %s, %s\n\n", sh.Name, FmtInt(float64(sh.N)), size(sh.Size), sh.Purpose)
 		w("| client | chunks/s | MB/s | turn | first→last chunks/s | CPU µs/chunk | runs |\n|---|---|---|---|---|---|---|\n")
-		for _, c := range throughputClients(true) {
+		for _, c := range ThroughputClients(true) {
 			rs := sr.Runs[c]
 			if len(rs) == 0 {
 				continue
 			}
 			cpu := mmm(oks(rs, cpuPerChunk), fmtUs)
-			if viaGateway(c) {
+			if job.ViaGateway(c) {
 				cpu += " (acpgate " + mmm(oks(rs, gatewayCPUPerChunk), fmtUs) + ")"
 			}
 			note := brokeNote(rs)
 			if c != "peer" {
 				lost, ooo, _ := lostOf(rs)
-				note = fmt.Sprintf("completed %d of %d; %d lost, %d out of order", len(oks(rs, Result.rate)), len(rs), lost, ooo)
+				note = fmt.Sprintf("completed %d of %d; %d lost, %d out of order", len(oks(rs, job.Result.Rate)), len(rs), lost, ooo)
 			}
 			w("| %s | %s | %s | %s | %s | %s | %s |\n", c,
-				mmm(oks(rs, Result.rate), fmtInt), mmm(oks(rs, Result.mbps), fmt1),
-				mmm(oks(rs, func(r Result) float64 { return float64(r.Turn) }), fmtDurF),
-				mmm(oks(rs, Result.streamRate), fmtInt), cpu, note)
+				mmm(oks(rs, job.Result.Rate), FmtInt), mmm(oks(rs, job.Result.MBps), fmt1),
+				mmm(oks(rs, func(r job.Result) float64 { return float64(r.Turn) }), FmtDurF),
+				mmm(oks(rs, job.Result.StreamRate), FmtInt), cpu, note)
 		}
 		w("\nRatios, run by run: gateway / floor **%s**; gateway / floor-sdk %s; ",
-			mmm(ratios(sr.Runs["gateway"], sr.Runs["floor"], Result.rate), fmtRatio),
-			mmm(ratios(sr.Runs["gateway"], sr.Runs["floor-sdk"], Result.rate), fmtRatio))
-		if pr := ratios(sr.Runs["gateway"], sr.Runs["peer"], Result.rate); len(pr) > 0 {
+			mmm(ratios(sr.Runs["gateway"], sr.Runs["floor"], job.Result.Rate), fmtRatio),
+			mmm(ratios(sr.Runs["gateway"], sr.Runs["floor-sdk"], job.Result.Rate), fmtRatio))
+		if pr := ratios(sr.Runs["gateway"], sr.Runs["peer"], job.Result.Rate); len(pr) > 0 {
 			w("gateway / peer **%s** (runs the peer completed)", mmm(pr, fmtRatio))
 		} else {
 			w("gateway / peer: none (the peer completed no run)")
 		}
-		w("; first→last chunk rate, gateway / floor %s.", mmm(ratios(sr.Runs["gateway"], sr.Runs["floor"], Result.streamRate), fmtRatio))
-		if om := ratios(sr.Runs[gatewayStream], sr.Runs["floor"], Result.rate); len(om) > 0 {
+		w("; first→last chunk rate, gateway / floor %s.", mmm(ratios(sr.Runs["gateway"], sr.Runs["floor"], job.Result.StreamRate), fmtRatio))
+		if om := ratios(sr.Runs[job.GatewayStream], sr.Runs["floor"], job.Result.Rate); len(om) > 0 {
 			w(" With `omit_outcome_text` and `coalesce_chunks`, gateway / floor **%s**.", mmm(om, fmtRatio))
 		}
-		if b := ratios(sr.Runs["gateway"], sr.Runs[onBaseline("gateway")], Result.rate); len(b) > 0 {
+		if b := ratios(sr.Runs["gateway"], sr.Runs[job.OnBaseline("gateway")], job.Result.Rate); len(b) > 0 {
 			w(" Against the baseline (%s), run by run, chunks/s: gateway / gateway%s **%s**; gateway-stream / gateway-stream%s **%s**; acpgate CPU per chunk, baseline / working tree: gateway %s, gateway-stream %s.",
-				r.Baseline, baselineSuffix, mmm(b, fmtRatio), baselineSuffix,
-				mmm(ratios(sr.Runs[gatewayStream], sr.Runs[onBaseline(gatewayStream)], Result.rate), fmtRatio),
-				mmm(ratios(sr.Runs[onBaseline("gateway")], sr.Runs["gateway"], gatewayCPUPerChunk), fmtRatio),
-				mmm(ratios(sr.Runs[onBaseline(gatewayStream)], sr.Runs[gatewayStream], gatewayCPUPerChunk), fmtRatio))
+				r.Baseline, job.BaselineSuffix, mmm(b, fmtRatio), job.BaselineSuffix,
+				mmm(ratios(sr.Runs[job.GatewayStream], sr.Runs[job.OnBaseline(job.GatewayStream)], job.Result.Rate), fmtRatio),
+				mmm(ratios(sr.Runs[job.OnBaseline("gateway")], sr.Runs["gateway"], gatewayCPUPerChunk), fmtRatio),
+				mmm(ratios(sr.Runs[job.OnBaseline(job.GatewayStream)], sr.Runs[job.GatewayStream], gatewayCPUPerChunk), fmtRatio))
 		}
 		if sr.GatewayHWM > 0 {
-			w(" acpgate's peak RSS over this shape's runs: %s.", mib(sr.GatewayHWM))
+			w(" acpgate's peak RSS over this shape's runs: %s.", MiB(sr.GatewayHWM))
 		}
 		if text := int64(sh.N) * int64(sh.Size); text >= 64<<20 {
-			w(" The gap between the turn and first→last rates is mostly the turn's ending: the gateway's `outcome` carries the text twice (`text` and `final_message`), %s in one message here.", mib(2*text))
+			w(" The gap between the turn and first→last rates is mostly the turn's ending: the gateway's `outcome` carries the text twice (`text` and `final_message`), %s in one message here.", MiB(2*text))
 		}
 		w("\n\n")
 	}
 }
 
-func (r *report) pacedMD(w func(string, ...any)) {
+func (r *Report) pacedMD(w func(string, ...any)) {
 	if len(r.Paced) == 0 {
 		return
 	}
 	w("## Latency at paced rates\n\n")
 	p0 := r.Paced[0]
-	w("Chunks of %s, each run lasting about %s; latency is arrival minus send per chunk. Each cell is the median over the runs, with the range of the per-run p99 in brackets.\n\n", size(p0.Size), fmtDurF(float64(p0.N)/float64(p0.Rate)*1e9))
+	w("Chunks of %s, each run lasting about %s; latency is arrival minus send per chunk. Each cell is the median over the runs, with the range of the per-run p99 in brackets.\n\n", size(p0.Size), FmtDurF(float64(p0.N)/float64(p0.Rate)*1e9))
 	w("| rate | client | achieved chunks/s | p50 | p99 | max | runs |\n|---|---|---|---|---|---|---|\n")
 	for _, p := range r.Paced {
-		for _, c := range pacedClients(true) {
+		for _, c := range PacedClients(true) {
 			rs := p.Runs[c]
 			if len(rs) == 0 {
 				continue
@@ -221,7 +191,7 @@ func (r *report) pacedMD(w func(string, ...any)) {
 				note = brokeNote(rs)
 			}
 			label := c
-			if c == floorLoaded {
+			if c == job.FloorLoaded {
 				label = "floor + load"
 				var cores []float64
 				for _, x := range rs {
@@ -233,31 +203,31 @@ func (r *report) pacedMD(w func(string, ...any)) {
 				}
 				note += fmt.Sprintf("; load %s cores", mmm(cores, fmtRatio))
 			}
-			pace := fmtInt(float64(p.Rate)) + "/s"
+			pace := FmtInt(float64(p.Rate)) + "/s"
 			if p.Size != p0.Size {
 				pace += " × " + size(p.Size)
 			}
 			w("| %s | %s | %s | %s | %s | %s | %s |\n", pace, label,
-				mmm(oks(rs, Result.streamRate), fmtInt),
-				fmtDurF(median(oks(rs, p50))), mmm(oks(rs, p99), fmtDurF), fmtDurF(median(oks(rs, pmax))), note)
+				mmm(oks(rs, job.Result.StreamRate), FmtInt),
+				FmtDurF(Median(oks(rs, p50))), mmm(oks(rs, p99), FmtDurF), FmtDurF(Median(oks(rs, pmax))), note)
 		}
 	}
 	w("\n")
 	for _, p := range r.Paced {
 		diff := func(client string) []float64 { return p99Diffs(p.Runs[client], p.Runs["floor"]) }
-		w("- %s/s: gateway p99 − floor p99, run by run: %s", fmtInt(float64(p.Rate)), mmm(diff("gateway"), fmtDurF))
-		if d := diff(gatewayStream); len(d) > 0 {
-			w("; gateway-stream p99 − floor p99: %s", mmm(d, fmtDurF))
+		w("- %s/s: gateway p99 − floor p99, run by run: %s", FmtInt(float64(p.Rate)), mmm(diff("gateway"), FmtDurF))
+		if d := diff(job.GatewayStream); len(d) > 0 {
+			w("; gateway-stream p99 − floor p99: %s", mmm(d, FmtDurF))
 		}
-		for _, c := range []string{"gateway", gatewayStream} {
-			if d := p99Diffs(p.Runs[c], p.Runs[onBaseline(c)]); len(d) > 0 {
-				w("; %s p99 − %s p99 (%s): **%s**", c, onBaseline(c), r.Baseline, mmm(d, fmtDurF))
+		for _, c := range []string{"gateway", job.GatewayStream} {
+			if d := p99Diffs(p.Runs[c], p.Runs[job.OnBaseline(c)]); len(d) > 0 {
+				w("; %s p99 − %s p99 (%s): **%s**", c, job.OnBaseline(c), r.Baseline, mmm(d, FmtDurF))
 			}
 		}
 		w(".\n")
 	}
 	w("\n")
-	if len(r.Paced) > 0 && len(r.Paced[0].Runs[floorLoaded]) > 0 {
+	if len(r.Paced) > 0 && len(r.Paced[0].Runs[job.FloorLoaded]) > 0 {
 		w("**floor + load** is a control, not a client: the floor again, with two busy-loop processes beside it (1 ms cycles) burning what acpgate and the gateway's client burned in the same repetition. The gateway's chunks pass through two processes more than the floor's, on the same two cores; this row shows what that much competition for the CPU alone does to the floor's latency.\n\n")
 	}
 	r.hopsMD(w)
@@ -265,20 +235,20 @@ func (r *report) pacedMD(w func(string, ...any)) {
 
 // hopsMD splits the gateway's latency at the event's time, which the
 // gateway stamps as it journals the event.
-func (r *report) hopsMD(w func(string, ...any)) {
-	hop := func(rs []Result, get func(Result) *Latency, pick func(*Latency) int64) []float64 {
+func (r *Report) hopsMD(w func(string, ...any)) {
+	hop := func(rs []job.Result, get func(job.Result) *job.Latency, pick func(*job.Latency) int64) []float64 {
 		var out []float64
 		for _, x := range rs {
-			if l := get(x); x.ok() && l != nil {
+			if l := get(x); x.OK() && l != nil {
 				out = append(out, float64(pick(l)))
 			}
 		}
 		return out
 	}
-	to := func(r Result) *Latency { return r.ToGateway }
-	from := func(r Result) *Latency { return r.FromGateway }
-	p50of := func(l *Latency) int64 { return l.P50 }
-	p99of := func(l *Latency) int64 { return l.P99 }
+	to := func(r job.Result) *job.Latency { return r.ToGateway }
+	from := func(r job.Result) *job.Latency { return r.FromGateway }
+	p50of := func(l *job.Latency) int64 { return l.P50 }
+	p99of := func(l *job.Latency) int64 { return l.P99 }
 	rows := 0
 	for _, p := range r.Paced {
 		if len(hop(p.Runs["gateway"], to, p99of)) > 0 {
@@ -291,21 +261,21 @@ func (r *report) hopsMD(w func(string, ...any)) {
 	w("Where the gateway's latency goes: each chunk event's `time` is stamped by the gateway as it journals the event (numbered and encoded once, before any stream can send it), which splits the latency into agent → gateway (the agent's pipe, reading, decoding and translating the update, the turn's queue) and gateway → client (the stream's read of the journal, HTTP/2 over loopback TCP, the client's decoding). One clock: all three processes run on this machine. Medians over the runs, per-run p99 range in brackets.\n\n")
 	w("| rate | client | agent → gateway p50 | agent → gateway p99 | gateway → client p50 | gateway → client p99 | floor p99 (agent → client) |\n|---|---|---|---|---|---|---|\n")
 	for _, p := range r.Paced {
-		for _, c := range []string{"gateway", gatewayStream} {
+		for _, c := range []string{"gateway", job.GatewayStream} {
 			gs := p.Runs[c]
 			if len(hop(gs, to, p99of)) == 0 {
 				continue
 			}
-			w("| %s/s | %s | %s | %s | %s | %s | %s |\n", fmtInt(float64(p.Rate)), c,
-				fmtDurF(median(hop(gs, to, p50of))), mmm(hop(gs, to, p99of), fmtDurF),
-				fmtDurF(median(hop(gs, from, p50of))), mmm(hop(gs, from, p99of), fmtDurF),
-				fmtDurF(median(oks(p.Runs["floor"], p99))))
+			w("| %s/s | %s | %s | %s | %s | %s | %s |\n", FmtInt(float64(p.Rate)), c,
+				FmtDurF(Median(hop(gs, to, p50of))), mmm(hop(gs, to, p99of), FmtDurF),
+				FmtDurF(Median(hop(gs, from, p50of))), mmm(hop(gs, from, p99of), FmtDurF),
+				FmtDurF(Median(oks(p.Runs["floor"], p99))))
 		}
 	}
 	w("\n")
 }
 
-func (r *report) breaksMD(w func(string, ...any)) {
+func (r *Report) breaksMD(w func(string, ...any)) {
 	if len(r.Breaks) == 0 && len(r.Throughput) == 0 {
 		return
 	}
@@ -313,19 +283,19 @@ func (r *report) breaksMD(w func(string, ...any)) {
 	w("| load | peer completed | chunks handled before the break |\n|---|---|---|\n")
 	for _, sr := range r.Throughput {
 		rs := sr.Runs["peer"]
-		w("| unpaced, %s × %s | %d of %d | %s |\n", fmtInt(float64(sr.Shape.N)), size(sr.Shape.Size), len(oks(rs, Result.rate)), len(rs), brokenAt(rs))
+		w("| unpaced, %s × %s | %d of %d | %s |\n", FmtInt(float64(sr.Shape.N)), size(sr.Shape.Size), len(oks(rs, job.Result.Rate)), len(rs), brokenAt(rs))
 	}
 	for _, p := range r.Paced {
 		rs := p.Runs["peer"]
-		w("| paced %s/s, %s × %s | %d of %d | %s |\n", fmtInt(float64(p.Rate)), fmtInt(float64(p.N)), size(p.Size), len(oks(rs, p99)), len(rs), brokenAt(rs))
+		w("| paced %s/s, %s × %s | %d of %d | %s |\n", FmtInt(float64(p.Rate)), FmtInt(float64(p.N)), size(p.Size), len(oks(rs, p99)), len(rs), brokenAt(rs))
 	}
 	for _, br := range r.Breaks {
-		w("| paced %s/s, %s × 64 B | %d of %d | %s |\n", fmtInt(float64(br.Rate)), fmtInt(float64(br.N)), br.survived(), len(br.Runs), brokenAt(br.Runs))
+		w("| paced %s/s, %s × 64 B | %d of %d | %s |\n", FmtInt(float64(br.Rate)), FmtInt(float64(br.N)), br.Survived(), len(br.Runs), brokenAt(br.Runs))
 	}
 	w("\nThe gateway reads the agent's stdout as fast as it can journal the events (its clients read the journal at their own pace, so a slow one does not slow the agent; a store slower than the agent does, through the pipe) and completed every one of these loads without loss.\n\n")
 }
 
-func brokenAt(rs []Result) string {
+func brokenAt(rs []job.Result) string {
 	var at []float64
 	for _, r := range rs {
 		if r.Broke {
@@ -335,10 +305,10 @@ func brokenAt(rs []Result) string {
 	if len(at) == 0 {
 		return "—"
 	}
-	return mmm(at, fmtInt)
+	return mmm(at, FmtInt)
 }
 
-func (r *report) ttfcMD(w func(string, ...any)) {
+func (r *Report) ttfcMD(w func(string, ...any)) {
 	t := r.TTFC
 	if t == nil {
 		return
@@ -350,28 +320,28 @@ func (r *report) ttfcMD(w func(string, ...any)) {
 		if len(v) == 0 {
 			return
 		}
-		w("| %s | %s | %s | %s |\n", name, fmtDurF(median(v)), fmtDurF(slices.Min(v)), fmtDurF(slices.Max(v)))
+		w("| %s | %s | %s | %s |\n", name, FmtDurF(Median(v)), FmtDurF(slices.Min(v)), FmtDurF(slices.Max(v)))
 	}
-	get := func(c string, f func(Result) int64) []float64 {
-		return oks(t.Runs[c], func(r Result) float64 { return float64(f(r)) })
+	get := func(c string, f func(job.Result) int64) []float64 {
+		return oks(t.Runs[c], func(r job.Result) float64 { return float64(f(r)) })
 	}
-	row("agent start-up: spawn → `initialize` answered (floor)", get("floor", func(r Result) int64 { return r.Startup }))
-	row("floor: spawn → first chunk", get("floor", func(r Result) int64 { return r.First }))
-	row("peer: spawn → first chunk", get("peer", func(r Result) int64 { return r.First }))
-	row("gateway: call → `started` (agent spawned, session open)", get("gateway", func(r Result) int64 { return r.Startup }))
-	row("gateway: call → first chunk", get("gateway", func(r Result) int64 { return r.First }))
-	g := median(get("gateway", func(r Result) int64 { return r.First }))
-	f := median(get("floor", func(r Result) int64 { return r.First }))
-	w("\nThe gateway adds %s to the first chunk (median against median).\n\n", fmtDurF(g-f))
+	row("agent start-up: spawn → `initialize` answered (floor)", get("floor", func(r job.Result) int64 { return r.Startup }))
+	row("floor: spawn → first chunk", get("floor", func(r job.Result) int64 { return r.First }))
+	row("peer: spawn → first chunk", get("peer", func(r job.Result) int64 { return r.First }))
+	row("gateway: call → `started` (agent spawned, session open)", get("gateway", func(r job.Result) int64 { return r.Startup }))
+	row("gateway: call → first chunk", get("gateway", func(r job.Result) int64 { return r.First }))
+	g := Median(get("gateway", func(r job.Result) int64 { return r.First }))
+	f := Median(get("floor", func(r job.Result) int64 { return r.First }))
+	w("\nThe gateway adds %s to the first chunk (median against median).\n\n", FmtDurF(g-f))
 }
 
-func (r *report) concMD(w func(string, ...any)) {
+func (r *Report) concMD(w func(string, ...any)) {
 	c := r.Concurrency
 	if c == nil {
 		return
 	}
 	w("## Concurrency: %d turns at once\n\n", c.Streams)
-	w("%d concurrent one-shot turns of %s unpaced chunks of %s each, every turn with its own agent process (the direct clients run theirs from one process, a goroutine per agent). Aggregate chunks/s = all chunks / wall time from the first call to the last ending, agent start-up included.\n\n", c.Streams, fmtInt(float64(c.N)), size(c.Size))
+	w("%d concurrent one-shot turns of %s unpaced chunks of %s each, every turn with its own agent process (the direct clients run theirs from one process, a goroutine per agent). Aggregate chunks/s = all chunks / wall time from the first call to the last ending, agent start-up included.\n\n", c.Streams, FmtInt(float64(c.N)), size(c.Size))
 	w("| client | aggregate chunks/s | wall | chunks received | lost | out of order | runs |\n|---|---|---|---|---|---|---|\n")
 	for _, cl := range []string{"floor", "peer", "gateway"} {
 		rs := c.Runs[cl]
@@ -379,44 +349,44 @@ func (r *report) concMD(w func(string, ...any)) {
 			continue
 		}
 		lost, ooo, chunks := lostOf(rs)
-		note := fmt.Sprintf("completed %d of %d", len(oks(rs, Result.aggregate)), len(rs))
+		note := fmt.Sprintf("completed %d of %d", len(oks(rs, job.Result.Aggregate)), len(rs))
 		if cl == "peer" {
 			note = brokeNote(rs)
 		}
-		w("| %s | %s | %s | %s | %d | %d | %s |\n", cl, mmm(oks(rs, Result.aggregate), fmtInt),
-			mmm(oks(rs, func(r Result) float64 { return float64(r.Wall) }), fmtDurF), fmtInt(float64(chunks)), lost, ooo, note)
+		w("| %s | %s | %s | %s | %d | %d | %s |\n", cl, mmm(oks(rs, job.Result.Aggregate), FmtInt),
+			mmm(oks(rs, func(r job.Result) float64 { return float64(r.Wall) }), FmtDurF), FmtInt(float64(chunks)), lost, ooo, note)
 	}
-	w("\nRatio gateway / floor, run by run: **%s**.", mmm(ratios(c.Runs["gateway"], c.Runs["floor"], Result.aggregate), fmtRatio))
+	w("\nRatio gateway / floor, run by run: **%s**.", mmm(ratios(c.Runs["gateway"], c.Runs["floor"], job.Result.Aggregate), fmtRatio))
 	if c.GatewayHWM > 0 {
-		w(" acpgate's peak RSS: %s.", mib(c.GatewayHWM))
+		w(" acpgate's peak RSS: %s.", MiB(c.GatewayHWM))
 	}
 	w(" Every stream's chunks arrived complete and in order, and every `outcome` text equalled its chunks' concatenation, unless the table says otherwise.\n\n")
 }
 
-func (r *report) idleMD(w func(string, ...any)) {
+func (r *Report) idleMD(w func(string, ...any)) {
 	i := r.Idle
 	if i == nil {
 		return
 	}
 	w("## Idle sessions\n\n")
-	w("%s `CreateSession` calls (8 at a time) on a fresh gateway, after 10 sessions opened and closed as a warm-up; RSS read 3 s after the last one.\n\n", fmtInt(float64(i.Target)))
+	w("%s `CreateSession` calls (8 at a time) on a fresh gateway, after 10 sessions opened and closed as a warm-up; RSS read 3 s after the last one.\n\n", FmtInt(float64(i.Target)))
 	w("| | |\n|---|---|\n")
-	w("| sessions open (`ListSessions`) | %s |\n", fmtInt(float64(i.Listed)))
+	w("| sessions open (`ListSessions`) | %s |\n", FmtInt(float64(i.Listed)))
 	if i.Errors > 0 {
 		w("| failed `CreateSession` calls | %d, first: `%s` |\n", i.Errors, shortErr(i.FirstError))
 	}
-	w("| acpgate RSS before → after | %s → %s |\n", mib(i.Before), mib(i.After))
-	w("| **acpgate RSS per idle session** | **%s** |\n", kib(i.perSession()))
-	w("| time to open them | %s (%s per session, 8 in parallel) |\n", fmtDurF(float64(i.CreateTime)), fmtDurF(float64(i.CreateTime)/float64(max(1, i.Opened))))
-	w("| time to close them | %s |\n", fmtDurF(float64(i.CloseTime)))
-	w("| acpgate RSS after closing them all | %s |\n", mib(i.Closed))
+	w("| acpgate RSS before → after | %s → %s |\n", MiB(i.Before), MiB(i.After))
+	w("| **acpgate RSS per idle session** | **%s** |\n", KiB(i.PerSession()))
+	w("| time to open them | %s (%s per session, 8 in parallel) |\n", FmtDurF(float64(i.CreateTime)), FmtDurF(float64(i.CreateTime)/float64(max(1, i.Opened))))
+	w("| time to close them | %s |\n", FmtDurF(float64(i.CloseTime)))
+	w("| acpgate RSS after closing them all | %s |\n", MiB(i.Closed))
 	if i.Agents > 0 {
-		w("| the agents (separate processes, not counted above) | %s processes, %s in all, %s each |\n", fmtInt(float64(i.Agents)), mib(i.AgentsRSS), kib(i.AgentsRSS/int64(i.Agents)))
+		w("| the agents (separate processes, not counted above) | %s processes, %s in all, %s each |\n", FmtInt(float64(i.Agents)), MiB(i.AgentsRSS), KiB(i.AgentsRSS/int64(i.Agents)))
 	}
 	w("\n")
 }
 
-func (r *report) bpMD(w func(string, ...any)) {
+func (r *Report) bpMD(w func(string, ...any)) {
 	b := r.Backpressure
 	if b == nil {
 		return
@@ -425,26 +395,26 @@ func (r *report) bpMD(w func(string, ...any)) {
 	res := b.Result
 	text := int64(b.N) * int64(b.Size)
 	w("## Backpressure: a client reading %d chunks/s\n\n", b.ReadRate)
-	w("One turn of %s unpaced chunks of %s (%s of text) read by a gRPC client that takes at most %d chunks/s; acpgate's RSS sampled every 100 ms.\n\n", fmtInt(float64(b.N)), size(b.Size), mib(text), b.ReadRate)
+	w("One turn of %s unpaced chunks of %s (%s of text) read by a gRPC client that takes at most %d chunks/s; acpgate's RSS sampled every 100 ms.\n\n", FmtInt(float64(b.N)), size(b.Size), MiB(text), b.ReadRate)
 	w("| | |\n|---|---|\n")
-	w("| chunks received | %s of %s; %d lost, %d out of order%s |\n", fmtInt(float64(res.Chunks)), fmtInt(float64(b.N)), res.Lost, res.OutOfOrder, errSuffix(res))
-	w("| client read time (first → last chunk) | %s |\n", fmtDurF(float64(b.ClientSpan)))
-	w("| agent send time (first → last chunk) | %s |\n", fmtDurF(float64(b.AgentSpan)))
-	w("| most chunks the agent was ever ahead of the client | %d (%s): pipe, acpgate (its journal included) and gRPC buffers together |\n", b.MaxAhead, mib(int64(b.MaxAhead)*int64(b.Size)))
-	w("| acpgate RSS at start | %s |\n", mib(b.Base))
-	w("| acpgate RSS, max while the agent was sending | %s |\n", mib(b.maxRSS()))
-	w("| max of (RSS − start − text read so far), while the agent was sending | %s |\n", mib(b.maxExcess()))
-	w("| acpgate peak RSS (VmHWM, includes building and sending the outcome) | %s |\n", mib(b.HWM))
+	w("| chunks received | %s of %s; %d lost, %d out of order%s |\n", FmtInt(float64(res.Chunks)), FmtInt(float64(b.N)), res.Lost, res.OutOfOrder, errSuffix(res))
+	w("| client read time (first → last chunk) | %s |\n", FmtDurF(float64(b.ClientSpan)))
+	w("| agent send time (first → last chunk) | %s |\n", FmtDurF(float64(b.AgentSpan)))
+	w("| most chunks the agent was ever ahead of the client | %d (%s): pipe, acpgate (its journal included) and gRPC buffers together |\n", b.MaxAhead, MiB(int64(b.MaxAhead)*int64(b.Size)))
+	w("| acpgate RSS at start | %s |\n", MiB(b.Base))
+	w("| acpgate RSS, max while the agent was sending | %s |\n", MiB(b.MaxRSS()))
+	w("| max of (RSS − start − text read so far), while the agent was sending | %s |\n", MiB(b.maxExcess()))
+	w("| acpgate peak RSS (VmHWM, includes building and sending the outcome) | %s |\n", MiB(b.HWM))
 	w("| (peak − start) / text of the turn | %.1f× |\n", float64(b.HWM-b.Base)/float64(text))
 	if b.heldBack() {
 		w("\n**The bound.** The agent is held back by the pipe: it was never more than %d chunks (%s) ahead of the client, and took %s to send what the client read in %s. So what acpgate buffers for a slow client is bounded by a few chunks, whatever the client's speed. ",
-			b.MaxAhead, mib(int64(b.MaxAhead)*int64(b.Size)), fmtDurF(float64(b.AgentSpan)), fmtDurF(float64(b.ClientSpan)))
+			b.MaxAhead, MiB(int64(b.MaxAhead)*int64(b.Size)), FmtDurF(float64(b.AgentSpan)), FmtDurF(float64(b.ClientSpan)))
 	} else {
 		w("\n**The bound.** The agent is not held back by the client: the turn runs on its own and journals its events in the store, and the client's stream reads the journal at the client's pace (the recent events from memory, older ones from the store). The agent sent everything in %s, the client read it in %s, up to %d chunks (%s) behind the agent. ",
-			fmtDurF(float64(b.AgentSpan)), fmtDurF(float64(b.ClientSpan)), b.MaxAhead, mib(int64(b.MaxAhead)*int64(b.Size)))
+			FmtDurF(float64(b.AgentSpan)), FmtDurF(float64(b.ClientSpan)), b.MaxAhead, MiB(int64(b.MaxAhead)*int64(b.Size)))
 	}
 	w("What grows is the text acpgate keeps to put in the `outcome` (every chunk's text, by design), and it costs more than the text: RSS reached %s while the agent sent its %s, and %s (%.1f× the text) once the outcome was built and sent. The memory follows the length of the answer, not the speed of the client.\n\n",
-		mib(b.maxRSS()), mib(text), mib(b.HWM), float64(b.HWM-b.Base)/float64(text))
+		MiB(b.MaxRSS()), MiB(text), MiB(b.HWM), float64(b.HWM-b.Base)/float64(text))
 	if len(b.Samples) > 0 {
 		w("| time | chunks read | text read | acpgate RSS |\n|---|---|---|---|\n")
 		step := max(1, len(b.Samples)/10)
@@ -453,14 +423,14 @@ func (r *report) bpMD(w func(string, ...any)) {
 				k = len(b.Samples) - 1 // end on the last sample
 			}
 			s := b.Samples[k]
-			w("| %s | %s | %s | %s |\n", fmtDurF(float64(s.At.Round(100*time.Millisecond))), fmtInt(float64(s.Read)), mib(s.Read*int64(b.Size)), mib(s.RSS))
+			w("| %s | %s | %s | %s |\n", FmtDurF(float64(s.At.Round(100*time.Millisecond))), FmtInt(float64(s.Read)), MiB(s.Read*int64(b.Size)), MiB(s.RSS))
 		}
 		w("\n")
 	}
 }
 
 // bpOmitMD is the slow client again, asking the outcome to omit the text.
-func (r *report) bpOmitMD(w func(string, ...any)) {
+func (r *Report) bpOmitMD(w func(string, ...any)) {
 	b := r.BackpressureOmit
 	if b == nil {
 		return
@@ -470,16 +440,16 @@ func (r *report) bpOmitMD(w func(string, ...any)) {
 	w("### The same client with `omit_outcome_text` and `coalesce_chunks`\n\n")
 	w("The client keeps the chunks itself and asks the outcome for the text's length only, so acpgate keeps just the beginning of the answer a failure's partial output needs (about 1 MiB by default) and counts the rest.\n\n")
 	w("| | |\n|---|---|\n")
-	w("| chunks received | %s of %s; %d lost, %d out of order%s |\n", fmtInt(float64(res.Chunks)), fmtInt(float64(b.N)), res.Lost, res.OutOfOrder, errSuffix(res))
-	w("| most chunks the agent was ever ahead of the client | %d (%s) |\n", b.MaxAhead, mib(int64(b.MaxAhead)*int64(b.Size)))
-	w("| acpgate RSS at start | %s |\n", mib(b.Base))
-	w("| acpgate RSS, max while the agent was sending | %s |\n", mib(b.maxRSS()))
-	w("| acpgate peak RSS (VmHWM) | %s |\n", mib(b.HWM))
+	w("| chunks received | %s of %s; %d lost, %d out of order%s |\n", FmtInt(float64(res.Chunks)), FmtInt(float64(b.N)), res.Lost, res.OutOfOrder, errSuffix(res))
+	w("| most chunks the agent was ever ahead of the client | %d (%s) |\n", b.MaxAhead, MiB(int64(b.MaxAhead)*int64(b.Size)))
+	w("| acpgate RSS at start | %s |\n", MiB(b.Base))
+	w("| acpgate RSS, max while the agent was sending | %s |\n", MiB(b.MaxRSS()))
+	w("| acpgate peak RSS (VmHWM) | %s |\n", MiB(b.HWM))
 	w("| (peak − start) / text of the turn | %.2f× |\n\n", float64(b.HWM-b.Base)/float64(text))
-	w("%s of text streamed through a gateway whose RSS peaked %s above where it started.\n\n", mib(text), mib(b.HWM-b.Base))
+	w("%s of text streamed through a gateway whose RSS peaked %s above where it started.\n\n", MiB(text), MiB(b.HWM-b.Base))
 }
 
-func errSuffix(r Result) string {
+func errSuffix(r job.Result) string {
 	if r.Err == "" {
 		return ""
 	}
@@ -493,14 +463,14 @@ func ghzMD(w func(string, ...any)) {
 	w("Or from the proto files: `ghz --insecure --proto proto/acpgate/v1/gateway.proto --import-paths proto --call acpgate.v1.AgentGateway.Prompt -d '{\"agent\":\"demo\",\"text\":\"hello\"}' -n 2000 -c 50 127.0.0.1:7070`. Keep `-c` at or under `limits.max_sessions` (256 by default): each concurrent one-shot turn holds a session, and one over the limit fails with `RESOURCE_EXHAUSTED`. ghz measures whole streams (call to status), so its latencies are turn times, dominated by the demo agent's pacing and start-up.\n\n")
 }
 
-func (r *report) profileMD(w func(string, ...any)) {
+func (r *Report) profileMD(w func(string, ...any)) {
 	if len(r.Profiles) == 0 {
 		return
 	}
 	w("## Where acpgate spends its time\n\n")
 	w("The profiles come from `acpgate serve` itself, the binary measured above, run with its profiling flags `--cpuprofile` and `--allocprofile` (see `acpgate serve -h`): CPU from start to exit, allocations written after the clean shutdown that SIGTERM starts. Each profile covers a fresh gateway's warm-up turn and the runs below; `go tool pprof -top` of each, with the header lines dropped.\n\n")
 	for _, p := range r.Profiles {
-		w("### %s: %s chunks × %s, %d runs (%s chunks/s in them)\n\n", p.Shape.Name, fmtInt(float64(p.Shape.N)), size(p.Shape.Size), len(p.Runs), mmm(oks(p.Runs, Result.rate), fmtInt))
+		w("### %s: %s chunks × %s, %d runs (%s chunks/s in them)\n\n", p.Shape.Name, FmtInt(float64(p.Shape.N)), size(p.Shape.Size), len(p.Runs), mmm(oks(p.Runs, job.Result.Rate), FmtInt))
 		w("<details><summary>CPU, flat</summary>\n\n```\n%s\n```\n\n</details>\n\n", p.CPU)
 		w("<details><summary>CPU, cumulative</summary>\n\n```\n%s\n```\n\n</details>\n\n", p.CPUCum)
 		w("<details><summary>allocated bytes</summary>\n\n```\n%s\n```\n\n</details>\n\n", p.Allocs)

@@ -1,0 +1,95 @@
+package report
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acpgate/acpgate/bench/internal/job"
+)
+
+// lat is a completed one-turn result whose per-turn p99 is p99.
+func lat(p99 time.Duration) job.Result {
+	return job.Result{Client: "floor", Streams: 1, Chunks: 1, Lat: &job.Latency{Count: 1, P99: int64(p99)}}
+}
+
+func TestTheTurnsCurveTakesTheMedianAndWorstPerTurnP99OfEachRoundAndCountsFailedTurns(t *testing.T) {
+	label := job.OnNaive("gateway")
+	tr := TurnsResult{Points: []TurnsPoint{
+		{N: 1, Runs: map[string][][]job.Result{label: {{lat(2 * time.Millisecond)}, {lat(4 * time.Millisecond)}}}},
+		{N: 3, Runs: map[string][][]job.Result{label: {
+			{lat(1 * time.Millisecond), lat(9 * time.Millisecond), lat(3 * time.Millisecond)},
+			{lat(5 * time.Millisecond), {Client: "gateway", Err: "boom"}, lat(7 * time.Millisecond)},
+		}}},
+	}}
+	rows := tr.rows(label)
+	if len(rows) != 2 || rows[0].N != 1 || rows[1].N != 3 {
+		t.Fatalf("rows %+v, want one per N in order", rows)
+	}
+	ms := func(v ...float64) []float64 {
+		for i := range v {
+			v[i] *= 1e6
+		}
+		return v
+	}
+	want := []turnsRow{
+		{N: 1, Median: ms(2, 4), Worst: ms(2, 4)},
+		{N: 3, Median: ms(3, 6), Worst: ms(9, 7), Failed: 1},
+	}
+	for i, w := range want {
+		g := rows[i]
+		if !equalF(g.Median, w.Median) || !equalF(g.Worst, w.Worst) || g.Failed != w.Failed {
+			t.Errorf("N=%d: got median %v worst %v failed %d, want %v %v %d", w.N, g.Median, g.Worst, g.Failed, w.Median, w.Worst, w.Failed)
+		}
+	}
+	if m, w := TurnsP99([]job.Result{{Err: "x"}}); !math.IsNaN(m) || !math.IsNaN(w) {
+		t.Errorf("no completed turn: got %v, %v, want NaN", m, w)
+	}
+}
+
+func equalF(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Abs(a[i]-b[i]) > 1e-6 {
+			return false
+		}
+	}
+	return true
+}
+
+func TestALogBarGrowsByEqualStepsPerDecadeAndStaysWithinItsWidth(t *testing.T) {
+	cases := []struct {
+		v    float64
+		want int
+	}{
+		{0.1, 0}, {1, 0}, {10, 10}, {100, 20}, {1000, 30}, {5000, 30}, {1.01, 1}, {math.NaN(), 0},
+	}
+	for _, c := range cases {
+		if got := len([]rune(logBar(c.v, 1, 1000, 30))); got != c.want {
+			t.Errorf("logBar(%v, 1, 1000, 30) has %d cells, want %d", c.v, got, c.want)
+		}
+	}
+}
+
+func TestTheTurnsPlotHasALinePerNAndClientWithTheLargestMedianAtFullWidth(t *testing.T) {
+	floor, gw := job.OnNaive("floor"), job.OnNaive("gateway")
+	tr := TurnsResult{Points: []TurnsPoint{
+		{N: 1, Runs: map[string][][]job.Result{floor: {{lat(time.Millisecond)}}, gw: {{lat(2 * time.Millisecond)}}}},
+		{N: 100, Runs: map[string][][]job.Result{floor: {{lat(3 * time.Millisecond)}}, gw: {{lat(500 * time.Millisecond)}}}},
+	}}
+	plot := tr.turnsPlot([]string{floor, gw})
+	lines := strings.Split(strings.TrimSpace(plot), "\n")
+	if len(lines) != 5 {
+		t.Fatalf("plot has %d lines, want a header and 4:\n%s", len(lines), plot)
+	}
+	last := lines[4]
+	if !strings.HasPrefix(last, "N=100") || !strings.Contains(last, gw) || !strings.Contains(last, strings.Repeat("█", 50)) || !strings.HasSuffix(last, "500.0 ms") {
+		t.Errorf("the largest median's line is %q, want N=100, %s, a full bar and 500.0 ms", last, gw)
+	}
+	if strings.Count(lines[1], "█") >= strings.Count(lines[2], "█") {
+		t.Errorf("N=1: the floor's bar is not shorter than the gateway's:\n%s", plot)
+	}
+}
