@@ -77,7 +77,7 @@ func (d *driver) backpressureRun(client string) (*report.BPResult, error) {
 		res.LastSent = s.Sent[n-1]
 		res.ClientSpan = time.Duration(s.Arrived[n-1] - s.Arrived[0])
 	}
-	d.logf("   %s read %d chunks at %d/s in %s; RSS max %s over a base of %s; the agent was at most %d chunks ahead",
+	logf("   %s read %d chunks at %d/s in %s; RSS max %s over a base of %s; the agent was at most %d chunks ahead",
 		client, res.Result.Chunks, p.bpReadRate, res.ClientSpan.Round(time.Millisecond), report.MiB(res.MaxRSS()), report.MiB(res.Base), res.MaxAhead)
 	return &res, nil
 }

@@ -59,7 +59,7 @@ func (d *driver) buildBaseline(rev string) error {
 	if err := os.Mkdir(src, 0o755); err != nil {
 		return err
 	}
-	d.logf("building ./cmd/acpgate at %s (baseline)", d.rep.Baseline)
+	logf("building ./cmd/acpgate at %s (baseline)", d.rep.Baseline)
 	archive := exec.Command("sh", "-c", `git -C "$1" archive --format=tar "$2" | tar -x -C "$3"`, "sh", d.root, d.rep.Baseline, src)
 	if out, err := archive.CombinedOutput(); err != nil {
 		return fmt.Errorf("extracting %s: %v\n%s", d.rep.Baseline, err, out)

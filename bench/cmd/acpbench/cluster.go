@@ -50,7 +50,7 @@ func (d *driver) alternate(what string, runs int, sides [2]side, j job.Job) map[
 			r := d.job(s.g, j)
 			d.check(what, r)
 			out[s.key] = append(out[s.key], r)
-			d.logf("   %s run %d %-9s %s", what, rep+1, s.key, brief(r, j.N))
+			logf("   %s run %d %-9s %s", what, rep+1, s.key, brief(r, j.N))
 		}
 	}
 	return out
@@ -96,7 +96,7 @@ func (d *driver) clusterSection() error {
 	if res.Postgres, err = serverVersion(clusterDSN); err != nil {
 		return err
 	}
-	d.logf("   PostgreSQL %s", res.Postgres)
+	logf("   PostgreSQL %s", res.Postgres)
 
 	// Two replicas, a and b.
 	secret := filepath.Join(d.dir, "cluster-secret")
@@ -213,7 +213,7 @@ func (d *driver) replicasOn(a, b *gatewayProc, res *report.ClusterResult) error 
 	}
 	l, f := report.Quantiles(res.Local), report.Quantiles(res.Forwarded)
 	if l != nil && f != nil {
-		d.logf("   time to first chunk on the session, %d turns each: local p50 %s p99 %s, forwarded p50 %s p99 %s (other processes: %.2f cores)",
+		logf("   time to first chunk on the session, %d turns each: local p50 %s p99 %s, forwarded p50 %s p99 %s (other processes: %.2f cores)",
 			len(res.Forwarded), report.FmtDur(l.P50), report.FmtDur(l.P99), report.FmtDur(f.P50), report.FmtDur(f.P99), res.TTFCForeign)
 	}
 

@@ -161,14 +161,14 @@ func runDriver(args []string) int {
 	return 0
 }
 
-func (d *driver) logf(format string, args ...any) {
+func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "acpbench: "+format+"\n", args...)
 }
 
 func (d *driver) fail(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	d.failures = append(d.failures, msg)
-	d.logf("FAIL: %s", msg)
+	logf("FAIL: %s", msg)
 }
 
 // section runs one section, turning its error into a failure.
@@ -176,12 +176,12 @@ func (d *driver) section(name string, f func() error) {
 	if len(d.only) > 0 && !d.only[name] {
 		return
 	}
-	d.logf("== %s", name)
+	logf("== %s", name)
 	start := time.Now()
 	if err := f(); err != nil {
 		d.fail("%s: %v", name, err)
 	}
-	d.logf("   %s took %s", name, time.Since(start).Round(100*time.Millisecond))
+	logf("   %s took %s", name, time.Since(start).Round(100*time.Millisecond))
 }
 
 // setup finds the repository and builds acpgate and the test agent from it.
@@ -213,7 +213,7 @@ func (d *driver) setup() error {
 	// The launcher beside acpgate, as a release and the image ship it.
 	launcher := filepath.Join(d.dir, "acpgate-launcher")
 	for _, b := range []struct{ out, pkg string }{{d.gwBin, "./cmd/acpgate"}, {launcher, "./cmd/acpgate-launcher"}, {d.agent, "./internal/testagent"}} {
-		d.logf("building %s", b.pkg)
+		logf("building %s", b.pkg)
 		cmd := exec.Command("go", "build", "-o", b.out, b.pkg)
 		cmd.Dir = d.root
 		if out, err := cmd.CombinedOutput(); err != nil {

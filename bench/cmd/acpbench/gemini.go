@@ -38,7 +38,7 @@ const (
 func (d *driver) geminiSection() error {
 	if d.gemini == "" {
 		d.rep.Gemini = &report.GeminiResult{Skipped: "no Gemini CLI given (-gemini PATH or " + geminiEnv + "=PATH)"}
-		d.logf("   gemini: skipped: %s", d.rep.Gemini.Skipped)
+		logf("   gemini: skipped: %s", d.rep.Gemini.Skipped)
 		return nil
 	}
 	// The gateway runs the agent from its own working directory and PATH:
@@ -71,7 +71,7 @@ func (d *driver) geminiSection() error {
 		return err
 	}
 	res.Node = nodeVersion()
-	d.logf("   Gemini CLI %s (Node %s), model API stand-in at http://%s", res.Version, res.Node, ln.Addr())
+	logf("   Gemini CLI %s (Node %s), model API stand-in at http://%s", res.Version, res.Node, ln.Addr())
 	conf := gatewayConf{agents: geminiAgent(geminiWarm, bin, home, ln.Addr().String(), 2) +
 		geminiAgent(geminiCold, bin, home, ln.Addr().String(), 0)}
 	err = d.withGateway(conf, func(ctx context.Context, _ *gatewayProc, client acpgatev1.AgentGatewayClient) error {
@@ -102,9 +102,9 @@ func (d *driver) geminiSection() error {
 		d.fail("gemini: %d turns but only %d streamed answers from the model API stand-in", turns, res.Model.Stream)
 	}
 	if res.Model.Unknown > 0 {
-		d.logf("   gemini: Gemini CLI made %d requests the stand-in does not serve", res.Model.Unknown)
+		logf("   gemini: Gemini CLI made %d requests the stand-in does not serve", res.Model.Unknown)
 	}
-	d.logf("   gemini: first chunk p50 warm %s, open session %s, cold %s; last start-up %s",
+	logf("   gemini: first chunk p50 warm %s, open session %s, cold %s; last start-up %s",
 		report.FmtDurF(report.Median(res.Warm)), report.FmtDurF(report.Median(res.Open)), report.FmtDurF(report.Median(res.Cold)), res.Startup.Round(time.Millisecond))
 	return nil
 }

@@ -113,7 +113,7 @@ func (d *driver) idleOn(ctx context.Context, g *gatewayProc, client acpgatev1.Ag
 	if m, err := proc.ReadMemory(g.pid()); err == nil {
 		res.Closed = m.RSS
 	}
-	d.logf("   %d sessions: RSS %s → %s (%s per session); after closing: %s",
+	logf("   %d sessions: RSS %s → %s (%s per session); after closing: %s",
 		res.Opened, report.MiB(res.Before), report.MiB(res.After), report.KiB(res.PerSession()), report.MiB(res.Closed))
 	d.rep.Idle = &res
 	return nil

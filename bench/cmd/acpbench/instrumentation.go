@@ -91,7 +91,7 @@ func (d *driver) instrumentationSection() error {
 			r := d.job(gateways[which], job.Job{Client: job.GatewayStream, N: sh.N, Size: sh.Size, Timeout: 5 * time.Minute})
 			d.check("instrumentation "+which, r)
 			res.Runs[which] = append(res.Runs[which], r)
-			d.logf("   %s run %d %-13s %s (%d events)", sh.Name, rep+1, which, brief(r, sh.N), r.Events)
+			logf("   %s run %d %-13s %s (%d events)", sh.Name, rep+1, which, brief(r, sh.N), r.Events)
 		}
 	}
 	// Stopping the instrumented gateway flushes its last spans.
@@ -99,7 +99,7 @@ func (d *driver) instrumentationSection() error {
 	d.stopGateway(off)
 	res.Exports, res.ExportBytes = sink.exports.Load(), sink.len.Load()
 	d.rep.Instrumentation = res
-	d.logf("   the collector stand-in received %d exports, %s", res.Exports, report.MiB(res.ExportBytes))
+	logf("   the collector stand-in received %d exports, %s", res.Exports, report.MiB(res.ExportBytes))
 	if res.Exports == 0 {
 		return errors.New("the instrumented gateway exported no spans to the collector stand-in")
 	}

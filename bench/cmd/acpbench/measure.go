@@ -36,7 +36,7 @@ func (d *driver) job(g *gatewayProc, j job.Job) job.Result {
 			break
 		}
 		d.interference.Repeated++
-		d.logf("   (other processes used %.2f cores during that %s measurement: repeating it)", r.ForeignCores(), j.Client)
+		logf("   (other processes used %.2f cores during that %s measurement: repeating it)", r.ForeignCores(), j.Client)
 	}
 	d.interference.Jobs++
 	d.interference.Foreign = append(d.interference.Foreign, best.ForeignCores())

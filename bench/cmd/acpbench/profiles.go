@@ -48,7 +48,7 @@ func (d *driver) profiles() error {
 			}
 			*p.dst = trimPprof(string(out))
 		}
-		d.logf("   profiled %s: %d runs", sh.Name, len(runs))
+		logf("   profiled %s: %d runs", sh.Name, len(runs))
 		d.rep.Profiles = append(d.rep.Profiles, pr)
 	}
 	return nil

@@ -67,7 +67,7 @@ func (d *driver) storeSection() error {
 			r := d.job(on[c], job.Job{Client: c, N: sh.N, Size: sh.Size, Timeout: 5 * time.Minute})
 			d.check("store "+sh.Name, r)
 			res.Runs[c] = append(res.Runs[c], r)
-			d.logf("   %s run %d %-21s %s (%d events)", sh.Name, rep+1, c, brief(r, sh.N), r.Events)
+			logf("   %s run %d %-21s %s (%d events)", sh.Name, rep+1, c, brief(r, sh.N), r.Events)
 		}
 		live := res.Runs[job.GatewayStream][rep]
 		if live.TurnID == "" {
@@ -78,14 +78,14 @@ func (d *driver) storeSection() error {
 		r := d.job(sqlite, job.Job{Client: job.Watch, TurnID: live.TurnID, N: sh.N, Size: sh.Size, Timeout: 5 * time.Minute})
 		d.check("WatchTurn replay", r)
 		res.Runs[job.Watch] = append(res.Runs[job.Watch], r)
-		d.logf("   replay of run %d  %s (%d events); live %s chunks/s", rep+1, brief(r, sh.N), r.Events, report.FmtInt(live.Rate()))
+		logf("   replay of run %d  %s (%d events); live %s chunks/s", rep+1, brief(r, sh.N), r.Events, report.FmtInt(live.Rate()))
 	}
 	for rep := range p.runs {
 		for _, c := range order(rep) {
 			r := d.job(on[c], job.Job{Client: c, N: res.PacedN, Size: p.pacedSize, Rate: p.storePacedRate, Latency: true, Timeout: 5 * time.Minute})
 			d.check(fmt.Sprintf("store paced %d/s", p.storePacedRate), r)
 			res.Paced[c] = append(res.Paced[c], r)
-			d.logf("   %d/s run %d %-21s %s", p.storePacedRate, rep+1, c, brief(r, res.PacedN))
+			logf("   %d/s run %d %-21s %s", p.storePacedRate, rep+1, c, brief(r, res.PacedN))
 		}
 	}
 	d.stopGateway(sqlite)
@@ -225,7 +225,7 @@ func (d *driver) stall(watch bool) (*report.StallResult, error) {
 		return res, errors.New(res.Err)
 	}
 	if !watch {
-		d.logf("   nobody watching: %s flooded in %s; gateway RSS idle %s, peak %s (+%s), VmHWM %s; store %s on disk",
+		logf("   nobody watching: %s flooded in %s; gateway RSS idle %s, peak %s (+%s), VmHWM %s; store %s on disk",
 			report.MiB(text), res.Turn.Round(time.Millisecond), report.MiB(res.Idle), report.MiB(res.Peak), report.MiB(res.Peak-res.Idle), report.MiB(res.HWM), report.MiB(res.Disk))
 		return res, nil
 	}
@@ -258,7 +258,7 @@ func (d *driver) stall(watch bool) (*report.StallResult, error) {
 	if res.Err == "" && res.WatcherBytes != text {
 		res.Err = fmt.Sprintf("the watcher read %d of %d bytes", res.WatcherBytes, text)
 	}
-	d.logf("   stalled watcher: %s flooded in %s; gateway RSS idle %s, peak %s (+%s), VmHWM %s; the watcher then read %s in %s",
+	logf("   stalled watcher: %s flooded in %s; gateway RSS idle %s, peak %s (+%s), VmHWM %s; the watcher then read %s in %s",
 		report.MiB(text), res.Turn.Round(time.Millisecond), report.MiB(res.Idle), report.MiB(res.Peak), report.MiB(res.Peak-res.Idle), report.MiB(res.HWM), report.MiB(res.WatcherBytes), res.WatcherTime.Round(time.Millisecond))
 	if res.Err != "" {
 		return res, errors.New(res.Err)

@@ -35,7 +35,7 @@ func (d *driver) throughput() error {
 				r.Client = c
 				d.check(sh.Name, r)
 				sr.Runs[c] = append(sr.Runs[c], r)
-				d.logf("   %s run %d %-9s %s", sh.Name, rep+1, c, brief(r, sh.N))
+				logf("   %s run %d %-9s %s", sh.Name, rep+1, c, brief(r, sh.N))
 			}
 		}
 		if m, err := proc.ReadMemory(g.pid()); err == nil {
@@ -87,7 +87,7 @@ func (d *driver) paced() error {
 				r.Client = c
 				d.check(fmt.Sprintf("paced %d/s", rate), r)
 				pr.Runs[c] = append(pr.Runs[c], r)
-				d.logf("   %d/s run %d %-7s %s", rate, rep+1, c, brief(r, n))
+				logf("   %d/s run %d %-7s %s", rate, rep+1, c, brief(r, n))
 			}
 		}
 		d.stopGateway(g)
@@ -109,7 +109,7 @@ func (d *driver) breakScan() error {
 			d.check(fmt.Sprintf("peer at %d/s", rate), r)
 			br.Runs = append(br.Runs, r)
 		}
-		d.logf("   peer at %d/s: survived %d of %d", rate, br.Survived(), len(br.Runs))
+		logf("   peer at %d/s: survived %d of %d", rate, br.Survived(), len(br.Runs))
 		d.rep.Breaks = append(d.rep.Breaks, br)
 	}
 	return nil
@@ -156,7 +156,7 @@ func (d *driver) concurrency() error {
 			r := d.job(gw, job.Job{Client: client, N: p.concN, Size: 64, Streams: p.concStreams, Timeout: 10 * time.Minute})
 			d.check("concurrency", r)
 			c.Runs[client] = append(c.Runs[client], r)
-			d.logf("   %d streams run %d %-7s %s", p.concStreams, rep+1, client, brief(r, p.concN*p.concStreams))
+			logf("   %d streams run %d %-7s %s", p.concStreams, rep+1, client, brief(r, p.concN*p.concStreams))
 		}
 	}
 	if m, err := proc.ReadMemory(g.pid()); err == nil {

@@ -59,7 +59,7 @@ func (d *driver) turnsSection() error {
 				}
 				pt.Runs[c] = append(pt.Runs[c], rs)
 				med, worst := report.TurnsP99(rs)
-				d.logf("   %3d turns round %d %-22s per-turn p99 median %s, worst %s", pt.N, round+1, c, report.FmtDurF(med), report.FmtDurF(worst))
+				logf("   %3d turns round %d %-22s per-turn p99 median %s, worst %s", pt.N, round+1, c, report.FmtDurF(med), report.FmtDurF(worst))
 			}
 		}
 	}
@@ -128,7 +128,7 @@ func (d *driver) answerSection() error {
 		return err
 	}
 	res.HWM = after.HWM
-	d.logf("   %s answer: peak RSS %s (%.2f× the answer), from %s", report.MiB(int64(a.N)*int64(a.Size)), report.MiB(res.HWM),
+	logf("   %s answer: peak RSS %s (%.2f× the answer), from %s", report.MiB(int64(a.N)*int64(a.Size)), report.MiB(res.HWM),
 		float64(res.HWM)/float64(int64(a.N)*int64(a.Size)), report.MiB(res.Base))
 	d.rep.Answer = &res
 	return nil

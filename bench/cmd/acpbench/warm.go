@@ -57,7 +57,7 @@ func (d *driver) warmOn(ctx context.Context, _ *gatewayProc, client acpgatev1.Ag
 	d.waitQuiet()
 	res.Sustain = sustain(ctx, client, 4, d.plan.warmSustain)
 	s := res.Sustain
-	d.logf("   sustained: %d one-shot turns in %s from %d clients (%d took a warm process, %d errors)", s.Turns, s.Wall.Round(time.Millisecond), s.Clients, s.Taken, s.Errors)
+	logf("   sustained: %d one-shot turns in %s from %d clients (%d took a warm process, %d errors)", s.Turns, s.Wall.Round(time.Millisecond), s.Clients, s.Taken, s.Errors)
 	if s.Errors > 0 {
 		d.fail("warm: %d sustained one-shot turns failed", s.Errors)
 	}
@@ -108,7 +108,7 @@ func (d *driver) compareStarts(ctx context.Context, client acpgatev1.AgentGatewa
 			}
 			*v.into = append(*v.into, float64(took))
 		}
-		d.logf("   run %d: warm %s, open session %s, cold %s", run+1,
+		logf("   run %d: warm %s, open session %s, cold %s", run+1,
 			report.FmtDurF(warm[run]), report.FmtDurF(open[run]), report.FmtDurF(cold[run]))
 	}
 	return warm, open, cold, nil
