@@ -161,6 +161,7 @@ func runDriver(args []string) int {
 	return 0
 }
 
+// logf writes a line of the run's progress to stderr, beside the report.
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "acpbench: "+format+"\n", args...)
 }
