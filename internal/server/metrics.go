@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"time"
 
-	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/config"
 	"github.com/acpgate/acpgate/internal/metrics"
 	"github.com/acpgate/acpgate/internal/sessions"
@@ -36,12 +35,6 @@ func (g *Gateway) noteTurnEnd(r *turn.Running, live *sessions.Live, result outco
 	if live != nil && u != nil && u.CostAmount != nil {
 		m.Cost(u.GetCostCurrency(), live.CostAdded(u.GetCostAmount()))
 	}
-}
-
-// isAgentMessageChunk reports whether e is a chunk of the agent's answer.
-func isAgentMessageChunk(e *acpgatev1.PromptEvent) bool {
-	_, ok := e.GetEvent().(*acpgatev1.PromptEvent_AgentMessageChunk)
-	return ok
 }
 
 // metricsLimits are the configured limits that metrics report.
