@@ -58,16 +58,13 @@ type journalWrite struct {
 // store last committed (see sqlJournalCommit).
 func (s *Store) journal(ctx context.Context, op, turnID string, w journalWrite) error {
 	r := &s.running
-	r.mu.Lock()
 	j, err := r.get(ctx, s, turnID)
 	if err != nil {
-		r.mu.Unlock()
 		return s.opError(op, err)
 	}
 	ends := w.terminal != nil
 	before, after, err := s.commitJournal(ctx, j, turnID, w)
 	r.done(turnID, j, err == nil && !ends)
-	r.mu.Unlock()
 	if err != nil {
 		return s.opError(op, err)
 	}
@@ -75,7 +72,7 @@ func (s *Store) journal(ctx context.Context, op, turnID string, w journalWrite) 
 	return nil
 }
 
-// commitJournal is journal's write and update, which advance j; r.mu is
+// commitJournal is journal's write and update, which advance j; j.mu is
 // held. before and after are the data file's committed size before and
 // after it.
 //
