@@ -39,7 +39,8 @@ const maxRunningJournals = 256
 type runningJournals struct {
 	mu    sync.Mutex // guards turns and kept
 	turns map[string]*runningJournal
-	kept  int // the journals in turns whose files stay open
+	kept  int        // the journals in turns whose files stay open
+	group sync.Mutex // held by Store.AppendAll
 }
 
 // runningJournal is a running turn's open files and committed extent.
