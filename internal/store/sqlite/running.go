@@ -37,10 +37,11 @@ const maxRunningJournals = 256
 // them, for hundreds of milliseconds. Now only their records' updates
 // take turns, on the one write connection.
 type runningJournals struct {
-	mu    sync.Mutex // guards turns and kept
-	turns map[string]*runningJournal
-	kept  int        // the journals in turns whose files stay open
-	group sync.Mutex // held by Store.AppendAll
+	mu     sync.Mutex // guards turns and kept
+	turns  map[string]*runningJournal
+	kept   int        // the journals in turns whose files stay open
+	closed bool       // the store is closed: no journal is made ahead
+	group  sync.Mutex // held by Store.AppendAll
 }
 
 // runningJournal is a running turn's open files and committed extent.
@@ -95,6 +96,41 @@ func (r *runningJournals) get(ctx context.Context, s *Store, turnID string) (*ru
 	}
 }
 
+// begun makes the journal of a turn Begin has just recorded, ahead of its
+// first write, on a goroutine of its own: its record's extent is known
+// (nothing journaled, the started event's seq reserved) and its files are
+// created meanwhile, while the gateway starts the turn's agent. The
+// turn's started event, which its first chunks wait for, is then a write
+// of its files and of its record: reading the record and creating two
+// files took tens of milliseconds on a busy machine with fifty turns
+// starting at once. A write that comes first waits for the files (get
+// holds the journal's mu); one that finds no journal, the bound reached or
+// the files not made, makes it from the record as before.
+func (r *runningJournals) begun(s *Store, turnID string) {
+	r.mu.Lock()
+	if _, ok := r.turns[turnID]; ok || r.closed || r.kept >= maxRunningJournals {
+		r.mu.Unlock()
+		return
+	}
+	j := &runningJournal{kept: true, reserved: store.BeginReserved}
+	if r.turns == nil {
+		r.turns = make(map[string]*runningJournal)
+	}
+	r.turns[turnID] = j
+	r.kept++
+	j.mu.Lock()
+	r.mu.Unlock()
+	go func() {
+		w, err := s.files.open(turnID, true)
+		if err != nil {
+			r.done(turnID, j, false)
+			return
+		}
+		j.w = w
+		j.mu.Unlock()
+	}()
+}
+
 // done ends a write of turnID's journal j (from get), releasing its mu: a
 // write that failed or ended the turn, or whose files the bound left
 // unkept, closes the files and forgets the journal (a failed one is made
@@ -102,9 +138,11 @@ func (r *runningJournals) get(ctx context.Context, s *Store, turnID string) (*ru
 func (r *runningJournals) done(turnID string, j *runningJournal, keep bool) {
 	if !keep || !j.kept {
 		r.mu.Lock()
-		delete(r.turns, turnID)
-		if j.kept {
-			r.kept--
+		if r.turns[turnID] == j { // else close has taken it
+			delete(r.turns, turnID)
+			if j.kept {
+				r.kept--
+			}
 		}
 		r.mu.Unlock()
 		j.gone = true
@@ -148,15 +186,19 @@ func (s *Store) journalRecord(ctx context.Context, turnID string) (lastSeq, size
 	return lastSeq, size, reserved, nil
 }
 
-// close closes every kept journal's files.
+// close closes every kept journal's files, each once the write under way
+// (or the files being made by begun) is done.
 func (r *runningJournals) close() {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	for id, j := range r.turns {
-		if j.w != nil {
+	turns := r.turns
+	r.turns, r.kept, r.closed = nil, 0, true
+	r.mu.Unlock()
+	for _, j := range turns {
+		j.mu.Lock()
+		if j.w != nil && !j.gone {
 			j.w.close()
 		}
-		delete(r.turns, id)
+		j.gone = true
+		j.mu.Unlock()
 	}
-	r.kept = 0
 }

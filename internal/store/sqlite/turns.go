@@ -88,6 +88,9 @@ func (s *Store) Begin(ctx context.Context, t store.Turn) (store.Turn, bool, erro
 		created = err == nil
 		return err
 	})
+	if err == nil && created {
+		s.running.begun(s, t.ID)
+	}
 	return existing, created, err
 }
 
