@@ -212,8 +212,14 @@ func (j *Journal) Next() uint64 {
 func (j *Journal) take() []store.Event {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	// Not uncommitted() first: once a failed journal has ended, its
+	// recent events and lastSeq no longer follow committed.
+	if j.failed != nil || j.detached {
+		j.queued = false
+		return nil
+	}
 	pending := j.uncommitted()
-	if j.failed != nil || j.detached || len(pending) == 0 {
+	if len(pending) == 0 {
 		j.queued = false
 		return nil
 	}
