@@ -108,6 +108,7 @@ type Gateway struct {
 	// the authorization, the running turns and their readers, which the
 	// rest of the gateway uses too.
 	turnReads
+	commits  *turn.Committer  // writes the running turns' journals behind them
 	replicas *cluster.Replica // nil for a gateway on its own
 	notifier *notify.Notifier // nil without webhooks (notify.go)
 
@@ -151,6 +152,7 @@ func New(opts Options) (*Gateway, error) {
 	if g.store == nil {
 		g.store = memory.New()
 	}
+	g.commits = turn.NewCommitter(g.store)
 	g.reader = turn.NewReader(turn.ReaderOptions{Turns: g.turns, Store: g.store, Budget: turn.NewReadBudget(turn.ReadBudgetBytes, turn.ReadBudgetWait), Heartbeat: opts.Config.HeartbeatInterval})
 	var err error
 	if g.authz, err = access.NewAuthz(opts.Config); err != nil {

@@ -220,7 +220,7 @@ func (g *Gateway) begin(ctx context.Context, req *acpgatev1.PromptRequest, block
 	// its cancellation.
 	ctx, cancel := context.WithCancel(baggage.ContextWithBaggage(trace.ContextWithSpan(context.Background(), trace.SpanFromContext(ctx)), baggage.FromContext(ctx)))
 	r := &turn.Running{Rec: plan.rec, Cancel: cancel}
-	r.Journal = turn.NewJournal(plan.rec.ID, g.store, g.log, g.agentMetrics(plan.rec.Agent), func(cause string) {
+	r.Journal = turn.NewJournal(plan.rec.ID, g.commits, g.log, g.agentMetrics(plan.rec.Agent), func(cause string) {
 		if plan.live != nil {
 			plan.live.ACP().Cancel(cause)
 		}

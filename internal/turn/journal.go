@@ -40,7 +40,8 @@ const (
 // every stream and every replay carries the same bytes. Streams read from
 // the journal at their own pace, never holding the turn back: the recent
 // events are in memory, older ones in the store. Events are written to the
-// store behind, in batches (group commit), within commitDelay; the turn's
+// store behind, in batches, within commitDelay, by the gateway's committer
+// with every other running turn's (see Committer); the turn's
 // started event and its terminal are written before anyone can read them,
 // so a client that saw either can count on the store having it.
 //
@@ -55,6 +56,7 @@ const (
 type Journal struct {
 	id     string
 	st     store.Store
+	c      *Committer // writes the events to st behind the turn
 	log    *slog.Logger
 	cancel func(cause string) // cancels the turn
 	m      *metrics.Agent     // nil without metrics
@@ -73,36 +75,31 @@ type Journal struct {
 	changed    chan struct{} // closed when events are added, then replaced
 	wrote      chan struct{} // signalled when a commit finishes
 	failed     error         // the store's first failure
+	// queued is set while the committer has the journal to write (its
+	// events after committed), writing while the committer is writing
+	// them; detached once End has taken the journal from the committer.
+	queued, writing, detached bool
 	// refused, when set, is called before a terminal the store did not
 	// take is delivered from memory (see OnRefused).
 	refused func()
-
-	flush  chan struct{} // signalled when there is something to commit
-	urgent chan struct{} // signalled when the uncommitted events are at their bound
-	stop   chan struct{} // closed when the committer must finish
-	done   chan struct{} // closed when the committer has finished
 }
 
-// NewJournal starts the journal of turn id, writing to st; cancel cancels
-// the turn when the journal cannot be written. End stops its committer.
-func NewJournal(id string, st store.Store, log *slog.Logger, m *metrics.Agent, cancel func(cause string)) *Journal {
-	j := &Journal{
+// NewJournal starts the journal of turn id, written to c's store by c;
+// cancel cancels the turn when the journal cannot be written. End takes it
+// from the committer.
+func NewJournal(id string, c *Committer, log *slog.Logger, m *metrics.Agent, cancel func(cause string)) *Journal {
+	return &Journal{
 		id:     id,
 		m:      m,
-		st:     st,
+		st:     c.st,
+		c:      c,
 		log:    log,
 		cancel: cancel,
 		// The store's Begin has reserved the started event's seq.
 		reserved: store.BeginReserved,
 		changed:  make(chan struct{}),
 		wrote:    make(chan struct{}, 1),
-		flush:    make(chan struct{}, 1),
-		urgent:   make(chan struct{}, 1),
-		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
 	}
-	go j.commitLoop()
-	return j
 }
 
 // Append journals events that follow lastSeq. It waits while too many
@@ -111,8 +108,8 @@ func (j *Journal) Append(events []store.Event) {
 	j.mu.Lock()
 	for (j.lastSeq-j.committed >= maxUncommitted || j.pending >= maxUncommittedBytes) && j.failed == nil {
 		j.mu.Unlock()
-		signal(j.flush)
-		signal(j.urgent)
+		// The journal is queued: its events after committed are.
+		j.c.hurry()
 		<-j.wrote
 		j.mu.Lock()
 	}
@@ -122,8 +119,12 @@ func (j *Journal) Append(events []store.Event) {
 		j.pending += e.Len()
 	}
 	j.broadcast()
+	queue := !j.queued
+	j.queued = true
 	j.mu.Unlock()
-	signal(j.flush)
+	if queue {
+		j.c.add(j)
+	}
 }
 
 // Start journals the turn's started event, seq 1, and the session it runs
@@ -204,43 +205,35 @@ func (j *Journal) Next() uint64 {
 	return j.lastSeq + 1
 }
 
-// commitLoop writes events to the store behind the turn.
-func (j *Journal) commitLoop() {
-	defer close(j.done)
-	for {
-		select {
-		case <-j.flush:
-		case <-j.stop:
-			return // end writes what is left
-		}
-		// Let a burst gather into one write, unless it is already as
-		// large as the journal lets it be.
-		select {
-		case <-time.After(commitDelay):
-		case <-j.urgent:
-		case <-j.stop:
-			return
-		}
-		j.commit()
-	}
-}
-
-// commit writes the events the store does not have yet.
-func (j *Journal) commit() {
+// take returns the events the store does not have yet, for the committer
+// to write, and marks them being written; none when the journal has
+// failed, has nothing to write, or End has taken it from the committer,
+// which then no longer has it queued.
+func (j *Journal) take() []store.Event {
 	j.mu.Lock()
-	if j.failed != nil {
-		j.mu.Unlock()
-		return
+	defer j.mu.Unlock()
+	// Not uncommitted() first: once a failed journal has ended, its
+	// recent events and lastSeq no longer follow committed.
+	if j.failed != nil || j.detached {
+		j.queued = false
+		return nil
 	}
 	pending := j.uncommitted()
-	j.mu.Unlock()
 	if len(pending) == 0 {
-		return
+		j.queued = false
+		return nil
 	}
-	began := time.Now()
-	err := j.st.Append(context.Background(), j.id, pending)
+	j.writing = true
+	return pending
+}
+
+// written ends the committer's write of pending (from take), begun at
+// began, with the store's answer err. It reports whether the journal has
+// more events to write, and so stays queued.
+func (j *Journal) written(pending []store.Event, err error, began time.Time) (more bool) {
 	j.noteWrite(began, eventsLen(pending))
 	j.mu.Lock()
+	j.writing = false
 	if err != nil {
 		j.failed = fmt.Errorf("journaling events %d to %d: %w", pending[0].Seq, pending[len(pending)-1].Seq, err)
 		err = j.failed
@@ -252,12 +245,15 @@ func (j *Journal) commit() {
 		}
 		j.trim()
 	}
+	more = err == nil && !j.detached && j.lastSeq > j.committed
+	j.queued = more
 	j.mu.Unlock()
 	signal(j.wrote)
 	if err != nil {
 		j.log.Error("the turn's journal could not be written; cancelling the turn", "turn", j.id, "err", err)
 		j.cancel("the gateway could not write the turn's journal")
 	}
+	return more
 }
 
 // uncommitted is the events the store does not have yet, the tail of
@@ -315,15 +311,20 @@ func (j *Journal) trim() {
 // (unrecorded): streams still end with it, and the turn reads as ended
 // (see the gateway's recorded).
 //
-// The committer is stopped first, not asked for one last batch: a short
-// turn (a burst of chunks well inside commitDelay) has all its events
-// still unwritten here, and a batch and then the terminal would be two
-// writes, one after the other, between the agent's last word and the
-// client's terminal.
+// The journal is taken from the committer first (a write of its events
+// under way is waited for), not given one last batch: a short turn (a
+// burst of chunks well inside commitDelay) has all its events still
+// unwritten here, and a batch and then the terminal would be two writes,
+// one after the other, between the agent's last word and the client's
+// terminal.
 func (j *Journal) End(e *acpgatev1.PromptEvent, seq uint64, failed func(error, *acpgatev1.PromptEvent) *acpgatev1.PromptEvent) store.Event {
-	close(j.stop)
-	<-j.done
 	j.mu.Lock()
+	j.detached = true
+	for j.writing {
+		j.mu.Unlock()
+		<-j.wrote
+		j.mu.Lock()
+	}
 	err, rest := j.failed, j.uncommitted()
 	j.mu.Unlock()
 	var terminal store.Event

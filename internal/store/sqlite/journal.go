@@ -58,16 +58,13 @@ type journalWrite struct {
 // store last committed (see sqlJournalCommit).
 func (s *Store) journal(ctx context.Context, op, turnID string, w journalWrite) error {
 	r := &s.running
-	r.mu.Lock()
 	j, err := r.get(ctx, s, turnID)
 	if err != nil {
-		r.mu.Unlock()
 		return s.opError(op, err)
 	}
 	ends := w.terminal != nil
 	before, after, err := s.commitJournal(ctx, j, turnID, w)
 	r.done(turnID, j, err == nil && !ends)
-	r.mu.Unlock()
 	if err != nil {
 		return s.opError(op, err)
 	}
@@ -75,20 +72,38 @@ func (s *Store) journal(ctx context.Context, op, turnID string, w journalWrite) 
 	return nil
 }
 
-// commitJournal is journal's write and update, which advance j; r.mu is
+// commitJournal is journal's write and update, which advance j; j.mu is
 // held. before and after are the data file's committed size before and
 // after it.
+func (s *Store) commitJournal(ctx context.Context, j *runningJournal, turnID string, w journalWrite) (before, after uint64, err error) {
+	u, err := s.writeJournal(j, w)
+	if err != nil {
+		return 0, 0, err
+	}
+	return s.updateRecord(ctx, j, turnID, u)
+}
+
+// recordUpdate is a journal write's update of the turn's record, to make
+// once its files are written, and the extent it gives the journal.
+type recordUpdate struct {
+	stmt                 string
+	set                  []any // the columns the statement sets after last_seq and journal_bytes
+	last, size, reserved uint64
+}
+
+// writeJournal writes w's events to j's files and returns the update of
+// the record that commits them; j.mu is held.
 //
 // The terminal is kept once: in the record when it is small (Get and List
 // read it there), else as the journal files' last event, the record's
 // terminal then NULL. One numbered above the reservation (see store.Store.End)
 // is kept in the record with the seqs it skips (skipped), so that the
 // files stay numbered by position.
-func (s *Store) commitJournal(ctx context.Context, j *runningJournal, turnID string, w journalWrite) (before, after uint64, err error) {
+func (s *Store) writeJournal(j *runningJournal, w journalWrite) (u recordUpdate, err error) {
 	prev := j.lastSeq
 	for _, e := range w.events {
 		if e.Seq != prev+1 {
-			return 0, 0, fmt.Errorf("event seq %d does not follow %d", e.Seq, prev)
+			return u, fmt.Errorf("event seq %d does not follow %d", e.Seq, prev)
 		}
 		prev++
 	}
@@ -97,7 +112,7 @@ func (s *Store) commitJournal(ctx context.Context, j *runningJournal, turnID str
 	switch t := w.terminal; {
 	case t != nil:
 		if err := store.TerminalFits(t.Seq, prev, j.reserved, len(w.events) == 0); err != nil {
-			return 0, 0, err
+			return u, err
 		}
 		last, reserved = t.Seq, j.reserved
 		if skipped := t.Seq - prev - 1; skipped == 0 && t.Len() > inlineTerminal {
@@ -112,23 +127,52 @@ func (s *Store) commitJournal(ctx context.Context, j *runningJournal, turnID str
 	newSize := j.size
 	if filed.len() > 0 {
 		if newSize, err = s.files.writeTo(j.w, j.lastSeq, j.size, filed); err != nil {
-			return 0, 0, err
+			return u, err
 		}
 	}
-	args := append([]any{int64(last), int64(newSize)}, set...)
+	return recordUpdate{stmt: update, set: set, last: last, size: newSize, reserved: reserved}, nil
+}
+
+// updateRecord makes u, the update of j's record after writeJournal, and
+// advances j; j.mu is held.
+func (s *Store) updateRecord(ctx context.Context, j *runningJournal, turnID string, u recordUpdate) (before, after uint64, err error) {
+	err = s.writes.doStatement(ctx, s.updateWrite(ctx, j, turnID, u))
+	return s.recordUpdated(ctx, j, turnID, u, err)
+}
+
+// updateWrite is u, the update of j's record, as a write for the
+// batchWriter: errNotUpdated when the guard let nothing change. j.mu is
+// held until the write is made.
+func (s *Store) updateWrite(ctx context.Context, j *runningJournal, turnID string, u recordUpdate) func(*sql.Tx) error {
+	args := append([]any{int64(u.last), int64(u.size)}, u.set...)
 	args = append(args, turnID, int64(j.lastSeq))
-	res, err := s.writeStmts.exec(ctx, nil, update, args...)
+	return func(tx *sql.Tx) error {
+		res, err := s.writeStmts.exec(ctx, tx, u.stmt, args...)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n != 1 {
+			return errNotUpdated
+		}
+		return nil
+	}
+}
+
+// recordUpdated advances j by u once its write has ended with err, or
+// tells why the record was not updated; j.mu is held. before and after
+// are the data file's committed size before and after it.
+func (s *Store) recordUpdated(ctx context.Context, j *runningJournal, turnID string, u recordUpdate, err error) (before, after uint64, _ error) {
+	if errors.Is(err, errNotUpdated) {
+		return 0, 0, s.running.why(ctx, s, turnID, j.lastSeq)
+	}
 	if err != nil {
 		return 0, 0, err
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return 0, 0, err
-	} else if n != 1 {
-		return 0, 0, s.running.why(ctx, s, turnID, j.lastSeq)
-	}
 	before = j.size
-	j.lastSeq, j.size, j.reserved = last, newSize, reserved
-	return before, newSize, nil
+	j.lastSeq, j.size, j.reserved = u.last, u.size, u.reserved
+	return before, u.size, nil
 }
 
 func (s *Store) Events(ctx context.Context, turnID string, afterSeq uint64, limit, maxBytes int) ([]store.Event, error) {

@@ -77,6 +77,44 @@ func TestSQLiteRunningJournals(t *testing.T) {
 		}
 	})
 
+	t.Run("a begun turn's files are made ahead of its started event and closed with the store", func(t *testing.T) {
+		dir := t.TempDir()
+		s := openSQLite(t, dir)
+		if _, _, err := s.Begin(ctx, storetest.NewTurn("t1", "", 1, 0)); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for openJournalFiles(t, dir) != 2 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		if n := openJournalFiles(t, dir); n != 2 {
+			t.Fatalf("%d journal files open for a begun turn; want its 2, made ahead", n)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if n := openJournalFiles(t, dir); n != 0 {
+			t.Errorf("after Close, %d journal files are open; want none", n)
+		}
+	})
+
+	t.Run("a begun turn's journal takes its started event and events as any other", func(t *testing.T) {
+		dir := t.TempDir()
+		s := openSQLite(t, dir)
+		defer s.Close()
+		startedTurn(t, s, "t1")
+		if err := s.Append(ctx, "t1", storetest.Events(2, 3)); err != nil {
+			t.Fatal(err)
+		}
+		events, err := s.Events(ctx, "t1", 0, 10, 0)
+		if err != nil || !equalEvents(events, storetest.Events(1, 3)) {
+			t.Errorf("the journal read back: %d events, %v", len(events), err)
+		}
+		if got, err := s.Get(ctx, "t1"); err != nil || got.LastSeq != 3 || got.SessionID != "s1" || got.Reserved != 3+store.ReserveAhead {
+			t.Errorf("the record: %+v, %v", got, err)
+		}
+	})
+
 	t.Run("turns past the bound of open journals are journaled whole, their files closed after each commit", func(t *testing.T) {
 		dir := t.TempDir()
 		s := openSQLite(t, dir)

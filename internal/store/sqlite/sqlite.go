@@ -47,6 +47,9 @@ type Store struct {
 	// transaction that reads and then writes (Begin's check and insert)
 	// holds the write lock from its first read.
 	write *sql.DB
+	// writes makes the writes of turn records on write in shared
+	// transactions (see batchWriter).
+	writes batchWriter
 	// read has a few query-only connections: in WAL mode readers see the
 	// last commit without waiting for the writer, so a replay does not
 	// queue behind a busy turn's appends.
@@ -136,6 +139,7 @@ func OpenWith(dir string, opts Options) (_ *Store, err error) {
 	}
 	s.write.SetMaxOpenConns(1)
 	s.write.SetConnMaxIdleTime(0)
+	s.writes.db = s.write
 	if err := s.migrate(); err != nil {
 		return nil, err
 	}
@@ -234,6 +238,16 @@ func (s *Store) sweep() error {
 func (s *Store) DamagedTurns() []string { return s.damaged }
 
 var _ store.Store = (*Store)(nil)
+
+// inBatch runs f in a write transaction, shared with other writes of
+// turn records (see batchWriter), and commits it. Errors other than
+// ErrNotFound and ErrEnded get the database's path and op.
+func (s *Store) inBatch(ctx context.Context, op string, f func(*sql.Tx) error) error {
+	if err := s.writes.do(ctx, f); err != nil {
+		return s.opError(op, err)
+	}
+	return nil
+}
 
 // inTx runs f in a write transaction and commits it. Errors other than
 // ErrNotFound and ErrEnded get the database's path and op.

@@ -29,8 +29,8 @@ const (
 )
 
 var (
-	sqliteWriteStmts = []string{sqlLatest, sqlInsertTurn, sqlJournalRecord, sqlJournalCommit, sqlJournalStart, sqlJournalEndInFiles, sqlJournalEndInRecord}
-	sqliteReadStmts  = []string{sqlLatest, sqlEnded, sqlGet, sqlExtent, sqlEventsRecord, sqlTerminal, sqlOwner}
+	sqliteWriteStmts = []string{sqlLatest, sqlInsertTurn, sqlJournalCommit, sqlJournalStart, sqlJournalEndInFiles, sqlJournalEndInRecord}
+	sqliteReadStmts  = []string{sqlLatest, sqlEnded, sqlGet, sqlExtent, sqlEventsRecord, sqlTerminal, sqlOwner, sqlJournalRecord}
 )
 
 // stmtCache holds a database's statements prepared, so that the driver

@@ -72,7 +72,7 @@ func (s *Store) complete(t scannedTurn) (store.Turn, error) {
 func (s *Store) Begin(ctx context.Context, t store.Turn) (store.Turn, bool, error) {
 	var existing store.Turn
 	created := false
-	err := s.inTx(ctx, "begin turn "+t.ID, func(tx *sql.Tx) error {
+	err := s.inBatch(ctx, "begin turn "+t.ID, func(tx *sql.Tx) error {
 		if t.RequestID != "" {
 			latest, err := scanTurn(s.writeStmts.queryRow(ctx, tx, sqlLatest, t.RequestID))
 			if err == nil && latest.Attempt >= t.Attempt {
@@ -88,6 +88,9 @@ func (s *Store) Begin(ctx context.Context, t store.Turn) (store.Turn, bool, erro
 		created = err == nil
 		return err
 	})
+	if err == nil && created {
+		s.running.begun(s, t.ID)
+	}
 	return existing, created, err
 }
 

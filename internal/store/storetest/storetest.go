@@ -34,6 +34,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("sessions", func(t *testing.T) { testSessions(t, s) })
 	t.Run("reservation", func(t *testing.T) { testReservation(t, s) })
 	t.Run("outbox", func(t *testing.T) { testOutbox(t, s) })
+	t.Run("append to several turns", func(t *testing.T) { testAppendAll(t, s) })
 }
 
 // NewSession is a session record as the gateway would keep it: created at
