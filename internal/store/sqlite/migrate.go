@@ -230,7 +230,7 @@ func (s *Store) migrate() error {
 	ctx := context.Background()
 	var check string
 	if err := s.write.QueryRowContext(ctx, "PRAGMA quick_check(1)").Scan(&check); err != nil {
-		return s.openError(err)
+		return openError(s.path, err)
 	}
 	if check != "ok" {
 		return fmt.Errorf("sqlite store: %s is not a usable database (damaged: %s); %s", s.path, check, moveAside(s.path))
@@ -241,17 +241,17 @@ func (s *Store) migrate() error {
 	provider, err := goose.NewProvider(goose.DialectSQLite3, s.write, nil,
 		goose.WithTableName(migrationTable),
 		goose.WithDisableGlobalRegistry(true),
-		goose.WithGoMigrations(s.gooseMigrations()...),
+		goose.WithGoMigrations(gooseMigrations(s.files)...),
 	)
 	if err != nil {
 		return fmt.Errorf("sqlite store: %s: %w", s.path, err)
 	}
 	current, known, err := provider.GetVersions(ctx)
 	if err != nil {
-		return s.openError(err)
+		return openError(s.path, err)
 	}
 	if current > known {
-		return s.newerError(current)
+		return newerError(s.path, current)
 	}
 	applied, err := provider.Up(ctx)
 	if err != nil {
@@ -267,7 +267,7 @@ func (s *Store) migrate() error {
 		// the database file now, not at the first checkpoint the turns'
 		// writes reach, and the WAL starts empty.
 		if _, err := s.write.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
-			return s.openError(err)
+			return openError(s.path, err)
 		}
 	}
 	return nil
@@ -279,12 +279,12 @@ const migrationTable = "acpgate_schema_versions"
 
 // gooseMigrations are migrations as goose runs them: version v is
 // migrations[v-1] and the user_version it sets, in one transaction.
-func (s *Store) gooseMigrations() []*goose.Migration {
+func gooseMigrations(files *journalFiles) []*goose.Migration {
 	out := make([]*goose.Migration, len(migrations))
 	for i, m := range migrations {
 		version := i + 1
 		out[i] = goose.NewGoMigration(int64(version), &goose.GoFunc{RunTx: func(ctx context.Context, tx *sql.Tx) error {
-			if err := m(ctx, tx, s.files); err != nil {
+			if err := m(ctx, tx, files); err != nil {
 				return err
 			}
 			// user_version lives in the file header and is part of the
@@ -311,18 +311,18 @@ func (s *Store) gooseMigrations() []*goose.Migration {
 func (s *Store) adoptUserVersion(ctx context.Context) error {
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
-		return s.openError(err)
+		return openError(s.path, err)
 	}
 	defer tx.Rollback()
 	var version, tables int
 	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
-		return s.openError(err)
+		return openError(s.path, err)
 	}
 	if version > len(migrations) {
-		return s.newerError(int64(version))
+		return newerError(s.path, int64(version))
 	}
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, migrationTable).Scan(&tables); err != nil {
-		return s.openError(err)
+		return openError(s.path, err)
 	}
 	if tables > 0 || version == 0 {
 		return nil
@@ -341,7 +341,7 @@ func (s *Store) adoptUserVersion(ctx context.Context) error {
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return s.openError(err)
+		return openError(s.path, err)
 	}
 	return nil
 }
@@ -349,6 +349,6 @@ func (s *Store) adoptUserVersion(ctx context.Context) error {
 // newerError refuses a database whose schema version is newer than this
 // acpgate's: an older binary does not know what a newer schema means to
 // its rows.
-func (s *Store) newerError(version int64) error {
-	return fmt.Errorf("sqlite store: %s has schema version %d, newer than this acpgate's %d: run a newer acpgate, or use another state directory", s.path, version, len(migrations))
+func newerError(path string, version int64) error {
+	return fmt.Errorf("sqlite store: %s has schema version %d, newer than this acpgate's %d: run a newer acpgate, or use another state directory", path, version, len(migrations))
 }

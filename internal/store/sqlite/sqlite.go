@@ -135,7 +135,7 @@ func OpenWith(dir string, opts Options) (_ *Store, err error) {
 	// A file: URI, so that a '?' or '#' in the path stays part of the path.
 	uri := "file:" + (&url.URL{Path: s.path}).EscapedPath() + "?"
 	if s.write, err = sql.Open("sqlite", uri+params.Encode()); err != nil {
-		return nil, s.openError(err)
+		return nil, openError(s.path, err)
 	}
 	s.write.SetMaxOpenConns(1)
 	s.write.SetConnMaxIdleTime(0)
@@ -147,16 +147,16 @@ func OpenWith(dir string, opts Options) (_ *Store, err error) {
 		return nil, err
 	}
 	if s.read, err = sql.Open("sqlite", uri+readParams.Encode()); err != nil {
-		return nil, s.openError(err)
+		return nil, openError(s.path, err)
 	}
 	s.read.SetMaxOpenConns(readConns)
 	s.read.SetMaxIdleConns(readConns)
 	ctx := context.Background()
 	if s.writeStmts, err = newStmtCache(ctx, s.write, sqliteWriteStmts); err != nil {
-		return nil, s.openError(err)
+		return nil, openError(s.path, err)
 	}
 	if s.readStmts, err = newStmtCache(ctx, s.read, sqliteReadStmts); err != nil {
-		return nil, s.openError(err)
+		return nil, openError(s.path, err)
 	}
 	return s, nil
 }
@@ -164,11 +164,11 @@ func OpenWith(dir string, opts Options) (_ *Store, err error) {
 // openError words a failure to open or check the database: a file that is
 // not a database, or is damaged, is named as such, since the fix (move it
 // aside, restore a backup) is the operator's.
-func (s *Store) openError(err error) error {
+func openError(path string, err error) error {
 	if code, ok := sqliteCode(err); ok && (code == sqlite3.SQLITE_NOTADB || code == sqlite3.SQLITE_CORRUPT) {
-		return fmt.Errorf("sqlite store: %s is not a usable database (damaged, or not a SQLite file): %w; %s", s.path, err, moveAside(s.path))
+		return fmt.Errorf("sqlite store: %s is not a usable database (damaged, or not a SQLite file): %w; %s", path, err, moveAside(path))
 	}
-	return fmt.Errorf("sqlite store: opening %s: %w", s.path, err)
+	return fmt.Errorf("sqlite store: opening %s: %w", path, err)
 }
 
 // moveAside is what to do about a database that does not open.
@@ -208,7 +208,7 @@ func keepUnclaimedJournals(dir, dbPath string) error {
 func (s *Store) sweep() error {
 	rows, err := s.write.QueryContext(context.Background(), `SELECT id, journal_bytes FROM turns`)
 	if err != nil {
-		return s.openError(err)
+		return openError(s.path, err)
 	}
 	defer rows.Close()
 	known := map[string]bool{}
@@ -216,7 +216,7 @@ func (s *Store) sweep() error {
 		var id string
 		var size int64
 		if err := rows.Scan(&id, &size); err != nil {
-			return s.openError(err)
+			return openError(s.path, err)
 		}
 		known[s.files.name(id)] = true
 		if size > 0 && !s.files.whole(id, size) {
@@ -224,7 +224,7 @@ func (s *Store) sweep() error {
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return s.openError(err)
+		return openError(s.path, err)
 	}
 	if err := s.files.sweep(func(name string) bool { return known[name] }); err != nil {
 		return fmt.Errorf("sqlite store: deleting the journals of deleted turns: %w", err)
