@@ -116,12 +116,11 @@ func NewGRPCServer(g *Gateway, sec *access.Security) *GRPCServer {
 		ex = exemplar
 	}
 	unary, stream = g.metrics.Interceptors(unary, stream, ex)
+	unary, stream = append(unary, codec.checkUnary, validateUnary), append(stream, codec.checkStream)
 	if g.replicas != nil {
 		// Last, after the request is checked: a call is served here or
 		// relayed to the replica it belongs to.
-		unary, stream = append(unary, codec.checkUnary, validateUnary, g.replicas.ForwardUnary), append(stream, codec.checkStream, g.replicas.ForwardStream)
-	} else {
-		unary, stream = append(unary, codec.checkUnary, validateUnary), append(stream, codec.checkStream)
+		unary, stream = append(unary, g.replicas.ForwardUnary), append(stream, g.replicas.ForwardStream)
 	}
 	opts := append(sec.ServerOptions(),
 		grpc.ForceServerCodecV2(codec),
