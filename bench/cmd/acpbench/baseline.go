@@ -65,10 +65,8 @@ func (d *driver) buildBaseline(rev string) error {
 		return fmt.Errorf("extracting %s: %v\n%s", d.rep.Baseline, err, out)
 	}
 	d.baseBin = filepath.Join(d.dir, "acpgate-baseline")
-	build := exec.Command("go", "build", "-o", d.baseBin, "./cmd/acpgate")
-	build.Dir = src
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build ./cmd/acpgate at %s: %v\n%s", d.rep.Baseline, err, out)
+	if err := releaseBuild(src, d.baseBin, "./cmd/acpgate"); err != nil {
+		return fmt.Errorf("at %s: %w", d.rep.Baseline, err)
 	}
 	return os.RemoveAll(src)
 }
