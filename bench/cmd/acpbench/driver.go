@@ -27,6 +27,8 @@ type driver struct {
 	dir   string // binaries, configuration, logs
 	self  string
 	gwBin string
+	// launcher is acpgate-launcher, built beside gwBin.
+	launcher string
 	// baseBin is acpgate built from the -baseline revision; "" without one.
 	baseBin string
 	agent   string
@@ -212,8 +214,8 @@ func (d *driver) setup() error {
 	d.gwBin = filepath.Join(d.dir, "acpgate")
 	d.agent = filepath.Join(d.dir, "testagent")
 	// The launcher beside acpgate, as a release and the image ship it.
-	launcher := filepath.Join(d.dir, "acpgate-launcher")
-	for _, b := range []struct{ out, pkg string }{{d.gwBin, "./cmd/acpgate"}, {launcher, "./cmd/acpgate-launcher"}, {d.agent, "./internal/testagent"}} {
+	d.launcher = filepath.Join(d.dir, "acpgate-launcher")
+	for _, b := range []struct{ out, pkg string }{{d.gwBin, "./cmd/acpgate"}, {d.launcher, "./cmd/acpgate-launcher"}, {d.agent, "./internal/testagent"}} {
 		logf("building %s", b.pkg)
 		if err := releaseBuild(d.root, b.out, b.pkg); err != nil {
 			return err

@@ -79,7 +79,7 @@ func runClient(args []string) int {
 	defer cancel()
 	var r job.Result
 	switch j.Client {
-	case "floor", "floor-sdk":
+	case "floor", "floor-sdk", job.FloorContained:
 		r = clients.RunFloor(ctx, j)
 	case job.FloorLoaded:
 		stop, err := clients.StartLoad(j.Load)

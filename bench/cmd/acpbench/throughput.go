@@ -124,12 +124,12 @@ func (d *driver) ttfc() error {
 	defer d.stopGateway(g)
 	t := report.TTFCResult{Runs: map[string][]job.Result{}}
 	for range d.plan.ttfcRuns {
-		for _, c := range []string{"floor", "peer", "gateway"} {
+		for _, c := range []string{"floor", job.FloorContained, "peer", "gateway"} {
 			var gw *gatewayProc
 			if c == "gateway" {
 				gw = g
 			}
-			r := d.job(gw, job.Job{Client: c, N: 1, Size: 64, Timeout: time.Minute})
+			r := d.job(gw, job.Job{Client: c, N: 1, Size: 64, Launcher: d.launcher, Timeout: time.Minute})
 			d.check("time to first chunk", r)
 			t.Runs[c] = append(t.Runs[c], r)
 		}

@@ -14,6 +14,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/acpgate/acpgate/bench/internal/job"
+	"github.com/acpgate/acpgate/internal/acp/agentproc"
 )
 
 // The floor is the least a client can do with ACP: write the three requests
@@ -25,16 +26,29 @@ import (
 
 // agentProc is a test agent started on pipes.
 type agentProc struct {
-	cmd    *exec.Cmd
 	stdin  io.WriteCloser
-	stdout io.ReadCloser
+	stdout io.Reader
 	dir    string
+	kill   func()
+	wait   func(time.Duration) bool // whether the agent exited within the time
 }
 
-func startAgent(bin string, args ...string) (*agentProc, error) {
+// startAgent starts bin on pipes in a fresh directory: as a child of this
+// process, or, when contained is set, as acpgate starts an agent (through
+// its launcher, in the namespaces it probed).
+func startAgent(contained *containment, bin string, args ...string) (*agentProc, error) {
 	dir, err := os.MkdirTemp("", "acpbench-session-")
 	if err != nil {
 		return nil, err
+	}
+	if contained != nil {
+		p, err := agentproc.Start(agentproc.Spec{Command: bin, Args: args, Env: os.Environ(), Dir: dir,
+			Launcher: contained.launcher, Containment: contained.kind, HostProc: contained.hostProc})
+		if err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, err
+		}
+		return &agentProc{stdin: p.Stdin().(io.WriteCloser), stdout: p.Stdout(), dir: dir, kill: p.Kill, wait: p.WaitExit}, nil
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
@@ -50,31 +64,58 @@ func startAgent(bin string, args ...string) (*agentProc, error) {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	return &agentProc{cmd: cmd, stdin: stdin, stdout: stdout, dir: dir}, nil
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	wait := func(d time.Duration) bool {
+		select {
+		case <-exited:
+			return true
+		case <-time.After(d):
+			return false
+		}
+	}
+	kill := func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	}
+	return &agentProc{stdin: stdin, stdout: stdout, dir: dir, kill: kill, wait: wait}, nil
 }
 
 // stop closes the agent's stdin (it exits at EOF) and kills it if it has
 // not exited within a second.
 func (a *agentProc) stop() {
 	_ = a.stdin.Close()
-	done := make(chan struct{})
-	go func() {
-		_ = a.cmd.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(time.Second):
-		_ = a.cmd.Process.Kill()
-		<-done
+	if !a.wait(time.Second) {
+		a.kill()
 	}
 	_ = os.RemoveAll(a.dir)
+}
+
+// containment is how acpgate holds its agents on this machine, probed as
+// acpgate probes it at start: the floor-contained client starts its agent
+// the same way, so that the time to first chunk separates what the
+// containment costs from what the gateway adds.
+type containment struct {
+	launcher string
+	kind     agentproc.Containment
+	hostProc bool
 }
 
 // RunFloor runs the job with the floor client (floor-sdk when j.Client
 // says so): each of its turns on an agent of its own, spawned on pipes.
 func RunFloor(ctx context.Context, j job.Job) job.Result {
-	return runStreams(ctx, j, floorTurn)
+	var contained *containment
+	if j.Client == job.FloorContained {
+		if j.Launcher == "" {
+			return job.Result{Client: j.Client, Err: "the floor-contained client needs the job's launcher"}
+		}
+		kind, hostProc, _ := agentproc.ProbeContainment(j.Launcher)
+		contained = &containment{launcher: j.Launcher, kind: kind, hostProc: hostProc}
+	}
+	return runStreams(ctx, j, func(ctx context.Context, j job.Job, s *Stream) { floorTurn(ctx, contained, j, s) })
 }
 
 // floorMessage is one line from the agent, decoded in one pass: Params
@@ -91,7 +132,7 @@ type floorMessage struct {
 	} `json:"error"`
 }
 
-func floorTurn(ctx context.Context, j job.Job, s *Stream) {
+func floorTurn(ctx context.Context, contained *containment, j job.Job, s *Stream) {
 	waitStart(j)
 	s.Start = time.Now()
 	bin, args := j.Agent, []string(nil)
@@ -103,13 +144,13 @@ func floorTurn(ctx context.Context, j job.Job, s *Stream) {
 		}
 		bin, args = self, []string{"agent"}
 	}
-	a, err := startAgent(bin, args...)
+	a, err := startAgent(contained, bin, args...)
 	if err != nil {
 		s.err = err
 		return
 	}
 	defer a.stop()
-	stop := context.AfterFunc(ctx, func() { _ = a.cmd.Process.Kill() })
+	stop := context.AfterFunc(ctx, a.kill)
 	defer stop()
 
 	r := bufio.NewReaderSize(a.stdout, 1<<20)

@@ -77,7 +77,7 @@ func RunPeer(ctx context.Context, j job.Job) job.Result {
 func peerTurn(ctx context.Context, j job.Job, s *Stream) {
 	c := &peerClient{s: s}
 	s.Start = time.Now()
-	a, err := startAgent(j.Agent)
+	a, err := startAgent(nil, j.Agent)
 	if err != nil {
 		s.err = err
 		return

@@ -35,6 +35,9 @@ type Job struct {
 	// reads (0: as fast as it can): a slow client, to see whether
 	// coalescing follows its pace.
 	ReadRate int `json:"read_rate,omitempty"`
+	// Launcher is, for floor-contained, acpgate's launcher
+	// (acpgate-launcher), through which that client starts its agent.
+	Launcher string `json:"launcher,omitempty"`
 	// GatewayPID is acpgate's pid, to read its CPU time (gateway).
 	GatewayPID int `json:"gateway_pid,omitempty"`
 	// TurnID is, for watch, the finished turn to replay.

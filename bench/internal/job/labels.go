@@ -29,6 +29,13 @@ const FloodAgent = "flood"
 // floor.
 const FloorLoaded = "floor-loaded"
 
+// FloorContained is the floor client starting its agent as acpgate does:
+// through acpgate's launcher, in the PID (and user) and mount namespaces
+// acpgate gives an agent on this machine, with the agent's own /proc. Its
+// time to first chunk against the floor's is what the containment costs;
+// the gateway's against it is what the gateway adds.
+const FloorContained = "floor-contained"
+
 // naiveSuffix marks a label whose client runs the naive agent:
 // "floor/naive" is the floor client on it, "gateway/naive" the gateway
 // client of a gateway running it.

@@ -327,12 +327,21 @@ func (r *Report) ttfcMD(w func(string, ...any)) {
 	}
 	row("agent start-up: spawn → `initialize` answered (floor)", get("floor", func(r job.Result) int64 { return r.Startup }))
 	row("floor: spawn → first chunk", get("floor", func(r job.Result) int64 { return r.First }))
+	row("floor, contained as acpgate contains an agent: spawn → first chunk", get(job.FloorContained, func(r job.Result) int64 { return r.First }))
 	row("peer: spawn → first chunk", get("peer", func(r job.Result) int64 { return r.First }))
 	row("gateway: call → `started` (agent spawned, session open)", get("gateway", func(r job.Result) int64 { return r.Startup }))
 	row("gateway: call → first chunk", get("gateway", func(r job.Result) int64 { return r.First }))
 	g := Median(get("gateway", func(r job.Result) int64 { return r.First }))
 	f := Median(get("floor", func(r job.Result) int64 { return r.First }))
-	w("\nThe gateway adds %s to the first chunk (median against median).\n\n", FmtDurF(g-f))
+	w("\nThe gateway adds %s to the first chunk (median against median), %.2f × the floor's", FmtDurF(g-f), g/f)
+	if c := get(job.FloorContained, func(r job.Result) int64 { return r.First }); len(c) > 0 {
+		fc := Median(c)
+		// The contained floor starts its agent through acpgate-launcher in
+		// the namespaces acpgate probed: the difference to the plain floor
+		// is the containment's price, the rest is the gateway's own.
+		w(": %s of it is the containment (the launcher, the namespaces, the agent's own /proc), and the gateway's own part is %s, %.2f × the contained floor's", FmtDurF(fc-f), FmtDurF(g-fc), g/fc)
+	}
+	w(".\n\n")
 }
 
 func (r *Report) concMD(w func(string, ...any)) {
