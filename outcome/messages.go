@@ -199,9 +199,9 @@ func MessageWithoutPartial(e *acpgatev1.HarnessError) string {
 // boundary and says so explicitly when it cut.
 func boundForMessage(text Text) string {
 	if text.Len() <= MessagePartialBytes {
-		return text.Kept
+		return text.String()
 	}
-	shown := cutAtRune(text.Kept, MessagePartialBytes)
+	shown := cutAtRune(text.head(MessagePartialBytes+1), MessagePartialBytes)
 	return fmt.Sprintf("%s… [partial output cut for this message: %d of %d bytes shown]", shown, len(shown), text.Len())
 }
 

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
+	"google.golang.org/protobuf/proto"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 )
@@ -100,18 +102,66 @@ type Turn struct {
 type Text struct {
 	// Kept is the text, or its first bytes.
 	Kept string
-	// Bytes is the whole text's length; zero means len(Kept): kept whole.
+	// Bytes is the whole text's length; zero means the kept length: kept
+	// whole.
 	Bytes int
+	// Pieces, when set, hold what is kept in parts, in order, and Kept is
+	// empty: the kept text is their concatenation. A long answer arrives
+	// as thousands of chunks; joined into one string at the turn's end it
+	// was held twice at once, as its chunks and as the string, and that
+	// was the peak of a long turn's memory. A completed outcome of a text
+	// in pieces leaves its text to Result.TextPieces (see there).
+	Pieces []string
 }
 
 // WholeText is s, kept whole.
 func WholeText(s string) Text { return Text{Kept: s} }
 
-// Len is the whole text's length in bytes.
-func (t Text) Len() int { return max(len(t.Kept), t.Bytes) }
+// WholePieces is the concatenation of pieces, kept whole, without joining
+// them.
+func WholePieces(pieces []string) Text { return Text{Pieces: pieces} }
 
-// Whole reports whether Kept is all of the text.
-func (t Text) Whole() bool { return len(t.Kept) == t.Len() }
+// Len is the whole text's length in bytes.
+func (t Text) Len() int { return max(t.keptLen(), t.Bytes) }
+
+// Whole reports whether all of the text is kept.
+func (t Text) Whole() bool { return t.keptLen() == t.Len() }
+
+// String is the kept text in one string (the pieces joined, if it is in
+// pieces).
+func (t Text) String() string {
+	if t.Pieces == nil {
+		return t.Kept
+	}
+	return strings.Join(t.Pieces, "")
+}
+
+// keptLen is the kept text's length.
+func (t Text) keptLen() int {
+	n := len(t.Kept)
+	for _, p := range t.Pieces {
+		n += len(p)
+	}
+	return n
+}
+
+// head is at least the kept text's first n bytes (all of it when shorter),
+// in one string: what the bounded quotes of a text (a partial output, a
+// message) read, without joining a long text in pieces.
+func (t Text) head(n int) string {
+	if t.Pieces == nil || len(t.Kept) >= n {
+		return t.Kept
+	}
+	var b strings.Builder
+	b.WriteString(t.Kept)
+	for _, p := range t.Pieces {
+		if b.Len() >= n {
+			break
+		}
+		b.WriteString(p[:min(len(p), n-b.Len())])
+	}
+	return b.String()
+}
 
 // completed is the outcome of a turn that ended with end_turn.
 func completed(t Turn, usage *acpgatev1.Usage) *acpgatev1.PromptOutcome {
@@ -136,6 +186,31 @@ func completed(t Turn, usage *acpgatev1.Usage) *acpgatev1.PromptOutcome {
 	return o
 }
 
+// completedResult is completed's outcome as a Result: with a text in
+// pieces, the outcome's text and final message are its TextPieces and
+// FinalPieces.
+func completedResult(t Turn, usage *acpgatev1.Usage) Result {
+	r := Result{Outcome: completed(t, usage)}
+	if !r.Outcome.GetTextOmitted() && (t.Text.Pieces != nil || t.FinalMessage.Pieces != nil) {
+		r.TextPieces, r.FinalPieces = piecesOf(t.Text), piecesOf(t.FinalMessage)
+	}
+	return r
+}
+
+// piecesOf is a whole text as pieces.
+func piecesOf(t Text) []string {
+	if t.Pieces == nil {
+		if t.Kept == "" {
+			return nil
+		}
+		return []string{t.Kept}
+	}
+	if t.Kept == "" {
+		return t.Pieces
+	}
+	return append([]string{t.Kept}, t.Pieces...)
+}
+
 // textOmission is why a completed turn's outcome leaves its text out, or
 // TEXT_OMISSION_UNSPECIFIED when it carries the text.
 func textOmission(t Turn) acpgatev1.TextOmission {
@@ -158,6 +233,24 @@ func textOmission(t Turn) acpgatev1.TextOmission {
 type Result struct {
 	Outcome *acpgatev1.PromptOutcome
 	Error   *acpgatev1.HarnessError
+	// TextPieces and FinalPieces are a completed outcome's text and final
+	// message when the turn's text came in pieces (Text.Pieces): Outcome's
+	// text and final_message are then empty, and the outcome is encoded
+	// with these in their place, from the pieces' own memory. Joined gives
+	// the outcome with them set.
+	TextPieces, FinalPieces []string
+}
+
+// Joined is r with a completed outcome's text and final message in the
+// outcome, joined from their pieces (a copy of the outcome, when they were
+// in pieces).
+func (r Result) Joined() Result {
+	if r.Outcome == nil || (r.TextPieces == nil && r.FinalPieces == nil) {
+		return r
+	}
+	o := proto.CloneOf(r.Outcome)
+	o.Text, o.FinalMessage = strings.Join(r.TextPieces, ""), strings.Join(r.FinalPieces, "")
+	return Result{Outcome: o}
 }
 
 // Interpreter turns a turn's ending into its Result.
@@ -218,7 +311,7 @@ func (in Interpreter) answered(method string, t Turn) Result {
 	}
 	switch response.StopReason {
 	case acpsdk.StopReasonEndTurn:
-		return Result{Outcome: completed(t, usageOf(response.Usage))}
+		return completedResult(t, usageOf(response.Usage))
 	case acpsdk.StopReasonRefusal:
 		return in.fail(t.Text, refusedMessage(method), &acpgatev1.HarnessError{
 			Kind: &acpgatev1.HarnessError_PolicyRefused{PolicyRefused: &acpgatev1.PolicyRefusal{
@@ -436,7 +529,7 @@ func (in Interpreter) partial(text Text) *acpgatev1.PartialOutput {
 	if text.Len() == 0 {
 		return nil
 	}
-	kept := cutAtRune(text.Kept, in.partialCap())
+	kept := cutAtRune(text.head(in.partialCap()+1), in.partialCap())
 	return &acpgatev1.PartialOutput{
 		Text:       kept,
 		Truncated:  len(kept) < text.Len(),

@@ -716,3 +716,22 @@ func TestTheMessageWithoutPartialHoldsNoneOfTheAnswer(t *testing.T) {
 		t.Errorf("a message quoting no partial came back as %q, not %q", got, plain.GetMessage())
 	}
 }
+
+func TestATextInPiecesEndsExactlyAsTheSameTextInOneString(t *testing.T) {
+	pieces := []string{"first", "\n\n", strings.Repeat("é", 5_000), strings.Repeat("x", 3)}
+	final := pieces[2:]
+	in := outcome.Interpreter{PartialCap: 1_000} // mid-character: the cut steps back
+	for _, result := range []string{`{"stopReason":"end_turn"}`, `{"stopReason":"refusal"}`, `{"stopReason":"max_tokens"}`, `{"stopReason":"cancelled"}`} {
+		whole := answered(result, "", strings.Join(pieces, ""))
+		inPieces := whole
+		inPieces.Text, inPieces.FinalMessage = outcome.WholePieces(pieces), outcome.WholePieces(final)
+		want, got := in.Interpret(whole), in.Interpret(inPieces)
+		if got.Outcome != nil && (got.Outcome.GetText() != "" || len(got.TextPieces) != len(pieces) || len(got.FinalPieces) != len(final)) {
+			t.Errorf("%s: the outcome holds %d bytes of text and %d and %d pieces; want none and the pieces", result, len(got.Outcome.GetText()), len(got.TextPieces), len(got.FinalPieces))
+		}
+		joined := got.Joined()
+		if !proto.Equal(joined.Outcome, want.Outcome) || !proto.Equal(joined.Error, want.Error) {
+			t.Errorf("%s: in pieces, ends as\n%v %v\nwant\n%v %v", result, joined.Outcome, joined.Error, want.Outcome, want.Error)
+		}
+	}
+}

@@ -437,8 +437,13 @@ func TestAFloodArrivesWholeAndInOrder(t *testing.T) {
 	if err != nil || r.Outcome == nil {
 		t.Fatalf("%v %v", err, r.Error)
 	}
-	if n != 20000 || bytes != 20000*64 || len(r.Outcome.GetText()) != 20000*64 {
-		t.Errorf("events %d bytes %d text %d", n, bytes, len(r.Outcome.GetText()))
+	if n != 20000 || bytes != 20000*64 || len(r.Joined().Outcome.GetText()) != 20000*64 {
+		t.Errorf("events %d bytes %d text %d", n, bytes, len(r.Joined().Outcome.GetText()))
+	}
+	// An answer this long comes in pieces (see answer.PiecesFrom), its
+	// short chunks joined into one: the outcome leaves the text to them.
+	if len(r.TextPieces) != 1 || r.Outcome.GetText() != "" {
+		t.Errorf("the outcome of a %d-byte answer of 64-byte chunks has %d text pieces and %d bytes of text; want one piece and none", 20000*64, len(r.TextPieces), len(r.Outcome.GetText()))
 	}
 }
 

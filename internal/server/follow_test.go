@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -144,5 +145,49 @@ func TestAWatcherOfACompletedTurnNeverReadsItsRecordWithTheAnswer(t *testing.T) 
 	}
 	if n := st.gets.Load() - before; n != 0 {
 		t.Errorf("3 watchers read the turn's record, terminal and all, %d times; want none", n)
+	}
+}
+
+// A long answer's outcome is encoded from the chunks' own strings (in
+// pieces, see answer.PiecesFrom) rather than from one joined copy: what a
+// client receives, live or replayed, must be the outcome of the joined
+// text, byte for byte.
+func TestALongAnswerInPiecesArrivesAsTheJoinedTextLiveAndReplayed(t *testing.T) {
+	h := start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	stream, err := h.client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: "test", Text: "flood 40 40000\nchunk@m2 the second message\nflood 3 100\nchunk@m4 short\nflood 30 30000\nstop end_turn"}, grpc.MaxCallRecvMsgSize(64<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := receive(t, stream, nil)
+	checkInvariants(t, live)
+	var messages []string
+	id := "\x00"
+	for _, e := range live {
+		if c := e.GetAgentMessageChunk(); c != nil {
+			if c.GetMessageId() != id || len(messages) == 0 {
+				messages, id = append(messages, ""), c.GetMessageId()
+			}
+			messages[len(messages)-1] += c.GetText()
+		}
+	}
+	o := last(live).GetOutcome()
+	if want := strings.Join(messages, "\n\n"); len(want) < 1<<20 || o.GetText() != want || o.GetFinalMessage() != messages[len(messages)-1] {
+		t.Fatalf("the outcome has %d bytes of text and %d of final message; want the %d messages joined (%d bytes) and the last (%d)",
+			len(o.GetText()), len(o.GetFinalMessage()), len(messages), len(want), len(messages[len(messages)-1]))
+	}
+	watch, err := h.client.WatchTurn(ctx, &acpgatev1.WatchTurnRequest{TurnId: live[0].GetStarted().GetTurnId()}, grpc.MaxCallRecvMsgSize(64<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayed := receive(t, watch, nil)
+	if len(replayed) != len(live) {
+		t.Fatalf("the replay has %d events, the live stream %d", len(replayed), len(live))
+	}
+	for i := range live {
+		if !proto.Equal(replayed[i], live[i]) {
+			t.Fatalf("event %d replayed differs from the live one", i+1)
+		}
 	}
 }

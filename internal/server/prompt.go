@@ -326,7 +326,7 @@ func (g *Gateway) runTurn(ctx context.Context, r *turn.Running, plan *turnPlan) 
 	}
 	// The session is free before anyone can read the terminal.
 	live.Release()
-	q.Finish(terminal(result))
+	q.Finish(terminal(result), wire.Pieces{Text: result.TextPieces, Final: result.FinalPieces})
 	<-pumped
 	g.logTerminal(ctx, id, live.AgentName(), live.ID(), result.Error)
 	g.noteTurnEnd(r, live, result)
@@ -372,7 +372,7 @@ func (g *Gateway) endUnstarted(ctx context.Context, r *turn.Running, err error) 
 		g.log.ErrorContext(ctx, "the turn could not be journaled", "turn", r.Rec.ID, "err", err)
 	}
 	result := outcome.Result{Error: e}
-	r.Journal.End(terminal(result), 2, g.journalFailed)
+	r.Journal.End(terminal(result), wire.Pieces{}, 2, g.journalFailed)
 	g.logTerminal(ctx, r.Rec.ID, r.Rec.Agent, "", e)
 	g.noteTurnEnd(r, nil, result)
 	return result

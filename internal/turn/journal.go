@@ -298,7 +298,8 @@ func (j *Journal) trim() {
 	j.recent = kept
 }
 
-// End journals the terminal e, numbered seq: the events the store does not
+// End journals the terminal e, numbered seq, with p its outcome's text and
+// final message when they are in pieces: the events the store does not
 // have yet and then it are written in one step, before any stream can read
 // it. It returns the terminal as journaled.
 //
@@ -317,7 +318,7 @@ func (j *Journal) trim() {
 // unwritten here, and a batch and then the terminal would be two writes,
 // one after the other, between the agent's last word and the client's
 // terminal.
-func (j *Journal) End(e *acpgatev1.PromptEvent, seq uint64, failed func(error, *acpgatev1.PromptEvent) *acpgatev1.PromptEvent) store.Event {
+func (j *Journal) End(e *acpgatev1.PromptEvent, p wire.Pieces, seq uint64, failed func(error, *acpgatev1.PromptEvent) *acpgatev1.PromptEvent) store.Event {
 	j.mu.Lock()
 	j.detached = true
 	for j.writing {
@@ -330,7 +331,7 @@ func (j *Journal) End(e *acpgatev1.PromptEvent, seq uint64, failed func(error, *
 	var terminal store.Event
 	var unrecorded []byte
 	if err == nil {
-		terminal = wire.Encode(e, seq)
+		terminal = wire.EncodeTerminal(e, seq, p)
 		began := time.Now()
 		if err = j.st.End(context.Background(), j.id, rest, terminal, began); err != nil {
 			err = fmt.Errorf("journaling the turn's last events and terminal: %w", err)

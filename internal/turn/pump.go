@@ -72,13 +72,14 @@ func Pump(ctx context.Context, q *Queue, j *Journal, opts PumpOptions) Stats {
 				if len(out) > 0 {
 					j.Append(out)
 				}
+				pieces := q.terminalPieces()
 				if over && e.GetOutcome() != nil {
 					// The agent completed before the cancel reached it, but
 					// the journal dropped events past the limit: the turn
 					// must not read as complete.
-					e = opts.Full(fmt.Sprintf("the turn's journal reached limits.max_turn_bytes (%d bytes); the events after it were not journaled", limit))
+					e, pieces = opts.Full(fmt.Sprintf("the turn's journal reached limits.max_turn_bytes (%d bytes); the events after it were not journaled", limit)), wire.Pieces{}
 				}
-				end := j.End(e, seq, opts.Failed)
+				end := j.End(e, pieces, seq, opts.Failed)
 				return Stats{Events: events, Bytes: size, Terminal: int64(end.Len())}
 			}
 			if over {
@@ -142,8 +143,9 @@ const maxCoalescedBytes = 64 << 10
 type Queue struct {
 	mu        sync.Mutex
 	events    []*acpgatev1.PromptEvent
-	bytes     int  // queuedSize of events
-	abandoned bool // the turn is being cancelled: never wait for room
+	bytes     int         // queuedSize of events
+	abandoned bool        // the turn is being cancelled: never wait for room
+	pieces    wire.Pieces // the terminal's text in pieces (Finish)
 
 	ready    chan struct{} // signalled when events are queued
 	room     chan struct{} // signalled when events are taken
@@ -204,12 +206,21 @@ func (q *Queue) Push(e *acpgatev1.PromptEvent) {
 }
 
 // Finish queues the turn's terminal, which is never dropped and never
-// waits.
-func (q *Queue) Finish(e *acpgatev1.PromptEvent) {
+// waits; p is its outcome's text and final message when they are in
+// pieces (see wire.Pieces).
+func (q *Queue) Finish(e *acpgatev1.PromptEvent, p wire.Pieces) {
 	q.mu.Lock()
 	q.events = append(q.events, e)
+	q.pieces = p
 	q.mu.Unlock()
 	signal(q.ready)
+}
+
+// terminalPieces is what Finish was given as its terminal's pieces.
+func (q *Queue) terminalPieces() wire.Pieces {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.pieces
 }
 
 // Abandon is called once the turn's cancellation is requested

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acpgate/acpgate/internal/turn/wire"
+
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 )
 
@@ -69,7 +71,7 @@ func TestACancelledTurnNeverWaitsForItsStreamAndItsTerminalStillArrives(t *testi
 		t.Fatal("a push after the cancel waited")
 	}
 	terminal := &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_Error{Error: &acpgatev1.HarnessError{Message: "cancelled"}}}
-	q.Finish(terminal)
+	q.Finish(terminal, wire.Pieces{})
 	batch, _ := q.take(context.Background(), nil)
 	if len(batch) != maxQueuedEvents+1 || batch[len(batch)-1] != terminal {
 		t.Errorf("took %d events ending with %v, want the %d queued and the terminal", len(batch), batch[len(batch)-1], maxQueuedEvents)

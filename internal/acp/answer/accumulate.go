@@ -48,6 +48,8 @@ type Accumulator struct {
 	open    bool
 	size    int // the joined text's length so far, separators included
 
+	joined int // bytes of chunks Finish copied into joined strings
+
 	keep       int     // the limit bound takes
 	budget     *Budget // reserved from while there is no limit
 	reserved   int64   // held from budget
@@ -176,10 +178,24 @@ func (a *Accumulator) Split() {
 // messageSeparator joins a turn's messages in PromptOutcome.text.
 const messageSeparator = "\n\n"
 
+// Joined is how many bytes of chunks Finish copied into joined strings:
+// chunks that are garbage once it has returned.
+func (a *Accumulator) Joined() int { return a.joined }
+
+// PiecesFrom is the length from which a whole text is handed over in
+// pieces (outcome.Text.Pieces), the chunks' own strings, rather than
+// joined: joining copies the answer while its chunks are still held, so
+// for a moment the gateway holds it twice (outcome.Text says why that
+// matters). Below it the copy is cheap, and one string keeps a short
+// outcome's encoding in one buffer.
+const PiecesFrom = 1 << 20
+
 // Finish ends the turn's last message and returns the turn's text and its
 // final message, whole or (past the limit) as their kept beginnings and
-// lengths, and returns the reservation. The text is built with one copy;
-// the final message is the text's own tail, not a second copy.
+// lengths, and returns the reservation. A whole text of PiecesFrom bytes
+// or more comes in pieces; a shorter one, or a kept beginning, is built
+// with one copy. Either way the final message is the text's own tail,
+// not a second copy.
 func (a *Accumulator) Finish() (text, final outcome.Text) {
 	a.Split()
 	if len(a.done) == 0 {
@@ -188,6 +204,13 @@ func (a *Accumulator) Finish() (text, final outcome.Text) {
 	}
 	kept := 0
 	a.eachKept(func(s string) { kept += len(s) })
+	if kept == a.size && kept >= PiecesFrom {
+		text, final := a.pieces()
+		a.done = nil
+		a.releaseReservation()
+		return outcome.WholePieces(text), outcome.WholePieces(final)
+	}
+	a.joined = kept
 	var b strings.Builder
 	b.Grow(kept)
 	a.eachKept(func(s string) { b.WriteString(s) })
@@ -200,6 +223,74 @@ func (a *Accumulator) Finish() (text, final outcome.Text) {
 		final.Kept = text.Kept[len(text.Kept)-last.size:]
 	}
 	return text, final
+}
+
+// ownPiece is the length from which a chunk is a piece of the text on its
+// own; shorter chunks in a row are joined into one piece. Each piece is a
+// buffer the outcome's encoding hands to the store and to gRPC: a 64 B
+// flood as its 200,000 chunks made the terminal 400,000 buffers (text and
+// final message), and cost that flood a sixth of its chunks/s. A run of
+// short chunks joined is a copy of only those chunks.
+const ownPiece = 4 << 10
+
+// pieces is the whole text and its final message (the last message) as
+// pieces: the chunks of ownPiece bytes or more, and the runs of shorter
+// chunks in between, each joined, with the messages' separators in the
+// runs. The final message's pieces are the text's last ones.
+func (a *Accumulator) pieces() (text, final []string) {
+	var run strings.Builder
+	var runParts []string
+	flush := func() {
+		switch len(runParts) {
+		case 0:
+		case 1:
+			text = append(text, runParts[0])
+		default:
+			n := 0
+			for _, p := range runParts {
+				n += len(p)
+			}
+			run.Grow(n)
+			for _, p := range runParts {
+				run.WriteString(p)
+			}
+			a.joined += run.Len()
+			text = append(text, run.String())
+			run = strings.Builder{}
+		}
+		runParts = runParts[:0]
+	}
+	add := func(p string) {
+		if len(p) < ownPiece {
+			runParts = append(runParts, p)
+			return
+		}
+		flush()
+		text = append(text, p)
+	}
+	for i, m := range a.done {
+		if i == len(a.done)-1 {
+			// The final message starts a piece of its own, so that its
+			// pieces are the text's last.
+			if i > 0 {
+				add(messageSeparator)
+			}
+			flush()
+			from := len(text)
+			for _, p := range m.parts {
+				add(p)
+			}
+			flush()
+			return text, text[from:]
+		}
+		if i > 0 {
+			add(messageSeparator)
+		}
+		for _, p := range m.parts {
+			add(p)
+		}
+	}
+	return text, nil
 }
 
 // eachKept calls f with the kept beginning of the joined text, piece by

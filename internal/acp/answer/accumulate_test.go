@@ -1,9 +1,12 @@
 package answer
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/acpgate/acpgate/internal/acp/translate"
 )
@@ -114,7 +117,7 @@ func TestAnAccumulatorBoundMidwayEndsExactlyAsOneLimitedFromTheStart(t *testing.
 		limitedAcc := accumulate(keep, steps)
 		text, final := switched.Finish()
 		wantText, wantFinal := limitedAcc.Finish()
-		if text != wantText || final != wantFinal {
+		if !reflect.DeepEqual(text, wantText) || !reflect.DeepEqual(final, wantFinal) {
 			t.Fatalf("case %d, bound at step %d of %d, keep %d: %+v %+v, want %+v %+v", i, at, len(steps), keep, text, final, wantText, wantFinal)
 		}
 		if budget.Used() != 0 {
@@ -140,5 +143,53 @@ func TestAnAccumulatorOverItsBudgetKeepsOnlyItsLimitAndReturnsTheReservation(t *
 	text, final := a.Finish()
 	if text.Len() != 5*len(chunk.Text) || text.Whole() || final.Len() != 5*len(chunk.Text) || final.Kept != "" {
 		t.Errorf("text %d of %d bytes, final %d of %d", len(text.Kept), text.Len(), len(final.Kept), final.Len())
+	}
+}
+
+func TestALongWholeAnswerComesAsItsChunksAndItsFinalMessageAsTheirTail(t *testing.T) {
+	long := strings.Repeat("y", PiecesFrom/2)
+	var a Accumulator
+	for _, c := range []translate.Chunk{{MessageID: "a", Text: "first", IsText: true}, {MessageID: "b", Text: long, IsText: true}, {MessageID: "b", Text: long, IsText: true}} {
+		a.Add(c)
+	}
+	text, final := a.Finish()
+	if text.Kept != "" || final.Kept != "" {
+		t.Fatalf("a %d-byte answer was joined; want it in pieces", text.Len())
+	}
+	if !reflect.DeepEqual(text.Pieces, []string{"first\n\n", long, long}) || !reflect.DeepEqual(final.Pieces, []string{long, long}) {
+		t.Fatalf("text in %d pieces, final message in %d; want the short chunk joined with the separator, then the last message's chunks", len(text.Pieces), len(final.Pieces))
+	}
+	if unsafe.StringData(text.Pieces[1]) != unsafe.StringData(long) || !text.Whole() || text.Len() != 5+2+2*len(long) || final.Len() != 2*len(long) {
+		t.Errorf("pieces copied, or the lengths are wrong: text %d bytes (whole %v), final %d", text.Len(), text.Whole(), final.Len())
+	}
+	// One byte short of the bound, the answer is joined as before.
+	var short Accumulator
+	short.Add(translate.Chunk{Text: strings.Repeat("z", PiecesFrom-1), IsText: true})
+	if text, _ := short.Finish(); text.Pieces != nil || len(text.Kept) != PiecesFrom-1 {
+		t.Errorf("a %d-byte answer came in %d pieces; want one string", PiecesFrom-1, len(text.Pieces))
+	}
+}
+
+func TestALongAnswerOfShortChunksComesAsFewPiecesThatJoinToIt(t *testing.T) {
+	var a Accumulator
+	var want strings.Builder
+	for i := range PiecesFrom / 64 * 2 {
+		id := "a"
+		if i >= PiecesFrom/64 {
+			id = "b"
+		}
+		if i == PiecesFrom/64 {
+			want.WriteString("\n\n")
+		}
+		chunk := fmt.Sprintf("%063d ", i)[:64]
+		want.WriteString(chunk)
+		a.Add(translate.Chunk{MessageID: id, Text: chunk, IsText: true})
+	}
+	text, final := a.Finish()
+	if got := strings.Join(text.Pieces, ""); got != want.String() || len(text.Pieces) != 2 {
+		t.Fatalf("%d pieces joining to %d bytes; want 2 (a run of short chunks each message) joining to the %d bytes of the answer", len(text.Pieces), len(got), want.Len())
+	}
+	if f := strings.Join(final.Pieces, ""); f != want.String()[PiecesFrom+2:] {
+		t.Errorf("the final message is %d bytes, not the second message", len(f))
 	}
 }

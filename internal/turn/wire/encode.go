@@ -15,10 +15,28 @@ import (
 // long text chunk with its text in pieces (see encodeChunkPieces),
 // anything else in one.
 func Encode(e *acpgatev1.PromptEvent, seq uint64) store.Event {
+	return EncodeTerminal(e, seq, Pieces{})
+}
+
+// Pieces are a completed outcome's text and final message in parts
+// (outcome.Result.TextPieces and FinalPieces), which the outcome itself
+// then leaves empty.
+type Pieces struct{ Text, Final []string }
+
+// EncodeTerminal is Encode, with a completed outcome's text and final
+// message given as p when they are in pieces: encoded from the pieces' own
+// memory, the bytes are those of the outcome with the joined strings.
+func EncodeTerminal(e *acpgatev1.PromptEvent, seq uint64, p Pieces) store.Event {
 	e.Seq = seq
 	e.Time = timestamppb.Now()
+	if o := e.GetOutcome(); o != nil && (p.Text != nil || p.Final != nil) {
+		if o.GetText() != "" || o.GetFinalMessage() != "" {
+			panic("encoding a journal event: an outcome with its text both in it and in pieces")
+		}
+		return encodePieces(e, p.Text, p.Final)
+	}
 	if o := e.GetOutcome(); o.GetText() != "" || o.GetFinalMessage() != "" {
-		return encodePieces(e, o)
+		return encodePieces(e, nonEmpty(o.GetText()), nonEmpty(o.GetFinalMessage()))
 	}
 	if field, c := textChunk(e); c != nil && len(c.Text) >= minChunkPieces {
 		return encodeChunkPieces(e, field, c)
@@ -29,4 +47,12 @@ func Encode(e *acpgatev1.PromptEvent, seq uint64) store.Event {
 		panic(fmt.Sprintf("encoding a journal event: %v", err))
 	}
 	return store.Event{Seq: seq, Data: data}
+}
+
+// nonEmpty is s as the one piece of a text, or none.
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
 }

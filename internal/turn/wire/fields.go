@@ -44,10 +44,16 @@ func fieldNumber(m proto.Message, name protoreflect.Name) protowire.Number {
 // stringFieldSize is the encoded size of string field num holding s; 0 for
 // "", which proto3 does not encode.
 func stringFieldSize(num protowire.Number, s string) int {
-	if s == "" {
+	return bytesFieldSize(num, len(s))
+}
+
+// bytesFieldSize is the encoded size of a string or bytes field of n
+// bytes; 0 for none, which proto3 leaves out.
+func bytesFieldSize(num protowire.Number, n int) int {
+	if n == 0 {
 		return 0
 	}
-	return protowire.SizeTag(num) + protowire.SizeBytes(len(s))
+	return protowire.SizeTag(num) + protowire.SizeBytes(n)
 }
 
 // findField finds the top-level length-delimited field num in the

@@ -94,3 +94,53 @@ func TestAnOutcomeWithoutTextIsEncodedInOnePiece(t *testing.T) {
 		t.Errorf("encoded as %d bytes and %d more pieces; want proto.Marshal's %d bytes alone", len(ev.Data), len(ev.More), len(want))
 	}
 }
+
+func TestAnOutcomeWhoseTextIsInPiecesIsEncodedAsTheOutcomeWithTheTextJoined(t *testing.T) {
+	first := []string{"first ", "message"}
+	last := []string{"the final ", "", "message ", strings.Repeat("in pieces ", 1_000)}
+	text := append(append(append([]string{}, first...), "\n\n"), last...)
+	joined := &acpgatev1.PromptOutcome{Text: strings.Join(text, ""), FinalMessage: strings.Join(last, ""), StopReason: "end_turn", TurnId: "t1"}
+	e := &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_Outcome{Outcome: &acpgatev1.PromptOutcome{StopReason: "end_turn", TurnId: "t1"}}}
+	ev := EncodeTerminal(e, 7, Pieces{Text: text, Final: last})
+	want, err := proto.Marshal(&acpgatev1.PromptEvent{Seq: 7, Time: e.GetTime(), Event: &acpgatev1.PromptEvent_Outcome{Outcome: joined}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ev.Bytes(); !bytes.Equal(got, want) {
+		t.Fatalf("the pieces encode as %d bytes unlike the joined outcome's %d", len(got), len(want))
+	}
+	// The final message is the text's tail: the journal keeps it once.
+	if ev.Echo.Len != len(joined.FinalMessage) {
+		t.Errorf("echo of %d bytes; want the final message's %d", ev.Echo.Len, len(joined.FinalMessage))
+	}
+	long := last[len(last)-1]
+	shared := 0
+	for _, p := range ev.Pieces() {
+		if unsafe.SliceData(p) == unsafe.StringData(long) {
+			shared++
+		}
+	}
+	if shared != 2 {
+		t.Errorf("the long piece is referred to %d times by the encoding; want twice (text and final message), never copied", shared)
+	}
+}
+
+func TestTheFinalMessageIsFoundAtTheTextsEndHoweverBothAreCut(t *testing.T) {
+	for _, c := range []struct {
+		text, final []string
+		tail        bool
+	}{
+		{[]string{"ab", "cd"}, []string{"cd"}, true},
+		{[]string{"ab", "cd"}, []string{"b", "c", "d"}, true},
+		{[]string{"abcd"}, []string{"", "bc", "d", ""}, true},
+		{[]string{"ab", "cd"}, []string{"ab", "cd"}, true},
+		{[]string{"ab", "cd"}, []string{"xab", "cd"}, false},
+		{[]string{"ab", "cd"}, []string{"bd"}, false},
+		{nil, []string{"a"}, false},
+		{[]string{"a"}, nil, true},
+	} {
+		if got := isTail(c.text, c.final); got != c.tail {
+			t.Errorf("isTail(%q, %q) = %v, want %v", c.text, c.final, got, c.tail)
+		}
+	}
+}
