@@ -138,7 +138,7 @@ func (t Text) String() string {
 
 // keptLen is the kept text's length.
 func (t Text) keptLen() int {
-	n := len(t.Kept)
+	n := len(t.Kept) // 0 with Pieces
 	for _, p := range t.Pieces {
 		n += len(p)
 	}
@@ -149,11 +149,10 @@ func (t Text) keptLen() int {
 // in one string: what the bounded quotes of a text (a partial output, a
 // message) read, without joining a long text in pieces.
 func (t Text) head(n int) string {
-	if t.Pieces == nil || len(t.Kept) >= n {
+	if t.Pieces == nil {
 		return t.Kept
 	}
 	var b strings.Builder
-	b.WriteString(t.Kept)
 	for _, p := range t.Pieces {
 		if b.Len() >= n {
 			break
@@ -199,16 +198,10 @@ func completedResult(t Turn, usage *acpgatev1.Usage) Result {
 
 // piecesOf is a whole text as pieces.
 func piecesOf(t Text) []string {
-	if t.Pieces == nil {
-		if t.Kept == "" {
-			return nil
-		}
-		return []string{t.Kept}
-	}
-	if t.Kept == "" {
+	if t.Pieces != nil || t.Kept == "" {
 		return t.Pieces
 	}
-	return append([]string{t.Kept}, t.Pieces...)
+	return []string{t.Kept}
 }
 
 // textOmission is why a completed turn's outcome leaves its text out, or

@@ -145,9 +145,8 @@ func (t *turn) finish() (text, final outcome.Text) {
 	t.mu.Lock()
 	t.finished = true
 	text, final = t.acc.Finish()
-	joined := t.acc.Joined()
 	t.mu.Unlock()
-	if joined >= collectAfterJoinBytes || text.Len() >= collectAfterJoinBytes {
+	if text.Len() >= collectAfterJoinBytes {
 		// After a long answer: the chunks joined into the text (its runs
 		// of short chunks; a long answer comes in pieces, see
 		// answer.PiecesFrom) are garbage now, and so is what streaming it
@@ -172,9 +171,9 @@ func (t *turn) finish() (text, final outcome.Text) {
 	return text, final
 }
 
-// collectAfterJoinBytes is the length of an answer, or of what of it was
-// joined, from which finishing a turn collects garbage: a collection costs
-// a few milliseconds, little next to streaming that much.
+// collectAfterJoinBytes is the length of an answer from which finishing a
+// turn collects garbage: a collection costs a few milliseconds, little next
+// to streaming that much.
 const collectAfterJoinBytes = 16 << 20
 
 // stopKeepingText makes the turn keep only the beginning of its text that

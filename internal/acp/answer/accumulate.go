@@ -48,8 +48,6 @@ type Accumulator struct {
 	open    bool
 	size    int // the joined text's length so far, separators included
 
-	joined int // bytes of chunks Finish copied into joined strings
-
 	keep       int     // the limit bound takes
 	budget     *Budget // reserved from while there is no limit
 	reserved   int64   // held from budget
@@ -178,10 +176,6 @@ func (a *Accumulator) Split() {
 // messageSeparator joins a turn's messages in PromptOutcome.text.
 const messageSeparator = "\n\n"
 
-// Joined is how many bytes of chunks Finish copied into joined strings:
-// chunks that are garbage once it has returned.
-func (a *Accumulator) Joined() int { return a.joined }
-
 // PiecesFrom is the length from which a whole text is handed over in
 // pieces (outcome.Text.Pieces), the chunks' own strings, rather than
 // joined: joining copies the answer while its chunks are still held, so
@@ -210,7 +204,6 @@ func (a *Accumulator) Finish() (text, final outcome.Text) {
 		a.releaseReservation()
 		return outcome.WholePieces(text), outcome.WholePieces(final)
 	}
-	a.joined = kept
 	var b strings.Builder
 	b.Grow(kept)
 	a.eachKept(func(s string) { b.WriteString(s) })
@@ -236,61 +229,39 @@ const ownPiece = 4 << 10
 // pieces is the whole text and its final message (the last message) as
 // pieces: the chunks of ownPiece bytes or more, and the runs of shorter
 // chunks in between, each joined, with the messages' separators in the
-// runs. The final message's pieces are the text's last ones.
+// runs. The final message starts a piece of its own, so that its pieces
+// are the text's last.
 func (a *Accumulator) pieces() (text, final []string) {
-	var run strings.Builder
-	var runParts []string
+	var run []string
 	flush := func() {
-		switch len(runParts) {
-		case 0:
-		case 1:
-			text = append(text, runParts[0])
-		default:
-			n := 0
-			for _, p := range runParts {
-				n += len(p)
-			}
-			run.Grow(n)
-			for _, p := range runParts {
-				run.WriteString(p)
-			}
-			a.joined += run.Len()
-			text = append(text, run.String())
-			run = strings.Builder{}
+		if len(run) > 0 {
+			text = append(text, strings.Join(run, ""))
+			run = run[:0]
 		}
-		runParts = runParts[:0]
 	}
 	add := func(p string) {
 		if len(p) < ownPiece {
-			runParts = append(runParts, p)
+			run = append(run, p)
 			return
 		}
 		flush()
 		text = append(text, p)
 	}
+	from := 0
 	for i, m := range a.done {
-		if i == len(a.done)-1 {
-			// The final message starts a piece of its own, so that its
-			// pieces are the text's last.
-			if i > 0 {
-				add(messageSeparator)
-			}
-			flush()
-			from := len(text)
-			for _, p := range m.parts {
-				add(p)
-			}
-			flush()
-			return text, text[from:]
-		}
 		if i > 0 {
 			add(messageSeparator)
+		}
+		if i == len(a.done)-1 {
+			flush()
+			from = len(text)
 		}
 		for _, p := range m.parts {
 			add(p)
 		}
 	}
-	return text, nil
+	flush()
+	return text, text[from:]
 }
 
 // eachKept calls f with the kept beginning of the joined text, piece by

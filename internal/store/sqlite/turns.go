@@ -95,7 +95,13 @@ func (s *Store) Begin(ctx context.Context, t store.Turn) (store.Turn, bool, erro
 }
 
 func (s *Store) Get(ctx context.Context, turnID string) (store.Turn, error) {
-	t, err := scanTurn(s.readStmts.queryRow(ctx, nil, sqlGet, turnID))
+	return s.turnAt(s.readStmts.queryRow(ctx, nil, sqlGet, turnID), "get turn "+turnID)
+}
+
+// turnAt is the turn row holds, completed with its terminal, or
+// store.ErrNotFound when it holds none; op names the read in an error.
+func (s *Store) turnAt(row *sql.Row, op string) (store.Turn, error) {
+	t, err := scanTurn(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Turn{}, store.ErrNotFound
 	}
@@ -105,7 +111,7 @@ func (s *Store) Get(ctx context.Context, turnID string) (store.Turn, error) {
 			return done, nil
 		}
 	}
-	return store.Turn{}, s.opError("get turn "+turnID, err)
+	return store.Turn{}, s.opError(op, err)
 }
 
 func (s *Store) Extent(ctx context.Context, turnID string) (uint64, bool, error) {
@@ -137,17 +143,7 @@ func (s *Store) Latest(ctx context.Context, requestID string) (store.Turn, error
 	if requestID == "" {
 		return store.Turn{}, store.ErrNotFound
 	}
-	t, err := scanTurn(s.readStmts.queryRow(ctx, nil, sqlLatest, requestID))
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Turn{}, store.ErrNotFound
-	}
-	if err == nil {
-		var done store.Turn
-		if done, err = s.complete(t); err == nil {
-			return done, nil
-		}
-	}
-	return store.Turn{}, s.opError("find request "+requestID, err)
+	return s.turnAt(s.readStmts.queryRow(ctx, nil, sqlLatest, requestID), "find request "+requestID)
 }
 
 func (s *Store) List(ctx context.Context, f store.Filter, limit int, from *store.Position) ([]store.Turn, error) {
