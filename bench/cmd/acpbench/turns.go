@@ -59,7 +59,8 @@ func (d *driver) turnsSection() error {
 				}
 				pt.Runs[c] = append(pt.Runs[c], rs)
 				med, worst := report.TurnsP99(rs)
-				logf("   %3d turns round %d %-22s per-turn p99 median %s, worst %s", pt.N, round+1, c, report.FmtDurF(med), report.FmtDurF(worst))
+				first, last := report.TurnsFirst(rs)
+				logf("   %3d turns round %d %-22s per-turn p99 median %s, worst %s; first chunk median %s, last %s", pt.N, round+1, c, report.FmtDurF(med), report.FmtDurF(worst), report.FmtDurF(first), report.FmtDurF(last))
 			}
 		}
 	}

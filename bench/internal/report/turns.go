@@ -36,13 +36,29 @@ func TurnsP99(rs []job.Result) (med, worst float64) {
 	return Median(v), slices.Max(v)
 }
 
+// TurnsFirst is the median and the largest time to first chunk of the
+// turns that completed (NaN when none did): from the call (gateway) or the
+// spawn (floor), so it shows what starting N agents at once costs the
+// turns, which their chunks' latency, stamped by agents already running,
+// does not.
+func TurnsFirst(rs []job.Result) (med, last float64) {
+	v := oks(rs, func(r job.Result) float64 { return float64(r.First) })
+	if len(v) == 0 {
+		return math.NaN(), math.NaN()
+	}
+	return Median(v), slices.Max(v)
+}
+
 // turnsRow is one N of the section's curve for one label: over the
 // rounds, the median per-turn p99 and the worst per-turn p99, each as the
 // median over the rounds and their range.
 type turnsRow struct {
 	N             int
 	Median, Worst []float64 // one per round
-	Failed        int       // turns that did not complete
+	// FirstMedian and FirstLast are, per round, the median and the
+	// largest time to first chunk.
+	FirstMedian, FirstLast []float64
+	Failed                 int // turns that did not complete
 }
 
 func (t *TurnsResult) rows(label string) []turnsRow {
@@ -54,6 +70,10 @@ func (t *TurnsResult) rows(label string) []turnsRow {
 			if !math.IsNaN(m) {
 				row.Median = append(row.Median, m)
 				row.Worst = append(row.Worst, w)
+			}
+			if m, l := TurnsFirst(rs); !math.IsNaN(m) {
+				row.FirstMedian = append(row.FirstMedian, m)
+				row.FirstLast = append(row.FirstLast, l)
 			}
 			row.Failed += len(rs) - len(oks(rs, p99))
 		}
@@ -115,9 +135,9 @@ func (r *Report) turnsMD(w func(string, ...any)) {
 	}
 	labels := TurnsClients(r.Baseline != "")
 	w("## Simultaneous LLM-like turns\n\n")
-	w("N one-shot turns at once, each an LLM-like stream (%d chunks of %s at %d chunks/s), one client process per turn, started together; the agent is the naive one (one write per chunk) behind the floor and behind the gateway alike. Latency is arrival minus the agent's send stamp; each turn has its own p99, and each cell is, over the rounds, the median (range) of the **median** and of the **worst** per-turn p99.\n\n",
+	w("N one-shot turns at once, each an LLM-like stream (%d chunks of %s at %d chunks/s), one client process per turn, started together; the agent is the naive one (one write per chunk) behind the floor and behind the gateway alike. Latency is arrival minus the agent's send stamp; each turn has its own p99, and each cell is, over the rounds, the median (range) of the **median** and of the **worst** per-turn p99. The first chunk is timed from the call (gateway) or the spawn (floor), so it holds what starting N agents at once costs: the turns' median and their last.\n\n",
 		t.Chunks, size(t.Size), t.Rate)
-	w("| N | client | median per-turn p99 | worst per-turn p99 | median − floor's | failed turns |\n|---|---|---|---|---|---|\n")
+	w("| N | client | median per-turn p99 | worst per-turn p99 | median − floor's | first chunk: median / last | failed turns |\n|---|---|---|---|---|---|---|\n")
 	floor := t.rows(job.OnNaive("floor"))
 	for i := range t.Points {
 		for _, l := range labels {
@@ -126,7 +146,11 @@ func (r *Report) turnsMD(w func(string, ...any)) {
 			if l != job.OnNaive("floor") && len(floor[i].Median) > 0 && len(row.Median) > 0 {
 				over = FmtDurF(Median(row.Median) - Median(floor[i].Median))
 			}
-			w("| %d | %s | %s | %s | %s | %d |\n", row.N, l, mmm(row.Median, FmtDurF), mmm(row.Worst, FmtDurF), over, row.Failed)
+			first := "—"
+			if len(row.FirstMedian) > 0 {
+				first = FmtDurF(Median(row.FirstMedian)) + " / " + FmtDurF(Median(row.FirstLast))
+			}
+			w("| %d | %s | %s | %s | %s | %s | %d |\n", row.N, l, mmm(row.Median, FmtDurF), mmm(row.Worst, FmtDurF), over, first, row.Failed)
 		}
 	}
 	w("\n```\n%s```\n\n", t.turnsPlot(labels))

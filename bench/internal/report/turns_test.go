@@ -93,3 +93,19 @@ func TestTheTurnsPlotHasALinePerNAndClientWithTheLargestMedianAtFullWidth(t *tes
 		t.Errorf("N=1: the floor's bar is not shorter than the gateway's:\n%s", plot)
 	}
 }
+
+func TestTheTurnsFirstChunkIsTheMedianAndLastOfTheCompletedTurns(t *testing.T) {
+	first := func(d time.Duration) job.Result {
+		r := lat(time.Millisecond)
+		r.First = int64(d)
+		return r
+	}
+	rs := []job.Result{first(3 * time.Millisecond), first(40 * time.Millisecond), first(5 * time.Millisecond), {Err: "x", First: int64(time.Second)}}
+	m, l := TurnsFirst(rs)
+	if m != float64(5*time.Millisecond) || l != float64(40*time.Millisecond) {
+		t.Errorf("got median %v, last %v; want 5ms and 40ms (the failed turn left out)", time.Duration(m), time.Duration(l))
+	}
+	if m, l := TurnsFirst([]job.Result{{Err: "x"}}); !math.IsNaN(m) || !math.IsNaN(l) {
+		t.Errorf("no completed turn: got %v, %v, want NaN", m, l)
+	}
+}
