@@ -109,6 +109,10 @@ func journalFailedMessage(detail string) string {
 	return "the gateway could not write the turn's journal, so it cancelled the turn: " + detail
 }
 
+func startWaitExpiredMessage(detail string) string {
+	return "the gateway did not start the agent, which was never spawned; retry later: " + detail
+}
+
 func handshakeTimeoutMessage(step string, timeout time.Duration) string {
 	return fmt.Sprintf("the agent did not answer %s within the handshake timeout of %s and was stopped", step, timeout)
 }

@@ -613,6 +613,18 @@ func (in Interpreter) JournalFailed(detail string, text Text) *acpgatev1.Harness
 	}).Error
 }
 
+// StartWaitExpired is the error of a turn or session whose agent the
+// gateway did not start: it was busy starting others (at its bound on
+// start-ups at once) for as long as the start-up could wait. It is the
+// gateway's failure, not the agent's, so it is a GatewayFailure, which may
+// be retried, and never a handshake timeout, which would blame an agent
+// that was never spawned.
+func (in Interpreter) StartWaitExpired(detail string) *acpgatev1.HarnessError {
+	return in.fail(Text{}, startWaitExpiredMessage(detail), &acpgatev1.HarnessError{
+		Kind: &acpgatev1.HarnessError_Gateway{Gateway: &acpgatev1.GatewayFailure{Detail: detail}},
+	}).Error
+}
+
 // CapabilityNotSupported is the gateway's rejection of a request needing an
 // ACP primitive the agent did not advertise.
 func (in Interpreter) CapabilityNotSupported(primitive string) *acpgatev1.HarnessError {

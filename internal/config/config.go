@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"time"
@@ -439,6 +440,12 @@ type Limits struct {
 	// agents, counting those still starting. They are not sessions: a
 	// warm process counts toward MaxSessions only once it is taken.
 	MaxWarm int
+	// MaxStartingAgents bounds the agent processes starting at once
+	// across all agents, cold and warm, from the spawn until the session
+	// is open; a start-up beyond it waits for one to end (bounded by the
+	// agent's handshake timeout). 0 sets no bound. See admission.Starts
+	// for why; DefaultMaxStartingAgents when not set.
+	MaxStartingAgents int
 	// MaxSuspended bounds the suspended sessions across all agents; when a
 	// suspension goes past it, the sessions suspended longest are ended.
 	MaxSuspended int
@@ -598,16 +605,25 @@ func (a Agent) Environ(lookupEnv func(string) (string, bool)) []string {
 	return env
 }
 
+// DefaultMaxStartingAgents is limits.max_starting_agents when not set: two
+// start-ups per CPU the gateway may use, and at least 4. A start-up mostly
+// wants a CPU (a launcher, an agent's runtime and its start-up code), so
+// a bound in CPUs keeps a burst of turns from taking the CPUs from those
+// already streaming, while two per CPU let one start-up run while another
+// waits on its pipes or its disk.
+func DefaultMaxStartingAgents() int { return max(4, 2*runtime.GOMAXPROCS(0)) }
+
 // defaults is a Config with every top-level default and no agents.
 func defaults() *Config {
 	return &Config{
 		Listen: DefaultListen,
 		Limits: Limits{
-			MaxSessions:    DefaultMaxSessions,
-			MaxWarm:        DefaultMaxWarm,
-			MaxSuspended:   DefaultMaxSuspended,
-			MaxPromptBytes: DefaultMaxPromptBytes,
-			MaxFrameBytes:  DefaultMaxFrameBytes,
+			MaxSessions:       DefaultMaxSessions,
+			MaxWarm:           DefaultMaxWarm,
+			MaxStartingAgents: DefaultMaxStartingAgents(),
+			MaxSuspended:      DefaultMaxSuspended,
+			MaxPromptBytes:    DefaultMaxPromptBytes,
+			MaxFrameBytes:     DefaultMaxFrameBytes,
 
 			MaxAgentRequests:        DefaultMaxAgentRequests,
 			MaxAgentReplyBytes:      DefaultMaxAgentReplyBytes,

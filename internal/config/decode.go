@@ -142,11 +142,12 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 		"limits": func(v *yaml.Node) {
 			f := field{"limits", "limits"}
 			d.fields(v, f, "in limits", map[string]func(*yaml.Node){
-				"max_sessions":     d.intInto(&c.Limits.MaxSessions, f.child("max_sessions")),
-				"max_warm":         d.intInto(&c.Limits.MaxWarm, f.child("max_warm")),
-				"max_suspended":    d.intInto(&c.Limits.MaxSuspended, f.child("max_suspended")),
-				"max_prompt_bytes": d.intInto(&c.Limits.MaxPromptBytes, f.child("max_prompt_bytes")),
-				"max_frame_bytes":  d.intInto(&c.Limits.MaxFrameBytes, f.child("max_frame_bytes")),
+				"max_sessions":        d.intInto(&c.Limits.MaxSessions, f.child("max_sessions")),
+				"max_warm":            d.intInto(&c.Limits.MaxWarm, f.child("max_warm")),
+				"max_starting_agents": d.intInto(&c.Limits.MaxStartingAgents, f.child("max_starting_agents")),
+				"max_suspended":       d.intInto(&c.Limits.MaxSuspended, f.child("max_suspended")),
+				"max_prompt_bytes":    d.intInto(&c.Limits.MaxPromptBytes, f.child("max_prompt_bytes")),
+				"max_frame_bytes":     d.intInto(&c.Limits.MaxFrameBytes, f.child("max_frame_bytes")),
 
 				"max_agent_requests":         d.intInto(&c.Limits.MaxAgentRequests, f.child("max_agent_requests")),
 				"max_agent_reply_bytes":      d.int64Into(&c.Limits.MaxAgentReplyBytes, f.child("max_agent_reply_bytes")),

@@ -109,6 +109,9 @@ func (v *checker) config(c *Config) {
 	if c.Limits.MaxWarm < 0 {
 		v.add("limits.max_warm", "limits.max_warm: must not be negative (0 keeps no warm processes), got %d", c.Limits.MaxWarm)
 	}
+	if c.Limits.MaxStartingAgents < 0 {
+		v.add("limits.max_starting_agents", "limits.max_starting_agents: must not be negative (0 sets no bound), got %d", c.Limits.MaxStartingAgents)
+	}
 	v.positive("limits.max_suspended", "limits.max_suspended", c.Limits.MaxSuspended)
 	v.positive("limits.max_prompt_bytes", "limits.max_prompt_bytes", c.Limits.MaxPromptBytes)
 	switch m := c.Limits.MaxFrameBytes; {

@@ -57,6 +57,7 @@ type Metrics struct {
 	firstChunk       *prometheus.HistogramVec
 	agentStart       *prometheus.HistogramVec
 	agentStartFailed *prometheus.CounterVec
+	agentStartWait   *prometheus.HistogramVec
 	sessionsOpen     *prometheus.GaugeVec
 	turnsRunning     *prometheus.GaugeVec
 	chunks           *prometheus.CounterVec
@@ -99,6 +100,9 @@ func New(limits Limits) *Metrics {
 		}, agent),
 		agentStart: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "acpgate_agent_start_seconds", Help: "Agent start-up, from spawn through the ACP handshake, of the starts that succeeded.", Buckets: latencyBuckets,
+		}, agent),
+		agentStartWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "acpgate_agent_start_wait_seconds", Help: "Time an agent start-up waited for one of limits.max_starting_agents before its spawn, of the start-ups that waited.", Buckets: latencyBuckets,
 		}, agent),
 		agentStartFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "acpgate_agent_start_failures_total", Help: "Agent start-ups that failed, by the HarnessError class (or cancelled).",
@@ -161,7 +165,7 @@ func New(limits Limits) *Metrics {
 		collectors.NewGoCollector(),
 		m.grpc,
 		m.turnsStarted, m.turnsEnded, m.turnDuration, m.firstChunk,
-		m.agentStart, m.agentStartFailed, m.sessionsOpen, m.turnsRunning,
+		m.agentStart, m.agentStartWait, m.agentStartFailed, m.sessionsOpen, m.turnsRunning,
 		m.chunks, m.chunkBytes, m.tokens, m.cost, m.journalWrite, m.journalBytes,
 		m.warmReady, m.warmStarting, m.sessionStarts,
 		sessionsLimit, agentLimit, m.connections, connectionsLimit,
@@ -310,6 +314,14 @@ func (a *Agent) JournalWrite(took time.Duration, size int) {
 func (a *Agent) Started(took time.Duration) {
 	if a != nil {
 		a.m.agentStart.WithLabelValues(a.name).Observe(took.Seconds())
+	}
+}
+
+// StartWaited observes an agent start-up that waited took for a start-up
+// slot (limits.max_starting_agents) before its spawn.
+func (a *Agent) StartWaited(took time.Duration) {
+	if a != nil {
+		a.m.agentStartWait.WithLabelValues(a.name).Observe(took.Seconds())
 	}
 }
 

@@ -63,6 +63,7 @@ func everyFamily(t *testing.T) map[string]*dto.MetricFamily {
 	a.Cost("USD", 1)
 	a.JournalWrite(time.Millisecond, 1)
 	a.Started(time.Millisecond)
+	a.StartWaited(time.Millisecond)
 	a.StartFailed("transport")
 	a.SessionOpened()
 	a.Warm(1, 1)

@@ -15,6 +15,7 @@ import (
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/access"
 	"github.com/acpgate/acpgate/internal/acp"
+	"github.com/acpgate/acpgate/internal/admission"
 	"github.com/acpgate/acpgate/internal/config"
 	"github.com/acpgate/acpgate/internal/mcpoffer"
 	"github.com/acpgate/acpgate/internal/metrics"
@@ -32,9 +33,10 @@ type catalog struct {
 type agentEntry struct {
 	cfg     config.Agent
 	acp     acp.Config
-	m       *metrics.Agent // nil without metrics
-	pool    *pool          // its warm processes; nil when it keeps none
-	share   *sharing       // its processes several sessions share; nil without reuse_process
+	m       *metrics.Agent    // nil without metrics
+	pool    *pool             // its warm processes; nil when it keeps none
+	share   *sharing          // its processes several sessions share; nil without reuse_process
+	starts  *admission.Starts // the gateway's bound on start-ups at once, every agent's
 	startup startupStatus
 	mcp     mcpoffer.Offer // what callers may ask of MCP servers
 	mu      sync.Mutex

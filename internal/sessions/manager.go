@@ -93,8 +93,10 @@ func New(opts Options) *Manager {
 	if m.tempDir == nil {
 		m.tempDir = func(agent string) (string, error) { return os.MkdirTemp("", "acpgate-"+agent+"-") }
 	}
+	// One bound on start-ups for all agents: they share the CPUs.
+	starts := admission.NewStarts(opts.Config.Limits.MaxStartingAgents)
 	for _, a := range opts.Config.Agents {
-		entry := &agentEntry{cfg: a, acp: opts.StartConfig(a), m: opts.Metrics.Agent(a.Name), mcp: mcpoffer.New(opts.Config.MCP, a)}
+		entry := &agentEntry{cfg: a, acp: opts.StartConfig(a), m: opts.Metrics.Agent(a.Name), mcp: mcpoffer.New(opts.Config.MCP, a), starts: starts}
 		if a.ReuseProcess {
 			entry.share = &sharing{max: a.MaxSessionsPerProcess}
 		}

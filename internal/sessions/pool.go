@@ -35,6 +35,9 @@ type warmProcess struct {
 	tempDir string              // dir, when it is a temporary one made for it; "" in a configured workspace
 	born    time.Time
 	taken   chan struct{} // closed when it leaves the pool: ends its watcher
+	// waited is how long its start-up waited for a start-up slot
+	// (limits.max_starting_agents): the gateway's time, not the agent's.
+	waited time.Duration
 }
 
 // key is what a session must want for this process to serve it: its
@@ -206,6 +209,9 @@ func (p *pool) launch(slot *admission.WarmSlot) {
 	began := time.Now()
 	w, err := p.opts.Launch(p.ctx)
 	took := time.Since(began)
+	if err == nil {
+		took -= w.waited
+	}
 	if err == nil || p.ctx.Err() == nil {
 		// A start-up the pool's own stop cancelled is no failure of the
 		// agent's.

@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +12,9 @@ import (
 	"time"
 
 	"github.com/acpgate/acpgate/internal/acp"
+	"github.com/acpgate/acpgate/internal/admission"
 	"github.com/acpgate/acpgate/internal/metrics"
+	"github.com/acpgate/acpgate/outcome"
 )
 
 // warmLauncher starts warm processes of e: in its configured workspace,
@@ -30,7 +33,12 @@ func (e *agentEntry) warmLauncher(tempDir func(agent string) (string, error)) fu
 		}
 		dir, err := filepath.EvalSymlinks(root)
 		if err == nil {
-			w.sess, err = acp.Start(ctx, e.acp, dir)
+			var release func()
+			release, w.waited, err = e.waitToStart(ctx)
+			if err == nil {
+				w.sess, err = acp.Start(ctx, e.acp, dir)
+				release()
+			}
 		}
 		if err != nil {
 			var agentErr *acp.Error
@@ -93,7 +101,15 @@ func (e *agentEntry) startProcess(ctx context.Context, o *Opening, opts acp.Open
 		e.m.SessionStarted(true)
 		return o.warm.sess, nil
 	}
+	release, waited, err := e.waitToStart(ctx)
+	if err != nil {
+		// Not the agent's failure: its start-up status stays as it was.
+		noteStart(e.m, 0, err)
+		return nil, err
+	}
+	began = began.Add(waited)
 	sess, err := acp.Open(ctx, e.acp, opts)
+	release()
 	took := time.Since(began)
 	noteStart(e.m, took, err)
 	if err != nil {
@@ -103,6 +119,24 @@ func (e *agentEntry) startProcess(ctx context.Context, o *Opening, opts acp.Open
 	e.startup.succeeded(took)
 	e.m.SessionStarted(false)
 	return sess, nil
+}
+
+// waitToStart waits for one of the gateway's start-up slots (see
+// admission.Starts) and returns the function that gives it back and how
+// long it waited. The wait is bounded by the agent's handshake timeout,
+// the time its start-up would have had to complete; a start-up that
+// cannot begin within it fails as the gateway's failure (a retryable
+// GatewayFailure), never as a handshake timeout, since the agent was
+// never spawned. The time waited is not the agent's start-up time.
+func (e *agentEntry) waitToStart(ctx context.Context) (release func(), waited time.Duration, err error) {
+	release, waited, err = e.starts.Wait(ctx, cmp.Or(e.acp.HandshakeTimeout, acp.DefaultHandshakeTimeout))
+	if waited > 0 {
+		e.m.StartWaited(waited)
+	}
+	if errors.Is(err, admission.ErrStartWaitExpired) {
+		err = &acp.Error{Proto: outcome.Interpreter{}.StartWaitExpired(err.Error())}
+	}
+	return release, waited, err
 }
 
 // noteStart records an agent start-up that took took and failed with err

@@ -623,7 +623,8 @@ type HarnessError struct {
 	//	transport (the agent could not be started, did not complete its
 	//	handshake in time, the channel broke or the agent exited mid-turn,
 	//	the gateway stopped while the turn ran)          retryable
-	//	gateway (the gateway could not journal the turn)  retryable
+	//	gateway (the gateway could not journal the turn
+	//	or start its agent)                              retryable
 	//	harness with `cancelled` where the gateway's own shutdown cancelled
 	//	the turn                                          retryable
 	//	policy_refused, harness (max_tokens, max_turn_requests, auth_required,
@@ -796,8 +797,9 @@ type HarnessError_StaleTarget struct {
 
 type HarnessError_Gateway struct {
 	// The gateway itself failed the turn: it could not write the turn's
-	// journal (a full disk, say). Nothing is known to be wrong with the
-	// agent.
+	// journal (a full disk, say), or it was busy starting other agents for
+	// as long as this one's start-up could wait, and never spawned it.
+	// Nothing is known to be wrong with the agent.
 	Gateway *GatewayFailure `protobuf:"bytes,16,opt,name=gateway,proto3,oneof"`
 }
 

@@ -1,0 +1,112 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// waitFor is how long a test waits for something that should happen at
+// once; a failure takes that long, a pass does not.
+const waitFor = 10 * time.Second
+
+func TestAtMostTheLimitOfStartUpsRunAndTheNextBeginsWhenOneEnds(t *testing.T) {
+	s := NewStarts(2)
+	ctx := context.Background()
+	r1, w1, err1 := s.Wait(ctx, waitFor)
+	r2, w2, err2 := s.Wait(ctx, waitFor)
+	if err1 != nil || err2 != nil || w1 != 0 || w2 != 0 {
+		t.Fatalf("the first two start-ups: errors %v, %v, waited %s, %s; want both at once", err1, err2, w1, w2)
+	}
+	third := make(chan time.Duration, 1)
+	go func() {
+		r3, waited, err := s.Wait(ctx, waitFor)
+		if err != nil {
+			t.Errorf("the third start-up: %v", err)
+		} else {
+			r3()
+		}
+		third <- waited
+	}()
+	select {
+	case <-third:
+		t.Fatal("a third start-up began while two were under way")
+	case <-time.After(50 * time.Millisecond):
+	}
+	r1()
+	r1() // a second release gives nothing back
+	select {
+	case waited := <-third:
+		if waited < 50*time.Millisecond {
+			t.Errorf("the third start-up says it waited %s, less than it did", waited)
+		}
+	case <-time.After(waitFor):
+		t.Fatal("the third start-up did not begin once one had ended")
+	}
+	// r1 was released twice: if both counted, two more would begin now.
+	r4, _, err := s.Wait(ctx, waitFor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Wait(ctx, 20*time.Millisecond); !errors.Is(err, ErrStartWaitExpired) {
+		t.Errorf("with two start-ups under way a third got %v; a double release gave a slot back twice", err)
+	}
+	r2()
+	r4()
+}
+
+// full is a bound of one start-up with that one under way until the test
+// ends.
+func full(t *testing.T) *Starts {
+	t.Helper()
+	s := NewStarts(1)
+	release, _, err := s.Wait(context.Background(), waitFor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(release)
+	return s
+}
+
+func TestAStartUpThatWaitsOutItsBoundFailsAsTheGatewayBeingBusy(t *testing.T) {
+	s := full(t)
+	const bound = 30 * time.Millisecond
+	_, waited, err := s.Wait(context.Background(), bound)
+	if !errors.Is(err, ErrStartWaitExpired) {
+		t.Fatalf("got %v, want ErrStartWaitExpired", err)
+	}
+	if waited < bound {
+		t.Errorf("it gave up after %s, before its bound of %s", waited, bound)
+	}
+	for _, want := range []string{"1 start-ups were under way", "limits.max_starting_agents", "30ms"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error %q does not say %q", err, want)
+		}
+	}
+}
+
+func TestAStartUpWhoseCallerLeavesStopsWaitingWithTheCallersError(t *testing.T) {
+	s := full(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(20*time.Millisecond, cancel)
+	_, _, err := s.Wait(ctx, waitFor)
+	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrStartWaitExpired) {
+		t.Errorf("got %v, want the caller's cancellation and not the gateway's busyness", err)
+	}
+}
+
+func TestWithoutABoundStartUpsNeverWait(t *testing.T) {
+	s := NewStarts(0)
+	if s != nil {
+		t.Fatalf("NewStarts(0) = %v, want nil (no bound)", s)
+	}
+	for range 100 {
+		release, waited, err := s.Wait(context.Background(), time.Nanosecond)
+		if err != nil || waited != 0 {
+			t.Fatalf("got waited %s, err %v; want no wait", waited, err)
+		}
+		defer release()
+	}
+}
