@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/config"
 	"github.com/acpgate/acpgate/internal/server"
@@ -43,7 +46,7 @@ func spawns(file string) int {
 	return strings.Count(string(b), "start")
 }
 
-func TestAStartUpThatCannotGetASlotInItsHandshakeTimeEndsAsTheGatewaysRetryableFailureAndNeverSpawns(t *testing.T) {
+func TestAStartUpThatCannotGetASlotInItsHandshakeTimeFailsAsTheGatewaysRetryableFailureAndNeverSpawns(t *testing.T) {
 	dir := t.TempDir()
 	h := startWith(t, func(o *server.Options) {
 		cfg, err := config.Parse([]byte(startsYAML(dir)), "starts.yaml", o.LookupEnv)
@@ -81,6 +84,10 @@ func TestAStartUpThatCannotGetASlotInItsHandshakeTimeEndsAsTheGatewaysRetryableF
 	}
 	if waited < 300*time.Millisecond {
 		t.Errorf("brief gave up after %s, before its handshake timeout of 300ms", waited)
+	}
+	_, err = h.client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: "brief"})
+	if status.Code(err) != codes.Unavailable || !strings.Contains(status.Convert(err).Message(), "limits.max_starting_agents") {
+		t.Errorf("CreateSession of brief got %v; want UNAVAILABLE naming limits.max_starting_agents", err)
 	}
 	if n := spawns(filepath.Join(dir, "brief")); n != 0 {
 		t.Errorf("brief was spawned %d times; a start-up that got no slot must not spawn", n)

@@ -32,7 +32,9 @@ func StatusOf(err error) error {
 	switch t := agentErr.Proto.GetTransport(); {
 	case t.GetReason() == acpgatev1.TransportReason_TRANSPORT_REASON_HANDSHAKE_TIMEOUT:
 		code = codes.DeadlineExceeded
-	case t != nil:
+	case t != nil, agentErr.Proto.GetGateway() != nil:
+		// The agent's channel, or the gateway (busy starting other
+		// agents): a later call may succeed.
 		code = codes.Unavailable
 	}
 	return WithDetail(code, agentErr.Proto)
