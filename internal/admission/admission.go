@@ -1,7 +1,9 @@
 // Package admission decides what may start in the gateway: a session,
 // under the gateway-wide and per-agent limits and the caller's quotas; a
 // warm process, under limits.max_warm; a turn, under the caller's quotas
-// and while the gateway is not draining. Every such rule is checked here
+// and while the gateway is not draining; an agent process's start-up,
+// under limits.max_starting_agents (Starts, which waits where the others
+// refuse). Every such rule is checked here
 // and nowhere else, under one lock, so that concurrent calls cannot slip
 // past a limit between a check and a count.
 //
