@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Memory is a process's resident set: now, and its peak.
@@ -47,27 +49,22 @@ func ReadMemory(pid int) (Memory, error) {
 	return m, nil
 }
 
-// readCPU returns a process's own CPU time (without its children's): the
-// sum of its threads' on-CPU nanoseconds from /proc/PID/task/*/schedstat.
-// (Go rarely ends a thread, so little time is lost with exited threads.)
+// readCPU returns a process's own CPU time (without its children's), in
+// nanoseconds, from its CPU-time clock: the kernel's sum over its threads,
+// those that have exited included, read in one system call.
+//
+// It is read in the middle of measurements (a gateway client marks the
+// gateway's CPU when its turn has started), so it must be cheap: summing
+// /proc/PID/task/*/schedstat instead took about 0.6 ms for a gateway's
+// threads here, during which the turn's first chunk arrived and waited.
 func readCPU(pid int) (time.Duration, error) {
-	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
-	if err != nil || len(tasks) == 0 {
-		return 0, fmt.Errorf("no schedstat for process %d", pid)
+	var ts unix.Timespec
+	// clock_getcpuclockid(3): MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED).
+	clock := int32(^pid<<3 | 2)
+	if err := unix.ClockGettime(clock, &ts); err != nil {
+		return 0, fmt.Errorf("the CPU time of process %d: %w", pid, err)
 	}
-	var total int64
-	for _, t := range tasks {
-		b, err := os.ReadFile(t)
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(b))
-		if len(f) > 0 {
-			n, _ := strconv.ParseInt(f[0], 10, 64)
-			total += n
-		}
-	}
-	return time.Duration(total), nil
+	return time.Duration(ts.Nano()), nil
 }
 
 // ReadTreeCPU returns a process's CPU time with its waited-for children's
