@@ -199,22 +199,7 @@ func TestMaxSessionsHoldsForConcurrentCreateSessions(t *testing.T) {
 func TestMaxSessionsBoundsTheAgentsOfConcurrentOneShotTurns(t *testing.T) {
 	s := serve(t, "--config", writeConfig(t, "limits: {max_sessions: 40}\n"+hostileConfig))
 	client, _ := s.client(t)
-	stop := make(chan struct{})
-	var peak atomic.Int32
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		for {
-			if n := int32(len(childrenRunning(s.cmd.Process.Pid, agentBin))); n > peak.Load() {
-				peak.Store(n)
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(5 * time.Millisecond):
-			}
-		}
-	}()
+	stopSampling := peakAgents(s.cmd.Process.Pid)
 	var completed, refused atomic.Int32
 	var wg sync.WaitGroup
 	for range 300 {
@@ -244,15 +229,14 @@ func TestMaxSessionsBoundsTheAgentsOfConcurrentOneShotTurns(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	close(stop)
-	<-sampled
+	peak := stopSampling()
 	if completed.Load()+refused.Load() != 300 || completed.Load() < 40 {
 		t.Errorf("%d completed and %d refused of 300", completed.Load(), refused.Load())
 	}
-	if p := peak.Load(); p > 40 {
-		t.Errorf("%d agents ran at once, over max_sessions 40", p)
+	if peak > 40 {
+		t.Errorf("%d agents ran at once, over max_sessions 40", peak)
 	}
-	t.Logf("%d completed, %d refused, at most %d agents at once", completed.Load(), refused.Load(), peak.Load())
+	t.Logf("%d completed, %d refused, at most %d agents at once", completed.Load(), refused.Load(), peak)
 }
 
 func TestASessionAcceptsItsNextTurnTheMomentTheTerminalArrives(t *testing.T) {

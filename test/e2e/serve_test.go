@@ -6,16 +6,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/acpgate/acpgate/internal/exitcode"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/acpgate/acpgate/internal/exitcode"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -272,6 +274,33 @@ func TestAnInvalidConfigurationFailsAtStartNamingEveryProblem(t *testing.T) {
 // processesRunning lists the pids whose executable is path.
 // childrenRunning lists the running children of parent that execute path.
 // (Other tests run agents of their own at the same time.)
+// peakAgents samples, every 5 ms until the returned function is called,
+// how many agent processes the gateway with pid runs at once, and that
+// function returns the most seen.
+func peakAgents(pid int) (stop func() int) {
+	var peak atomic.Int32
+	done := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			if n := int32(len(childrenRunning(pid, agentBin))); n > peak.Load() {
+				peak.Store(n)
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	return func() int {
+		close(done)
+		<-sampled
+		return int(peak.Load())
+	}
+}
+
 func childrenRunning(parent int, path string) []int {
 	var pids []int
 	for _, pid := range processesRunning(path) {
