@@ -18,7 +18,10 @@ var ErrStartWaitExpired = errors.New("the gateway was busy starting other agents
 
 // Starts bounds the agent processes starting at once across a gateway's
 // agents (limits.max_starting_agents), cold and warm alike: from the spawn
-// until the agent's session is open.
+// until the agent's session is open (for a warm process, until it has
+// answered initialize). A caller's start-up waits for a slot (Wait); a
+// warm pool's takes a free one or none (TryTake), so that no caller's
+// start-up ever waits behind a warm process nobody has asked for yet.
 //
 // Why: a start-up is the costliest thing an agent process does. When
 // fifty turns start in the same second, fifty launchers, namespaces and
@@ -71,6 +74,20 @@ func (s *Starts) Wait(ctx context.Context, bound time.Duration) (release func(),
 		return nil, waited, fmt.Errorf("waiting to start the agent: %w", ctx.Err())
 	}
 	return s.releaser(), waited, nil
+}
+
+// TryTake takes a slot if one is free now, and never waits: for the warm
+// pools' start-ups, which serve no caller yet and so must never make a
+// caller's start-up wait behind them. The function it returns gives the
+// slot back (exactly once).
+func (s *Starts) TryTake() (release func(), ok bool) {
+	if s == nil {
+		return func() {}, true
+	}
+	if !s.sem.TryAcquire(1) {
+		return nil, false
+	}
+	return s.releaser(), true
 }
 
 func (s *Starts) releaser() func() { return sync.OnceFunc(func() { s.sem.Release(1) }) }

@@ -110,3 +110,47 @@ func TestWithoutABoundStartUpsNeverWait(t *testing.T) {
 		defer release()
 	}
 }
+
+func TestAWarmStartUpTakesAFreeSlotOrNoneAndNeverQueuesAheadOfACallersStartUp(t *testing.T) {
+	s := NewStarts(1)
+	release, ok := s.TryTake()
+	if !ok {
+		t.Fatal("a free slot was not taken")
+	}
+	if _, ok := s.TryTake(); ok {
+		t.Fatal("a slot was taken while the only one was held")
+	}
+	// A caller's start-up waits; a slot given back goes to it, not to a
+	// warm start-up trying at that moment.
+	waited := make(chan error, 1)
+	var callers func()
+	go func() {
+		r, _, err := s.Wait(context.Background(), waitFor)
+		callers = r
+		waited <- err
+	}()
+	// TryAcquire(0) fails only while a start-up waits in the queue.
+	for deadline := time.Now().Add(waitFor); s.sem.TryAcquire(0); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the caller's start-up never began to wait")
+		}
+	}
+	release()
+	if _, ok := s.TryTake(); ok {
+		t.Error("a warm start-up took the slot given back while a caller's start-up waited for it")
+	}
+	if err := <-waited; err != nil {
+		t.Fatal(err)
+	}
+	callers()
+	if r, ok := s.TryTake(); !ok {
+		t.Error("no slot was free once every start-up had ended")
+	} else {
+		r()
+	}
+	if r, ok := NewStarts(0).TryTake(); !ok {
+		t.Error("without a bound a warm start-up was refused")
+	} else {
+		r()
+	}
+}

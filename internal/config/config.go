@@ -442,9 +442,10 @@ type Limits struct {
 	MaxWarm int
 	// MaxStartingAgents bounds the agent processes starting at once
 	// across all agents, cold and warm, from the spawn until the session
-	// is open; a start-up beyond it waits for one to end (bounded by the
-	// agent's handshake timeout). 0 sets no bound. See admission.Starts
-	// for why; DefaultMaxStartingAgents when not set.
+	// is open; a caller's start-up beyond it waits for one to end (bounded
+	// by the agent's handshake timeout), a warm pool's waits for none. 0
+	// sets no bound. See admission.Starts for why; DefaultMaxStartingAgents
+	// when not set.
 	MaxStartingAgents int
 	// MaxSuspended bounds the suspended sessions across all agents; when a
 	// suspension goes past it, the sessions suspended longest are ended.

@@ -102,7 +102,7 @@ func New(limits Limits) *Metrics {
 			Name: "acpgate_agent_start_seconds", Help: "Agent start-up, from spawn through the ACP handshake, of the starts that succeeded.", Buckets: latencyBuckets,
 		}, agent),
 		agentStartWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "acpgate_agent_start_wait_seconds", Help: "Time an agent start-up waited for one of limits.max_starting_agents before its spawn, of the start-ups that waited.", Buckets: latencyBuckets,
+			Name: "acpgate_agent_start_wait_seconds", Help: "Time a caller's agent start-up waited for one of limits.max_starting_agents before its spawn, of the start-ups that waited.", Buckets: latencyBuckets,
 		}, agent),
 		agentStartFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "acpgate_agent_start_failures_total", Help: "Agent start-ups that failed, by the HarnessError class (or cancelled).",

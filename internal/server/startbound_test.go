@@ -20,7 +20,8 @@ import (
 // startsYAML is a gateway that starts one agent at a time: hangs never
 // answers initialize (it holds its start-up until its caller leaves or
 // its handshake timeout), brief has a short handshake timeout, which
-// bounds its wait for a start-up slot too. Each notes its spawns in dir.
+// bounds its wait for a start-up slot too, and pooled keeps one warm
+// process that takes pooledStart to start. Each notes its spawns in dir.
 func startsYAML(dir string) string {
 	return fmt.Sprintf(`
 listen: 127.0.0.1:0
@@ -37,6 +38,10 @@ agents:
   - name: patient
     command: "${TESTAGENT}"
     args: [--unique-sessions, --count-starts, %[1]s/patient]
+  - name: pooled
+    command: "${TESTAGENT}"
+    args: [--unique-sessions, --initialize-delay, 2s]
+    warm: 1
 `, dir)
 }
 
@@ -46,23 +51,29 @@ func spawns(file string) int {
 	return strings.Count(string(b), "start")
 }
 
-func TestAStartUpThatCannotGetASlotInItsHandshakeTimeFailsAsTheGatewaysRetryableFailureAndNeverSpawns(t *testing.T) {
-	dir := t.TempDir()
-	h := startWith(t, func(o *server.Options) {
+// startOneAtATime starts a gateway configured by startsYAML, and returns
+// it and the directory where its agents count their spawns.
+func startOneAtATime(t *testing.T) (h *harness, dir string) {
+	t.Helper()
+	dir = t.TempDir()
+	h = startWith(t, func(o *server.Options) {
 		cfg, err := config.Parse([]byte(startsYAML(dir)), "starts.yaml", o.LookupEnv)
 		if err != nil {
 			t.Fatal(err)
 		}
 		o.Config = cfg
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	return h, dir
+}
 
-	// hangs takes the one slot and keeps it: its agent never answers.
+// holdTheSlot starts a turn of hangs, whose agent takes the gateway's one
+// start-up slot and keeps it (it never answers initialize) until leave is
+// called, and returns once the agent has been spawned.
+func holdTheSlot(ctx context.Context, t *testing.T, h *harness, dir string) (leave func()) {
+	t.Helper()
 	hctx, leave := context.WithCancel(ctx)
-	defer leave()
-	_, err := h.client.Prompt(hctx, &acpgatev1.PromptRequest{Agent: "hangs", Text: "chunk never"})
-	if err != nil {
+	t.Cleanup(leave)
+	if _, err := h.client.Prompt(hctx, &acpgatev1.PromptRequest{Agent: "hangs", Text: "chunk never"}); err != nil {
 		t.Fatal(err)
 	}
 	for spawns(filepath.Join(dir, "hangs")) == 0 {
@@ -71,6 +82,14 @@ func TestAStartUpThatCannotGetASlotInItsHandshakeTimeFailsAsTheGatewaysRetryable
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	return leave
+}
+
+func TestAStartUpThatCannotGetASlotInItsHandshakeTimeFailsAsTheGatewaysRetryableFailureAndNeverSpawns(t *testing.T) {
+	h, dir := startOneAtATime(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	leave := holdTheSlot(ctx, t, h, dir)
 
 	began := time.Now()
 	events := oneShot(t, h, "brief", "chunk hello\nstop end_turn")
@@ -85,7 +104,7 @@ func TestAStartUpThatCannotGetASlotInItsHandshakeTimeFailsAsTheGatewaysRetryable
 	if waited < 300*time.Millisecond {
 		t.Errorf("brief gave up after %s, before its handshake timeout of 300ms", waited)
 	}
-	_, err = h.client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: "brief"})
+	_, err := h.client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: "brief"})
 	if status.Code(err) != codes.Unavailable || !strings.Contains(status.Convert(err).Message(), "limits.max_starting_agents") {
 		t.Errorf("CreateSession of brief got %v; want UNAVAILABLE naming limits.max_starting_agents", err)
 	}
@@ -98,5 +117,48 @@ func TestAStartUpThatCannotGetASlotInItsHandshakeTimeFailsAsTheGatewaysRetryable
 	events = oneShot(t, h, "patient", "chunk hello\nstop end_turn")
 	if o := last(events).GetOutcome(); o == nil || o.GetText() != "hello" {
 		t.Fatalf("after the slot was given back, patient's turn ended with %v; want its answer", last(events))
+	}
+}
+
+const pooledStart = 2 * time.Second
+
+// Had the pool queued for the slot when its warm process was taken, the
+// caller's start-up, which came after, would have waited for the pool's
+// whole start-up.
+func TestAWarmPoolsRefillNeverMakesACallersStartUpWaitBehindIt(t *testing.T) {
+	h, dir := startOneAtATime(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	warmReady(t, h, "pooled", 1)
+	leave := holdTheSlot(ctx, t, h, dir)
+	// A turn takes pooled's warm process, which needs no slot; the pool
+	// now wants another and finds no slot free.
+	if o := last(oneShot(t, h, "pooled", "chunk hi\nstop end_turn")).GetOutcome(); o == nil {
+		t.Fatal("the turn on the warm process did not complete")
+	}
+	// patient's cold start-up waits for the slot. The second is for its
+	// call to reach the wait, which takes milliseconds.
+	done := make(chan *acpgatev1.PromptEvent, 1)
+	go func() {
+		var last *acpgatev1.PromptEvent
+		stream, err := h.client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: "patient", Text: "chunk hello\nstop end_turn"})
+		for err == nil {
+			var e *acpgatev1.PromptEvent
+			if e, err = stream.Recv(); e != nil {
+				last = e
+			}
+		}
+		done <- last
+	}()
+	time.Sleep(time.Second)
+
+	leave()
+	freed := time.Now()
+	terminal := <-done
+	if o := terminal.GetOutcome(); o == nil || o.GetText() != "hello" {
+		t.Fatalf("patient's turn ended with %v", terminal)
+	}
+	if took := time.Since(freed); took >= pooledStart*3/4 {
+		t.Errorf("patient's turn ended %s after the slot was freed: it waited behind the pool's start-up of %s", took, pooledStart)
 	}
 }

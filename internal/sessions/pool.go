@@ -21,6 +21,9 @@ const (
 	maxBackoff  = time.Minute
 	maxRefill   = 4
 	slotRecheck = time.Second
+	// startRecheck is how soon a pool that found every start-up slot
+	// taken (limits.max_starting_agents) looks again.
+	startRecheck = 100 * time.Millisecond
 )
 
 // warmProcess is an agent process started, initialized and authenticated,
@@ -35,9 +38,6 @@ type warmProcess struct {
 	tempDir string              // dir, when it is a temporary one made for it; "" in a configured workspace
 	born    time.Time
 	taken   chan struct{} // closed when it leaves the pool: ends its watcher
-	// waited is how long its start-up waited for a start-up slot
-	// (limits.max_starting_agents): the gateway's time, not the agent's.
-	waited time.Duration
 }
 
 // key is what a session must want for this process to serve it: its
@@ -83,6 +83,9 @@ type poolOptions struct {
 	Launch func(ctx context.Context) (*warmProcess, error)
 	// Admit counts warm processes against limits.max_warm.
 	Admit *admission.Controller
+	// Starts is the gateway's bound on start-ups at once; a warm
+	// start-up takes a slot only when one is free (see fill).
+	Starts *admission.Starts
 	// Status receives each start-up's duration or failure.
 	Status *startupStatus
 	// Metrics records the pool's gauges and start-ups; nil records none.
@@ -115,6 +118,7 @@ type pool struct {
 	backoff  time.Duration // the last wait after a failure; 0 after a success
 	retryAt  time.Time     // no start-up before it
 	refused  bool          // the last reservation was refused by limits.max_warm
+	busy     bool          // every start-up slot was taken at the last fill
 	live     map[*warmProcess]struct{}
 }
 
@@ -164,20 +168,30 @@ func (p *pool) run() {
 }
 
 // fill launches start-ups until the pool is full, refill concurrency is
-// reached, a back-off is running or limits.max_warm refuses.
+// reached, a back-off is running, limits.max_warm refuses or every
+// start-up slot is taken. A warm start-up takes a start-up slot only when
+// one is free, and never queues for one: queued, it would make the
+// start-ups of callers' turns, which come after it, wait behind a process
+// nobody has asked for yet.
 func (p *pool) fill() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.refused = false
+	p.refused, p.busy = false, false
 	for len(p.ready)+p.starting < p.opts.Size && p.starting < min(p.opts.Size, maxRefill) && !time.Now().Before(p.retryAt) {
 		slot, ok := p.opts.Admit.ReserveWarm()
 		if !ok {
 			p.refused = true
 			break
 		}
+		started, ok := p.opts.Starts.TryTake()
+		if !ok {
+			slot.Release()
+			p.busy = true
+			break
+		}
 		p.starting++
 		p.wg.Add(1)
-		go p.launch(slot)
+		go p.launch(slot, started)
 	}
 	p.gauges()
 }
@@ -196,22 +210,24 @@ func (p *pool) nextDeadline() time.Duration {
 	if short && p.refused {
 		next = min(next, slotRecheck)
 	}
+	if short && p.busy {
+		next = min(next, startRecheck)
+	}
 	if len(p.ready) > 0 {
 		next = min(next, time.Until(p.ready[0].born.Add(p.opts.MaxAge)))
 	}
 	return max(next, time.Millisecond)
 }
 
-// launch runs one start-up and hands its process to the pool.
-func (p *pool) launch(slot *admission.WarmSlot) {
+// launch runs one start-up, holding the start-up slot started until it
+// ends, and hands its process to the pool.
+func (p *pool) launch(slot *admission.WarmSlot, started func()) {
 	defer p.wg.Done()
 	defer p.poke()
 	began := time.Now()
 	w, err := p.opts.Launch(p.ctx)
+	started()
 	took := time.Since(began)
-	if err == nil {
-		took -= w.waited
-	}
 	if err == nil || p.ctx.Err() == nil {
 		// A start-up the pool's own stop cancelled is no failure of the
 		// agent's.

@@ -33,12 +33,7 @@ func (e *agentEntry) warmLauncher(tempDir func(agent string) (string, error)) fu
 		}
 		dir, err := filepath.EvalSymlinks(root)
 		if err == nil {
-			var release func()
-			release, w.waited, err = e.waitToStart(ctx)
-			if err == nil {
-				w.sess, err = acp.Start(ctx, e.acp, dir)
-				release()
-			}
+			w.sess, err = acp.Start(ctx, e.acp, dir)
 		}
 		if err != nil {
 			var agentErr *acp.Error
@@ -168,6 +163,7 @@ func (m *Manager) StartPools() {
 			MaxAge:  e.cfg.WarmMaxAge,
 			Launch:  e.warmLauncher(m.tempDir),
 			Admit:   m.admit,
+			Starts:  e.starts,
 			Status:  &e.startup,
 			Metrics: e.m,
 			Logger:  m.log,
