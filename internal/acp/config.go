@@ -117,6 +117,12 @@ type OpenOptions struct {
 	// advertise fails the open with capability_not_supported (see
 	// mcp.go). Their headers may be secrets: they go to the agent only.
 	MCPServers []acpsdk.McpServer
+	// Started, when set, is called once the agent process has started:
+	// it has answered initialize (and authenticate), and session/new or
+	// session/load comes next. A caller that bounds start-ups at once
+	// gives its slot back there, so that a long session/load, which
+	// replays a session's history, does not hold it.
+	Started func()
 }
 
 // withDefaults fills in Config's durations left zero.

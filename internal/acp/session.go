@@ -67,6 +67,9 @@ func Open(ctx context.Context, cfg Config, opts OpenOptions) (_ *Session, err er
 	if err != nil {
 		return nil, err
 	}
+	if opts.Started != nil {
+		opts.Started()
+	}
 	if err := s.open(hctx, opts); err != nil {
 		return nil, err
 	}

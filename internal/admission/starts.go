@@ -18,8 +18,9 @@ var ErrStartWaitExpired = errors.New("the gateway was busy starting other agents
 
 // Starts bounds the agent processes starting at once across a gateway's
 // agents (limits.max_starting_agents), cold and warm alike: from the spawn
-// until the agent's session is open (for a warm process, until it has
-// answered initialize). A caller's start-up waits for a slot (Wait); a
+// until the agent has answered initialize (and authenticate), not through
+// session/new or session/load, whose replay of a long session's history
+// would hold a slot for as long as it takes. A caller's start-up waits for a slot (Wait); a
 // warm pool's takes a free one or none (TryTake), so that no caller's
 // start-up ever waits behind a warm process nobody has asked for yet.
 //

@@ -441,8 +441,8 @@ type Limits struct {
 	// warm process counts toward MaxSessions only once it is taken.
 	MaxWarm int
 	// MaxStartingAgents bounds the agent processes starting at once
-	// across all agents, cold and warm, from the spawn until the session
-	// is open; a caller's start-up beyond it waits for one to end (bounded
+	// across all agents, cold and warm, from the spawn until the agent
+	// has answered initialize; a caller's start-up beyond it waits for one to end (bounded
 	// by the agent's handshake timeout), a warm pool's waits for none. 0
 	// sets no bound. See admission.Starts for why; DefaultMaxStartingAgents
 	// when not set.

@@ -20,8 +20,10 @@ import (
 // startsYAML is a gateway that starts one agent at a time: hangs never
 // answers initialize (it holds its start-up until its caller leaves or
 // its handshake timeout), brief has a short handshake timeout, which
-// bounds its wait for a start-up slot too, and pooled keeps one warm
-// process that takes pooledStart to start. Each notes its spawns in dir.
+// bounds its wait for a start-up slot too, pooled keeps one warm process
+// that takes pooledStart to start, never-opens answers initialize but
+// never session/new, and brisk has a handshake timeout of 2 s. Each notes
+// its spawns in dir.
 func startsYAML(dir string) string {
 	return fmt.Sprintf(`
 listen: 127.0.0.1:0
@@ -42,6 +44,14 @@ agents:
     command: "${TESTAGENT}"
     args: [--unique-sessions, --initialize-delay, 2s]
     warm: 1
+  - name: never-opens
+    command: "${TESTAGENT}"
+    args: [--hang-on, session/new, --count-starts, %[1]s/never-opens]
+    handshake_timeout: 30s
+  - name: brisk
+    command: "${TESTAGENT}"
+    args: [--unique-sessions]
+    handshake_timeout: 2s
 `, dir)
 }
 
@@ -66,19 +76,20 @@ func startOneAtATime(t *testing.T) (h *harness, dir string) {
 	return h, dir
 }
 
-// holdTheSlot starts a turn of hangs, whose agent takes the gateway's one
-// start-up slot and keeps it (it never answers initialize) until leave is
-// called, and returns once the agent has been spawned.
-func holdTheSlot(ctx context.Context, t *testing.T, h *harness, dir string) (leave func()) {
+// hangAStart starts a one-shot turn of agent, one of those of startsYAML
+// that never answer, until leave is called, and returns once the agent has
+// been spawned. With hangs, the turn takes the gateway's one start-up slot
+// and keeps it (it never answers initialize).
+func hangAStart(ctx context.Context, t *testing.T, h *harness, dir, agent string) (leave func()) {
 	t.Helper()
 	hctx, leave := context.WithCancel(ctx)
 	t.Cleanup(leave)
-	if _, err := h.client.Prompt(hctx, &acpgatev1.PromptRequest{Agent: "hangs", Text: "chunk never"}); err != nil {
+	if _, err := h.client.Prompt(hctx, &acpgatev1.PromptRequest{Agent: agent, Text: "chunk never"}); err != nil {
 		t.Fatal(err)
 	}
-	for spawns(filepath.Join(dir, "hangs")) == 0 {
+	for spawns(filepath.Join(dir, agent)) == 0 {
 		if ctx.Err() != nil {
-			t.Fatal("the agent that hangs was never spawned")
+			t.Fatalf("%s was never spawned", agent)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -89,7 +100,7 @@ func TestAStartUpThatCannotGetASlotInItsHandshakeTimeFailsAsTheGatewaysRetryable
 	h, dir := startOneAtATime(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	leave := holdTheSlot(ctx, t, h, dir)
+	leave := hangAStart(ctx, t, h, dir, "hangs")
 
 	began := time.Now()
 	events := oneShot(t, h, "brief", "chunk hello\nstop end_turn")
@@ -130,7 +141,7 @@ func TestAWarmPoolsRefillNeverMakesACallersStartUpWaitBehindIt(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	warmReady(t, h, "pooled", 1)
-	leave := holdTheSlot(ctx, t, h, dir)
+	leave := hangAStart(ctx, t, h, dir, "hangs")
 	// A turn takes pooled's warm process, which needs no slot; the pool
 	// now wants another and finds no slot free.
 	if o := last(oneShot(t, h, "pooled", "chunk hi\nstop end_turn")).GetOutcome(); o == nil {
@@ -160,5 +171,22 @@ func TestAWarmPoolsRefillNeverMakesACallersStartUpWaitBehindIt(t *testing.T) {
 	}
 	if took := time.Since(freed); took >= pooledStart*3/4 {
 		t.Errorf("patient's turn ended %s after the slot was freed: it waited behind the pool's start-up of %s", took, pooledStart)
+	}
+}
+
+// A session/load replaying a long history, or an agent slow to open its
+// session, would otherwise hold the slot for as long as it takes, and the
+// start-ups waiting behind it would fail.
+func TestAStartUpGivesItsSlotBackOnceTheAgentHasAnsweredInitialize(t *testing.T) {
+	h, dir := startOneAtATime(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	warmReady(t, h, "pooled", 1)
+	hangAStart(ctx, t, h, dir, "never-opens")
+	// never-opens waits for its session/new for 30 s; brisk, whose
+	// start-up may wait 2 s for the slot, starts and answers.
+	events := oneShot(t, h, "brisk", "chunk hello\nstop end_turn")
+	if o := last(events).GetOutcome(); o == nil || o.GetText() != "hello" {
+		t.Fatalf("brisk's turn ended with %v, while never-opens held its process waiting for session/new", last(events))
 	}
 }

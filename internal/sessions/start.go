@@ -103,6 +103,7 @@ func (e *agentEntry) startProcess(ctx context.Context, o *Opening, opts acp.Open
 		return nil, err
 	}
 	began = began.Add(waited)
+	opts.Started = release
 	sess, err := acp.Open(ctx, e.acp, opts)
 	release()
 	took := time.Since(began)
