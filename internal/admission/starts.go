@@ -70,7 +70,7 @@ func (s *Starts) Wait(ctx context.Context, bound time.Duration) (release func(),
 	waited = time.Since(began)
 	if err != nil {
 		if errors.Is(context.Cause(wctx), ErrStartWaitExpired) && ctx.Err() == nil {
-			return nil, waited, fmt.Errorf("%w: %d start-ups were under way (limits.max_starting_agents) and none ended within %s", ErrStartWaitExpired, s.limit, bound)
+			return nil, waited, fmt.Errorf("%w: as many start-ups as limits.max_starting_agents allows (%d) were under way, and none ended within %s", ErrStartWaitExpired, s.limit, bound)
 		}
 		return nil, waited, fmt.Errorf("waiting to start the agent: %w", ctx.Err())
 	}

@@ -80,7 +80,7 @@ func TestAStartUpThatWaitsOutItsBoundFailsAsTheGatewayBeingBusy(t *testing.T) {
 	if waited < bound {
 		t.Errorf("it gave up after %s, before its bound of %s", waited, bound)
 	}
-	for _, want := range []string{"1 start-ups were under way", "limits.max_starting_agents", "30ms"} {
+	for _, want := range []string{"limits.max_starting_agents allows (1) were under way", "30ms"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error %q does not say %q", err, want)
 		}
