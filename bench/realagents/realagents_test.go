@@ -44,6 +44,18 @@ func start(ctx context.Context, t *testing.T, a agent, policy string) *rig {
 	return &rig{gw: gw, client: client, session: sess, workspace: workspace, seen: seen}
 }
 
+// fresh is r with a new session of a's, on a process of its own.
+func (r *rig) fresh(ctx context.Context, t *testing.T, a agent) *rig {
+	t.Helper()
+	sess, err := r.client.CreateSession(ctx, &acpgatev1.CreateSessionRequest{Agent: a.name, ModeId: a.mode})
+	if err != nil {
+		t.Fatalf("CreateSession on %s: %v", a.name, err)
+	}
+	f := *r
+	f.session = sess
+	return &f
+}
+
 func (r *rig) prompt(ctx context.Context, t *testing.T, text string, onEvent func(*acpgatev1.PromptEvent)) turn {
 	t.Helper()
 	return prompt(ctx, t, r.client, r.session.GetId(), text, onEvent)
@@ -190,7 +202,12 @@ func TestEachRealAgentThroughTheGateway(t *testing.T) {
 				}
 			})
 
+			// On a session of its own: an agent may carry what the turns
+			// above left in it (Claude Code answers one turn late after a
+			// refusal, docs/agents.md), and the turn to cancel would then end
+			// at once with an earlier turn's answer, before any chunk.
 			t.Run("Cancel mid-turn ends the turn cancelled", func(t *testing.T) {
+				r := r.fresh(ctx, t, a)
 				var once sync.Once
 				tr := r.prompt(ctx, t, fakemodel.MarkSlow+" count slowly", func(e *acpgatev1.PromptEvent) {
 					if e.GetAgentMessageChunk() == nil {
