@@ -93,8 +93,12 @@ func New(opts Options) *Manager {
 	if m.tempDir == nil {
 		m.tempDir = func(agent string) (string, error) { return os.MkdirTemp("", "acpgate-"+agent+"-") }
 	}
-	// One bound on start-ups for all agents: they share the CPUs.
+	// One bound on start-ups for all agents: they share the CPUs. Logged,
+	// since its default follows the CPUs the gateway may use.
 	starts := admission.NewStarts(opts.Config.Limits.MaxStartingAgents)
+	if len(opts.Config.Agents) > 0 {
+		log.Info("agent start-ups at once", "max_starting_agents", opts.Config.Limits.MaxStartingAgents, "bounded", starts != nil)
+	}
 	for _, a := range opts.Config.Agents {
 		entry := &agentEntry{cfg: a, acp: opts.StartConfig(a), m: opts.Metrics.Agent(a.Name), mcp: mcpoffer.New(opts.Config.MCP, a), starts: starts}
 		if a.ReuseProcess {
