@@ -96,13 +96,13 @@ func (e *agentEntry) startProcess(ctx context.Context, o *Opening, opts acp.Open
 		e.m.SessionStarted(true)
 		return o.warm.sess, nil
 	}
-	release, waited, err := e.waitToStart(ctx)
+	release, err := e.waitToStart(ctx)
 	if err != nil {
 		// Not the agent's failure: its start-up status stays as it was.
 		noteStart(e.m, 0, err)
 		return nil, err
 	}
-	began = began.Add(waited)
+	began = time.Now() // the agent's start-up, without the wait
 	opts.Started = release
 	sess, err := acp.Open(ctx, e.acp, opts)
 	release()
@@ -118,21 +118,21 @@ func (e *agentEntry) startProcess(ctx context.Context, o *Opening, opts acp.Open
 }
 
 // waitToStart waits for one of the gateway's start-up slots (see
-// admission.Starts) and returns the function that gives it back and how
-// long it waited. The wait is bounded by the agent's handshake timeout,
+// admission.Starts), records how long it waited, and returns the function
+// that gives the slot back. The wait is bounded by the agent's handshake timeout,
 // the time its start-up would have had to complete; a start-up that
 // cannot begin within it fails as the gateway's failure (a retryable
 // GatewayFailure), never as a handshake timeout, since the agent was
 // never spawned. The time waited is not the agent's start-up time.
-func (e *agentEntry) waitToStart(ctx context.Context) (release func(), waited time.Duration, err error) {
-	release, waited, err = e.starts.Wait(ctx, cmp.Or(e.acp.HandshakeTimeout, acp.DefaultHandshakeTimeout))
+func (e *agentEntry) waitToStart(ctx context.Context) (release func(), err error) {
+	release, waited, err := e.starts.Wait(ctx, cmp.Or(e.acp.HandshakeTimeout, acp.DefaultHandshakeTimeout))
 	if waited > 0 {
 		e.m.StartWaited(waited)
 	}
 	if errors.Is(err, admission.ErrStartWaitExpired) {
 		err = &acp.Error{Proto: outcome.Interpreter{}.StartWaitExpired(err.Error())}
 	}
-	return release, waited, err
+	return release, err
 }
 
 // noteStart records an agent start-up that took took and failed with err
