@@ -326,7 +326,7 @@ func TestCLIPromptPrintsChunksAndSeparatesMessages(t *testing.T) {
 		t.Errorf("stderr reports an error:\n%s", stderr)
 	}
 	prompts, _, _ := f.snapshot()
-	want := &acpgatev1.PromptRequest{Agent: "demo", Cwd: "sub", Text: "say hello", CoalesceChunks: true}
+	want := &acpgatev1.PromptRequest{Agent: "demo", Cwd: "sub", Text: "say hello"}
 	if len(prompts) != 1 || !proto.Equal(prompts[0], want) {
 		t.Errorf("requests = %v, want [%v]", prompts, want)
 	}

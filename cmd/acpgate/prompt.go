@@ -105,12 +105,9 @@ func runPrompt(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 	}
 	var sink eventSink
 	if *asJSON {
-		sink = &jsonSink{out: stdout, err: stderr} // every event, as the gateway cuts them
+		sink = &jsonSink{out: stdout, err: stderr} // every event, as the gateway journals them
 	} else {
 		sink = progressSink{eventSink: newHumanSink(stdout, stderr), p: p}
-		// The answer is printed as it streams, so how it is cut into chunks
-		// does not show: fewer, larger chunks cost less at every hop.
-		req.CoalesceChunks = true
 	}
 	var detached func(started *acpgatev1.PromptEvent) // nil: read the turn to its end
 	if *detach {

@@ -51,6 +51,7 @@ type scenario struct {
 	Session               bool     `json:"session"`
 	CancelAfterFirstChunk bool     `json:"cancel_after_first_chunk"`
 	OmitOutcomeText       bool     `json:"omit_outcome_text"`
+	ChunkDelivery         string   `json:"chunk_delivery"`
 	PromptImage           *image   `json:"prompt_image"`
 	CreateSession         *create  `json:"create_session"`
 	Script                []string `json:"script"`
@@ -144,15 +145,36 @@ func loadScenarios(path string) ([]scenario, error) {
 	return doc.Scenarios, nil
 }
 
+// chunkDelivery is the scenario's chunk_delivery, by its enum name, for
+// every Prompt of the scenario; absent, the gateway's default. Scenarios
+// that expect one event per agent chunk name CHUNK_DELIVERY_EACH: by
+// default the gateway merges the chunks it has read together, and where
+// it cuts them depends on timing.
+func chunkDelivery(sc scenario) (acpgatev1.ChunkDelivery, error) {
+	if sc.ChunkDelivery == "" {
+		return acpgatev1.ChunkDelivery_CHUNK_DELIVERY_UNSPECIFIED, nil
+	}
+	v, ok := acpgatev1.ChunkDelivery_value[sc.ChunkDelivery]
+	if !ok {
+		return 0, fmt.Errorf("chunk_delivery %q is not a ChunkDelivery name", sc.ChunkDelivery)
+	}
+	return acpgatev1.ChunkDelivery(v), nil
+}
+
 // runScenario runs one scenario and returns its canonical output line.
 func runScenario(client acpgatev1.AgentGatewayClient, sc scenario) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), scenarioTimeout)
 	defer cancel()
 
 	out := map[string]any{"name": sc.Name, "arms": []any{}}
+	delivery, err := chunkDelivery(sc)
+	if err != nil {
+		return nil, err
+	}
 	req := &acpgatev1.PromptRequest{
 		Text:            strings.Join(sc.Script, "\n"),
 		OmitOutcomeText: sc.OmitOutcomeText,
+		ChunkDelivery:   delivery,
 	}
 	if im := sc.PromptImage; im != nil {
 		req.Prompt = []*acpgatev1.ContentBlock{{Block: &acpgatev1.ContentBlock_Image{Image: &acpgatev1.ImageContent{Data: im.Data, MimeType: im.MimeType}}}}

@@ -88,7 +88,11 @@ func promptStep(ctx context.Context, client acpgatev1.AgentGatewayClient, sc sce
 	if agent == "" {
 		agent = sc.Agent
 	}
-	req := &acpgatev1.PromptRequest{Agent: agent, Text: strings.Join(st.Script, "\n")}
+	delivery, err := chunkDelivery(sc)
+	if err != nil {
+		return stepResult{}, err
+	}
+	req := &acpgatev1.PromptRequest{Agent: agent, Text: strings.Join(st.Script, "\n"), ChunkDelivery: delivery}
 	if st.RequestID != "" {
 		req.RequestId = st.RequestID + runSuffix
 	}

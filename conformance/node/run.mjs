@@ -23,6 +23,7 @@ import {
   connect,
   eventArm,
   harnessErrorFromStatus,
+  packageDefinition,
   statusName,
   toProtoJSON,
   TERMINAL_ARMS,
@@ -145,9 +146,21 @@ function deadline() {
   return new Date(Date.now() + SCENARIO_TIMEOUT_MS);
 }
 
+// The scenario's chunk_delivery, by its enum name, for every Prompt of the
+// scenario; absent, the gateway's default (as the Go runner).
+function chunkDelivery(sc) {
+  const name = sc.chunk_delivery ?? "";
+  if (name === "") return "CHUNK_DELIVERY_UNSPECIFIED";
+  const names = packageDefinition["acpgate.v1.ChunkDelivery"].type.value.map((v) => v.name);
+  if (!names.includes(name)) {
+    throw new Error(`chunk_delivery ${JSON.stringify(name)} is not a ChunkDelivery name`);
+  }
+  return name;
+}
+
 async function runScenario(gateway, sc) {
   const out = { name: sc.name, arms: [] };
-  const req = { text: sc.script.join("\n"), omit_outcome_text: sc.omit_outcome_text ?? false };
+  const req = { text: sc.script.join("\n"), omit_outcome_text: sc.omit_outcome_text ?? false, chunk_delivery: chunkDelivery(sc) };
   if (sc.prompt_image) {
     req.prompt = [{ image: { data: sc.prompt_image.data, mime_type: sc.prompt_image.mime_type } }];
   }
@@ -240,7 +253,7 @@ async function runSteps(gateway, sc) {
 
 async function promptStep(gateway, sc, st, results, out) {
   const agent = st.agent || (sc.agent ?? "");
-  const req = { agent, text: (st.script ?? []).join("\n") };
+  const req = { agent, text: (st.script ?? []).join("\n"), chunk_delivery: chunkDelivery(sc) };
   if (st.request_id) req.request_id = st.request_id + RUN_SUFFIX;
   const res = await readStream("Prompt", gateway.Prompt(req, { deadline: deadline() }), out);
   sameEvents(violations(res.events, agent, null), st, 0, res.events, results, out);

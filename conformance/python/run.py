@@ -130,10 +130,22 @@ def violations(events, agent, session_id):
     return found
 
 
+def chunk_delivery(sc):
+    """The scenario's chunk_delivery, by its enum name, for every Prompt of
+    the scenario; absent, the gateway's default (as the Go runner)."""
+    name = sc.get("chunk_delivery", "")
+    if not name:
+        return gateway_pb2.CHUNK_DELIVERY_UNSPECIFIED
+    if name not in gateway_pb2.ChunkDelivery.keys():
+        raise ValueError(f"chunk_delivery {name!r} is not a ChunkDelivery name")
+    return gateway_pb2.ChunkDelivery.Value(name)
+
+
 def run_scenario(gateway, sc):
     out = {"name": sc["name"], "arms": []}
     req = gateway_pb2.PromptRequest(text="\n".join(sc["script"]),
-                                    omit_outcome_text=sc.get("omit_outcome_text", False))
+                                    omit_outcome_text=sc.get("omit_outcome_text", False),
+                                    chunk_delivery=chunk_delivery(sc))
     if sc.get("prompt_image"):
         im = sc["prompt_image"]
         req.prompt.append(events_pb2.ContentBlock(image=events_pb2.ImageContent(data=im["data"], mime_type=im["mime_type"])))
@@ -221,7 +233,8 @@ def run_steps(gateway, sc):
 
 def prompt_step(gateway, sc, st, results, out):
     agent = st.get("agent") or sc.get("agent", "")
-    req = gateway_pb2.PromptRequest(agent=agent, text="\n".join(st.get("script", [])))
+    req = gateway_pb2.PromptRequest(agent=agent, text="\n".join(st.get("script", [])),
+                                    chunk_delivery=chunk_delivery(sc))
     if st.get("request_id"):
         req.request_id = st["request_id"] + RUN_SUFFIX
     res = read_stream("Prompt", gateway.Prompt(req, timeout=SCENARIO_TIMEOUT), out)

@@ -322,14 +322,18 @@ func TestEveryTerminalClassReachesTheClientOnItsArm(t *testing.T) {
 	}
 }
 
-func TestChunksArriveInOrderBeforeTheTerminal(t *testing.T) {
+func TestEachChunkArrivesInOrderBeforeTheTerminalWhenTheClientAsksForEach(t *testing.T) {
 	h := start(t)
 	var script strings.Builder
 	for i := range 200 {
 		fmt.Fprintf(&script, "chunk@m c%d,\n", i)
 	}
 	script.WriteString("stop end_turn")
-	events := oneShot(t, h, "test", script.String())
+	stream, err := h.client.Prompt(context.Background(), &acpgatev1.PromptRequest{Agent: "test", Text: script.String(), ChunkDelivery: acpgatev1.ChunkDelivery_CHUNK_DELIVERY_EACH})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := collect(t, stream)
 	if len(events) != 202 {
 		t.Fatalf("%d events", len(events))
 	}
@@ -349,7 +353,7 @@ func TestAClientThatAssemblesTheChunksCanHaveTheOutcomeOmitTheText(t *testing.T)
 	h := start(t)
 	script := "chunk@a first ünïcödé\nchunk@a  message\nchunk@b second\nstop end_turn"
 	ask := func(omit bool) []*acpgatev1.PromptEvent {
-		stream, err := h.client.Prompt(context.Background(), &acpgatev1.PromptRequest{Agent: "test", Text: script, OmitOutcomeText: omit})
+		stream, err := h.client.Prompt(context.Background(), &acpgatev1.PromptRequest{Agent: "test", Text: script, OmitOutcomeText: omit, ChunkDelivery: acpgatev1.ChunkDelivery_CHUNK_DELIVERY_EACH})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -378,13 +382,13 @@ func TestAClientThatAssemblesTheChunksCanHaveTheOutcomeOmitTheText(t *testing.T)
 	}
 }
 
-func TestCoalescedChunksCarryTheSameTextInFewerEvents(t *testing.T) {
+func TestByDefaultQueuedChunksAreCoalescedIntoFewerEventsWithTheSameText(t *testing.T) {
 	h := start(t)
 	// A burst of 5,000 chunks, another message, a thought between two
 	// chunks of a third, and chunks over the coalescing bound.
 	script := "flood 5000 64\nchunk@m2 second\nchunk@m3 third-a\nthought hmm\nchunk@m3 third-b\nflood 3 40000\nstop end_turn"
-	ask := func(coalesce bool) (events []*acpgatev1.PromptEvent) {
-		stream, err := h.client.Prompt(context.Background(), &acpgatev1.PromptRequest{Agent: "test", Text: script, CoalesceChunks: coalesce})
+	ask := func(d acpgatev1.ChunkDelivery) (events []*acpgatev1.PromptEvent) {
+		stream, err := h.client.Prompt(context.Background(), &acpgatev1.PromptRequest{Agent: "test", Text: script, ChunkDelivery: d})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -415,7 +419,7 @@ func TestCoalescedChunksCarryTheSameTextInFewerEvents(t *testing.T) {
 		}
 		return pieces, chunks
 	}
-	plain, coalesced := ask(false), ask(true)
+	plain, coalesced := ask(acpgatev1.ChunkDelivery_CHUNK_DELIVERY_EACH), ask(acpgatev1.ChunkDelivery_CHUNK_DELIVERY_UNSPECIFIED)
 	wantPieces, plainChunks := read(plain)
 	gotPieces, coalescedChunks := read(coalesced)
 	if plainChunks != 5000+3+3 {
@@ -432,13 +436,63 @@ func TestCoalescedChunksCarryTheSameTextInFewerEvents(t *testing.T) {
 	}
 }
 
+func TestAChunkDeliveryThatIsUnknownOrContradictsCoalesceChunksIsInvalidArgumentAndStartsNothing(t *testing.T) {
+	h := start(t)
+	for _, c := range []struct {
+		name string
+		req  *acpgatev1.PromptRequest
+		want string
+	}{
+		{"unknown", &acpgatev1.PromptRequest{Agent: "test", Text: "chunk hi\nstop end_turn", ChunkDelivery: 7}, "chunk_delivery 7 is not a ChunkDelivery"},
+		//lint:ignore SA1019 the deprecated field against the new one is the case under test
+		{"each with coalesce_chunks", &acpgatev1.PromptRequest{Agent: "test", Text: "chunk hi\nstop end_turn", ChunkDelivery: acpgatev1.ChunkDelivery_CHUNK_DELIVERY_EACH, CoalesceChunks: true}, "set only chunk_delivery"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			stream, err := h.client.Prompt(context.Background(), c.req)
+			if err == nil {
+				_, err = stream.Recv()
+			}
+			if status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), c.want) {
+				t.Errorf("got %v, want INVALID_ARGUMENT saying %q", err, c.want)
+			}
+		})
+	}
+	turns, err := h.client.ListTurns(context.Background(), &acpgatev1.ListTurnsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(turns.GetTurns()) != 0 {
+		t.Errorf("a refused request started %d turns", len(turns.GetTurns()))
+	}
+}
+
+func TestTheDeprecatedCoalesceChunksStillAsksForWhatTheDefaultGives(t *testing.T) {
+	h := start(t)
+	//lint:ignore SA1019 the deprecated field is what this test is about
+	stream, err := h.client.Prompt(context.Background(), &acpgatev1.PromptRequest{Agent: "test", Text: "flood 2000 64\nstop end_turn", CoalesceChunks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := collect(t, stream)
+	if last(events).GetOutcome() == nil {
+		t.Fatalf("the turn ended with %v", last(events))
+	}
+	var text int
+	for _, e := range events {
+		text += len(e.GetAgentMessageChunk().GetText())
+	}
+	if text != 2000*64 || len(events) >= 2000 {
+		t.Errorf("%d bytes of text in %d events, want %d bytes in fewer than 2000", text, len(events), 2000*64)
+	}
+}
+
 func TestACoalescedChunkIsNotHeldWhileTheAgentIsQuiet(t *testing.T) {
 	h := start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	// The agent says one thing and then nothing more: the chunk must reach
 	// the client now, not when something else comes along.
-	stream, err := h.client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: "test", Text: "chunk@a hello\nhang", CoalesceChunks: true})
+	stream, err := h.client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: "test", Text: "chunk@a hello\nhang"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,6 +95,9 @@ func (g *Gateway) promptBlocks(req *acpgatev1.PromptRequest) ([]acpsdk.ContentBl
 	if err := checkRequestID(req.GetRequestId()); err != nil {
 		return nil, err
 	}
+	if err := checkChunkDelivery(req); err != nil {
+		return nil, err
+	}
 	if err := acp.CheckCallerMeta(req.GetMeta()); err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
@@ -292,7 +295,7 @@ func (g *Gateway) runTurn(ctx context.Context, r *turn.Running, plan *turnPlan) 
 		}
 		close(journaled)
 		streamed = turn.Pump(ctx, q, r.Journal, turn.PumpOptions{
-			Coalesce: plan.req.GetCoalesceChunks(),
+			Coalesce: coalesces(plan.req),
 			MaxBytes: g.cfg.Limits.MaxTurnBytes,
 			Cancel:   func(cause string) { live.ACP().Cancel(cause) },
 			Full: func(detail string) *acpgatev1.PromptEvent {

@@ -19,7 +19,7 @@ import (
 // PumpOptions are what a turn's pump needs besides its queue and journal.
 type PumpOptions struct {
 	// Coalesce merges the text chunks queued together
-	// (PromptRequest.coalesce_chunks).
+	// (PromptRequest.chunk_delivery).
 	Coalesce bool
 	// MaxBytes is limits.max_turn_bytes: past it the turn is cancelled
 	// (Cancel) and its further events are not journaled.
@@ -46,8 +46,8 @@ type PumpOptions struct {
 type Stats struct{ Events, Bytes, Terminal int64 }
 
 // Pump moves a turn's events from its queue into its journal until the
-// terminal, which it journals with Journal.End: merging text chunks when
-// the client asked for that, and bounding the journal at opts.MaxBytes.
+// terminal, which it journals with Journal.End: merging text chunks unless
+// the client asked for each one, and bounding the journal at opts.MaxBytes.
 func Pump(ctx context.Context, q *Queue, j *Journal, opts PumpOptions) Stats {
 	var (
 		m         merger
@@ -65,7 +65,7 @@ func Pump(ctx context.Context, q *Queue, j *Journal, opts PumpOptions) Stats {
 		out = out[:0]
 		for i := 0; i < len(batch); i++ {
 			e := batch[i]
-			if opts.Coalesce && isTextChunk(e.GetAgentMessageChunk()) {
+			if opts.Coalesce && mergeable(e) {
 				e, i = m.merge(batch, i)
 			}
 			if isTerminal(e) {
@@ -254,7 +254,7 @@ func (q *Queue) take(ctx context.Context, spare []*acpgatev1.PromptEvent) ([]*ac
 }
 
 // merger joins consecutive text chunks of one message
-// (PromptRequest.coalesce_chunks): only chunks already queued together, so
+// (PromptRequest.chunk_delivery): only chunks already queued together, so
 // nothing is held back waiting for more, and at most maxCoalescedBytes of
 // text in one chunk.
 type merger struct {
@@ -271,7 +271,7 @@ func (m *merger) merge(batch []*acpgatev1.PromptEvent, i int) (*acpgatev1.Prompt
 	j := i + 1
 	for ; j < len(batch); j++ {
 		c := batch[j].GetAgentMessageChunk()
-		if !isTextChunk(c) || c.GetMessageId() != first.GetMessageId() || size+len(c.GetText()) > maxCoalescedBytes {
+		if !mergeable(batch[j]) || c.GetMessageId() != first.GetMessageId() || size+len(c.GetText()) > maxCoalescedBytes {
 			break
 		}
 		m.parts = append(m.parts, c.GetText())
@@ -286,6 +286,13 @@ func (m *merger) merge(batch []*acpgatev1.PromptEvent, i int) (*acpgatev1.Prompt
 		MessageId: first.GetMessageId(),
 		Text:      text,
 	}}}, j - 1
+}
+
+// mergeable reports whether e is an agent message text chunk that may be
+// merged with its neighbours: one without the agent's `_meta`, which belongs
+// to that chunk alone and would be lost in a merged one.
+func mergeable(e *acpgatev1.PromptEvent) bool {
+	return isTextChunk(e.GetAgentMessageChunk()) && e.GetMeta() == nil
 }
 
 // isTextChunk reports whether c is a text chunk: a chunk whose block is not

@@ -2,8 +2,11 @@ package turn
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
+
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/acpgate/acpgate/internal/turn/wire"
 
@@ -87,7 +90,7 @@ func TestTheMergerJoinsOnlyQueuedTextChunksOfOneMessage(t *testing.T) {
 	var n int
 	for i := 0; i < len(batch); i++ {
 		e := batch[i]
-		if isTextChunk(e.GetAgentMessageChunk()) {
+		if mergeable(e) {
 			e, i = m.merge(batch, i)
 			texts = append(texts, e.GetAgentMessageChunk().GetText())
 		}
@@ -95,5 +98,27 @@ func TestTheMergerJoinsOnlyQueuedTextChunksOfOneMessage(t *testing.T) {
 	}
 	if n != 3 || len(texts) != 2 || texts[0] != "abc" || texts[1] != "d" {
 		t.Errorf("%d events with chunks %q, want abc, the thought, d", n, texts)
+	}
+}
+
+func TestAChunkWithTheAgentsMetaIsNeverMergedSoItsMetaIsKept(t *testing.T) {
+	meta, err := structpb.NewStruct(map[string]any{"example.com/source": "cache"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tagged := chunk("b")
+	tagged.Meta = meta
+	batch := []*acpgatev1.PromptEvent{chunk("a"), tagged, chunk("c"), chunk("d")}
+	var m merger
+	var got []string
+	for i := 0; i < len(batch); i++ {
+		e := batch[i]
+		if mergeable(e) {
+			e, i = m.merge(batch, i)
+		}
+		got = append(got, e.GetAgentMessageChunk().GetText()+":"+e.GetMeta().GetFields()["example.com/source"].GetStringValue())
+	}
+	if want := []string{"a:", "b:cache", "cd:"}; !slices.Equal(got, want) {
+		t.Errorf("events %q, want %q", got, want)
 	}
 }

@@ -24,7 +24,7 @@ const containmentBound = 10 * time.Second
 func TestAnAgentThatExitsEndsTheTurnWhateverItsGrandchildrenHoldOpen(t *testing.T) {
 	s := serve(t, "--config", writeConfig(t, e2eConfig))
 	client, _ := s.client(t)
-	stream, err := client.Prompt(bounded(t), &acpgatev1.PromptRequest{Agent: "test", Text: "spawn 300\nchunk last words\nsleep 1000\nexit 3"})
+	stream, err := client.Prompt(bounded(t), &acpgatev1.PromptRequest{Agent: "test", Text: "spawn 300\nchunk last words\nsleep 1000\nexit 3", ChunkDelivery: acpgatev1.ChunkDelivery_CHUNK_DELIVERY_EACH})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,11 +313,12 @@ func procTurn(t *testing.T, s *served) string {
 }
 
 // agentSays runs script, one directive a line, as a one-shot turn of agent
-// "test", and returns the text of each chunk the agent sent.
+// "test", and returns the text of each chunk the agent sent (asked for
+// one event per chunk: each is one directive's report).
 func agentSays(t *testing.T, s *served, script ...string) []string {
 	t.Helper()
 	client, _ := s.client(t)
-	stream, err := client.Prompt(bounded(t), &acpgatev1.PromptRequest{Agent: "test", Text: strings.Join(script, "\n") + "\nstop end_turn"})
+	stream, err := client.Prompt(bounded(t), &acpgatev1.PromptRequest{Agent: "test", Text: strings.Join(script, "\n") + "\nstop end_turn", ChunkDelivery: acpgatev1.ChunkDelivery_CHUNK_DELIVERY_EACH})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,10 +104,11 @@ func TestASandboxedAgentCannotReadTheGatewaysEnvironmentNorAnotherAgents(t *test
 }
 
 // turnChunks runs the script, one directive a line, as a turn of the
-// session and returns the text of each chunk the agent sent.
+// session and returns the text of each chunk the agent sent (asked for
+// one event per chunk: each is one directive's report).
 func turnChunks(t *testing.T, client acpgatev1.AgentGatewayClient, session string, script []string) []string {
 	t.Helper()
-	stream, err := client.Prompt(bounded(t), &acpgatev1.PromptRequest{SessionId: session, Text: strings.Join(script, "\n") + "\nstop end_turn"})
+	stream, err := client.Prompt(bounded(t), &acpgatev1.PromptRequest{SessionId: session, Text: strings.Join(script, "\n") + "\nstop end_turn", ChunkDelivery: acpgatev1.ChunkDelivery_CHUNK_DELIVERY_EACH})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -125,7 +125,9 @@ agents:
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	ctx = metadata.AppendToOutgoingContext(ctx, "traceparent", "00-"+traceID+"-b7ad6b7169203331-01")
-	stream, err := client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: "test", Text: "chunk hello\nchunk again"})
+	stream, err := client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: "test", Text: "chunk hello\nchunk again",
+		// Two events, whatever the timing: the span counts them.
+		ChunkDelivery: acpgatev1.ChunkDelivery_CHUNK_DELIVERY_EACH})
 	if err != nil {
 		t.Fatal(err)
 	}

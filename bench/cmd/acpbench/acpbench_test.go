@@ -51,7 +51,7 @@ func TestWithABaselineEachGatewayClientsTurnOnItFollowsItsTurnOnTheWorkingTree(t
 			t.Errorf("%s: the working tree's clients with a baseline are %q, without %q", name, got, without)
 		}
 		for i, c := range with {
-			if job.ViaGateway(c) && !job.IsBaseline(c) && (i+1 >= len(with) || with[i+1] != job.OnBaseline(c)) {
+			if job.HasBaseline(c) && (i+1 >= len(with) || with[i+1] != job.OnBaseline(c)) {
 				t.Errorf("%s: %q is not followed by %q in %q", name, c, job.OnBaseline(c), with)
 			}
 		}

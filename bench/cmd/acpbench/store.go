@@ -176,7 +176,7 @@ func (d *driver) stall(watch bool) (*report.StallResult, error) {
 		return res, err
 	}
 	start := time.Now()
-	st, err := client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: job.FloodAgent, Text: fmt.Sprintf("flood %d %d\n", p.stallN, p.stallSize), OmitOutcomeText: true, CoalesceChunks: true})
+	st, err := client.Prompt(ctx, &acpgatev1.PromptRequest{Agent: job.FloodAgent, Text: fmt.Sprintf("flood %d %d\n", p.stallN, p.stallSize), OmitOutcomeText: true})
 	if err != nil {
 		return fail(err)
 	}

@@ -72,7 +72,16 @@ func GatewayTurn(ctx context.Context, client acpgatev1.AgentGatewayClient, j job
 	if j.Naive {
 		agent = job.NaiveAgent
 	}
-	req := &acpgatev1.PromptRequest{Agent: agent, Text: j.Script(), OmitOutcomeText: asStream, CoalesceChunks: asStream}
+	req := &acpgatev1.PromptRequest{Agent: agent, Text: j.Script(), OmitOutcomeText: asStream}
+	if asStream {
+		// For the baseline (a808356), which coalesces only when asked; the
+		// working tree's default.
+		//lint:ignore SA1019 the baseline knows only the deprecated field
+		req.CoalesceChunks = true
+	}
+	if j.Client == job.GatewayEach {
+		req.ChunkDelivery = acpgatev1.ChunkDelivery_CHUNK_DELIVERY_EACH
+	}
 	if j.SessionID != "" {
 		req.Agent, req.SessionId = "", j.SessionID
 	}
@@ -124,10 +133,11 @@ func consume(st interface {
 			s.events++
 			text := e.AgentMessageChunk.GetText()
 			crc = crc32.Update(crc, crcTable, bytesOf(text))
-			// A coalesced event carries several of the agent's chunks,
-			// each j.Size bytes: check and time each one.
+			// A coalesced event (the gateway's default since
+			// chunk_delivery) carries several of the agent's chunks, each
+			// j.Size bytes: check and time each one.
 			pieces := 1
-			if asStream && j.Size > 0 && len(text) > j.Size && len(text)%j.Size == 0 {
+			if j.Size > 0 && len(text) > j.Size && len(text)%j.Size == 0 {
 				pieces = len(text) / j.Size
 			}
 			piece := len(text) / pieces

@@ -5,9 +5,18 @@ import "strings"
 // GatewayStream is the gateway client that consumes the stream as a
 // stream, as a client rendering it would: it sets
 // PromptRequest.omit_outcome_text (it has the chunks, so the outcome gives
-// only the text's length) and coalesce_chunks (chunks the gateway holds at
-// once come as one event, which it splits back into the agent's chunks).
+// only the text's length), and takes the chunks the gateway holds at once
+// as one event, which it splits back into the agent's chunks: the
+// gateway's default, and what coalesce_chunks asks the baseline for.
 const GatewayStream = "gateway-stream"
+
+// GatewayEach is the default gateway client asking for one event per chunk
+// the agent sent (PromptRequest.chunk_delivery CHUNK_DELIVERY_EACH): the
+// per-chunk path that a client which sets nothing no longer takes, since
+// the gateway coalesces by default. It has no baseline run: the baseline
+// (a808356) knows no chunk_delivery, and its default, one event per chunk,
+// is its "gateway" rows.
+const GatewayEach = "gateway-each"
 
 // GatewayStreamMemory is the gateway-stream client on a gateway configured
 // with `store: memory`, and Watch the WatchTurn client that replays a
@@ -81,16 +90,23 @@ func WithBaseline(clients []string, baseline bool) []string {
 	var out []string
 	for _, c := range clients {
 		out = append(out, c)
-		if ViaGateway(c) {
+		if HasBaseline(c) {
 			out = append(out, OnBaseline(c))
 		}
 	}
 	return out
 }
 
+// HasBaseline says whether a label's client also runs on the baseline:
+// every gateway client but GatewayEach, which asks for what the baseline
+// does by default.
+func HasBaseline(label string) bool {
+	return ViaGateway(label) && !IsBaseline(label) && ClientOf(label) != GatewayEach
+}
+
 // ViaGateway says whether a label's client calls a gateway (the working
 // tree's or the baseline's) rather than an agent directly.
 func ViaGateway(label string) bool {
 	c := ClientOf(label)
-	return c == "gateway" || c == GatewayStream
+	return c == "gateway" || c == GatewayStream || c == GatewayEach
 }

@@ -6,7 +6,7 @@ import "github.com/acpgate/acpgate/bench/internal/job"
 // each repetition runs them (see job.WithBaseline).
 func ThroughputClients(baseline bool) []string {
 	return job.WithBaseline([]string{"floor", "floor-sdk", "peer", "gateway", job.GatewayStream,
-		job.OnNaive("floor"), job.OnNaive("gateway"), job.OnNaive(job.GatewayStream)}, baseline)
+		job.OnNaive("floor"), job.OnNaive("gateway"), job.OnNaive(job.GatewayEach), job.OnNaive(job.GatewayStream)}, baseline)
 }
 
 // PacedClients is the paced section's, in the same way. FloorLoaded comes
@@ -14,7 +14,7 @@ func ThroughputClients(baseline bool) []string {
 // same repetition burned.
 func PacedClients(baseline bool) []string {
 	return job.WithBaseline([]string{"floor", "peer", "gateway", job.GatewayStream,
-		job.OnNaive("floor"), job.OnNaive("gateway"), job.OnNaive(job.GatewayStream), job.FloorLoaded}, baseline)
+		job.OnNaive("floor"), job.OnNaive("gateway"), job.OnNaive(job.GatewayEach), job.OnNaive(job.GatewayStream), job.FloorLoaded}, baseline)
 }
 
 // TurnsClients is the turns section's clients, in the order each round runs them.

@@ -93,6 +93,69 @@ func (SessionState) EnumDescriptor() ([]byte, []int) {
 	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{0}
 }
 
+// ChunkDelivery says how a turn's text chunks become events. The text, its
+// order and its message boundaries are the same either way; only where it
+// is cut into chunks differs, which ACP leaves to the agent anyway.
+type ChunkDelivery int32
+
+const (
+	// CHUNK_DELIVERY_COALESCED.
+	ChunkDelivery_CHUNK_DELIVERY_UNSPECIFIED ChunkDelivery = 0
+	// Consecutive text chunks of one message that the gateway has already
+	// read from the agent when it journals them become one event, of up to
+	// 64 KiB of text; none is held back waiting for more. The default,
+	// because every event is a gRPC message with a cost on both sides: at
+	// tens of thousands of small chunks a second, or under many turns at
+	// once, that cost is most of a chunk's latency. An agent that writes
+	// slowly still gets one event per chunk.
+	ChunkDelivery_CHUNK_DELIVERY_COALESCED ChunkDelivery = 1
+	// One event per text chunk the agent sent, as it cut them: for clients
+	// that count or show the agent's chunks one by one. It costs a gRPC
+	// message per chunk.
+	ChunkDelivery_CHUNK_DELIVERY_EACH ChunkDelivery = 2
+)
+
+// Enum value maps for ChunkDelivery.
+var (
+	ChunkDelivery_name = map[int32]string{
+		0: "CHUNK_DELIVERY_UNSPECIFIED",
+		1: "CHUNK_DELIVERY_COALESCED",
+		2: "CHUNK_DELIVERY_EACH",
+	}
+	ChunkDelivery_value = map[string]int32{
+		"CHUNK_DELIVERY_UNSPECIFIED": 0,
+		"CHUNK_DELIVERY_COALESCED":   1,
+		"CHUNK_DELIVERY_EACH":        2,
+	}
+)
+
+func (x ChunkDelivery) Enum() *ChunkDelivery {
+	p := new(ChunkDelivery)
+	*p = x
+	return p
+}
+
+func (x ChunkDelivery) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ChunkDelivery) Descriptor() protoreflect.EnumDescriptor {
+	return file_acpgate_v1_gateway_proto_enumTypes[1].Descriptor()
+}
+
+func (ChunkDelivery) Type() protoreflect.EnumType {
+	return &file_acpgate_v1_gateway_proto_enumTypes[1]
+}
+
+func (x ChunkDelivery) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ChunkDelivery.Descriptor instead.
+func (ChunkDelivery) EnumDescriptor() ([]byte, []int) {
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{1}
+}
+
 // DisconnectPolicy says what happens to a turn when the Prompt stream that
 // started it ends before its terminal (the client cancelled the call, its
 // connection dropped, a proxy closed the stream).
@@ -133,11 +196,11 @@ func (x DisconnectPolicy) String() string {
 }
 
 func (DisconnectPolicy) Descriptor() protoreflect.EnumDescriptor {
-	return file_acpgate_v1_gateway_proto_enumTypes[1].Descriptor()
+	return file_acpgate_v1_gateway_proto_enumTypes[2].Descriptor()
 }
 
 func (DisconnectPolicy) Type() protoreflect.EnumType {
-	return &file_acpgate_v1_gateway_proto_enumTypes[1]
+	return &file_acpgate_v1_gateway_proto_enumTypes[2]
 }
 
 func (x DisconnectPolicy) Number() protoreflect.EnumNumber {
@@ -146,7 +209,7 @@ func (x DisconnectPolicy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use DisconnectPolicy.Descriptor instead.
 func (DisconnectPolicy) EnumDescriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{1}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{2}
 }
 
 // TurnState is whether a turn is still running.
@@ -186,11 +249,11 @@ func (x TurnState) String() string {
 }
 
 func (TurnState) Descriptor() protoreflect.EnumDescriptor {
-	return file_acpgate_v1_gateway_proto_enumTypes[2].Descriptor()
+	return file_acpgate_v1_gateway_proto_enumTypes[3].Descriptor()
 }
 
 func (TurnState) Type() protoreflect.EnumType {
-	return &file_acpgate_v1_gateway_proto_enumTypes[2]
+	return &file_acpgate_v1_gateway_proto_enumTypes[3]
 }
 
 func (x TurnState) Number() protoreflect.EnumNumber {
@@ -199,7 +262,7 @@ func (x TurnState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use TurnState.Descriptor instead.
 func (TurnState) EnumDescriptor() ([]byte, []int) {
-	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{2}
+	return file_acpgate_v1_gateway_proto_rawDescGZIP(), []int{3}
 }
 
 // DeleteAgentSessionRequest names one of an agent's own sessions.
@@ -2008,14 +2071,13 @@ type PromptRequest struct {
 	// may still omit the text of an answer that does not fit its bound on
 	// answer text held for outcomes (TEXT_OMISSION_ANSWER_LIMIT).
 	OmitOutcomeText bool `protobuf:"varint,6,opt,name=omit_outcome_text,json=omitOutcomeText,proto3" json:"omit_outcome_text,omitempty"`
-	// When true, consecutive agent_message_chunk events of one message that
-	// the gateway has already read from the agent when it sends are merged
-	// into one (up to 64 KiB of text each): fewer, larger events, none held
-	// back waiting for more. The text, its order and its message boundaries
-	// are unchanged; only where it is cut into chunks differs, which ACP
-	// leaves to the agent anyway. For clients of fast agents: every event is a
-	// gRPC message with a cost on both sides, which at tens of thousands of
-	// small chunks a second is most of the stream's latency.
+	// Deprecated: coalescing is the default now (see `chunk_delivery`), so
+	// true changes nothing. Kept so that clients written before
+	// `chunk_delivery` still build and ask for what they get. True together
+	// with `chunk_delivery` CHUNK_DELIVERY_EACH is INVALID_ARGUMENT: the two
+	// ask for opposite things.
+	//
+	// Deprecated: Marked as deprecated in acpgate/v1/gateway.proto.
 	CoalesceChunks bool `protobuf:"varint,7,opt,name=coalesce_chunks,json=coalesceChunks,proto3" json:"coalesce_chunks,omitempty"`
 	// A client-chosen idempotency key: 1 to 128 bytes of printable ASCII
 	// (0x21 to 0x7e). A Prompt whose `request_id` was seen before, for the
@@ -2064,7 +2126,12 @@ type PromptRequest struct {
 	// https URL). Empty: the agent's configured `notify_url`, if any. Not
 	// part of a `request_id`'s identity: a resubmission that attaches to the
 	// recorded turn keeps the target the turn was started with.
-	NotifyUrl     string `protobuf:"bytes,21,opt,name=notify_url,json=notifyUrl,proto3" json:"notify_url,omitempty"`
+	NotifyUrl string `protobuf:"bytes,21,opt,name=notify_url,json=notifyUrl,proto3" json:"notify_url,omitempty"`
+	// How the agent's text chunks are cut into `agent_message_chunk` events.
+	// Unspecified is CHUNK_DELIVERY_COALESCED. Not part of a `request_id`'s
+	// identity: a resubmission that attaches to the recorded turn reads its
+	// events as the turn journaled them, cut as its first request asked.
+	ChunkDelivery ChunkDelivery `protobuf:"varint,22,opt,name=chunk_delivery,json=chunkDelivery,proto3,enum=acpgate.v1.ChunkDelivery" json:"chunk_delivery,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2141,6 +2208,7 @@ func (x *PromptRequest) GetOmitOutcomeText() bool {
 	return false
 }
 
+// Deprecated: Marked as deprecated in acpgate/v1/gateway.proto.
 func (x *PromptRequest) GetCoalesceChunks() bool {
 	if x != nil {
 		return x.CoalesceChunks
@@ -2181,6 +2249,13 @@ func (x *PromptRequest) GetNotifyUrl() string {
 		return x.NotifyUrl
 	}
 	return ""
+}
+
+func (x *PromptRequest) GetChunkDelivery() ChunkDelivery {
+	if x != nil {
+		return x.ChunkDelivery
+	}
+	return ChunkDelivery_CHUNK_DELIVERY_UNSPECIFIED
 }
 
 // WatchTurnRequest names the turn to follow and where to start.
@@ -2999,7 +3074,7 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\x13CloseSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x16\n" +
-	"\x14CloseSessionResponse\"\x9c\x04\n" +
+	"\x14CloseSessionResponse\"\xe2\x04\n" +
 	"\rPromptRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
@@ -3007,8 +3082,8 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\x06prompt\x18\x03 \x03(\v2\x18.acpgate.v1.ContentBlockR\x06prompt\x12\x12\n" +
 	"\x04text\x18\x04 \x01(\tR\x04text\x12\x10\n" +
 	"\x03cwd\x18\x05 \x01(\tR\x03cwd\x12*\n" +
-	"\x11omit_outcome_text\x18\x06 \x01(\bR\x0fomitOutcomeText\x12'\n" +
-	"\x0fcoalesce_chunks\x18\a \x01(\bR\x0ecoalesceChunks\x12\x1d\n" +
+	"\x11omit_outcome_text\x18\x06 \x01(\bR\x0fomitOutcomeText\x12+\n" +
+	"\x0fcoalesce_chunks\x18\a \x01(\bB\x02\x18\x01R\x0ecoalesceChunks\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\b \x01(\tR\trequestId\x12A\n" +
 	"\ron_disconnect\x18\t \x01(\x0e2\x1c.acpgate.v1.DisconnectPolicyR\fonDisconnect\x127\n" +
@@ -3017,7 +3092,8 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\vmcp_servers\x18\x14 \x03(\v2\x15.acpgate.v1.McpServerR\n" +
 	"mcpServers\x12\x1d\n" +
 	"\n" +
-	"notify_url\x18\x15 \x01(\tR\tnotifyUrl\x1a7\n" +
+	"notify_url\x18\x15 \x01(\tR\tnotifyUrl\x12@\n" +
+	"\x0echunk_delivery\x18\x16 \x01(\x0e2\x19.acpgate.v1.ChunkDeliveryR\rchunkDelivery\x1a7\n" +
 	"\tMetaEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"H\n" +
@@ -3077,7 +3153,11 @@ const file_acpgate_v1_gateway_proto_rawDesc = "" +
 	"\x12SESSION_STATE_IDLE\x10\x01\x12\x19\n" +
 	"\x15SESSION_STATE_RUNNING\x10\x02\x12\x18\n" +
 	"\x14SESSION_STATE_CLOSED\x10\x03\x12\x1b\n" +
-	"\x17SESSION_STATE_SUSPENDED\x10\x04*s\n" +
+	"\x17SESSION_STATE_SUSPENDED\x10\x04*f\n" +
+	"\rChunkDelivery\x12\x1e\n" +
+	"\x1aCHUNK_DELIVERY_UNSPECIFIED\x10\x00\x12\x1c\n" +
+	"\x18CHUNK_DELIVERY_COALESCED\x10\x01\x12\x17\n" +
+	"\x13CHUNK_DELIVERY_EACH\x10\x02*s\n" +
 	"\x10DisconnectPolicy\x12!\n" +
 	"\x1dDISCONNECT_POLICY_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18DISCONNECT_POLICY_CANCEL\x10\x01\x12\x1e\n" +
@@ -3119,129 +3199,131 @@ func file_acpgate_v1_gateway_proto_rawDescGZIP() []byte {
 	return file_acpgate_v1_gateway_proto_rawDescData
 }
 
-var file_acpgate_v1_gateway_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_acpgate_v1_gateway_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
 var file_acpgate_v1_gateway_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
 var file_acpgate_v1_gateway_proto_goTypes = []any{
 	(SessionState)(0),                     // 0: acpgate.v1.SessionState
-	(DisconnectPolicy)(0),                 // 1: acpgate.v1.DisconnectPolicy
-	(TurnState)(0),                        // 2: acpgate.v1.TurnState
-	(*DeleteAgentSessionRequest)(nil),     // 3: acpgate.v1.DeleteAgentSessionRequest
-	(*DeleteAgentSessionResponse)(nil),    // 4: acpgate.v1.DeleteAgentSessionResponse
-	(*ListAgentSessionsRequest)(nil),      // 5: acpgate.v1.ListAgentSessionsRequest
-	(*ListAgentSessionsResponse)(nil),     // 6: acpgate.v1.ListAgentSessionsResponse
-	(*AgentSession)(nil),                  // 7: acpgate.v1.AgentSession
-	(*ListAgentsRequest)(nil),             // 8: acpgate.v1.ListAgentsRequest
-	(*ListAgentsResponse)(nil),            // 9: acpgate.v1.ListAgentsResponse
-	(*Agent)(nil),                         // 10: acpgate.v1.Agent
-	(*StartupFailure)(nil),                // 11: acpgate.v1.StartupFailure
-	(*AgentCapabilities)(nil),             // 12: acpgate.v1.AgentCapabilities
-	(*CreateSessionRequest)(nil),          // 13: acpgate.v1.CreateSessionRequest
-	(*McpServer)(nil),                     // 14: acpgate.v1.McpServer
-	(*McpRemoteServer)(nil),               // 15: acpgate.v1.McpRemoteServer
-	(*McpHeader)(nil),                     // 16: acpgate.v1.McpHeader
-	(*Session)(nil),                       // 17: acpgate.v1.Session
-	(*SessionMode)(nil),                   // 18: acpgate.v1.SessionMode
-	(*SetSessionModeRequest)(nil),         // 19: acpgate.v1.SetSessionModeRequest
-	(*SetSessionConfigOptionRequest)(nil), // 20: acpgate.v1.SetSessionConfigOptionRequest
-	(*GetSessionRequest)(nil),             // 21: acpgate.v1.GetSessionRequest
-	(*ListSessionsRequest)(nil),           // 22: acpgate.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),          // 23: acpgate.v1.ListSessionsResponse
-	(*CloseSessionRequest)(nil),           // 24: acpgate.v1.CloseSessionRequest
-	(*CloseSessionResponse)(nil),          // 25: acpgate.v1.CloseSessionResponse
-	(*PromptRequest)(nil),                 // 26: acpgate.v1.PromptRequest
-	(*WatchTurnRequest)(nil),              // 27: acpgate.v1.WatchTurnRequest
-	(*GetTurnRequest)(nil),                // 28: acpgate.v1.GetTurnRequest
-	(*ListTurnsRequest)(nil),              // 29: acpgate.v1.ListTurnsRequest
-	(*ListTurnsResponse)(nil),             // 30: acpgate.v1.ListTurnsResponse
-	(*Turn)(nil),                          // 31: acpgate.v1.Turn
-	(*CancelRequest)(nil),                 // 32: acpgate.v1.CancelRequest
-	(*CancelResponse)(nil),                // 33: acpgate.v1.CancelResponse
-	(*ResolvePermissionRequest)(nil),      // 34: acpgate.v1.ResolvePermissionRequest
-	(*ResolvePermissionResponse)(nil),     // 35: acpgate.v1.ResolvePermissionResponse
-	(*ResolveElicitationRequest)(nil),     // 36: acpgate.v1.ResolveElicitationRequest
-	(*ResolveElicitationResponse)(nil),    // 37: acpgate.v1.ResolveElicitationResponse
-	nil,                                   // 38: acpgate.v1.CreateSessionRequest.ConfigOptionsEntry
-	nil,                                   // 39: acpgate.v1.PromptRequest.MetaEntry
-	(*durationpb.Duration)(nil),           // 40: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),         // 41: google.protobuf.Timestamp
-	(*AvailableCommands)(nil),             // 42: acpgate.v1.AvailableCommands
-	(*Usage)(nil),                         // 43: acpgate.v1.Usage
-	(*ConfigOption)(nil),                  // 44: acpgate.v1.ConfigOption
-	(*ContentBlock)(nil),                  // 45: acpgate.v1.ContentBlock
-	(*PromptEvent)(nil),                   // 46: acpgate.v1.PromptEvent
-	(ElicitationAction)(0),                // 47: acpgate.v1.ElicitationAction
-	(*structpb.Struct)(nil),               // 48: google.protobuf.Struct
+	(ChunkDelivery)(0),                    // 1: acpgate.v1.ChunkDelivery
+	(DisconnectPolicy)(0),                 // 2: acpgate.v1.DisconnectPolicy
+	(TurnState)(0),                        // 3: acpgate.v1.TurnState
+	(*DeleteAgentSessionRequest)(nil),     // 4: acpgate.v1.DeleteAgentSessionRequest
+	(*DeleteAgentSessionResponse)(nil),    // 5: acpgate.v1.DeleteAgentSessionResponse
+	(*ListAgentSessionsRequest)(nil),      // 6: acpgate.v1.ListAgentSessionsRequest
+	(*ListAgentSessionsResponse)(nil),     // 7: acpgate.v1.ListAgentSessionsResponse
+	(*AgentSession)(nil),                  // 8: acpgate.v1.AgentSession
+	(*ListAgentsRequest)(nil),             // 9: acpgate.v1.ListAgentsRequest
+	(*ListAgentsResponse)(nil),            // 10: acpgate.v1.ListAgentsResponse
+	(*Agent)(nil),                         // 11: acpgate.v1.Agent
+	(*StartupFailure)(nil),                // 12: acpgate.v1.StartupFailure
+	(*AgentCapabilities)(nil),             // 13: acpgate.v1.AgentCapabilities
+	(*CreateSessionRequest)(nil),          // 14: acpgate.v1.CreateSessionRequest
+	(*McpServer)(nil),                     // 15: acpgate.v1.McpServer
+	(*McpRemoteServer)(nil),               // 16: acpgate.v1.McpRemoteServer
+	(*McpHeader)(nil),                     // 17: acpgate.v1.McpHeader
+	(*Session)(nil),                       // 18: acpgate.v1.Session
+	(*SessionMode)(nil),                   // 19: acpgate.v1.SessionMode
+	(*SetSessionModeRequest)(nil),         // 20: acpgate.v1.SetSessionModeRequest
+	(*SetSessionConfigOptionRequest)(nil), // 21: acpgate.v1.SetSessionConfigOptionRequest
+	(*GetSessionRequest)(nil),             // 22: acpgate.v1.GetSessionRequest
+	(*ListSessionsRequest)(nil),           // 23: acpgate.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),          // 24: acpgate.v1.ListSessionsResponse
+	(*CloseSessionRequest)(nil),           // 25: acpgate.v1.CloseSessionRequest
+	(*CloseSessionResponse)(nil),          // 26: acpgate.v1.CloseSessionResponse
+	(*PromptRequest)(nil),                 // 27: acpgate.v1.PromptRequest
+	(*WatchTurnRequest)(nil),              // 28: acpgate.v1.WatchTurnRequest
+	(*GetTurnRequest)(nil),                // 29: acpgate.v1.GetTurnRequest
+	(*ListTurnsRequest)(nil),              // 30: acpgate.v1.ListTurnsRequest
+	(*ListTurnsResponse)(nil),             // 31: acpgate.v1.ListTurnsResponse
+	(*Turn)(nil),                          // 32: acpgate.v1.Turn
+	(*CancelRequest)(nil),                 // 33: acpgate.v1.CancelRequest
+	(*CancelResponse)(nil),                // 34: acpgate.v1.CancelResponse
+	(*ResolvePermissionRequest)(nil),      // 35: acpgate.v1.ResolvePermissionRequest
+	(*ResolvePermissionResponse)(nil),     // 36: acpgate.v1.ResolvePermissionResponse
+	(*ResolveElicitationRequest)(nil),     // 37: acpgate.v1.ResolveElicitationRequest
+	(*ResolveElicitationResponse)(nil),    // 38: acpgate.v1.ResolveElicitationResponse
+	nil,                                   // 39: acpgate.v1.CreateSessionRequest.ConfigOptionsEntry
+	nil,                                   // 40: acpgate.v1.PromptRequest.MetaEntry
+	(*durationpb.Duration)(nil),           // 41: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),         // 42: google.protobuf.Timestamp
+	(*AvailableCommands)(nil),             // 43: acpgate.v1.AvailableCommands
+	(*Usage)(nil),                         // 44: acpgate.v1.Usage
+	(*ConfigOption)(nil),                  // 45: acpgate.v1.ConfigOption
+	(*ContentBlock)(nil),                  // 46: acpgate.v1.ContentBlock
+	(*PromptEvent)(nil),                   // 47: acpgate.v1.PromptEvent
+	(ElicitationAction)(0),                // 48: acpgate.v1.ElicitationAction
+	(*structpb.Struct)(nil),               // 49: google.protobuf.Struct
 }
 var file_acpgate_v1_gateway_proto_depIdxs = []int32{
-	7,  // 0: acpgate.v1.ListAgentSessionsResponse.sessions:type_name -> acpgate.v1.AgentSession
-	10, // 1: acpgate.v1.ListAgentsResponse.agents:type_name -> acpgate.v1.Agent
-	12, // 2: acpgate.v1.Agent.capabilities:type_name -> acpgate.v1.AgentCapabilities
-	40, // 3: acpgate.v1.Agent.last_startup_duration:type_name -> google.protobuf.Duration
-	11, // 4: acpgate.v1.Agent.last_startup_failure:type_name -> acpgate.v1.StartupFailure
-	41, // 5: acpgate.v1.StartupFailure.at:type_name -> google.protobuf.Timestamp
-	41, // 6: acpgate.v1.StartupFailure.retry_at:type_name -> google.protobuf.Timestamp
-	41, // 7: acpgate.v1.AgentCapabilities.observed_at:type_name -> google.protobuf.Timestamp
-	38, // 8: acpgate.v1.CreateSessionRequest.config_options:type_name -> acpgate.v1.CreateSessionRequest.ConfigOptionsEntry
-	14, // 9: acpgate.v1.CreateSessionRequest.mcp_servers:type_name -> acpgate.v1.McpServer
-	15, // 10: acpgate.v1.McpServer.http:type_name -> acpgate.v1.McpRemoteServer
-	15, // 11: acpgate.v1.McpServer.sse:type_name -> acpgate.v1.McpRemoteServer
-	16, // 12: acpgate.v1.McpRemoteServer.headers:type_name -> acpgate.v1.McpHeader
+	8,  // 0: acpgate.v1.ListAgentSessionsResponse.sessions:type_name -> acpgate.v1.AgentSession
+	11, // 1: acpgate.v1.ListAgentsResponse.agents:type_name -> acpgate.v1.Agent
+	13, // 2: acpgate.v1.Agent.capabilities:type_name -> acpgate.v1.AgentCapabilities
+	41, // 3: acpgate.v1.Agent.last_startup_duration:type_name -> google.protobuf.Duration
+	12, // 4: acpgate.v1.Agent.last_startup_failure:type_name -> acpgate.v1.StartupFailure
+	42, // 5: acpgate.v1.StartupFailure.at:type_name -> google.protobuf.Timestamp
+	42, // 6: acpgate.v1.StartupFailure.retry_at:type_name -> google.protobuf.Timestamp
+	42, // 7: acpgate.v1.AgentCapabilities.observed_at:type_name -> google.protobuf.Timestamp
+	39, // 8: acpgate.v1.CreateSessionRequest.config_options:type_name -> acpgate.v1.CreateSessionRequest.ConfigOptionsEntry
+	15, // 9: acpgate.v1.CreateSessionRequest.mcp_servers:type_name -> acpgate.v1.McpServer
+	16, // 10: acpgate.v1.McpServer.http:type_name -> acpgate.v1.McpRemoteServer
+	16, // 11: acpgate.v1.McpServer.sse:type_name -> acpgate.v1.McpRemoteServer
+	17, // 12: acpgate.v1.McpRemoteServer.headers:type_name -> acpgate.v1.McpHeader
 	0,  // 13: acpgate.v1.Session.state:type_name -> acpgate.v1.SessionState
-	41, // 14: acpgate.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	41, // 15: acpgate.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
-	42, // 16: acpgate.v1.Session.available_commands:type_name -> acpgate.v1.AvailableCommands
-	43, // 17: acpgate.v1.Session.usage:type_name -> acpgate.v1.Usage
-	18, // 18: acpgate.v1.Session.modes:type_name -> acpgate.v1.SessionMode
-	44, // 19: acpgate.v1.Session.config_options:type_name -> acpgate.v1.ConfigOption
-	17, // 20: acpgate.v1.ListSessionsResponse.sessions:type_name -> acpgate.v1.Session
-	45, // 21: acpgate.v1.PromptRequest.prompt:type_name -> acpgate.v1.ContentBlock
-	1,  // 22: acpgate.v1.PromptRequest.on_disconnect:type_name -> acpgate.v1.DisconnectPolicy
-	39, // 23: acpgate.v1.PromptRequest.meta:type_name -> acpgate.v1.PromptRequest.MetaEntry
-	14, // 24: acpgate.v1.PromptRequest.mcp_servers:type_name -> acpgate.v1.McpServer
-	31, // 25: acpgate.v1.ListTurnsResponse.turns:type_name -> acpgate.v1.Turn
-	2,  // 26: acpgate.v1.Turn.state:type_name -> acpgate.v1.TurnState
-	41, // 27: acpgate.v1.Turn.started_at:type_name -> google.protobuf.Timestamp
-	41, // 28: acpgate.v1.Turn.ended_at:type_name -> google.protobuf.Timestamp
-	46, // 29: acpgate.v1.Turn.terminal:type_name -> acpgate.v1.PromptEvent
-	47, // 30: acpgate.v1.ResolveElicitationRequest.action:type_name -> acpgate.v1.ElicitationAction
-	48, // 31: acpgate.v1.ResolveElicitationRequest.content:type_name -> google.protobuf.Struct
-	8,  // 32: acpgate.v1.AgentGateway.ListAgents:input_type -> acpgate.v1.ListAgentsRequest
-	13, // 33: acpgate.v1.AgentGateway.CreateSession:input_type -> acpgate.v1.CreateSessionRequest
-	21, // 34: acpgate.v1.AgentGateway.GetSession:input_type -> acpgate.v1.GetSessionRequest
-	22, // 35: acpgate.v1.AgentGateway.ListSessions:input_type -> acpgate.v1.ListSessionsRequest
-	24, // 36: acpgate.v1.AgentGateway.CloseSession:input_type -> acpgate.v1.CloseSessionRequest
-	26, // 37: acpgate.v1.AgentGateway.Prompt:input_type -> acpgate.v1.PromptRequest
-	32, // 38: acpgate.v1.AgentGateway.Cancel:input_type -> acpgate.v1.CancelRequest
-	34, // 39: acpgate.v1.AgentGateway.ResolvePermission:input_type -> acpgate.v1.ResolvePermissionRequest
-	36, // 40: acpgate.v1.AgentGateway.ResolveElicitation:input_type -> acpgate.v1.ResolveElicitationRequest
-	27, // 41: acpgate.v1.AgentGateway.WatchTurn:input_type -> acpgate.v1.WatchTurnRequest
-	28, // 42: acpgate.v1.AgentGateway.GetTurn:input_type -> acpgate.v1.GetTurnRequest
-	29, // 43: acpgate.v1.AgentGateway.ListTurns:input_type -> acpgate.v1.ListTurnsRequest
-	19, // 44: acpgate.v1.AgentGateway.SetSessionMode:input_type -> acpgate.v1.SetSessionModeRequest
-	20, // 45: acpgate.v1.AgentGateway.SetSessionConfigOption:input_type -> acpgate.v1.SetSessionConfigOptionRequest
-	5,  // 46: acpgate.v1.AgentGateway.ListAgentSessions:input_type -> acpgate.v1.ListAgentSessionsRequest
-	3,  // 47: acpgate.v1.AgentGateway.DeleteAgentSession:input_type -> acpgate.v1.DeleteAgentSessionRequest
-	9,  // 48: acpgate.v1.AgentGateway.ListAgents:output_type -> acpgate.v1.ListAgentsResponse
-	17, // 49: acpgate.v1.AgentGateway.CreateSession:output_type -> acpgate.v1.Session
-	17, // 50: acpgate.v1.AgentGateway.GetSession:output_type -> acpgate.v1.Session
-	23, // 51: acpgate.v1.AgentGateway.ListSessions:output_type -> acpgate.v1.ListSessionsResponse
-	25, // 52: acpgate.v1.AgentGateway.CloseSession:output_type -> acpgate.v1.CloseSessionResponse
-	46, // 53: acpgate.v1.AgentGateway.Prompt:output_type -> acpgate.v1.PromptEvent
-	33, // 54: acpgate.v1.AgentGateway.Cancel:output_type -> acpgate.v1.CancelResponse
-	35, // 55: acpgate.v1.AgentGateway.ResolvePermission:output_type -> acpgate.v1.ResolvePermissionResponse
-	37, // 56: acpgate.v1.AgentGateway.ResolveElicitation:output_type -> acpgate.v1.ResolveElicitationResponse
-	46, // 57: acpgate.v1.AgentGateway.WatchTurn:output_type -> acpgate.v1.PromptEvent
-	31, // 58: acpgate.v1.AgentGateway.GetTurn:output_type -> acpgate.v1.Turn
-	30, // 59: acpgate.v1.AgentGateway.ListTurns:output_type -> acpgate.v1.ListTurnsResponse
-	17, // 60: acpgate.v1.AgentGateway.SetSessionMode:output_type -> acpgate.v1.Session
-	17, // 61: acpgate.v1.AgentGateway.SetSessionConfigOption:output_type -> acpgate.v1.Session
-	6,  // 62: acpgate.v1.AgentGateway.ListAgentSessions:output_type -> acpgate.v1.ListAgentSessionsResponse
-	4,  // 63: acpgate.v1.AgentGateway.DeleteAgentSession:output_type -> acpgate.v1.DeleteAgentSessionResponse
-	48, // [48:64] is the sub-list for method output_type
-	32, // [32:48] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	42, // 14: acpgate.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	42, // 15: acpgate.v1.Session.last_active_at:type_name -> google.protobuf.Timestamp
+	43, // 16: acpgate.v1.Session.available_commands:type_name -> acpgate.v1.AvailableCommands
+	44, // 17: acpgate.v1.Session.usage:type_name -> acpgate.v1.Usage
+	19, // 18: acpgate.v1.Session.modes:type_name -> acpgate.v1.SessionMode
+	45, // 19: acpgate.v1.Session.config_options:type_name -> acpgate.v1.ConfigOption
+	18, // 20: acpgate.v1.ListSessionsResponse.sessions:type_name -> acpgate.v1.Session
+	46, // 21: acpgate.v1.PromptRequest.prompt:type_name -> acpgate.v1.ContentBlock
+	2,  // 22: acpgate.v1.PromptRequest.on_disconnect:type_name -> acpgate.v1.DisconnectPolicy
+	40, // 23: acpgate.v1.PromptRequest.meta:type_name -> acpgate.v1.PromptRequest.MetaEntry
+	15, // 24: acpgate.v1.PromptRequest.mcp_servers:type_name -> acpgate.v1.McpServer
+	1,  // 25: acpgate.v1.PromptRequest.chunk_delivery:type_name -> acpgate.v1.ChunkDelivery
+	32, // 26: acpgate.v1.ListTurnsResponse.turns:type_name -> acpgate.v1.Turn
+	3,  // 27: acpgate.v1.Turn.state:type_name -> acpgate.v1.TurnState
+	42, // 28: acpgate.v1.Turn.started_at:type_name -> google.protobuf.Timestamp
+	42, // 29: acpgate.v1.Turn.ended_at:type_name -> google.protobuf.Timestamp
+	47, // 30: acpgate.v1.Turn.terminal:type_name -> acpgate.v1.PromptEvent
+	48, // 31: acpgate.v1.ResolveElicitationRequest.action:type_name -> acpgate.v1.ElicitationAction
+	49, // 32: acpgate.v1.ResolveElicitationRequest.content:type_name -> google.protobuf.Struct
+	9,  // 33: acpgate.v1.AgentGateway.ListAgents:input_type -> acpgate.v1.ListAgentsRequest
+	14, // 34: acpgate.v1.AgentGateway.CreateSession:input_type -> acpgate.v1.CreateSessionRequest
+	22, // 35: acpgate.v1.AgentGateway.GetSession:input_type -> acpgate.v1.GetSessionRequest
+	23, // 36: acpgate.v1.AgentGateway.ListSessions:input_type -> acpgate.v1.ListSessionsRequest
+	25, // 37: acpgate.v1.AgentGateway.CloseSession:input_type -> acpgate.v1.CloseSessionRequest
+	27, // 38: acpgate.v1.AgentGateway.Prompt:input_type -> acpgate.v1.PromptRequest
+	33, // 39: acpgate.v1.AgentGateway.Cancel:input_type -> acpgate.v1.CancelRequest
+	35, // 40: acpgate.v1.AgentGateway.ResolvePermission:input_type -> acpgate.v1.ResolvePermissionRequest
+	37, // 41: acpgate.v1.AgentGateway.ResolveElicitation:input_type -> acpgate.v1.ResolveElicitationRequest
+	28, // 42: acpgate.v1.AgentGateway.WatchTurn:input_type -> acpgate.v1.WatchTurnRequest
+	29, // 43: acpgate.v1.AgentGateway.GetTurn:input_type -> acpgate.v1.GetTurnRequest
+	30, // 44: acpgate.v1.AgentGateway.ListTurns:input_type -> acpgate.v1.ListTurnsRequest
+	20, // 45: acpgate.v1.AgentGateway.SetSessionMode:input_type -> acpgate.v1.SetSessionModeRequest
+	21, // 46: acpgate.v1.AgentGateway.SetSessionConfigOption:input_type -> acpgate.v1.SetSessionConfigOptionRequest
+	6,  // 47: acpgate.v1.AgentGateway.ListAgentSessions:input_type -> acpgate.v1.ListAgentSessionsRequest
+	4,  // 48: acpgate.v1.AgentGateway.DeleteAgentSession:input_type -> acpgate.v1.DeleteAgentSessionRequest
+	10, // 49: acpgate.v1.AgentGateway.ListAgents:output_type -> acpgate.v1.ListAgentsResponse
+	18, // 50: acpgate.v1.AgentGateway.CreateSession:output_type -> acpgate.v1.Session
+	18, // 51: acpgate.v1.AgentGateway.GetSession:output_type -> acpgate.v1.Session
+	24, // 52: acpgate.v1.AgentGateway.ListSessions:output_type -> acpgate.v1.ListSessionsResponse
+	26, // 53: acpgate.v1.AgentGateway.CloseSession:output_type -> acpgate.v1.CloseSessionResponse
+	47, // 54: acpgate.v1.AgentGateway.Prompt:output_type -> acpgate.v1.PromptEvent
+	34, // 55: acpgate.v1.AgentGateway.Cancel:output_type -> acpgate.v1.CancelResponse
+	36, // 56: acpgate.v1.AgentGateway.ResolvePermission:output_type -> acpgate.v1.ResolvePermissionResponse
+	38, // 57: acpgate.v1.AgentGateway.ResolveElicitation:output_type -> acpgate.v1.ResolveElicitationResponse
+	47, // 58: acpgate.v1.AgentGateway.WatchTurn:output_type -> acpgate.v1.PromptEvent
+	32, // 59: acpgate.v1.AgentGateway.GetTurn:output_type -> acpgate.v1.Turn
+	31, // 60: acpgate.v1.AgentGateway.ListTurns:output_type -> acpgate.v1.ListTurnsResponse
+	18, // 61: acpgate.v1.AgentGateway.SetSessionMode:output_type -> acpgate.v1.Session
+	18, // 62: acpgate.v1.AgentGateway.SetSessionConfigOption:output_type -> acpgate.v1.Session
+	7,  // 63: acpgate.v1.AgentGateway.ListAgentSessions:output_type -> acpgate.v1.ListAgentSessionsResponse
+	5,  // 64: acpgate.v1.AgentGateway.DeleteAgentSession:output_type -> acpgate.v1.DeleteAgentSessionResponse
+	49, // [49:65] is the sub-list for method output_type
+	33, // [33:49] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_acpgate_v1_gateway_proto_init() }
@@ -3261,7 +3343,7 @@ func file_acpgate_v1_gateway_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_acpgate_v1_gateway_proto_rawDesc), len(file_acpgate_v1_gateway_proto_rawDesc)),
-			NumEnums:      3,
+			NumEnums:      4,
 			NumMessages:   37,
 			NumExtensions: 0,
 			NumServices:   1,
