@@ -19,5 +19,5 @@ func PacedClients(baseline bool) []string {
 
 // TurnsClients is the turns section's clients, in the order each round runs them.
 func TurnsClients(baseline bool) []string {
-	return job.WithBaseline([]string{job.OnNaive("floor"), job.OnNaive("gateway")}, baseline)
+	return job.WithBaseline([]string{job.OnNaive("floor"), job.OnNaive("gateway"), job.OnNaive(job.GatewayEach)}, baseline)
 }

@@ -116,7 +116,7 @@ func (r *Report) clusterMD(w func(string, ...any)) {
 	sh := c.Flood
 	if len(c.Session) > 0 {
 		w("### %s chunks × %s on the session, unpaced, through the owner and through the other replica\n\n", FmtInt(float64(sh.N)), size(sh.Size))
-		w("The gateway-stream client (`omit_outcome_text`, `coalesce_chunks`), prompting the session through a and through b, alternating which goes first. The CPU column's acpgate figure is the replica the client called: for forwarded runs, b's relaying alone.\n\n")
+		w("The gateway-stream client (`omit_outcome_text`, chunks coalesced), prompting the session through a and through b, alternating which goes first. The CPU column's acpgate figure is the replica the client called: for forwarded runs, b's relaying alone.\n\n")
 		floodPair(w, "path", c.Session, [2]labelled{{PathLocal, "local: through a, the owner"}, {PathForwarded, "forwarded: through b, relayed to a"}},
 			"Forwarded streaming throughput / local", " (the issue's target: ≥ 0.7)")
 	}

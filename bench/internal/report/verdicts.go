@@ -31,7 +31,7 @@ func (r *Report) verdicts() []verdict {
 	flood := func(name, client, target string, want float64) {
 		who := "gateway"
 		if client == job.GatewayStream {
-			who = "gateway with `omit_outcome_text` and `coalesce_chunks`"
+			who = "gateway with `omit_outcome_text`"
 		}
 		v := verdict{Figure: "unpaced flood, " + strings.TrimSuffix(name, " flood") + " chunks: " + who + " / floor", Target: target}
 		if sr := r.floodShape(name); sr != nil {
@@ -78,7 +78,7 @@ func (r *Report) verdicts() []verdict {
 		out = append(out, lat)
 	}
 	latency("gateway", "gateway")
-	latency(job.GatewayStream, "gateway with `omit_outcome_text` and `coalesce_chunks`")
+	latency(job.GatewayStream, "gateway with `omit_outcome_text`")
 
 	conc := verdict{Figure: "200 concurrent turns", Target: "zero lost or reordered chunks"}
 	if c := r.Concurrency; c != nil {
@@ -120,7 +120,7 @@ func (r *Report) verdicts() []verdict {
 			if !o.heldBack() {
 				ahead = "agent ran ahead"
 			}
-			bp.Measured += fmt.Sprintf("; with `omit_outcome_text` and `coalesce_chunks`: %s, peak RSS %s over a start of %s for the same text; %d lost, %d out of order",
+			bp.Measured += fmt.Sprintf("; with `omit_outcome_text`: %s, peak RSS %s over a start of %s for the same text; %d lost, %d out of order",
 				ahead, MiB(o.HWM), MiB(o.Base), o.Result.Lost, o.Result.OutOfOrder)
 			bp.Met = bp.Met && o.Result.OK() && (o.heldBack() || o.HWM-o.Base <= stallBound)
 		} else {
