@@ -190,7 +190,8 @@ func prompt(ctx context.Context, t *testing.T, c acpgatev1.AgentGatewayClient, s
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, turnBound)
 	defer cancel()
-	stream, err := c.Prompt(ctx, &acpgatev1.PromptRequest{SessionId: sessionID, Text: text})
+	// One event per chunk the agent sent: the tests check that it streams.
+	stream, err := c.Prompt(ctx, &acpgatev1.PromptRequest{SessionId: sessionID, Text: text, ChunkDelivery: acpgatev1.ChunkDelivery_CHUNK_DELIVERY_EACH})
 	if err != nil {
 		t.Fatalf("Prompt %q: %v", text, err)
 	}
