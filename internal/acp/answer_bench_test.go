@@ -8,11 +8,11 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/protobuf/proto"
-
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
 	"github.com/acpgate/acpgate/internal/acp/answer"
 	"github.com/acpgate/acpgate/internal/acp/translate"
+	"github.com/acpgate/acpgate/internal/store"
+	"github.com/acpgate/acpgate/internal/turn/wire"
 	"github.com/acpgate/acpgate/outcome"
 )
 
@@ -59,7 +59,7 @@ func answerChunks(n, size int) []translate.Chunk {
 
 // BenchmarkA128MiBAnswerThroughTheOutcome runs a 128 MiB answer (2,048
 // chunks of 64 KiB, one message) through the accumulator, the outcome and
-// proto.Marshal of its terminal event, as a default turn does. It reports
+// the encoding of its terminal event, as a default turn does. It reports
 // how much memory that takes, over the answer's size:
 //   - live: peak-live/answer, the most the steps hold at once with garbage
 //     collected at every step (the live heap before a step plus what the
@@ -73,11 +73,11 @@ func BenchmarkA128MiBAnswerThroughTheOutcome(b *testing.B) {
 	b.Run("rss", func(b *testing.B) {
 		for b.Loop() {
 			hwm0 := highWaterMark()
-			wire := answerThroughTheOutcome(b, answerChunks(n, size), func() {})
+			ev := answerThroughTheOutcome(b, answerChunks(n, size), func() {})
 			if hwm := highWaterMark(); hwm0 > 0 && hwm > 0 {
 				b.ReportMetric(float64(hwm-hwm0)/answer, "hwm-growth/answer")
 			}
-			runtime.KeepAlive(wire)
+			runtime.KeepAlive(ev)
 		}
 	})
 	b.Run("live", func(b *testing.B) {
@@ -86,16 +86,16 @@ func BenchmarkA128MiBAnswerThroughTheOutcome(b *testing.B) {
 			var p peakMeter
 			chunks := answerChunks(n, size)
 			p.start()
-			wire := answerThroughTheOutcome(b, chunks, p.step)
+			ev := answerThroughTheOutcome(b, chunks, p.step)
 			b.ReportMetric(float64(p.peak)/answer, "peak-live/answer")
-			runtime.KeepAlive(wire)
+			runtime.KeepAlive(ev)
 		}
 	})
 }
 
 // answerThroughTheOutcome is a default turn's handling of an answer, from
 // its chunks to its terminal event's encoding; step is called between steps.
-func answerThroughTheOutcome(b *testing.B, chunks []translate.Chunk, step func()) []byte {
+func answerThroughTheOutcome(b *testing.B, chunks []translate.Chunk, step func()) store.Event {
 	t := newBenchTurn(answer.NewBudget(answer.DefaultMaxBytes))
 	size := 0
 	for i := range chunks {
@@ -114,12 +114,13 @@ func answerThroughTheOutcome(b *testing.B, chunks []translate.Chunk, step func()
 	})
 	text, final = outcome.Text{}, outcome.Text{}
 	step()
-	wire, err := proto.Marshal(&acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_Outcome{Outcome: r.Outcome}})
-	if err != nil || len(wire) < size {
-		b.Fatal(err, len(wire))
+	// Encoded as the turn's pump encodes its terminal: from the pieces.
+	ev := wire.EncodeTerminal(&acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_Outcome{Outcome: r.Outcome}}, 1, wire.Pieces{Text: r.TextPieces, Final: r.FinalPieces})
+	if ev.Len() < size {
+		b.Fatalf("the terminal is %d bytes, less than the %d-byte answer", ev.Len(), size)
 	}
 	step()
-	return wire
+	return ev
 }
 
 // peakMeter measures a sequence of steps' peak live heap: at each step's

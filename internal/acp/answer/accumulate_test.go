@@ -170,6 +170,43 @@ func TestALongWholeAnswerComesAsItsChunksAndItsFinalMessageAsTheirTail(t *testin
 	}
 }
 
+func TestAnAccumulatorBoundMidwayInLongRunsEndsExactlyAsOneLimitedFromTheStart(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	words := []string{strings.Repeat("a", 1), strings.Repeat("b", 700), strings.Repeat("c", 3000), strings.Repeat("d", ownPiece), strings.Repeat("e", ownPiece+1)}
+	for i := range 300 {
+		var steps []step
+		for range 50 + r.IntN(150) {
+			if r.IntN(40) == 0 {
+				steps = append(steps, step{split: true})
+				continue
+			}
+			steps = append(steps, step{chunk: translate.Chunk{MessageID: "m", Text: words[r.IntN(len(words))], IsText: true}})
+		}
+		keep := 1 + r.IntN(3*runBytes)
+		at := r.IntN(len(steps) + 1)
+		switched := Accumulator{keep: keep, budget: NewBudget(1 << 30)}
+		for j, s := range steps {
+			if j == at {
+				switched.Bound()
+			}
+			if s.split {
+				switched.Split()
+			} else {
+				switched.Add(s.chunk)
+			}
+		}
+		if at == len(steps) {
+			switched.Bound()
+		}
+		limitedAcc := accumulate(keep, steps)
+		text, final := switched.Finish()
+		wantText, wantFinal := limitedAcc.Finish()
+		if !reflect.DeepEqual(text, wantText) || !reflect.DeepEqual(final, wantFinal) {
+			t.Fatalf("case %d, bound at step %d of %d, keep %d: kept %d of %d bytes, want %d of %d", i, at, len(steps), keep, len(text.Kept), text.Len(), len(wantText.Kept), wantText.Len())
+		}
+	}
+}
+
 func TestALongAnswerOfShortChunksComesAsFewPiecesThatJoinToIt(t *testing.T) {
 	var a Accumulator
 	var want strings.Builder
@@ -186,8 +223,15 @@ func TestALongAnswerOfShortChunksComesAsFewPiecesThatJoinToIt(t *testing.T) {
 		a.Add(translate.Chunk{MessageID: id, Text: chunk, IsText: true})
 	}
 	text, final := a.Finish()
-	if got := strings.Join(text.Pieces, ""); got != want.String() || len(text.Pieces) != 2 {
-		t.Fatalf("%d pieces joining to %d bytes; want 2 (a run of short chunks each message) joining to the %d bytes of the answer", len(text.Pieces), len(got), want.Len())
+	// Each message's chunks come as runs of runBytes, and the separator
+	// joins the first message's last run.
+	if got := strings.Join(text.Pieces, ""); got != want.String() || len(text.Pieces) > want.Len()/runBytes+2 {
+		t.Fatalf("%d pieces joining to %d bytes; want at most %d (runs of short chunks) joining to the %d bytes of the answer", len(text.Pieces), len(got), want.Len()/runBytes+2, want.Len())
+	}
+	for i, p := range text.Pieces {
+		if len(p) > runBytes+len(messageSeparator) {
+			t.Fatalf("piece %d is %d bytes, past a run's %d", i, len(p), runBytes)
+		}
 	}
 	if f := strings.Join(final.Pieces, ""); f != want.String()[PiecesFrom+2:] {
 		t.Errorf("the final message is %d bytes, not the second message", len(f))

@@ -4,7 +4,8 @@
 //
 // It is a package of its own because it is the gateway's one place where an
 // agent decides how much memory is held on its behalf: a long answer is
-// kept as the chunks' own strings and joined once, and when the budget has
+// kept as its long chunks and runs of its short ones, and joined at most
+// once, and when the budget has
 // no room, or nobody will read the whole text, only the beginning that a
 // failure's partial output needs is kept. The turn (package acp) decides
 // when; this package decides what is kept, and proves with its tests that a
