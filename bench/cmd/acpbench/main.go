@@ -92,7 +92,7 @@ func runClient(args []string) int {
 		r.Load = j.Load
 	case "peer":
 		r = clients.RunPeer(ctx, j)
-	case "gateway", job.GatewayStream, job.GatewayStreamMemory, job.GatewayEach, job.GatewayWindow:
+	case "gateway", job.GatewayStream, job.GatewayStreamMemory, job.GatewayEach:
 		r = clients.RunGateway(ctx, j)
 	case job.Watch:
 		r = clients.RunWatch(ctx, j)

@@ -26,12 +26,12 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 // DialGateway connects to the gateway at addr, with a receive limit that
 // takes a whole turn's outcome, and waits until the connection is ready.
-func DialGateway(ctx context.Context, addr string, extra ...grpc.DialOption) (*grpc.ClientConn, acpgatev1.AgentGatewayClient, error) {
-	conn, err := grpc.NewClient(addr, append([]grpc.DialOption{
+func DialGateway(ctx context.Context, addr string) (*grpc.ClientConn, acpgatev1.AgentGatewayClient, error) {
+	conn, err := grpc.NewClient(addr,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		// A completed turn's outcome carries the whole text (twice: text
 		// and final_message), far over gRPC's default 4 MiB.
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1 << 30))}, extra...)...)
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<30)))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -49,11 +49,7 @@ func DialGateway(ctx context.Context, addr string, extra ...grpc.DialOption) (*g
 // RunGateway runs the job's turns as one-shot Prompt calls (or on the
 // job's session) on one connection to the gateway at j.Addr.
 func RunGateway(ctx context.Context, j job.Job) job.Result {
-	var extra []grpc.DialOption
-	if j.Client == job.GatewayWindow {
-		extra = append(extra, grpc.WithInitialWindowSize(staticWindow), grpc.WithInitialConnWindowSize(staticWindow))
-	}
-	conn, client, err := DialGateway(ctx, j.Addr, extra...)
+	conn, client, err := DialGateway(ctx, j.Addr)
 	if err != nil {
 		return job.Result{Client: j.Client, Err: err.Error()}
 	}
@@ -62,10 +58,6 @@ func RunGateway(ctx context.Context, j job.Job) job.Result {
 		GatewayTurn(ctx, client, j, s, j.ReadRate, nil)
 	})
 }
-
-// staticWindow is GatewayWindow's flow-control windows, stream and
-// connection: a static window stops grpc-go's bandwidth-delay estimation.
-const staticWindow = 4 << 20
 
 // GatewayTurn runs one one-shot Prompt. With readRate > 0 the client reads
 // at most readRate chunks/s; progress, when set, is told the count of chunks

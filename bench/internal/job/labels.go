@@ -18,16 +18,6 @@ const GatewayStream = "gateway-stream"
 // is its "gateway" rows.
 const GatewayEach = "gateway-each"
 
-// GatewayWindow is the default gateway client dialled with static HTTP/2
-// flow-control windows (grpc.WithInitialWindowSize and
-// WithInitialConnWindowSize, 4 MiB). grpc-go's client otherwise estimates
-// the bandwidth-delay product with a PING, and a WINDOW_UPDATE, after every
-// DATA frame it receives while no PING is out, which for a slow stream is
-// every message: the gateway reads both and answers the PING, and the
-// client wakes for the answer. It has no baseline run: the difference is
-// the client's.
-const GatewayWindow = "gateway-window"
-
 // GatewayStreamMemory is the gateway-stream client on a gateway configured
 // with `store: memory`, and Watch the WatchTurn client that replays a
 // finished gateway-stream turn.
@@ -109,15 +99,14 @@ func WithBaseline(clients []string, baseline bool) []string {
 
 // HasBaseline says whether a label's client also runs on the baseline:
 // every gateway client but GatewayEach, which asks for what the baseline
-// does by default, and GatewayWindow, whose difference is the client's.
+// does by default.
 func HasBaseline(label string) bool {
-	c := ClientOf(label)
-	return ViaGateway(label) && !IsBaseline(label) && c != GatewayEach && c != GatewayWindow
+	return ViaGateway(label) && !IsBaseline(label) && ClientOf(label) != GatewayEach
 }
 
 // ViaGateway says whether a label's client calls a gateway (the working
 // tree's or the baseline's) rather than an agent directly.
 func ViaGateway(label string) bool {
 	c := ClientOf(label)
-	return c == "gateway" || c == GatewayStream || c == GatewayEach || c == GatewayWindow
+	return c == "gateway" || c == GatewayStream || c == GatewayEach
 }

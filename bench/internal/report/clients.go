@@ -14,10 +14,10 @@ func ThroughputClients(baseline bool) []string {
 // same repetition burned.
 func PacedClients(baseline bool) []string {
 	return job.WithBaseline([]string{"floor", "peer", "gateway", job.GatewayStream,
-		job.OnNaive("floor"), job.OnNaive("gateway"), job.OnNaive(job.GatewayEach), job.OnNaive(job.GatewayWindow), job.OnNaive(job.GatewayStream), job.FloorLoaded}, baseline)
+		job.OnNaive("floor"), job.OnNaive("gateway"), job.OnNaive(job.GatewayEach), job.OnNaive(job.GatewayStream), job.FloorLoaded}, baseline)
 }
 
 // TurnsClients is the turns section's clients, in the order each round runs them.
 func TurnsClients(baseline bool) []string {
-	return job.WithBaseline([]string{job.OnNaive("floor"), job.OnNaive("gateway"), job.OnNaive(job.GatewayEach), job.OnNaive(job.GatewayWindow)}, baseline)
+	return job.WithBaseline([]string{job.OnNaive("floor"), job.OnNaive("gateway"), job.OnNaive(job.GatewayEach)}, baseline)
 }

@@ -7,7 +7,7 @@ import "github.com/acpgate/acpgate/bench/internal/job"
 // floor's at the paced rates, run by run.
 func (r *Report) naiveMD(w func(string, ...any)) {
 	floor := job.OnNaive("floor")
-	gws := job.WithBaseline([]string{job.OnNaive("gateway"), job.OnNaive(job.GatewayEach), job.OnNaive(job.GatewayWindow), job.OnNaive(job.GatewayStream)}, r.Baseline != "")
+	gws := job.WithBaseline([]string{job.OnNaive("gateway"), job.OnNaive(job.GatewayEach), job.OnNaive(job.GatewayStream)}, r.Baseline != "")
 	var floods []ShapeResult
 	for _, sr := range r.Throughput {
 		if len(sr.Runs[floor]) > 0 {
