@@ -208,12 +208,15 @@ func (m *message) trim(start, limit int) (end int) {
 			m.drop(i)
 			break
 		}
-		if k := chunksBefore(p.starts, limit-offset); k < len(p.starts) {
+		if offset+len(p.text) > limit {
 			// A run that goes past the limit keeps the chunks that
-			// start before it, copied so that the rest can be freed.
-			m.parts[i] = part{text: strings.Clone(p.text[:p.starts[k]]), starts: p.starts[:k]}
-			m.drop(i + 1)
-			break
+			// start before it, copied so that the rest can be freed
+			// (a long chunk, starts nil, is one that does).
+			if k := chunksBefore(p.starts, limit-offset); k < len(p.starts) {
+				m.parts[i] = part{text: strings.Clone(p.text[:p.starts[k]]), starts: p.starts[:k]}
+				m.drop(i + 1)
+				break
+			}
 		}
 		offset += len(p.text)
 	}
@@ -227,8 +230,7 @@ func (m *message) drop(i int) {
 }
 
 // chunksBefore is how many of a run's chunks, starting at starts, start
-// before offset; len(starts) for all of them, and for one long chunk
-// (starts nil).
+// before offset, an offset inside the part (so it fits a uint32).
 func chunksBefore(starts []uint32, offset int) int {
 	k, _ := slices.BinarySearch(starts, uint32(offset))
 	return k
