@@ -45,17 +45,18 @@ const scenarioTimeout = 60 * time.Second
 
 // scenario is one entry of scenarios.json; see conformance/README.md.
 type scenario struct {
-	Name                  string   `json:"name"`
-	Kind                  string   `json:"kind"`
-	Agent                 string   `json:"agent"`
-	Session               bool     `json:"session"`
-	CancelAfterFirstChunk bool     `json:"cancel_after_first_chunk"`
-	OmitOutcomeText       bool     `json:"omit_outcome_text"`
-	ChunkDelivery         string   `json:"chunk_delivery"`
-	PromptImage           *image   `json:"prompt_image"`
-	CreateSession         *create  `json:"create_session"`
-	Script                []string `json:"script"`
-	Steps                 []step   `json:"steps"`
+	Name                  string                  `json:"name"`
+	Kind                  string                  `json:"kind"`
+	Agent                 string                  `json:"agent"`
+	Session               bool                    `json:"session"`
+	CancelAfterFirstChunk bool                    `json:"cancel_after_first_chunk"`
+	OmitOutcomeText       bool                    `json:"omit_outcome_text"`
+	ChunkDelivery         string                  `json:"chunk_delivery"`
+	delivery              acpgatev1.ChunkDelivery // ChunkDelivery, parsed by loadScenarios
+	PromptImage           *image                  `json:"prompt_image"`
+	CreateSession         *create                 `json:"create_session"`
+	Script                []string                `json:"script"`
+	Steps                 []step                  `json:"steps"`
 }
 
 // create is a session scenario's create_session: the CreateSession
@@ -142,21 +143,27 @@ func loadScenarios(path string) ([]scenario, error) {
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	for i := range doc.Scenarios {
+		sc := &doc.Scenarios[i]
+		if sc.delivery, err = chunkDelivery(sc.ChunkDelivery); err != nil {
+			return nil, fmt.Errorf("%s: scenario %s: %w", path, sc.Name, err)
+		}
+	}
 	return doc.Scenarios, nil
 }
 
-// chunkDelivery is the scenario's chunk_delivery, by its enum name, for
+// chunkDelivery is a scenario's chunk_delivery, by its enum name, for
 // every Prompt of the scenario; absent, the gateway's default. Scenarios
 // that expect one event per agent chunk name CHUNK_DELIVERY_EACH: by
 // default the gateway merges the chunks it has read together, and where
 // it cuts them depends on timing.
-func chunkDelivery(sc scenario) (acpgatev1.ChunkDelivery, error) {
-	if sc.ChunkDelivery == "" {
+func chunkDelivery(name string) (acpgatev1.ChunkDelivery, error) {
+	if name == "" {
 		return acpgatev1.ChunkDelivery_CHUNK_DELIVERY_UNSPECIFIED, nil
 	}
-	v, ok := acpgatev1.ChunkDelivery_value[sc.ChunkDelivery]
+	v, ok := acpgatev1.ChunkDelivery_value[name]
 	if !ok {
-		return 0, fmt.Errorf("chunk_delivery %q is not a ChunkDelivery name", sc.ChunkDelivery)
+		return 0, fmt.Errorf("chunk_delivery %q is not a ChunkDelivery name", name)
 	}
 	return acpgatev1.ChunkDelivery(v), nil
 }
@@ -167,14 +174,10 @@ func runScenario(client acpgatev1.AgentGatewayClient, sc scenario) ([]byte, erro
 	defer cancel()
 
 	out := map[string]any{"name": sc.Name, "arms": []any{}}
-	delivery, err := chunkDelivery(sc)
-	if err != nil {
-		return nil, err
-	}
 	req := &acpgatev1.PromptRequest{
 		Text:            strings.Join(sc.Script, "\n"),
 		OmitOutcomeText: sc.OmitOutcomeText,
-		ChunkDelivery:   delivery,
+		ChunkDelivery:   sc.delivery,
 	}
 	if im := sc.PromptImage; im != nil {
 		req.Prompt = []*acpgatev1.ContentBlock{{Block: &acpgatev1.ContentBlock_Image{Image: &acpgatev1.ImageContent{Data: im.Data, MimeType: im.MimeType}}}}

@@ -88,11 +88,7 @@ func promptStep(ctx context.Context, client acpgatev1.AgentGatewayClient, sc sce
 	if agent == "" {
 		agent = sc.Agent
 	}
-	delivery, err := chunkDelivery(sc)
-	if err != nil {
-		return stepResult{}, err
-	}
-	req := &acpgatev1.PromptRequest{Agent: agent, Text: strings.Join(st.Script, "\n"), ChunkDelivery: delivery}
+	req := &acpgatev1.PromptRequest{Agent: agent, Text: strings.Join(st.Script, "\n"), ChunkDelivery: sc.delivery}
 	if st.RequestID != "" {
 		req.RequestId = st.RequestID + runSuffix
 	}

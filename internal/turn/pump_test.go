@@ -85,18 +85,14 @@ func TestTheMergerJoinsOnlyQueuedTextChunksOfOneMessage(t *testing.T) {
 	batch := []*acpgatev1.PromptEvent{chunk("a"), chunk("b"), chunk("c"),
 		{Event: &acpgatev1.PromptEvent_AgentThoughtChunk{AgentThoughtChunk: &acpgatev1.MessageChunk{Text: "hm"}}},
 		chunk("d")}
-	var m merger
 	var texts []string
-	var n int
-	for i := 0; i < len(batch); i++ {
-		e := batch[i]
-		if mergeable(e) {
-			e, i = m.merge(batch, i)
-			texts = append(texts, e.GetAgentMessageChunk().GetText())
+	merged := mergeAll(batch)
+	for _, e := range merged {
+		if c := e.GetAgentMessageChunk(); c != nil {
+			texts = append(texts, c.GetText())
 		}
-		n++
 	}
-	if n != 3 || len(texts) != 2 || texts[0] != "abc" || texts[1] != "d" {
+	if n := len(merged); n != 3 || len(texts) != 2 || texts[0] != "abc" || texts[1] != "d" {
 		t.Errorf("%d events with chunks %q, want abc, the thought, d", n, texts)
 	}
 }
@@ -108,17 +104,26 @@ func TestAChunkWithTheAgentsMetaIsNeverMergedSoItsMetaIsKept(t *testing.T) {
 	}
 	tagged := chunk("b")
 	tagged.Meta = meta
-	batch := []*acpgatev1.PromptEvent{chunk("a"), tagged, chunk("c"), chunk("d")}
-	var m merger
 	var got []string
-	for i := 0; i < len(batch); i++ {
-		e := batch[i]
-		if mergeable(e) {
-			e, i = m.merge(batch, i)
-		}
+	for _, e := range mergeAll([]*acpgatev1.PromptEvent{chunk("a"), tagged, chunk("c"), chunk("d")}) {
 		got = append(got, e.GetAgentMessageChunk().GetText()+":"+e.GetMeta().GetFields()["example.com/source"].GetStringValue())
 	}
 	if want := []string{"a:", "b:cache", "cd:"}; !slices.Equal(got, want) {
 		t.Errorf("events %q, want %q", got, want)
 	}
+}
+
+// mergeAll is batch as the pump journals it with Coalesce set: every
+// mergeable chunk merged with the mergeable ones queued after it.
+func mergeAll(batch []*acpgatev1.PromptEvent) []*acpgatev1.PromptEvent {
+	var m merger
+	var out []*acpgatev1.PromptEvent
+	for i := 0; i < len(batch); i++ {
+		e := batch[i]
+		if mergeable(e) {
+			e, i = m.merge(batch, i)
+		}
+		out = append(out, e)
+	}
+	return out
 }

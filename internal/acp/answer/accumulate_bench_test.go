@@ -23,12 +23,26 @@ func BenchmarkKeepingAnAnswerOfFreshShortChunks(b *testing.B) {
 			template := strings.Repeat("x", size)
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
-			var kept float64
+			var (
+				acc  Accumulator
+				base uint64 // the live heap when acc was fresh
+				kept float64
+			)
 			for i := 0; b.Loop(); i++ {
 				if i%n == 0 {
-					kept = finishAndMeasure(b, i > 0)
+					b.StopTimer()
+					if i > 0 {
+						kept = float64(liveHeap()) - float64(base)
+						b.StartTimer()
+						text, _ := acc.Finish() // timed: a turn's end
+						runtime.KeepAlive(text)
+						b.StopTimer()
+					}
+					acc = Accumulator{}
+					base = liveHeap()
+					b.StartTimer()
 				}
-				keepFresh(template)
+				acc.Add(translate.Chunk{MessageID: "m1", Text: strings.Clone(template), IsText: true})
 			}
 			if kept > 0 {
 				b.ReportMetric(kept/n, "kept-B")
@@ -37,38 +51,10 @@ func BenchmarkKeepingAnAnswerOfFreshShortChunks(b *testing.B) {
 	}
 }
 
-// The benchmark's accumulator: one per n chunks, like a turn's, and the
-// live heap when it was fresh.
-var (
-	benchAcc  Accumulator
-	benchBase uint64
-)
-
-func keepFresh(template string) {
-	benchAcc.Add(translate.Chunk{MessageID: "m1", Text: strings.Clone(template), IsText: true})
-}
-
 // liveHeap is the live heap, garbage collected.
 func liveHeap() uint64 {
 	var m runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
-}
-
-// finishAndMeasure, when the accumulator is full, measures the live heap
-// it holds and finishes it (timed); then starts a fresh one.
-func finishAndMeasure(b *testing.B, full bool) (kept float64) {
-	b.StopTimer()
-	if full {
-		kept = float64(liveHeap()) - float64(benchBase)
-		b.StartTimer()
-		text, _ := benchAcc.Finish()
-		runtime.KeepAlive(text)
-		b.StopTimer()
-	}
-	benchAcc = Accumulator{}
-	benchBase = liveHeap()
-	b.StartTimer()
-	return kept
 }

@@ -51,6 +51,25 @@ func randomSteps(r *rand.Rand) []step {
 	return steps
 }
 
+// boundMidway adds steps to a, bounding it (Bound, then bound) before
+// step at, or after the last when at is len(steps).
+func boundMidway(a *Accumulator, steps []step, at int, bound func()) {
+	for j := range len(steps) + 1 {
+		if j == at {
+			a.Bound()
+			bound()
+		}
+		if j == len(steps) {
+			return
+		}
+		if steps[j].split {
+			a.Split()
+		} else {
+			a.Add(steps[j].chunk)
+		}
+	}
+}
+
 func TestALimitedAccumulatorKeepsABeginningAtLeastTheLimitLongAndCountsTheRest(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := range 20000 {
@@ -99,21 +118,11 @@ func TestAnAccumulatorBoundMidwayEndsExactlyAsOneLimitedFromTheStart(t *testing.
 		at := r.IntN(len(steps) + 1)
 		budget := NewBudget(1 << 30)
 		switched := Accumulator{keep: keep, budget: budget}
-		for j := range len(steps) + 1 {
-			if j == at {
-				switched.Bound()
-				if budget.Used() != 0 {
-					t.Fatalf("case %d: %d bytes still reserved once bound", i, budget.Used())
-				}
+		boundMidway(&switched, steps, at, func() {
+			if budget.Used() != 0 {
+				t.Fatalf("case %d: %d bytes still reserved once bound", i, budget.Used())
 			}
-			switch {
-			case j == len(steps):
-			case steps[j].split:
-				switched.Split()
-			default:
-				switched.Add(steps[j].chunk)
-			}
-		}
+		})
 		limitedAcc := accumulate(keep, steps)
 		text, final := switched.Finish()
 		wantText, wantFinal := limitedAcc.Finish()
@@ -185,19 +194,7 @@ func TestAnAccumulatorBoundMidwayInLongRunsEndsExactlyAsOneLimitedFromTheStart(t
 		keep := 1 + r.IntN(3*runBytes)
 		at := r.IntN(len(steps) + 1)
 		switched := Accumulator{keep: keep, budget: NewBudget(1 << 30)}
-		for j, s := range steps {
-			if j == at {
-				switched.Bound()
-			}
-			if s.split {
-				switched.Split()
-			} else {
-				switched.Add(s.chunk)
-			}
-		}
-		if at == len(steps) {
-			switched.Bound()
-		}
+		boundMidway(&switched, steps, at, func() {})
 		limitedAcc := accumulate(keep, steps)
 		text, final := switched.Finish()
 		wantText, wantFinal := limitedAcc.Finish()
