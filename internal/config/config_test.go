@@ -108,7 +108,7 @@ func TestParse(t *testing.T) {
 					StrictFraming: false,
 					TurnTimeout:   10 * time.Minute,
 					IdleTimeout:   30 * time.Minute,
-					CancelGrace:   10 * time.Second, WarmMaxAge: DefaultWarmMaxAge, SuspendedRetention: DefaultSuspendedRetention, MaxSessionsPerProcess: DefaultMaxSessionsPerProcess,
+					CancelGrace:   10 * time.Second, WarmMaxAge: DefaultWarmMaxAge, Nice: DefaultNice, SuspendedRetention: DefaultSuspendedRetention, MaxSessionsPerProcess: DefaultMaxSessionsPerProcess,
 					HandshakeTimeout: 2 * time.Minute,
 					MaxSessions:      8,
 					MCPServers: []MCPServer{{
@@ -143,7 +143,7 @@ func TestParse(t *testing.T) {
 					PermissionTimeout: 5 * time.Minute, Elicitation: ElicitDecline, ElicitationTimeout: DefaultPermissionTimeout,
 					TurnTimeout: 30 * time.Minute,
 					IdleTimeout: 30 * time.Minute,
-					CancelGrace: 10 * time.Second, WarmMaxAge: DefaultWarmMaxAge, SuspendedRetention: DefaultSuspendedRetention, MaxSessionsPerProcess: DefaultMaxSessionsPerProcess,
+					CancelGrace: 10 * time.Second, WarmMaxAge: DefaultWarmMaxAge, Nice: DefaultNice, SuspendedRetention: DefaultSuspendedRetention, MaxSessionsPerProcess: DefaultMaxSessionsPerProcess,
 					HandshakeTimeout: DefaultHandshakeTimeout,
 					MaxSessions:      0,
 				}},
@@ -163,7 +163,7 @@ func TestParse(t *testing.T) {
 				Agents: []Agent{{
 					Name: "a", Command: "a",
 					PermissionPolicy: PolicyReject, PermissionTimeout: DefaultPermissionTimeout, Elicitation: ElicitDecline, ElicitationTimeout: DefaultPermissionTimeout,
-					TurnTimeout: DefaultTurnTimeout, IdleTimeout: DefaultIdleTimeout, CancelGrace: DefaultCancelGrace, WarmMaxAge: DefaultWarmMaxAge, SuspendedRetention: DefaultSuspendedRetention, MaxSessionsPerProcess: DefaultMaxSessionsPerProcess, HandshakeTimeout: DefaultHandshakeTimeout,
+					TurnTimeout: DefaultTurnTimeout, IdleTimeout: DefaultIdleTimeout, CancelGrace: DefaultCancelGrace, WarmMaxAge: DefaultWarmMaxAge, Nice: DefaultNice, SuspendedRetention: DefaultSuspendedRetention, MaxSessionsPerProcess: DefaultMaxSessionsPerProcess, HandshakeTimeout: DefaultHandshakeTimeout,
 				}},
 				Limits:             Limits{MaxSessions: DefaultMaxSessions, MaxWarm: DefaultMaxWarm, MaxStartingAgents: DefaultMaxStartingAgents(), MaxSuspended: DefaultMaxSuspended, MaxPromptBytes: DefaultMaxPromptBytes, MaxFrameBytes: DefaultMaxFrameBytes, MaxAgentRequests: DefaultMaxAgentRequests, MaxAgentReplyBytes: DefaultMaxAgentReplyBytes, MaxStreamsPerConnection: DefaultMaxStreamsPerConnection, MaxConnections: DefaultMaxConnections, MaxWatchersPerTurn: DefaultMaxWatchersPerTurn, MaxWatchersPerPrincipal: DefaultMaxWatchersPerPrincipal, MaxHeaderBytes: DefaultMaxHeaderBytes, MaxTurnBytes: DefaultMaxTurnBytes, MaxAnswerBytes: 512 << 20},
 				ShutdownGrace:      DefaultShutdownGrace,
@@ -187,6 +187,7 @@ agents:
     command: a
     permission_policy: ask
     permission_timeout: 1h30m
+    nice: 0
 limits: {max_frame_bytes: 65536, max_prompt_bytes: 65536, max_sessions: 1}
 shutdown_grace: 250ms
 `,
@@ -197,12 +198,12 @@ shutdown_grace: 250ms
 						Name: "b.2_x-y", Command: "b", PermissionPolicy: PolicyAllow, StrictFraming: true, FS: FS{Write: true},
 						Sandbox:           Sandbox{Enabled: true, Required: true, RW: []string{"/srv/cache"}, RO: []string{"/srv/models", "/srv/x"}},
 						PermissionTimeout: DefaultPermissionTimeout, Elicitation: ElicitDecline, ElicitationTimeout: DefaultPermissionTimeout, TurnTimeout: DefaultTurnTimeout,
-						IdleTimeout: DefaultIdleTimeout, CancelGrace: DefaultCancelGrace, WarmMaxAge: DefaultWarmMaxAge, SuspendedRetention: DefaultSuspendedRetention, MaxSessionsPerProcess: DefaultMaxSessionsPerProcess, HandshakeTimeout: DefaultHandshakeTimeout,
+						IdleTimeout: DefaultIdleTimeout, CancelGrace: DefaultCancelGrace, WarmMaxAge: DefaultWarmMaxAge, Nice: DefaultNice, SuspendedRetention: DefaultSuspendedRetention, MaxSessionsPerProcess: DefaultMaxSessionsPerProcess, HandshakeTimeout: DefaultHandshakeTimeout,
 					},
 					{
 						Name: "0a", Command: "a", PermissionPolicy: PolicyAsk,
 						PermissionTimeout: 90 * time.Minute, Elicitation: ElicitDecline, ElicitationTimeout: DefaultPermissionTimeout, TurnTimeout: DefaultTurnTimeout,
-						IdleTimeout: DefaultIdleTimeout, CancelGrace: DefaultCancelGrace, WarmMaxAge: DefaultWarmMaxAge, SuspendedRetention: DefaultSuspendedRetention, MaxSessionsPerProcess: DefaultMaxSessionsPerProcess, HandshakeTimeout: DefaultHandshakeTimeout,
+						IdleTimeout: DefaultIdleTimeout, CancelGrace: DefaultCancelGrace, WarmMaxAge: DefaultWarmMaxAge, Nice: 0, SuspendedRetention: DefaultSuspendedRetention, MaxSessionsPerProcess: DefaultMaxSessionsPerProcess, HandshakeTimeout: DefaultHandshakeTimeout,
 					},
 				},
 				Limits:             Limits{MaxSessions: 1, MaxWarm: DefaultMaxWarm, MaxStartingAgents: DefaultMaxStartingAgents(), MaxSuspended: DefaultMaxSuspended, MaxPromptBytes: 65536, MaxFrameBytes: 65536, MaxAgentRequests: DefaultMaxAgentRequests, MaxAgentReplyBytes: DefaultMaxAgentReplyBytes, MaxStreamsPerConnection: DefaultMaxStreamsPerConnection, MaxConnections: DefaultMaxConnections, MaxWatchersPerTurn: DefaultMaxWatchersPerTurn, MaxWatchersPerPrincipal: DefaultMaxWatchersPerPrincipal, MaxHeaderBytes: DefaultMaxHeaderBytes, MaxTurnBytes: DefaultMaxTurnBytes, MaxAnswerBytes: 512 << 20},
@@ -229,12 +230,12 @@ shutdown_grace: 250ms
 					{
 						Name: "a", Command: "a", Env: map[string]string{"X": "1", "Y": "2"},
 						PermissionPolicy: PolicyReject, PermissionTimeout: DefaultPermissionTimeout, Elicitation: ElicitDecline, ElicitationTimeout: DefaultPermissionTimeout,
-						TurnTimeout: DefaultTurnTimeout, IdleTimeout: DefaultIdleTimeout, CancelGrace: DefaultCancelGrace, WarmMaxAge: DefaultWarmMaxAge, SuspendedRetention: DefaultSuspendedRetention, MaxSessionsPerProcess: DefaultMaxSessionsPerProcess, HandshakeTimeout: DefaultHandshakeTimeout,
+						TurnTimeout: DefaultTurnTimeout, IdleTimeout: DefaultIdleTimeout, CancelGrace: DefaultCancelGrace, WarmMaxAge: DefaultWarmMaxAge, Nice: DefaultNice, SuspendedRetention: DefaultSuspendedRetention, MaxSessionsPerProcess: DefaultMaxSessionsPerProcess, HandshakeTimeout: DefaultHandshakeTimeout,
 					},
 					{
 						Name: "b", Command: "b", Env: map[string]string{"X": "1", "Y": "2"},
 						PermissionPolicy: PolicyReject, PermissionTimeout: DefaultPermissionTimeout, Elicitation: ElicitDecline, ElicitationTimeout: DefaultPermissionTimeout,
-						TurnTimeout: DefaultTurnTimeout, IdleTimeout: DefaultIdleTimeout, CancelGrace: DefaultCancelGrace, WarmMaxAge: DefaultWarmMaxAge, SuspendedRetention: DefaultSuspendedRetention, MaxSessionsPerProcess: DefaultMaxSessionsPerProcess, HandshakeTimeout: DefaultHandshakeTimeout,
+						TurnTimeout: DefaultTurnTimeout, IdleTimeout: DefaultIdleTimeout, CancelGrace: DefaultCancelGrace, WarmMaxAge: DefaultWarmMaxAge, Nice: DefaultNice, SuspendedRetention: DefaultSuspendedRetention, MaxSessionsPerProcess: DefaultMaxSessionsPerProcess, HandshakeTimeout: DefaultHandshakeTimeout,
 					},
 				},
 				Limits:             Limits{MaxSessions: DefaultMaxSessions, MaxWarm: DefaultMaxWarm, MaxStartingAgents: DefaultMaxStartingAgents(), MaxSuspended: DefaultMaxSuspended, MaxPromptBytes: DefaultMaxPromptBytes, MaxFrameBytes: DefaultMaxFrameBytes, MaxAgentRequests: DefaultMaxAgentRequests, MaxAgentReplyBytes: DefaultMaxAgentReplyBytes, MaxStreamsPerConnection: DefaultMaxStreamsPerConnection, MaxConnections: DefaultMaxConnections, MaxWatchersPerTurn: DefaultMaxWatchersPerTurn, MaxWatchersPerPrincipal: DefaultMaxWatchersPerPrincipal, MaxHeaderBytes: DefaultMaxHeaderBytes, MaxTurnBytes: DefaultMaxTurnBytes, MaxAnswerBytes: 512 << 20},
@@ -454,6 +455,14 @@ func TestParseErrors(t *testing.T) {
 				`config.yaml:5: agent "a": warm_max_age must be at least 1s, got 0s`,
 				`config.yaml:7: limits.max_warm: must not be negative (0 keeps no warm processes), got -2`,
 				`config.yaml:8: limits.max_starting_agents: must not be negative (0 sets no bound), got -1`,
+			},
+		},
+		{
+			name: "a nice increment that would put an agent ahead of the gateway, and one past the lowest priority",
+			yaml: agent("    nice: -1\n") + "  - name: b\n    command: b\n    nice: 20\n",
+			want: []string{
+				`config.yaml:4: agent "a": nice must be between 0 (the gateway's own CPU priority) and 19 (the lowest), got -1`,
+				`config.yaml:7: agent "b": nice must be between 0 (the gateway's own CPU priority) and 19 (the lowest), got 20`,
 			},
 		},
 		{
@@ -952,7 +961,7 @@ func TestDefault(t *testing.T) {
 			FS:          FS{Read: true, Write: false},
 			TurnTimeout: 30 * time.Minute,
 			IdleTimeout: 30 * time.Minute,
-			CancelGrace: 10 * time.Second, WarmMaxAge: DefaultWarmMaxAge, SuspendedRetention: DefaultSuspendedRetention, MaxSessionsPerProcess: DefaultMaxSessionsPerProcess,
+			CancelGrace: 10 * time.Second, WarmMaxAge: DefaultWarmMaxAge, Nice: DefaultNice, SuspendedRetention: DefaultSuspendedRetention, MaxSessionsPerProcess: DefaultMaxSessionsPerProcess,
 			HandshakeTimeout: 60 * time.Second,
 		}},
 		Limits:        Limits{MaxSessions: 256, MaxWarm: DefaultMaxWarm, MaxStartingAgents: DefaultMaxStartingAgents(), MaxSuspended: DefaultMaxSuspended, MaxPromptBytes: 1 << 20, MaxFrameBytes: 16 << 20, MaxAgentRequests: DefaultMaxAgentRequests, MaxAgentReplyBytes: DefaultMaxAgentReplyBytes, MaxStreamsPerConnection: DefaultMaxStreamsPerConnection, MaxConnections: DefaultMaxConnections, MaxWatchersPerTurn: DefaultMaxWatchersPerTurn, MaxWatchersPerPrincipal: DefaultMaxWatchersPerPrincipal, MaxHeaderBytes: DefaultMaxHeaderBytes, MaxTurnBytes: DefaultMaxTurnBytes, MaxAnswerBytes: 512 << 20},

@@ -295,6 +295,7 @@ func (d *decoder) agent(n *yaml.Node, i int) Agent {
 		"idle_timeout":             d.durationInto(&a.IdleTimeout, f("idle_timeout")),
 		"cancel_grace":             d.durationInto(&a.CancelGrace, f("cancel_grace")),
 		"handshake_timeout":        d.durationInto(&a.HandshakeTimeout, f("handshake_timeout")),
+		"nice":                     d.intInto(&a.Nice, f("nice")),
 		"max_sessions":             d.intInto(&a.MaxSessions, f("max_sessions")),
 		"warm":                     d.intInto(&a.Warm, f("warm")),
 		"warm_max_age":             d.durationInto(&a.WarmMaxAge, f("warm_max_age")),

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/acpgate/acpgate/internal/acp"
+	"github.com/acpgate/acpgate/internal/acp/agentproc"
 	"github.com/acpgate/acpgate/internal/auth"
 )
 
@@ -227,6 +228,9 @@ func (v *checker) agent(a Agent, path, label string) {
 		if _, err := auth.ParsePattern(pat); err != nil {
 			v.add(fmt.Sprintf("%s[%d]", p("allow"), i), "%s: allow[%d]: %v", label, i, err)
 		}
+	}
+	if a.Nice < 0 || a.Nice > agentproc.MaxNice {
+		v.add(p("nice"), "%s: nice must be between 0 (the gateway's own CPU priority) and %d (the lowest), got %d", label, agentproc.MaxNice, a.Nice)
 	}
 	if a.MaxSessions < 0 {
 		v.add(p("max_sessions"), "%s: max_sessions must not be negative (0 means no per-agent limit), got %d", label, a.MaxSessions)

@@ -15,10 +15,13 @@ import (
 // agentStarts probes, once per gateway, how agents can be contained and
 // confined, and returns how each agent is started: the gateway's options
 // (its version, tracing, environment and launcher) made into the agent's
-// acp.Config, which package sessions starts it with.
-func agentStarts(opts Options, lookup func(string) (string, bool), log *slog.Logger) func(config.Agent) acp.Config {
+// acp.Config, which package sessions starts it with. The starters it
+// returns start the agents at their lower CPU priority; the gateway closes
+// them once every agent has stopped.
+func agentStarts(opts Options, lookup func(string) (string, bool), log *slog.Logger) (func(config.Agent) acp.Config, starters) {
 	containment, hostProc := probeContainment(log, opts.SandboxLauncher)
 	noSandbox := probeSandbox(opts.Config.Agents, log)
+	starters := newStarters(opts.Config.Agents, log)
 	// One budget for every agent: the bound is on what the gateway holds.
 	budget := answer.NewBudget(opts.Config.Limits.MaxAnswerBytes)
 	return func(a config.Agent) acp.Config {
@@ -26,11 +29,45 @@ func agentStarts(opts Options, lookup func(string) (string, bool), log *slog.Log
 		c.Process.Containment = containment
 		c.Process.Launcher = opts.SandboxLauncher
 		c.Process.HostProc = hostProc
+		c.Process.Starter = starters[a.Nice]
 		if a.Sandbox.Enabled {
 			c.Process.Wrap = sandboxWrap(a, opts.SandboxLauncher, noSandbox)
 		}
 		c.AnswerBudget = budget
 		return c
+	}, starters
+}
+
+// starters are the gateway's agent starters, one for each nice increment
+// its agents use other than 0 (which needs none: the agent runs at the
+// gateway's priority).
+type starters map[int]*agentproc.Starter
+
+// newStarters makes the starters of agents' nice increments. One the
+// kernel refuses is left out, and said: its agents then run at the
+// gateway's priority, which costs latency under load, not correctness.
+func newStarters(agents []config.Agent, log *slog.Logger) starters {
+	s := starters{}
+	for _, a := range agents {
+		if _, done := s[a.Nice]; done || a.Nice == 0 {
+			continue
+		}
+		st, err := agentproc.NewStarter(a.Nice)
+		if err != nil {
+			log.Warn("agents run at the gateway's CPU priority", "nice", a.Nice, "err", err)
+		}
+		s[a.Nice] = st // nil when refused: started at the gateway's
+	}
+	return s
+}
+
+// close ends the starters' threads. Call it only once every agent they
+// started has been reaped (see agentproc.Starter).
+func (s starters) close() {
+	for _, st := range s {
+		if st != nil {
+			st.Close()
+		}
 	}
 }
 

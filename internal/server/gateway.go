@@ -103,6 +103,7 @@ type Gateway struct {
 	interp outcome.Interpreter
 
 	sessions *sessions.Manager     // the agents, the sessions, the warm pools
+	starters starters              // start the agents below the gateway's priority; closed after sessions
 	admit    *admission.Controller // the sessions', the warm processes' and the turns'
 	// turnReads serves the RPCs that read turns, and holds the store,
 	// the authorization, the running turns and their readers, which the
@@ -164,6 +165,8 @@ func New(opts Options) (*Gateway, error) {
 	}
 	// The sessions exist before the gateway joins the cluster: its lease
 	// reads how many are open.
+	starts, starters := agentStarts(opts, lookup, log)
+	g.starters = starters
 	g.sessions = sessions.New(sessions.Options{
 		Config:      opts.Config,
 		Logger:      log,
@@ -172,27 +175,15 @@ func New(opts Options) (*Gateway, error) {
 		Metrics:     opts.Metrics,
 		Authz:       g.authz,
 		Admission:   g.admit,
-		StartConfig: agentStarts(opts, lookup, log),
+		StartConfig: starts,
 		Replica:     self,
 	})
 	// A replica's turns and sessions of its last run are other replicas'
 	// business as much as its own: joining reaps them (startReplicas). A
 	// gateway on its own ends and suspends them itself.
-	if err := g.startReplicas(context.Background(), self); err != nil {
-		return nil, err
-	}
-	if g.replicas == nil {
-		if err := g.endStopped(context.Background()); err != nil {
-			return nil, fmt.Errorf("ending the turns that ran when the gateway last stopped: %w", err)
-		}
-		if err := g.sessions.SuspendRecorded(context.Background()); err != nil {
-			return nil, fmt.Errorf("reading the sessions open when the gateway last stopped: %w", err)
-		}
-	}
-	if err := g.startNotifier(); err != nil {
-		if g.replicas != nil {
-			g.replicas.Stop(context.Background())
-		}
+	if err := g.join(self); err != nil {
+		// No agent has started yet (the pools start below).
+		g.starters.close()
 		return nil, err
 	}
 	g.sessions.StartPools()
@@ -203,6 +194,29 @@ func New(opts Options) (*Gateway, error) {
 	g.janitorWG.Add(1)
 	go g.sweep(interval)
 	return g, nil
+}
+
+// join takes the gateway's part of what its last run left, in the cluster
+// or on its own, and starts its notifier.
+func (g *Gateway) join(self string) error {
+	if err := g.startReplicas(context.Background(), self); err != nil {
+		return err
+	}
+	if g.replicas == nil {
+		if err := g.endStopped(context.Background()); err != nil {
+			return fmt.Errorf("ending the turns that ran when the gateway last stopped: %w", err)
+		}
+		if err := g.sessions.SuspendRecorded(context.Background()); err != nil {
+			return fmt.Errorf("reading the sessions open when the gateway last stopped: %w", err)
+		}
+	}
+	if err := g.startNotifier(); err != nil {
+		if g.replicas != nil {
+			g.replicas.Stop(context.Background())
+		}
+		return err
+	}
+	return nil
 }
 
 // ListAgents returns the configured agents.

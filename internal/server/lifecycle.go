@@ -108,4 +108,7 @@ func (g *Gateway) Close() {
 	if g.replicas != nil {
 		g.replicas.Stop(context.Background())
 	}
+	// Last: an agent gets its parent-death signal when the thread that
+	// started it ends.
+	g.starters.close()
 }

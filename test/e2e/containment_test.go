@@ -317,8 +317,14 @@ func procTurn(t *testing.T, s *served) string {
 // one event per chunk: each is one directive's report).
 func agentSays(t *testing.T, s *served, script ...string) []string {
 	t.Helper()
+	return agentNamedSays(t, s, "test", script...)
+}
+
+// agentNamedSays is agentSays for the agent named agent.
+func agentNamedSays(t *testing.T, s *served, agent string, script ...string) []string {
+	t.Helper()
 	client, _ := s.client(t)
-	stream, err := client.Prompt(bounded(t), &acpgatev1.PromptRequest{Agent: "test", Text: strings.Join(script, "\n") + "\nstop end_turn", ChunkDelivery: acpgatev1.ChunkDelivery_CHUNK_DELIVERY_EACH})
+	stream, err := client.Prompt(bounded(t), &acpgatev1.PromptRequest{Agent: agent, Text: strings.Join(script, "\n") + "\nstop end_turn", ChunkDelivery: acpgatev1.ChunkDelivery_CHUNK_DELIVERY_EACH})
 	if err != nil {
 		t.Fatal(err)
 	}

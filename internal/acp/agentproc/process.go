@@ -51,6 +51,9 @@ type Spec struct {
 	// refuses a namespace its own /proc (a /proc partly masked, as in a
 	// container) but not the namespaces themselves.
 	HostProc bool
+	// Starter, when set, starts the agent at its lower CPU priority (see
+	// Starter); nil starts it at the gateway's.
+	Starter *Starter
 }
 
 // Process is a running agent program, contained with its descendants.
@@ -140,6 +143,14 @@ func Start(spec Spec) (*Process, error) {
 	return p, err
 }
 
+// start starts cmd, from spec's Starter when it has one.
+func (spec Spec) start(cmd *exec.Cmd) error {
+	if spec.Starter == nil {
+		return cmd.Start()
+	}
+	return spec.Starter.start(cmd)
+}
+
 // spawn starts spec's program contained by c, or fails.
 func spawn(spec Spec, c Containment) (*Process, error) {
 	command, args, err := c.launch(spec.Launcher, spec.HostProc, spec.Command, spec.Args)
@@ -175,7 +186,7 @@ func spawn(spec Spec, c Containment) (*Process, error) {
 		Pdeathsig: syscall.SIGKILL,
 	}
 	c.apply(cmd.SysProcAttr, spec.Launcher != "", !spec.HostProc)
-	if err := cmd.Start(); err != nil {
+	if err := spec.start(cmd); err != nil {
 		closeAll(inR, inW, outR, outW, errR, errW)
 		return nil, err
 	}
