@@ -157,6 +157,7 @@ func Merge(j job.Job, client string, wall time.Duration, cpu proc.CPUMark, ss []
 	if len(ss) == 1 {
 		s := ss[0]
 		r.TurnID = s.turnID
+		r.Scheduled = job.Summarize(job.ScheduleLatency(s.Sent, s.Arrived, j.Rate))
 		since := func(t time.Time) int64 {
 			if t.IsZero() {
 				return 0

@@ -51,6 +51,33 @@ type Result struct {
 	// client's decoding).
 	ToGateway   *Latency `json:"to_gateway,omitempty"`
 	FromGateway *Latency `json:"from_gateway,omitempty"`
+	// Scheduled is, for one paced turn (Job.Rate), each chunk's arrival
+	// less the time the agent meant to send it (see ScheduleLatency).
+	// Unlike Lat it counts the time a chunk waited in the agent before
+	// its stamp: on a busy CPU, or with the agent below the gateway's
+	// priority, a lower Lat may only have moved the wait there.
+	Scheduled *Latency `json:"scheduled,omitempty"`
+}
+
+// ScheduleLatency is, for each of a paced turn's chunks, its arrival less
+// the time the agent meant to send it: chunk i is due at the first chunk's
+// send time plus i / rate, moved by the least lateness of any chunk's send
+// (the agent's start, which the client does not see, is at most that much
+// before the first stamp). nil without a rate or chunks.
+func ScheduleLatency(sent, arrived []int64, rate int) []int64 {
+	if rate <= 0 || len(sent) == 0 || len(arrived) != len(sent) {
+		return nil
+	}
+	due := func(i int) int64 { return sent[0] + int64(i)*int64(time.Second)/int64(rate) }
+	least := int64(0)
+	for i, s := range sent {
+		least = min(least, s-due(i))
+	}
+	out := make([]int64, len(sent))
+	for i, a := range arrived {
+		out[i] = a - (due(i) + least)
+	}
+	return out
 }
 
 // Latency summarises arrival minus send over a turn's chunks.

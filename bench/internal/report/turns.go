@@ -36,6 +36,22 @@ func TurnsP99(rs []job.Result) (med, worst float64) {
 	return Median(v), slices.Max(v)
 }
 
+// TurnsScheduledP99 is the median per-turn p99 counted from the agent's
+// schedule (job.Result.Scheduled) over the turns that completed and have
+// one (NaN when none do).
+func TurnsScheduledP99(rs []job.Result) float64 {
+	var v []float64
+	for _, r := range rs {
+		if !r.Failed() && r.Scheduled != nil {
+			v = append(v, float64(r.Scheduled.P99))
+		}
+	}
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	return Median(v)
+}
+
 // TurnsFirst is the median and the largest time to first chunk of the
 // turns that completed (NaN when none did): from the call (gateway) or the
 // spawn (floor), so it shows what starting N agents at once costs the
@@ -55,6 +71,9 @@ func TurnsFirst(rs []job.Result) (med, last float64) {
 type turnsRow struct {
 	N             int
 	Median, Worst []float64 // one per round
+	// Scheduled is, per round, the median per-turn p99 counted from the
+	// agent's schedule.
+	Scheduled []float64
 	// FirstMedian and FirstLast are, per round, the median and the
 	// largest time to first chunk.
 	FirstMedian, FirstLast []float64
@@ -70,6 +89,9 @@ func (t *TurnsResult) rows(label string) []turnsRow {
 			if !math.IsNaN(m) {
 				row.Median = append(row.Median, m)
 				row.Worst = append(row.Worst, w)
+			}
+			if m := TurnsScheduledP99(rs); !math.IsNaN(m) {
+				row.Scheduled = append(row.Scheduled, m)
 			}
 			if m, l := TurnsFirst(rs); !math.IsNaN(m) {
 				row.FirstMedian = append(row.FirstMedian, m)
@@ -135,9 +157,9 @@ func (r *Report) turnsMD(w func(string, ...any)) {
 	}
 	labels := TurnsClients(r.Baseline != "")
 	w("## Simultaneous LLM-like turns\n\n")
-	w("N one-shot turns at once, each an LLM-like stream (%d chunks of %s at %d chunks/s), one client process per turn, started together; the agent is the naive one (one write per chunk) behind the floor and behind the gateway alike. Latency is arrival minus the agent's send stamp; each turn has its own p99, and each cell is, over the rounds, the median (range) of the **median** and of the **worst** per-turn p99. The first chunk is timed from the call (gateway) or the spawn (floor), so it holds what starting N agents at once costs: the turns' median and their last.\n\n",
+	w("N one-shot turns at once, each an LLM-like stream (%d chunks of %s at %d chunks/s), one client process per turn, started together; the agent is the naive one (one write per chunk) behind the floor and behind the gateway alike. Latency is arrival minus the agent's send stamp; each turn has its own p99, and each cell is, over the rounds, the median (range) of the **median** and of the **worst** per-turn p99. *From the schedule* counts each chunk from when the agent meant to send it (its first chunk's stamp plus i / rate, less its least lateness) instead of its stamp: it also holds what the chunk waited in the agent, which a busy CPU, or an agent below the gateway's priority, puts before the stamp. The first chunk is timed from the call (gateway) or the spawn (floor), so it holds what starting N agents at once costs: the turns' median and their last.\n\n",
 		t.Chunks, size(t.Size), t.Rate)
-	w("| N | client | median per-turn p99 | worst per-turn p99 | median − floor's | first chunk: median / last | failed turns |\n|---|---|---|---|---|---|---|\n")
+	w("| N | client | median per-turn p99 | worst per-turn p99 | median − floor's | median per-turn p99, from the schedule | first chunk: median / last | failed turns |\n|---|---|---|---|---|---|---|---|\n")
 	floor := t.rows(job.OnNaive("floor"))
 	for i := range t.Points {
 		for _, l := range labels {
@@ -150,7 +172,11 @@ func (r *Report) turnsMD(w func(string, ...any)) {
 			if len(row.FirstMedian) > 0 {
 				first = FmtDurF(Median(row.FirstMedian)) + " / " + FmtDurF(Median(row.FirstLast))
 			}
-			w("| %d | %s | %s | %s | %s | %s | %d |\n", row.N, l, mmm(row.Median, FmtDurF), mmm(row.Worst, FmtDurF), over, first, row.Failed)
+			sched := "—"
+			if len(row.Scheduled) > 0 {
+				sched = mmm(row.Scheduled, FmtDurF)
+			}
+			w("| %d | %s | %s | %s | %s | %s | %s | %d |\n", row.N, l, mmm(row.Median, FmtDurF), mmm(row.Worst, FmtDurF), over, sched, first, row.Failed)
 		}
 	}
 	w("\n```\n%s```\n\n", t.turnsPlot(labels))

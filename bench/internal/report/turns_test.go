@@ -48,6 +48,24 @@ func TestTheTurnsCurveTakesTheMedianAndWorstPerTurnP99OfEachRoundAndCountsFailed
 	}
 }
 
+func TestTheTurnsCurveTakesTheMedianPerTurnP99FromTheScheduleOfTheTurnsThatHaveOne(t *testing.T) {
+	label := job.OnNaive("gateway")
+	sched := func(p99, fromSchedule time.Duration) job.Result {
+		r := lat(p99)
+		r.Scheduled = &job.Latency{Count: 1, P99: int64(fromSchedule)}
+		return r
+	}
+	tr := TurnsResult{Points: []TurnsPoint{{N: 3, Runs: map[string][][]job.Result{label: {
+		{sched(time.Millisecond, 2*time.Millisecond), sched(time.Millisecond, 8*time.Millisecond), sched(time.Millisecond, 4*time.Millisecond)},
+		{sched(time.Millisecond, 6*time.Millisecond), lat(time.Millisecond), {Client: "gateway", Err: "boom", Scheduled: &job.Latency{P99: 1}}},
+		{lat(time.Millisecond)},
+	}}}}}
+	got := tr.rows(label)[0].Scheduled
+	if want := []float64{4e6, 6e6}; !equalF(got, want) {
+		t.Errorf("got %v, want %v: per round, the median over the completed turns with a schedule; none for a round without", got, want)
+	}
+}
+
 func equalF(a, b []float64) bool {
 	if len(a) != len(b) {
 		return false
