@@ -73,6 +73,14 @@ func p99(r job.Result) float64 {
 	return float64(r.Lat.P99)
 }
 
+// scheduledP99 is p99 counted from the agent's schedule (job.Result.Scheduled).
+func scheduledP99(r job.Result) float64 {
+	if r.Scheduled == nil {
+		return math.NaN()
+	}
+	return float64(r.Scheduled.P99)
+}
+
 func p50(r job.Result) float64 {
 	if r.Lat == nil {
 		return math.NaN()

@@ -40,12 +40,7 @@ func TurnsP99(rs []job.Result) (med, worst float64) {
 // schedule (job.Result.Scheduled) over the turns that completed and have
 // one (NaN when none do).
 func TurnsScheduledP99(rs []job.Result) float64 {
-	var v []float64
-	for _, r := range rs {
-		if !r.Failed() && r.Scheduled != nil {
-			v = append(v, float64(r.Scheduled.P99))
-		}
-	}
+	v := slices.DeleteFunc(oks(rs, scheduledP99), math.IsNaN)
 	if len(v) == 0 {
 		return math.NaN()
 	}
