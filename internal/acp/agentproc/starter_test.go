@@ -3,8 +3,8 @@ package agentproc
 import (
 	"errors"
 	"fmt"
-	"os"
 	"io"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
