@@ -23,7 +23,10 @@ const MaxNice = 19
 // priority takes CPU time from the gateway's readers and writers, and every
 // turn's chunks wait for them: with 50 LLM-paced turns at once on 2 cores,
 // that doubled the per-turn p99 (see docs/performance.md). On an idle
-// machine the priority changes nothing.
+// machine it costs a cold turn a little: its agent's start waits for the
+// hand-off to the Starter's thread (about 0.2 ms) and runs below the
+// gateway's own work for the turn (the first chunk 0.4 - 0.8 ms later in
+// all, at the median).
 //
 // How: a process starts with the nice value of the thread that forks it,
 // and each thread it makes starts with the nice value of the thread making

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"runtime"
 	"strings"
 	"testing"
@@ -138,5 +139,34 @@ func TestAStartAfterTheStarterClosedFailsAndSaysWhy(t *testing.T) {
 	_, err = Start(Spec{Command: "/bin/true", Dir: t.TempDir(), Starter: s})
 	if !errors.Is(err, errStarterClosed) {
 		t.Errorf("a start after Close: %v, want %v", err, errStarterClosed)
+	}
+}
+
+// BenchmarkStartingAProcess starts and reaps /bin/true directly and
+// through a Starter, at the gateway's priority and 5 below it: what the
+// Starter's hand-off to its thread adds to every agent's start, which a
+// cold turn waits for.
+func BenchmarkStartingAProcess(b *testing.B) {
+	start := func(b *testing.B, run func(*exec.Cmd) error) {
+		for b.Loop() {
+			cmd := exec.Command("/bin/true")
+			if err := run(cmd); err != nil {
+				b.Fatal(err)
+			}
+			if err := cmd.Wait(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("direct", func(b *testing.B) { start(b, (*exec.Cmd).Start) })
+	for _, increment := range []int{0, 5} {
+		b.Run(fmt.Sprintf("starter-nice+%d", increment), func(b *testing.B) {
+			s, err := NewStarter(increment)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			start(b, s.start)
+		})
 	}
 }
