@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -37,6 +38,17 @@ func agentNice(t *testing.T, s *served, agent string) int {
 	return testutil.StatNice(t, strings.TrimPrefix(said[0], "osread:"))
 }
 
+// gatewayNice returns the gateway's pid and its own nice value.
+func gatewayNice(t *testing.T, s *served) (pid, nice int) {
+	t.Helper()
+	pid = s.cmd.Process.Pid
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid, testutil.StatNice(t, string(b))
+}
+
 func TestAgentsRunTheirNiceIncrementBelowTheGatewayWhichKeepsItsOwnPriority(t *testing.T) {
 	for _, c := range []struct {
 		name  string
@@ -49,12 +61,7 @@ func TestAgentsRunTheirNiceIncrementBelowTheGatewayWhichKeepsItsOwnPriority(t *t
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := c.serve(t)
-			pid := s.cmd.Process.Pid
-			b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			own := testutil.StatNice(t, string(b))
+			pid, own := gatewayNice(t, s)
 			if own+5 >= 19 {
 				t.Skipf("the gateway runs at nice %d, too low a priority to lower by 5", own)
 			}
@@ -68,6 +75,45 @@ func TestAgentsRunTheirNiceIncrementBelowTheGatewayWhichKeepsItsOwnPriority(t *t
 			threads := testutil.ThreadNices(t, strconv.Itoa(pid))
 			if threads[own+5] != 1 || threads[19] != 1 || len(threads) != 3 {
 				t.Errorf("the gateway's threads by nice value: %v, want one at %d, one at 19, the rest at its own %d", threads, own+5, own)
+			}
+		})
+	}
+}
+
+func TestAGatewayRefusedALowerPriorityForItsAgentsSaysSoAndRunsThemAtItsOwn(t *testing.T) {
+	deny := denyingSetpriority(t)
+	for _, c := range []struct {
+		name  string
+		serve func(t *testing.T) *served
+	}{
+		{"as root", func(t *testing.T) *served {
+			bin, _ := binaries(t)
+			argv := deny([]string{bin, "serve", "--listen", "127.0.0.1:0", "--config", writeConfig(t, niceConfig)})
+			s, err := startServeCmd(t, exec.Command(argv[0], argv[1:]...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}},
+		{"as nobody", func(t *testing.T) *served {
+			return serveAsNobody(t, niceConfig, func(g []string) []string { return deny(unprivileged(g)) })
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := c.serve(t)
+			pid, own := gatewayNice(t, s)
+			for _, nice := range []string{"nice=5", "nice=19"} {
+				if !strings.Contains(s.log(), `msg="agents run at the gateway's CPU priority" `+nice) {
+					t.Errorf("the gateway did not say that agents at %s run at its priority:\n%s", nice, s.log())
+				}
+			}
+			for _, agent := range []string{"test", "level", "lowest"} {
+				if got := agentNice(t, s, agent); got != own {
+					t.Errorf("agent %s runs at nice %d, want the gateway's %d", agent, got, own)
+				}
+			}
+			if threads := testutil.ThreadNices(t, strconv.Itoa(pid)); len(threads) != 1 {
+				t.Errorf("the gateway's threads by nice value: %v, want all at its own %d", threads, own)
 			}
 		})
 	}
