@@ -31,7 +31,7 @@ func TestABaselinesGatewayIsConfiguredWithoutStateDirAndItsResultsAreLabelled(t 
 
 func TestWithABaselineEachGatewayClientsTurnOnItFollowsItsTurnOnTheWorkingTree(t *testing.T) {
 	own, base := &gatewayProc{}, &gatewayProc{}
-	for name, clients := range map[string]func(bool) []string{"throughput": report.ThroughputClients, "paced": report.PacedClients} {
+	for name, clients := range map[string]func(bool) []string{"throughput": report.ThroughputClients, "paced": report.PacedClients, "ttfc": report.TTFCClients} {
 		without, with := clients(false), clients(true)
 		var got []string
 		for _, c := range with {

@@ -64,7 +64,7 @@ func runDriver(args []string) int {
 	quiet := fs.Duration("quiet", 30*time.Second, "before each measurement, wait up to this long for other processes to leave the CPU idle")
 	gemini := fs.String("gemini", os.Getenv(geminiEnv), "the Gemini CLI binary the gemini section measures (default $"+geminiEnv+"); without one the section is skipped")
 	retries := fs.Int("retries", 2, "repeat a measurement up to this many times when other processes used the CPU during it")
-	baseline := fs.String("baseline", "", "also measure the throughput and paced sections on acpgate built from this git revision, side by side with the working tree's in the same run")
+	baseline := fs.String("baseline", "", "also measure the throughput, paced, turns and ttfc sections on acpgate built from this git revision, side by side with the working tree's in the same run")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

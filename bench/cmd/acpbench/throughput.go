@@ -115,21 +115,25 @@ func (d *driver) breakScan() error {
 	return nil
 }
 
-// ttfc measures the time to the first chunk of a one-chunk turn.
+// ttfc measures the time to the first chunk of a one-chunk turn; with a
+// baseline, its gateway's turn follows the working tree's in each run.
 func (d *driver) ttfc() error {
 	g, err := d.gateway(gatewayConf{})
 	if err != nil {
 		return err
 	}
 	defer d.stopGateway(g)
+	base, err := d.startBaseline(g)
+	if err != nil {
+		return err
+	}
+	if base != nil {
+		defer d.stopGateway(base)
+	}
 	t := report.TTFCResult{Runs: map[string][]job.Result{}}
 	for range d.plan.ttfcRuns {
-		for _, c := range []string{"floor", job.FloorContained, "peer", "gateway"} {
-			var gw *gatewayProc
-			if c == "gateway" {
-				gw = g
-			}
-			r := d.job(gw, job.Job{Client: c, N: 1, Size: 64, Launcher: d.launcher, Timeout: time.Minute})
+		for _, c := range report.TTFCClients(base != nil) {
+			r := d.job(gatewayFor(c, g, base), job.Job{Client: job.ClientOf(c), N: 1, Size: 64, Launcher: d.launcher, Timeout: time.Minute})
 			d.check("time to first chunk", r)
 			t.Runs[c] = append(t.Runs[c], r)
 		}

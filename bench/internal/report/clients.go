@@ -21,3 +21,9 @@ func PacedClients(baseline bool) []string {
 func TurnsClients(baseline bool) []string {
 	return job.WithBaseline([]string{job.OnNaive("floor"), job.OnNaive("gateway"), job.OnNaive(job.GatewayEach)}, baseline)
 }
+
+// TTFCClients is the time-to-first-chunk section's clients, in the order
+// each run takes them.
+func TTFCClients(baseline bool) []string {
+	return job.WithBaseline([]string{"floor", job.FloorContained, "peer", "gateway"}, baseline)
+}

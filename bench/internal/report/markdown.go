@@ -50,7 +50,7 @@ func (r *Report) Markdown() string {
 		w("| acpgate | %s |\n", m.Commit)
 	}
 	if r.Baseline != "" {
-		w("| baseline (throughput and paced sections, `-baseline`) | %s |\n", r.Baseline)
+		w("| baseline (throughput, paced, turns and first-chunk sections, `-baseline`) | %s |\n", r.Baseline)
 	}
 	w("\nThe machine is shared and has %d cores for the agent, the gateway and the client together, so absolute figures drift between runs; every comparison is therefore a ratio of measurements taken back to back in the same run, reported as median (min – max) over the runs.", m.Cores)
 	if in := r.Interference; in.Jobs > 0 {
@@ -341,7 +341,11 @@ func (r *Report) ttfcMD(w func(string, ...any)) {
 		// is the containment's price, the rest is the gateway's own.
 		w(": %s of it is the containment (the launcher, the namespaces, the agent's own /proc), and the gateway's own part is %s, %.2f × the contained floor's", FmtDurF(fc-f), FmtDurF(g-fc), g/fc)
 	}
-	w(".\n\n")
+	w(".")
+	if b := get(job.OnBaseline("gateway"), func(r job.Result) int64 { return r.First }); len(b) > 0 {
+		w(" The baseline's gateway (%s), its turn right after the working tree's in each run: %s to the first chunk (median), the working tree's / the baseline's %.2f.", r.Baseline, FmtDurF(Median(b)), g/Median(b))
+	}
+	w("\n\n")
 }
 
 func (r *Report) concMD(w func(string, ...any)) {

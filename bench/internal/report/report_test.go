@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -63,5 +64,29 @@ func TestAForwardedFloodUnderSevenTenthsOfTheLocalOneMissesItsTarget(t *testing.
 	}
 	if got := fmtSigned(-1_500_000) + " " + fmtSigned(2_500_000); got != "-1.50 ms +2.50 ms" {
 		t.Errorf("fmtSigned: %q", got)
+	}
+}
+
+func TestTheFirstChunkSectionPutsTheBaselinesGatewayBesideTheWorkingTreesWhenItRan(t *testing.T) {
+	first := func(ms ...int64) []job.Result {
+		var rs []job.Result
+		for _, m := range ms {
+			rs = append(rs, job.Result{Chunks: 1, First: m * 1e6})
+		}
+		return rs
+	}
+	r := &Report{Baseline: "a808356", TTFC: &TTFCResult{Runs: map[string][]job.Result{
+		"floor": first(4, 5, 6), "gateway": first(9, 10, 11),
+	}}}
+	var without strings.Builder
+	r.ttfcMD(func(f string, a ...any) { fmt.Fprintf(&without, f, a...) })
+	if strings.Contains(without.String(), "baseline") {
+		t.Errorf("a run without the baseline's gateway speaks of it:\n%s", without.String())
+	}
+	r.TTFC.Runs[job.OnBaseline("gateway")] = first(7, 8, 9)
+	var with strings.Builder
+	r.ttfcMD(func(f string, a ...any) { fmt.Fprintf(&with, f, a...) })
+	if want := "The baseline's gateway (a808356), its turn right after the working tree's in each run: 8.00 ms to the first chunk (median), the working tree's / the baseline's 1.25."; !strings.Contains(with.String(), want) {
+		t.Errorf("the section does not say %q:\n%s", want, with.String())
 	}
 }
