@@ -54,7 +54,7 @@ func newStarters(agents []config.Agent, log *slog.Logger) starters {
 		}
 		st, err := agentproc.NewStarter(a.Nice)
 		if err != nil {
-			log.Warn("agents run at the gateway's CPU priority", "nice", a.Nice, "err", err)
+			log.Warn("agents run at the gateway's CPU priority: the kernel refused the lower priority agents[].nice asks for, as a seccomp profile that denies setpriority does; allow setpriority, or set nice: 0 for these agents", "nice", a.Nice, "err", err)
 		}
 		s[a.Nice] = st // nil when refused: started at the gateway's
 	}

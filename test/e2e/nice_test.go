@@ -103,7 +103,7 @@ func TestAGatewayRefusedALowerPriorityForItsAgentsSaysSoAndRunsThemAtItsOwn(t *t
 			s := c.serve(t)
 			pid, own := gatewayNice(t, s)
 			for _, nice := range []string{"nice=5", "nice=19"} {
-				if !strings.Contains(s.log(), `msg="agents run at the gateway's CPU priority" `+nice) {
+				if !strings.Contains(s.log(), `msg="agents run at the gateway's CPU priority: the kernel refused the lower priority agents[].nice asks for, as a seccomp profile that denies setpriority does; allow setpriority, or set nice: 0 for these agents" `+nice) {
 					t.Errorf("the gateway did not say that agents at %s run at its priority:\n%s", nice, s.log())
 				}
 			}
