@@ -40,10 +40,7 @@ func (m *Manager) SuspendRecorded(ctx context.Context) error {
 	n := 0
 	now := time.Now()
 	for _, rec := range recs {
-		if rec.SuspendedAt.IsZero() {
-			// Open when the gateway stopped: suspended from now on, and
-			// its retention counts from now.
-			rec.SuspendedAt = now
+		if suspendFound(&rec, now) {
 			if err := m.store.PutSession(ctx, rec); err != nil {
 				return err
 			}
@@ -79,9 +76,30 @@ func (m *Manager) Adopt(ctx context.Context, rec store.Session) error {
 		m.unrecord(rec.ID)
 		return status.Errorf(codes.FailedPrecondition, "session %q has ended: the replica that ran it is gone, and it cannot be re-opened elsewhere (it ran in a temporary directory, or agent %q has no workspace here)", rec.ID, rec.Agent)
 	}
+	if suspendFound(&rec, time.Now()) {
+		// This replica's claim holds the record: written here, the
+		// suspension stands for whoever reads it next.
+		if err := m.store.PutSession(ctx, rec); err != nil {
+			m.log.ErrorContext(ctx, "an adopted session's record could not be updated; the replica that next finds it counts its retention from then", "session", rec.ID, "err", err)
+		}
+	}
 	m.reg.addSuspended(newSuspended(rec, entry.cfg.Workspace))
 	m.log.InfoContext(ctx, "adopted a session no live replica runs; it is suspended until its next prompt", "session", rec.ID, "agent", rec.Agent)
 	return nil
+}
+
+// suspendFound marks rec, a session found open with no agent running it
+// (recorded by the gateway's last run, or by a replica that is gone),
+// suspended from now, and reports whether it did. Its retention then
+// counts from now. Left at the zero time, it would count from then: the
+// next sweep of suspended sessions, which may come a millisecond later,
+// would end the session before anyone could re-open it.
+func suspendFound(rec *store.Session, now time.Time) bool {
+	if !rec.SuspendedAt.IsZero() {
+		return false
+	}
+	rec.SuspendedAt = now
+	return true
 }
 
 // register makes a started session known: under the id of the suspended
