@@ -73,6 +73,9 @@ func TestAStarterLowersItsOwnThreadOnlyAndEndsItOnClose(t *testing.T) {
 		t.Skipf("the test runs at nice %d, too low a priority to lower by 3", own)
 	}
 	before := threadsAt(t, own+3)
+	// Whether the process's main thread was at that priority before this
+	// starter: see lingering.
+	mainBefore := mainThreadNice(t) == own+3
 	s, err := NewStarter(3)
 	if err != nil {
 		t.Fatal(err)
@@ -84,8 +87,8 @@ func TestAStarterLowersItsOwnThreadOnlyAndEndsItOnClose(t *testing.T) {
 	// The thread ends after its goroutine returns: the runtime exits it.
 	// Except the process's main thread, which the runtime parks for good
 	// instead (exiting it would leave a zombie): when the starter ran
-	// there, that thread stays at the lower priority but serves nothing.
-	mainBefore := mainThreadNice(t) == own+3
+	// there, that thread stays at the lower priority but serves nothing,
+	// and is not counted.
 	lingering := func() int {
 		n := threadsAt(t, own+3) - before
 		if !mainBefore && mainThreadNice(t) == own+3 {
