@@ -80,8 +80,19 @@ func serve(t *testing.T, args ...string) *served {
 // the error says why it did not, with the gateway's log.
 func startServe(t *testing.T, args ...string) (*served, error) {
 	t.Helper()
+	return startServeVia(t, nil, args...)
+}
+
+// startServeVia is startServe through the command prefix wrap (nil for
+// none), which must execute the gateway in its place.
+func startServeVia(t *testing.T, wrap func(gateway []string) []string, args ...string) (*served, error) {
+	t.Helper()
 	bin, _ := binaries(t)
-	return startServeCmd(t, exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...))
+	argv := append([]string{bin, "serve", "--listen", "127.0.0.1:0"}, args...)
+	if wrap != nil {
+		argv = wrap(argv)
+	}
+	return startServeCmd(t, exec.Command(argv[0], argv[1:]...))
 }
 
 // startServeCmd is startServe with the command that runs `acpgate serve`
