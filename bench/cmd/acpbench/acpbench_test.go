@@ -30,15 +30,18 @@ func TestABaselinesGatewayIsConfiguredWithoutStateDirAndItsResultsAreLabelled(t 
 }
 
 func TestWithABaselineEachGatewayClientsTurnOnItFollowsItsTurnOnTheWorkingTree(t *testing.T) {
-	own, base := &gatewayProc{}, &gatewayProc{}
-	for name, clients := range map[string]func(bool) []string{"throughput": report.ThroughputClients, "paced": report.PacedClients, "ttfc": report.TTFCClients} {
+	own, base, relay := &gatewayProc{}, &gatewayProc{}, &gatewayProc{}
+	for name, clients := range map[string]func(bool) []string{"throughput": report.ThroughputClients, "paced": report.PacedClients, "ttfc": report.TTFCClients, "turns": report.TurnsClients} {
 		without, with := clients(false), clients(true)
 		var got []string
 		for _, c := range with {
 			if !job.IsBaseline(c) {
 				got = append(got, c)
 			}
-			switch gw := gatewayFor(c, own, base); {
+			switch gw := serverFor(c, servers{own: own, base: base, relay: relay}); {
+			case job.ViaRelay(c) && gw != relay:
+				t.Errorf("%s: %q does not call the relay", name, c)
+			case job.ViaRelay(c):
 			case !job.ViaGateway(c) && gw != nil:
 				t.Errorf("%s: %q, which calls an agent, is given a gateway", name, c)
 			case job.ViaGateway(c) && !job.IsBaseline(c) && gw != own:

@@ -18,17 +18,26 @@ import (
 // "no regression against an earlier report" is only worth something when
 // both trees are measured back to back.
 
-// gatewayFor is the gateway a label's client calls: own for the working
-// tree's clients, base for the baseline's, nil for those that call an
-// agent directly.
-func gatewayFor(label string, own, base *gatewayProc) *gatewayProc {
+// servers are the servers a section's clients call: the working tree's
+// gateway, the baseline's (nil without a baseline) and the relay (nil
+// where the section has none).
+type servers struct {
+	own, base, relay *gatewayProc
+}
+
+// serverFor is the server a label's client calls: the relay for the relay
+// client, own for the working tree's gateway clients, base for the
+// baseline's, nil for those that call an agent directly.
+func serverFor(label string, s servers) *gatewayProc {
 	switch {
+	case job.ViaRelay(label):
+		return s.relay
 	case !job.ViaGateway(label):
 		return nil
 	case job.IsBaseline(label):
-		return base
+		return s.base
 	default:
-		return own
+		return s.own
 	}
 }
 

@@ -317,6 +317,25 @@ func (d *driver) gateway(c gatewayConf, extra ...string) (*gatewayProc, error) {
 	return g, nil
 }
 
+// relay starts the relay (job.Relay), with a warm-up turn as gateway gives
+// a gateway.
+func (d *driver) relay() (*gatewayProc, error) {
+	d.logSeq++
+	name := filepath.Join(d.dir, fmt.Sprintf("relay-%02d", d.logSeq))
+	if err := os.Mkdir(name+".state", 0o700); err != nil {
+		return nil, err
+	}
+	g, err := startRelay(d.self, name+".log", name+".state")
+	if err != nil {
+		return nil, err
+	}
+	if r := d.job(g, job.Job{Client: job.Relay, Naive: true, N: 100, Size: 64, Timeout: time.Minute}); r.Failed() {
+		_ = g.stop()
+		return nil, fmt.Errorf("the relay's warm-up turn: %s", r.Err)
+	}
+	return g, nil
+}
+
 // stopGateway stops g and, unless the run keeps its working directory,
 // deletes its store: the floods journal gigabytes.
 func (d *driver) stopGateway(g *gatewayProc) {

@@ -7,6 +7,7 @@
 //	acpbench report -json FILE [-out FILE]        render a report again from run's -json output
 //	acpbench hops -trace FILE                     where a traced gateway's goroutines waited to run
 //	acpbench agent                                the naive floor's agent, on stdin and stdout (bench/internal/clients)
+//	acpbench relay [-listen ADDR]                 the least a gRPC gateway does, for the gateway client (bench/internal/clients)
 //
 // It is a module of its own (bench/go.mod, with the product module replaced
 // by the working tree), so that the product's dependencies and tests are the
@@ -29,7 +30,10 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/acpgate/acpgate/bench/internal/clients"
 	"github.com/acpgate/acpgate/bench/internal/job"
@@ -53,6 +57,8 @@ func main() {
 		os.Exit(runHops(os.Args[2:]))
 	case "agent":
 		os.Exit(clients.RunNaiveAgent(os.Args[2:]))
+	case "relay":
+		os.Exit(runRelay(os.Args[2:]))
 	default:
 		usage()
 	}
@@ -92,7 +98,7 @@ func runClient(args []string) int {
 		r.Load = j.Load
 	case "peer":
 		r = clients.RunPeer(ctx, j)
-	case "gateway", job.GatewayStream, job.GatewayStreamMemory, job.GatewayEach:
+	case "gateway", job.GatewayStream, job.GatewayStreamMemory, job.GatewayEach, job.Relay:
 		r = clients.RunGateway(ctx, j)
 	case job.Watch:
 		r = clients.RunWatch(ctx, j)
@@ -128,6 +134,31 @@ func runReport(args []string) int {
 	}
 	if err := os.WriteFile(*out, []byte(r.Markdown()), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, "acpbench report:", err)
+		return 1
+	}
+	return 0
+}
+
+// runRelay serves the relay (bench/internal/clients) on -listen.
+func runRelay(args []string) int {
+	fs := flag.NewFlagSet("relay", flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:0", "the address to serve on")
+	o := clients.DefaultRelayOptions()
+	fs.IntVar(&o.Nice, "nice", o.Nice, "start agents this many nice levels below the relay")
+	fs.IntVar(&o.Starts, "starts", o.Starts, "start at most this many agents at once (0: unbounded)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	lis, err := net.Listen("tcp", *listen)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "acpbench relay:", err)
+		return 1
+	}
+	fmt.Fprintln(os.Stderr, clients.RelayListening+lis.Addr().String())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := clients.ServeRelay(ctx, lis, o); err != nil {
+		fmt.Fprintln(os.Stderr, "acpbench relay:", err)
 		return 1
 	}
 	return 0

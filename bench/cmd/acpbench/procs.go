@@ -2,20 +2,21 @@ package main
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/acpgate/acpgate/bench/internal/clients"
 	"github.com/acpgate/acpgate/bench/internal/proc"
 	"github.com/acpgate/acpgate/bench/internal/report"
 )
 
-// gatewayProc is a running `acpgate serve`.
+// gatewayProc is a running `acpgate serve`, or the relay.
 type gatewayProc struct {
 	cmd      *exec.Cmd
 	addr     string
@@ -34,6 +35,20 @@ func startGateway(bin, cfg, logPath, stateDir string, extra ...string) (*gateway
 	args := append([]string{"serve", "--config", cfg, "--listen", "127.0.0.1:0", "--log-level", "warn"}, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+stateDir)
+	return startServer(cmd, "acpgate listening on ", logPath, stateDir)
+}
+
+// startRelay runs `acpbench relay` (this executable) on a free loopback
+// port, as startGateway runs a gateway. stateDir is a directory of its own,
+// removed with it.
+func startRelay(self, logPath, stateDir string) (*gatewayProc, error) {
+	return startServer(exec.Command(self, "relay", "-listen", "127.0.0.1:0"), clients.RelayListening, logPath, stateDir)
+}
+
+// startServer starts cmd and waits for it to write a line starting with
+// ready, then its address, to stderr, which goes to logPath.
+func startServer(cmd *exec.Cmd, ready, logPath, stateDir string) (*gatewayProc, error) {
+	name := filepath.Base(cmd.Path) + " " + cmd.Args[1]
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
@@ -54,7 +69,7 @@ func startGateway(bin, cfg, logPath, stateDir string, extra ...string) (*gateway
 		for sc.Scan() {
 			line := sc.Text()
 			fmt.Fprintln(logf, line)
-			if a, ok := strings.CutPrefix(line, "acpgate listening on "); ok {
+			if a, ok := strings.CutPrefix(line, ready); ok {
 				select {
 				case addr <- a:
 				default:
@@ -72,10 +87,10 @@ func startGateway(bin, cfg, logPath, stateDir string, extra ...string) (*gateway
 		return g, nil
 	case <-g.exited:
 		logf.Close()
-		return nil, fmt.Errorf("acpgate serve exited at start-up (%v); see %s", cmd.ProcessState, logPath)
+		return nil, fmt.Errorf("%s exited at start-up (%v); see %s", name, cmd.ProcessState, logPath)
 	case <-time.After(20 * time.Second):
 		g.stop()
-		return nil, fmt.Errorf("acpgate serve did not report its address within 20 s; see %s", logPath)
+		return nil, fmt.Errorf("%s did not report its address within 20 s; see %s", name, logPath)
 	}
 }
 
@@ -91,10 +106,10 @@ func (g *gatewayProc) stop() error {
 	case <-time.After(30 * time.Second):
 		_ = g.cmd.Process.Kill()
 		<-g.exited
-		return errors.New("acpgate did not stop within 30 s of SIGTERM")
+		return fmt.Errorf("%s did not stop within 30 s of SIGTERM", filepath.Base(g.cmd.Path))
 	}
 	if !g.cmd.ProcessState.Success() {
-		return fmt.Errorf("acpgate exited with %v", g.cmd.ProcessState)
+		return fmt.Errorf("%s exited with %v", filepath.Base(g.cmd.Path), g.cmd.ProcessState)
 	}
 	return nil
 }

@@ -31,7 +31,7 @@ func (d *driver) throughput() error {
 			for _, c := range clients {
 				j := job.ForLabel(c, sh.N, sh.Size)
 				j.Timeout = 5 * time.Minute
-				r := d.job(gatewayFor(c, g, base), j)
+				r := d.job(serverFor(c, servers{own: g, base: base}), j)
 				r.Client = c
 				d.check(sh.Name, r)
 				sr.Runs[c] = append(sr.Runs[c], r)
@@ -83,7 +83,7 @@ func (d *driver) paced() error {
 					}
 					j.Load = []float64{float64(gr.GatewayCPU) / float64(gr.Turn), float64(gr.CPU) / float64(gr.Turn)}
 				}
-				r := d.job(gatewayFor(c, g, base), j)
+				r := d.job(serverFor(c, servers{own: g, base: base}), j)
 				r.Client = c
 				d.check(fmt.Sprintf("paced %d/s", rate), r)
 				pr.Runs[c] = append(pr.Runs[c], r)
@@ -133,7 +133,7 @@ func (d *driver) ttfc() error {
 	t := report.TTFCResult{Runs: map[string][]job.Result{}}
 	for range d.plan.ttfcRuns {
 		for _, c := range report.TTFCClients(base != nil) {
-			r := d.job(gatewayFor(c, g, base), job.Job{Client: job.ClientOf(c), N: 1, Size: 64, Launcher: d.launcher, Timeout: time.Minute})
+			r := d.job(serverFor(c, servers{own: g, base: base}), job.Job{Client: job.ClientOf(c), N: 1, Size: 64, Launcher: d.launcher, Timeout: time.Minute})
 			d.check("time to first chunk", r)
 			t.Runs[c] = append(t.Runs[c], r)
 		}

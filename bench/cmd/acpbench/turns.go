@@ -42,6 +42,11 @@ func (d *driver) turnsSection() error {
 	if base != nil {
 		defer d.stopGateway(base)
 	}
+	relay, err := d.relay()
+	if err != nil {
+		return err
+	}
+	defer d.stopGateway(relay)
 	p := d.plan
 	res := report.TurnsResult{Rate: p.llm.rate, Chunks: p.llm.n, Size: p.llm.size}
 	for _, n := range p.turnsN {
@@ -53,7 +58,7 @@ func (d *driver) turnsSection() error {
 			for _, c := range report.TurnsClients(base != nil) {
 				j := job.ForLabel(c, p.llm.n, p.llm.size)
 				j.Rate, j.Latency, j.Timeout = p.llm.rate, true, 2*time.Minute
-				rs := d.simultaneous(gatewayFor(c, g, base), j, pt.N)
+				rs := d.simultaneous(serverFor(c, servers{own: g, base: base, relay: relay}), j, pt.N)
 				for _, r := range rs {
 					d.check(fmt.Sprintf("%d simultaneous turns", pt.N), r)
 				}

@@ -167,14 +167,7 @@ func floorTurn(ctx context.Context, contained *containment, j job.Job, s *Stream
 		}
 		return long, err
 	}
-	send := func(id int64, method string, params any) error {
-		b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-		if err != nil {
-			return err
-		}
-		_, err = a.stdin.Write(append(b, '\n'))
-		return err
-	}
+	send := func(id int64, method string, params any) error { return writeRequest(a.stdin, id, method, params) }
 	sdk := j.Client == "floor-sdk"
 	var sdkParams acp.SessionNotification
 	var minParams minNotification
@@ -214,7 +207,7 @@ func floorTurn(ctx context.Context, contained *containment, j job.Job, s *Stream
 		}
 	}
 
-	if err := send(1, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}}); err != nil {
+	if err := send(1, "initialize", initializeParams()); err != nil {
 		s.err = err
 		return
 	}
@@ -223,7 +216,7 @@ func floorTurn(ctx context.Context, contained *containment, j job.Job, s *Stream
 		return
 	}
 	s.startup = time.Now()
-	if err := send(2, "session/new", map[string]any{"cwd": a.dir, "mcpServers": []any{}}); err != nil {
+	if err := send(2, "session/new", newSessionParams(a.dir)); err != nil {
 		s.err = err
 		return
 	}
@@ -237,8 +230,7 @@ func floorTurn(ctx context.Context, contained *containment, j job.Job, s *Stream
 	}
 	_ = json.Unmarshal(res, &sess)
 	s.prompt()
-	if err := send(3, "session/prompt", map[string]any{"sessionId": sess.SessionID,
-		"prompt": []any{map[string]any{"type": "text", "text": j.Script()}}}); err != nil {
+	if err := send(3, "session/prompt", promptParams(sess.SessionID, j.Script())); err != nil {
 		s.err = err
 		return
 	}
@@ -254,6 +246,27 @@ func floorTurn(ctx context.Context, contained *containment, j job.Job, s *Stream
 	if _ = json.Unmarshal(res, &pr); pr.StopReason != "end_turn" {
 		s.err = fmt.Errorf("session/prompt answered %s", res)
 	}
+}
+
+// writeRequest writes one JSON-RPC request to an agent's stdin.
+func writeRequest(w io.Writer, id int64, method string, params any) error {
+	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// The params of the three requests a one-shot turn makes.
+func initializeParams() any {
+	return map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}}
+}
+
+func newSessionParams(dir string) any { return map[string]any{"cwd": dir, "mcpServers": []any{}} }
+
+func promptParams(sessionID, text string) any {
+	return map[string]any{"sessionId": sessionID, "prompt": []any{map[string]any{"type": "text", "text": text}}}
 }
 
 // minNotification is session/update's params as ACP's schema types them, for

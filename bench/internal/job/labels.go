@@ -38,6 +38,14 @@ const FloodAgent = "flood"
 // floor.
 const FloorLoaded = "floor-loaded"
 
+// Relay is the gateway client calling the relay (`acpbench relay`,
+// bench/internal/clients) instead of acpgate: the least a gRPC gateway
+// does, with acpgate's defaults for starting agents. Its figures against
+// the floor's are what one gRPC message per chunk, through a server and
+// into a client process, costs on this machine; acpgate's against its
+// are what acpgate adds to that.
+const Relay = "relay"
+
 // FloorContained is the floor client starting its agent as acpgate does:
 // through acpgate's launcher, in the PID (and user) and mount namespaces
 // acpgate gives an agent on this machine, with the agent's own /proc. Its
@@ -103,6 +111,9 @@ func WithBaseline(clients []string, baseline bool) []string {
 func HasBaseline(label string) bool {
 	return ViaGateway(label) && !IsBaseline(label) && ClientOf(label) != GatewayEach
 }
+
+// ViaRelay says whether a label's client calls the relay.
+func ViaRelay(label string) bool { return ClientOf(label) == Relay }
 
 // ViaGateway says whether a label's client calls a gateway (the working
 // tree's or the baseline's) rather than an agent directly.

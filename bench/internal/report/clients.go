@@ -19,7 +19,7 @@ func PacedClients(baseline bool) []string {
 
 // TurnsClients is the turns section's clients, in the order each round runs them.
 func TurnsClients(baseline bool) []string {
-	return job.WithBaseline([]string{job.OnNaive("floor"), job.OnNaive("gateway"), job.OnNaive(job.GatewayEach)}, baseline)
+	return job.WithBaseline([]string{job.OnNaive("floor"), job.OnNaive(job.Relay), job.OnNaive("gateway"), job.OnNaive(job.GatewayEach)}, baseline)
 }
 
 // TTFCClients is the time-to-first-chunk section's clients, in the order

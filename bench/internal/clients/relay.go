@@ -1,0 +1,200 @@
+package clients
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/acpgate/acpgate/bench/internal/job"
+	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+	"github.com/acpgate/acpgate/internal/acp/agentproc"
+)
+
+// The relay is the least a gRPC gateway can do: a server of the
+// gateway's Prompt that spawns the naive agent in a process group (no
+// namespaces), speaks ACP to it, and sends each chunk it reads as a gRPC
+// message from the goroutine that read it, recording nothing. It starts
+// agents as acpgate does by default (config.DefaultNice levels below its
+// own priority, config.DefaultMaxStartingAgents at once; mirrored here,
+// since importing acpgate's configuration would make every client process
+// of this executable initialize its dependencies), since without
+// that many turns at once measure the agents' start-ups rather than the
+// relay. The gateway client calls it as it calls acpgate, so its figures
+// against the naive floor's are what one gRPC message per chunk costs on
+// this machine (the server's write, the client's read, two more
+// processes' wake-ups), and acpgate's against the relay's are what acpgate
+// adds to that: the journal, the records, the containment and the
+// hand-offs between them.
+
+// RelayListening starts the line on which `acpbench relay` says, on
+// stderr, where it listens.
+const RelayListening = "acpbench relay listening on "
+
+// RelayOptions are how the relay starts agents: Nice levels below its own
+// priority (0: at its own), at most Starts at once (0: unbounded).
+type RelayOptions struct {
+	Nice, Starts int
+}
+
+// DefaultRelayOptions are acpgate's defaults: config.DefaultNice and
+// config.DefaultMaxStartingAgents.
+func DefaultRelayOptions() RelayOptions {
+	return RelayOptions{Nice: 5, Starts: max(4, 2*runtime.GOMAXPROCS(0))}
+}
+
+// ServeRelay serves the relay on lis until ctx ends or it fails.
+func ServeRelay(ctx context.Context, lis net.Listener, o RelayOptions) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	r := &relay{self: self}
+	if o.Starts > 0 {
+		r.starts = make(chan struct{}, o.Starts)
+	}
+	if o.Nice > 0 {
+		if r.starter, err = agentproc.NewStarter(o.Nice); err != nil {
+			return err
+		}
+	}
+	s := grpc.NewServer()
+	acpgatev1.RegisterAgentGatewayServer(s, r)
+	stop := context.AfterFunc(ctx, s.Stop)
+	defer stop()
+	if err := s.Serve(lis); err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil
+}
+
+type relay struct {
+	acpgatev1.UnimplementedAgentGatewayServer
+	self    string
+	starter *agentproc.Starter // nil: agents start at the relay's priority
+	starts  chan struct{}      // a slot per agent starting; nil: unbounded
+}
+
+// startSlot waits for a slot to start an agent in, and returns its
+// release, which frees it once however often it is called.
+func (r *relay) startSlot() (release func()) {
+	if r.starts == nil {
+		return func() {}
+	}
+	r.starts <- struct{}{}
+	var once sync.Once
+	return func() { once.Do(func() { <-r.starts }) }
+}
+
+// ListAgents answers the client's dial check (DialGateway).
+func (r *relay) ListAgents(context.Context, *acpgatev1.ListAgentsRequest) (*acpgatev1.ListAgentsResponse, error) {
+	return &acpgatev1.ListAgentsResponse{}, nil
+}
+
+// Prompt runs one turn on a fresh naive agent.
+func (r *relay) Prompt(req *acpgatev1.PromptRequest, st grpc.ServerStreamingServer[acpgatev1.PromptEvent]) error {
+	if req.GetAgent() != job.NaiveAgent {
+		return fmt.Errorf("the relay runs only the %q agent", job.NaiveAgent)
+	}
+	release := r.startSlot()
+	defer release()
+	dir, err := os.MkdirTemp("", "acpbench-relay-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	p, err := agentproc.Start(agentproc.Spec{Command: r.self, Args: []string{"agent"}, Env: os.Environ(), Dir: dir,
+		Containment: agentproc.ContainProcessGroup, Starter: r.starter})
+	if err != nil {
+		return err
+	}
+	a := &agentProc{stdin: p.Stdin().(io.WriteCloser), stdout: p.Stdout(), dir: dir, kill: p.Kill, wait: p.WaitExit}
+	defer a.stop()
+	in := bufio.NewReaderSize(a.stdout, 1<<20)
+	send := func(id int64, method string, params any) error { return writeRequest(a.stdin, id, method, params) }
+	var seq uint64
+	event := func(ev *acpgatev1.PromptEvent) error {
+		seq++
+		ev.Seq, ev.Time = seq, timestamppb.Now()
+		return st.Send(ev)
+	}
+	omit := req.GetOmitOutcomeText()
+	var text strings.Builder
+	var textBytes uint64
+	await := func(id int64) (json.RawMessage, error) {
+		for {
+			line, err := in.ReadSlice('\n')
+			if err != nil {
+				return nil, fmt.Errorf("reading the agent's stdout: %w", err)
+			}
+			var m floorMessage
+			var p minNotification
+			m.Params = &p
+			if err := json.Unmarshal(line, &m); err != nil {
+				return nil, err
+			}
+			switch {
+			case m.Method == "session/update":
+				if u := p.Update; u.SessionUpdate == "agent_message_chunk" && u.Content.Type == "text" {
+					textBytes += uint64(len(u.Content.Text))
+					if !omit {
+						text.WriteString(u.Content.Text)
+					}
+					if err := event(&acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_AgentMessageChunk{
+						AgentMessageChunk: &acpgatev1.MessageChunk{Text: u.Content.Text}}}); err != nil {
+						return nil, err
+					}
+				}
+			case m.Method == "" && m.ID != nil && *m.ID == id:
+				if m.Error != nil {
+					return nil, errors.New(m.Error.Message)
+				}
+				return m.Result, nil
+			}
+		}
+	}
+	if err := send(1, "initialize", initializeParams()); err != nil {
+		return err
+	}
+	if _, err := await(1); err != nil {
+		return err
+	}
+	release()
+	if err := send(2, "session/new", newSessionParams(a.dir)); err != nil {
+		return err
+	}
+	res, err := await(2)
+	if err != nil {
+		return err
+	}
+	var sess struct {
+		SessionID string `json:"sessionId"`
+	}
+	_ = json.Unmarshal(res, &sess)
+	if err := event(&acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_Started{Started: &acpgatev1.TurnStarted{TurnId: "relay"}}}); err != nil {
+		return err
+	}
+	if err := send(3, "session/prompt", promptParams(sess.SessionID, req.GetText())); err != nil {
+		return err
+	}
+	if _, err := await(3); err != nil {
+		return err
+	}
+	out := &acpgatev1.PromptOutcome{StopKind: acpgatev1.StopKind_STOP_KIND_END_TURN, StopReason: "end_turn", SessionId: sess.SessionID}
+	if omit {
+		out.TextOmitted, out.TextBytes = true, textBytes
+	} else {
+		out.Text = text.String()
+	}
+	return event(&acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_Outcome{Outcome: out}})
+}
