@@ -35,7 +35,8 @@ type agentProc struct {
 
 // startAgent starts bin on pipes in a fresh directory: as a child of this
 // process, or, when contained is set, as acpgate starts an agent (through
-// its launcher, in the namespaces it probed).
+// its launcher, in the namespaces it probed, or in a process group, from
+// its starter when it has one).
 func startAgent(contained *containment, bin string, args ...string) (*agentProc, error) {
 	dir, err := os.MkdirTemp("", "acpbench-session-")
 	if err != nil {
@@ -43,7 +44,7 @@ func startAgent(contained *containment, bin string, args ...string) (*agentProc,
 	}
 	if contained != nil {
 		p, err := agentproc.Start(agentproc.Spec{Command: bin, Args: args, Env: os.Environ(), Dir: dir,
-			Launcher: contained.launcher, Containment: contained.kind, HostProc: contained.hostProc})
+			Launcher: contained.launcher, Containment: contained.kind, HostProc: contained.hostProc, Starter: contained.starter})
 		if err != nil {
 			_ = os.RemoveAll(dir)
 			return nil, err
@@ -102,6 +103,7 @@ type containment struct {
 	launcher string
 	kind     agentproc.Containment
 	hostProc bool
+	starter  *agentproc.Starter // nil: the agent starts at this process's priority
 }
 
 // RunFloor runs the job with the floor client (floor-sdk when j.Client

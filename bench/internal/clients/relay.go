@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"runtime"
@@ -68,13 +67,19 @@ func ServeRelay(ctx context.Context, lis net.Listener, o RelayOptions) error {
 			return err
 		}
 	}
-	s := grpc.NewServer()
+	if r.starter != nil {
+		// After Stop, which waits for the handlers and with them every
+		// agent they started: see agentproc.Starter.
+		defer r.starter.Close()
+	}
+	s := grpc.NewServer(grpc.WaitForHandlers(true))
 	acpgatev1.RegisterAgentGatewayServer(s, r)
 	stop := context.AfterFunc(ctx, s.Stop)
 	defer stop()
 	if err := s.Serve(lis); err != nil && ctx.Err() == nil {
 		return err
 	}
+	s.Stop()
 	return nil
 }
 
@@ -85,15 +90,19 @@ type relay struct {
 	starts  chan struct{}      // a slot per agent starting; nil: unbounded
 }
 
-// startSlot waits for a slot to start an agent in, and returns its
-// release, which frees it once however often it is called.
-func (r *relay) startSlot() (release func()) {
+// startSlot waits, until ctx ends, for a slot to start an agent in, and
+// returns its release, which frees it once however often it is called.
+func (r *relay) startSlot(ctx context.Context) (release func(), err error) {
 	if r.starts == nil {
-		return func() {}
+		return func() {}, nil
 	}
-	r.starts <- struct{}{}
+	select {
+	case r.starts <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	var once sync.Once
-	return func() { once.Do(func() { <-r.starts }) }
+	return func() { once.Do(func() { <-r.starts }) }, nil
 }
 
 // ListAgents answers the client's dial check (DialGateway).
@@ -106,20 +115,21 @@ func (r *relay) Prompt(req *acpgatev1.PromptRequest, st grpc.ServerStreamingServ
 	if req.GetAgent() != job.NaiveAgent {
 		return fmt.Errorf("the relay runs only the %q agent", job.NaiveAgent)
 	}
-	release := r.startSlot()
+	ctx := st.Context()
+	release, err := r.startSlot(ctx)
+	if err != nil {
+		return err
+	}
 	defer release()
-	dir, err := os.MkdirTemp("", "acpbench-relay-")
+	a, err := startAgent(&containment{kind: agentproc.ContainProcessGroup, starter: r.starter}, r.self, "agent")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	p, err := agentproc.Start(agentproc.Spec{Command: r.self, Args: []string{"agent"}, Env: os.Environ(), Dir: dir,
-		Containment: agentproc.ContainProcessGroup, Starter: r.starter})
-	if err != nil {
-		return err
-	}
-	a := &agentProc{stdin: p.Stdin().(io.WriteCloser), stdout: p.Stdout(), dir: dir, kill: p.Kill, wait: p.WaitExit}
 	defer a.stop()
+	// A client that leaves ends the turn: killing the agent ends the read
+	// that waits for it.
+	stop := context.AfterFunc(ctx, a.kill)
+	defer stop()
 	in := bufio.NewReaderSize(a.stdout, 1<<20)
 	send := func(id int64, method string, params any) error { return writeRequest(a.stdin, id, method, params) }
 	var seq uint64
