@@ -3,13 +3,33 @@ package proc
 import (
 	"os"
 	"os/exec"
+	"runtime"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
-// burn spends about d of this goroutine's CPU.
-func burn(d time.Duration) {
-	for start := time.Now(); time.Since(start) < d; {
+// burn spends d of CPU on the calling goroutine's thread, counted by the
+// thread's own CPU clock rather than by the wall clock: on a busy machine
+// 100 ms of wall time can hold half as much CPU, and the test would read
+// the machine's load instead of the clock under test. It fails t if that
+// takes over ten seconds.
+func burn(t *testing.T, d time.Duration) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	threadCPU := func() time.Duration {
+		var ts unix.Timespec
+		if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+			t.Fatal(err)
+		}
+		return time.Duration(ts.Nano())
+	}
+	start, deadline := threadCPU(), time.Now().Add(10*time.Second)
+	for threadCPU()-start < d {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s of CPU took over ten seconds", d)
+		}
 	}
 }
 
@@ -20,7 +40,7 @@ func TestAProcessCPUTimeCountsItsOwnWorkAndNotItsChildrens(t *testing.T) {
 		t.Fatal(err)
 	}
 	self0 := SelfCPU()
-	burn(100 * time.Millisecond)
+	burn(t, 100*time.Millisecond)
 	// A child's work: a shell that counts for a while.
 	if err := exec.Command("/bin/sh", "-c", "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done").Run(); err != nil {
 		t.Fatal(err)
