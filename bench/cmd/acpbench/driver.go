@@ -321,11 +321,7 @@ func (d *driver) gateway(c gatewayConf, extra ...string) (*gatewayProc, error) {
 // a gateway.
 func (d *driver) relay() (*gatewayProc, error) {
 	d.logSeq++
-	name := filepath.Join(d.dir, fmt.Sprintf("relay-%02d", d.logSeq))
-	if err := os.Mkdir(name+".state", 0o700); err != nil {
-		return nil, err
-	}
-	g, err := startRelay(d.self, name+".log", name+".state")
+	g, err := startRelay(d.self, filepath.Join(d.dir, fmt.Sprintf("relay-%02d.log", d.logSeq)))
 	if err != nil {
 		return nil, err
 	}
@@ -342,7 +338,7 @@ func (d *driver) stopGateway(g *gatewayProc) {
 	if err := g.stop(); err != nil {
 		d.fail("%v (log: %s)", err, g.logf.Name())
 	}
-	if !d.keep {
+	if !d.keep && g.stateDir != "" {
 		if err := os.RemoveAll(g.stateDir); err != nil {
 			d.fail("removing a gateway's state directory: %v", err)
 		}

@@ -20,7 +20,7 @@ import (
 type gatewayProc struct {
 	cmd      *exec.Cmd
 	addr     string
-	stateDir string // its store's directory
+	stateDir string // its store's directory; "" for the relay, which keeps none
 	logf     *os.File
 	exited   chan struct{}
 }
@@ -39,14 +39,14 @@ func startGateway(bin, cfg, logPath, stateDir string, extra ...string) (*gateway
 }
 
 // startRelay runs `acpbench relay` (this executable) on a free loopback
-// port, as startGateway runs a gateway. stateDir is a directory of its own,
-// removed with it.
-func startRelay(self, logPath, stateDir string) (*gatewayProc, error) {
-	return startServer(exec.Command(self, "relay", "-listen", "127.0.0.1:0"), clients.RelayListening, logPath, stateDir)
+// port, as startGateway runs a gateway. It keeps no state.
+func startRelay(self, logPath string) (*gatewayProc, error) {
+	return startServer(exec.Command(self, "relay", "-listen", "127.0.0.1:0"), clients.RelayListening, logPath, "")
 }
 
 // startServer starts cmd and waits for it to write a line starting with
-// ready, then its address, to stderr, which goes to logPath.
+// ready, then its address, to stderr, which goes to logPath. stateDir is
+// its state directory, "" for none.
 func startServer(cmd *exec.Cmd, ready, logPath, stateDir string) (*gatewayProc, error) {
 	name := filepath.Base(cmd.Path) + " " + cmd.Args[1]
 	logf, err := os.Create(logPath)

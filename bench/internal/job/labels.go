@@ -38,12 +38,8 @@ const FloodAgent = "flood"
 // floor.
 const FloorLoaded = "floor-loaded"
 
-// Relay is the gateway client calling the relay (`acpbench relay`,
-// bench/internal/clients) instead of acpgate: the least a gRPC gateway
-// does, with acpgate's defaults for starting agents. Its figures against
-// the floor's are what one gRPC message per chunk, through a server and
-// into a client process, costs on this machine; acpgate's against its
-// are what acpgate adds to that.
+// Relay is the gateway client calling the relay (`acpbench relay`; what
+// it is and why, bench/internal/clients/relay.go) instead of acpgate.
 const Relay = "relay"
 
 // FloorContained is the floor client starting its agent as acpgate does:
