@@ -59,6 +59,11 @@ func (d *driver) paced() error {
 		paces = append(paces, pace{rate, max(100, int(float64(rate)*d.plan.pacedSeconds)), d.plan.pacedSize})
 	}
 	paces = append(paces, d.plan.llm)
+	relay, err := d.relay()
+	if err != nil {
+		return err
+	}
+	defer d.stopGateway(relay)
 	for _, pc := range paces {
 		rate, n, size := pc.rate, pc.n, pc.size
 		g, err := d.gateway(gatewayConf{})
@@ -83,7 +88,7 @@ func (d *driver) paced() error {
 					}
 					j.Load = []float64{float64(gr.GatewayCPU) / float64(gr.Turn), float64(gr.CPU) / float64(gr.Turn)}
 				}
-				r := d.job(serverFor(c, servers{own: g, base: base}), j)
+				r := d.job(serverFor(c, servers{own: g, base: base, relay: relay}), j)
 				r.Client = c
 				d.check(fmt.Sprintf("paced %d/s", rate), r)
 				pr.Runs[c] = append(pr.Runs[c], r)

@@ -55,7 +55,7 @@ func (d *driver) turnsSection() error {
 	for round := range p.turnsRuns {
 		for i := range res.Points {
 			pt := &res.Points[i]
-			for _, c := range report.TurnsClients(base != nil) {
+			for _, c := range report.TurnsOrder(round, base != nil) {
 				j := job.ForLabel(c, p.llm.n, p.llm.size)
 				j.Rate, j.Latency, j.Timeout = p.llm.rate, true, 2*time.Minute
 				rs := d.simultaneous(serverFor(c, servers{own: g, base: base, relay: relay}), j, pt.N)

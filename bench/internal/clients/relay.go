@@ -22,8 +22,13 @@ import (
 
 // The relay is the least a gRPC gateway can do: a server of the
 // gateway's Prompt that spawns the naive agent in a process group (no
-// namespaces), speaks ACP to it, and sends each chunk it reads as a gRPC
-// message from the goroutine that read it, recording nothing. It starts
+// namespaces), speaks ACP to it, and sends the chunks it reads as gRPC
+// messages, recording nothing. One goroutine reads the agent and another
+// sends, as in acpgate, and like acpgate by default it coalesces chunks
+// that arrive while the stream is busy (relayQueue); one message a chunk
+// when the request asks for CHUNK_DELIVERY_EACH. With one goroutine doing
+// both, a fast agent's chunks waited behind every send, and the relay
+// fell behind the gateway it is meant to bound. It starts
 // agents as acpgate does by default (config.DefaultNice levels below its
 // own priority, config.DefaultMaxStartingAgents at once; mirrored here,
 // since importing acpgate's configuration would make every client process
@@ -130,14 +135,33 @@ func (r *relay) Prompt(req *acpgatev1.PromptRequest, st grpc.ServerStreamingServ
 	// that waits for it.
 	stop := context.AfterFunc(ctx, a.kill)
 	defer stop()
+	q := newRelayQueue(req.GetChunkDelivery() != acpgatev1.ChunkDelivery_CHUNK_DELIVERY_EACH)
+	var reader sync.WaitGroup
+	defer reader.Wait()
+	reader.Go(func() { q.close(converse(a, req, q, release)) })
+	var seq uint64
+	for {
+		events, more, err := q.take()
+		if !more {
+			return err
+		}
+		for _, ev := range events {
+			seq++
+			ev.Seq, ev.Time = seq, timestamppb.Now()
+			if err := st.Send(ev); err != nil {
+				a.kill() // ends the reader, which the return waits for
+				return err
+			}
+		}
+	}
+}
+
+// converse runs the turn's ACP conversation with the agent, queueing its
+// events on q; release frees the turn's start slot once the agent is
+// initialized.
+func converse(a *agentProc, req *acpgatev1.PromptRequest, q *relayQueue, release func()) error {
 	in := bufio.NewReaderSize(a.stdout, 1<<20)
 	send := func(id int64, method string, params any) error { return writeRequest(a.stdin, id, method, params) }
-	var seq uint64
-	event := func(ev *acpgatev1.PromptEvent) error {
-		seq++
-		ev.Seq, ev.Time = seq, timestamppb.Now()
-		return st.Send(ev)
-	}
 	omit := req.GetOmitOutcomeText()
 	var text strings.Builder
 	var textBytes uint64
@@ -153,18 +177,13 @@ func (r *relay) Prompt(req *acpgatev1.PromptRequest, st grpc.ServerStreamingServ
 			if err := json.Unmarshal(line, &m); err != nil {
 				return nil, err
 			}
-			switch {
-			case m.Method == "session/update":
-				if u := p.Update; u.SessionUpdate == "agent_message_chunk" && u.Content.Type == "text" {
-					textBytes += uint64(len(u.Content.Text))
-					if !omit {
-						text.WriteString(u.Content.Text)
-					}
-					if err := event(&acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_AgentMessageChunk{
-						AgentMessageChunk: &acpgatev1.MessageChunk{Text: u.Content.Text}}}); err != nil {
-						return nil, err
-					}
+			switch u := p.Update; {
+			case m.Method == "session/update" && u.SessionUpdate == "agent_message_chunk" && u.Content.Type == "text":
+				textBytes += uint64(len(u.Content.Text))
+				if !omit {
+					text.WriteString(u.Content.Text)
 				}
+				q.chunk(u.Content.Text)
 			case m.Method == "" && m.ID != nil && *m.ID == id:
 				if m.Error != nil {
 					return nil, errors.New(m.Error.Message)
@@ -191,9 +210,7 @@ func (r *relay) Prompt(req *acpgatev1.PromptRequest, st grpc.ServerStreamingServ
 		SessionID string `json:"sessionId"`
 	}
 	_ = json.Unmarshal(res, &sess)
-	if err := event(&acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_Started{Started: &acpgatev1.TurnStarted{TurnId: "relay"}}}); err != nil {
-		return err
-	}
+	q.push(&acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_Started{Started: &acpgatev1.TurnStarted{TurnId: "relay"}}})
 	if err := send(3, "session/prompt", promptParams(sess.SessionID, req.GetText())); err != nil {
 		return err
 	}
@@ -206,5 +223,6 @@ func (r *relay) Prompt(req *acpgatev1.PromptRequest, st grpc.ServerStreamingServ
 	} else {
 		out.Text = text.String()
 	}
-	return event(&acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_Outcome{Outcome: out}})
+	q.push(&acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_Outcome{Outcome: out}})
+	return nil
 }

@@ -7,7 +7,7 @@ import "github.com/acpgate/acpgate/bench/internal/job"
 // floor's at the paced rates, run by run.
 func (r *Report) naiveMD(w func(string, ...any)) {
 	floor := job.OnNaive("floor")
-	gws := job.WithBaseline([]string{job.OnNaive("gateway"), job.OnNaive(job.GatewayEach), job.OnNaive(job.GatewayStream)}, r.Baseline != "")
+	gws := job.WithBaseline([]string{job.OnNaive(job.Relay), job.OnNaive("gateway"), job.OnNaive(job.GatewayEach), job.OnNaive(job.GatewayStream)}, r.Baseline != "")
 	var floods []ShapeResult
 	for _, sr := range r.Throughput {
 		if len(sr.Runs[floor]) > 0 {
@@ -54,5 +54,8 @@ func (r *Report) naiveMD(w func(string, ...any)) {
 			}
 		}
 		w("\n")
+		if len(paced[0].Runs[job.OnNaive(job.Relay)]) > 0 {
+			w("%s\n\n", relayRow)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package report
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -125,5 +126,27 @@ func TestTheTurnsFirstChunkIsTheMedianAndLastOfTheCompletedTurns(t *testing.T) {
 	}
 	if m, l := TurnsFirst([]job.Result{{Err: "x"}}); !math.IsNaN(m) || !math.IsNaN(l) {
 		t.Errorf("no completed turn: got %v, %v, want NaN", m, l)
+	}
+}
+
+func TestEachRoundOfTheTurnsSectionRunsEveryClientOnceAndNoTwoRoundsStartAlike(t *testing.T) {
+	for _, baseline := range []bool{false, true} {
+		all := TurnsClients(baseline)
+		firsts := map[string]bool{}
+		for r := range len(turnsClients) {
+			order := TurnsOrder(r, baseline)
+			if !slices.Equal(slices.Sorted(slices.Values(order)), slices.Sorted(slices.Values(all))) {
+				t.Fatalf("baseline %v, round %d runs %q, not each of %q once", baseline, r, order, all)
+			}
+			for i, c := range order {
+				if job.HasBaseline(c) && baseline && (i+1 >= len(order) || order[i+1] != job.OnBaseline(c)) {
+					t.Errorf("baseline %v, round %d: %q is not followed by its baseline in %q", baseline, r, c, order)
+				}
+			}
+			if firsts[order[0]] {
+				t.Errorf("baseline %v, round %d starts with %q, as an earlier round did", baseline, r, order[0])
+			}
+			firsts[order[0]] = true
+		}
 	}
 }
