@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acpgate/acpgate/bench/internal/job"
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
+	"github.com/acpgate/acpgate/internal/acp/agentproc"
 )
 
 func TestARelayTurnWaitingForAStartSlotGivesUpWhenItsCallerDoes(t *testing.T) {
@@ -100,5 +102,29 @@ func TestARelayQueueTakeWaitsForTheReaderAndEndsWithItsError(t *testing.T) {
 	}
 	if got, more, err := q.take(); more || !errors.Is(err, failed) || len(got) != 0 {
 		t.Fatalf("after the reader failed, take gave %q, more %v, %v; want nothing more and its error", texts(got), more, err)
+	}
+}
+
+func TestARelayTurnsReaderEndsWhenItsAgentIsKilledAndTheSenderSeesWhy(t *testing.T) {
+	// An agent that never answers: the reader waits in its first read.
+	a, err := startAgent(&containment{kind: agentproc.ContainProcessGroup}, "/bin/sleep", "60")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.stop()
+	q := newRelayQueue(true)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		q.close(converse(a, &acpgatev1.PromptRequest{Agent: job.NaiveAgent}, q, func() {}))
+	}()
+	time.AfterFunc(50*time.Millisecond, a.kill) // what the relay does when its caller leaves
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the reader of a killed agent had not ended 10 s later")
+	}
+	if got, more, err := q.take(); more || err == nil || len(got) != 0 {
+		t.Fatalf("after the agent was killed, take gave %q, more %v, %v; want nothing more and the reader's error", texts(got), more, err)
 	}
 }

@@ -1,6 +1,7 @@
 package clients
 
 import (
+	"strings"
 	"sync"
 
 	acpgatev1 "github.com/acpgate/acpgate/gen/acpgate/v1"
@@ -19,7 +20,7 @@ type relayQueue struct {
 
 	mu     sync.Mutex
 	events []*acpgatev1.PromptEvent
-	tail   []byte // the text of the last event, a chunk still open to joining; nil: none
+	tail   *strings.Builder // the text of the last event, a chunk still open to joining; nil: none
 	closed bool
 	err    error
 }
@@ -32,13 +33,14 @@ func newRelayQueue(coalesce bool) *relayQueue {
 func (q *relayQueue) chunk(text string) {
 	q.mu.Lock()
 	if q.coalesce && q.tail != nil {
-		q.tail = append(q.tail, text...)
+		q.tail.WriteString(text)
 		q.mu.Unlock()
 		return
 	}
 	q.sealTail()
 	q.events = append(q.events, &acpgatev1.PromptEvent{Event: &acpgatev1.PromptEvent_AgentMessageChunk{AgentMessageChunk: &acpgatev1.MessageChunk{}}})
-	q.tail = append(make([]byte, 0, len(text)), text...)
+	q.tail = new(strings.Builder)
+	q.tail.WriteString(text)
 	q.mu.Unlock()
 	q.wake()
 }
@@ -82,12 +84,13 @@ func (q *relayQueue) take() (events []*acpgatev1.PromptEvent, more bool, err err
 	}
 }
 
-// sealTail puts the open chunk's text into its event; q.mu is held.
+// sealTail puts the open chunk's text into its event, without a copy;
+// q.mu is held.
 func (q *relayQueue) sealTail() {
 	if q.tail == nil {
 		return
 	}
-	q.events[len(q.events)-1].GetAgentMessageChunk().Text = string(q.tail)
+	q.events[len(q.events)-1].GetAgentMessageChunk().Text = q.tail.String()
 	q.tail = nil
 }
 

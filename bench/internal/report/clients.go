@@ -1,10 +1,6 @@
 package report
 
-import (
-	"slices"
-
-	"github.com/acpgate/acpgate/bench/internal/job"
-)
+import "github.com/acpgate/acpgate/bench/internal/job"
 
 // ThroughputClients is the throughput section's clients, in the order
 // each repetition runs them (see job.WithBaseline).
@@ -24,18 +20,23 @@ func PacedClients(baseline bool) []string {
 // TurnsClients is the turns section's clients, in the order its report
 // gives them.
 func TurnsClients(baseline bool) []string {
-	return job.WithBaseline(turnsClients, baseline)
+	return job.WithBaseline(turnsClients(), baseline)
 }
 
-var turnsClients = []string{job.OnNaive("floor"), job.OnNaive(job.Relay), job.OnNaive("gateway"), job.OnNaive(job.GatewayEach)}
+// turnsClients is TurnsClients without a baseline, a new slice each time:
+// WithBaseline returns the one it is given.
+func turnsClients() []string {
+	return []string{job.OnNaive("floor"), job.OnNaive(job.Relay), job.OnNaive("gateway"), job.OnNaive(job.GatewayEach)}
+}
 
 // TurnsOrder is the order in which round r (from 0) of the turns section
 // runs its clients: TurnsClients turned by r places, each client's
 // baseline right after it, so that over the rounds no client always runs
 // right after the same other one, on a machine still settling from it.
 func TurnsOrder(r int, baseline bool) []string {
-	k := r % len(turnsClients)
-	return job.WithBaseline(append(slices.Clone(turnsClients[k:]), turnsClients[:k]...), baseline)
+	cs := turnsClients()
+	k := r % len(cs)
+	return job.WithBaseline(append(cs[k:], cs[:k]...), baseline)
 }
 
 // TTFCClients is the time-to-first-chunk section's clients, in the order

@@ -133,7 +133,7 @@ func TestEachRoundOfTheTurnsSectionRunsEveryClientOnceAndNoTwoRoundsStartAlike(t
 	for _, baseline := range []bool{false, true} {
 		all := TurnsClients(baseline)
 		firsts := map[string]bool{}
-		for r := range len(turnsClients) {
+		for r := range len(turnsClients()) {
 			order := TurnsOrder(r, baseline)
 			if !slices.Equal(slices.Sorted(slices.Values(order)), slices.Sorted(slices.Values(all))) {
 				t.Fatalf("baseline %v, round %d runs %q, not each of %q once", baseline, r, order, all)
